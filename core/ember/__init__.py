@@ -1,0 +1,54 @@
+"""Ember: a portable deep-learning toolkit.
+
+>>> import ember
+>>> x = ember.tensor([1.0, 2.0, 3.0])
+>>> (x * 2).tolist()
+[2.0, 4.0, 6.0]
+"""
+
+from . import dtype
+from .backend import Backend, Caps
+from .backends import (
+    available as available_backends,
+    default_backend,
+    get_backend,
+    register as register_backend,
+    set_default_backend,
+    use_backend,
+)
+from .data import TensorData
+from .dtype import (
+    DType,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int32,
+    int64,
+    promote_types,
+    set_default_float,
+    uint8,
+)
+from .errors import (
+    BackendMismatchError,
+    DimensionError,
+    DTypeError,
+    EmberError,
+    ShapeError,
+    TensorIndexError,
+    UnsupportedOpError,
+)
+from .random import Generator, seed
+from .tensor import Tensor
+from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.where, ...)
+from .ops import __all__ as _ops_all
+
+bool = bool_  # noqa: A001  (ember.bool, like torch.bool)
+half = float16
+float = float32  # noqa: A001
+double = float64
+int = int32  # noqa: A001
+long = int64
+
+__version__ = "0.1.0"

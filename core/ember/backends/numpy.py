@@ -1,0 +1,243 @@
+"""The numpy backend: Ember's CPU default. Primitives are ``numpy.ndarray``s."""
+
+from __future__ import annotations
+
+try:
+    import numpy as np
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("the numpy backend needs numpy: pip install 'ember[numpy]'") from e
+
+import math
+
+from .. import dtype as dt
+from ..backend import Backend, Caps
+from ..data import TensorData
+from ..errors import TensorIndexError
+
+_NP = {d: np.dtype(d.name) for d in dt.ALL}
+_EMBER = {v: k for k, v in _NP.items()}
+
+
+def _erf(x):
+    """Vectorised erf (numpy has none): math.erf per element, float64 accurate."""
+    return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+    caps = Caps()
+
+    def __init__(self):
+        self._errstate = dict(divide="ignore", invalid="ignore", over="ignore", under="ignore")
+
+    # ------------------------------------------------------------------ data
+    def from_data(self, data: TensorData):
+        arr = np.frombuffer(data.buffer, dtype=_NP[data.dtype].newbyteorder("<"))
+        return arr.astype(_NP[data.dtype]).reshape(data.shape)
+
+    def to_data(self, x) -> TensorData:
+        x = np.ascontiguousarray(x)
+        return TensorData(x.astype(x.dtype.newbyteorder("<"), copy=False).tobytes(), x.shape,
+                          _EMBER[x.dtype])
+
+    def shape(self, x):
+        return x.shape
+
+    def dtype(self, x):
+        return _EMBER[x.dtype]
+
+    def cast(self, x, dtype):
+        with np.errstate(**self._errstate):
+            if dtype.is_bool:
+                return x != 0
+            return x.astype(_NP[dtype])
+
+    def full(self, shape, value, dtype):
+        return np.full(shape, value, dtype=_NP[dtype])
+
+    def arange(self, n, dtype):
+        return np.arange(n, dtype=_NP[dtype])
+
+    # ------------------------------------------------------------------ layout
+    def reshape(self, x, shape):
+        return x.reshape(shape)
+
+    def permute(self, x, axes):
+        return x.transpose(axes)
+
+    def expand(self, x, shape):
+        return np.broadcast_to(x, shape)
+
+    def slice(self, x, ranges):
+        return x[tuple(slice(start, None if stop < 0 and step < 0 else stop, step)
+                       for start, stop, step in ranges)]
+
+    def slice_assign(self, x, ranges, value):
+        out = np.array(x, copy=True)
+        out[tuple(slice(start, None if stop < 0 and step < 0 else stop, step)
+                  for start, stop, step in ranges)] = value
+        return out
+
+    def cat(self, xs, dim):
+        return np.concatenate(xs, axis=dim)
+
+    def gather(self, x, dim, index):
+        self._check_index("gather", index, x.shape[dim])
+        return np.take_along_axis(x, index, axis=dim)
+
+    def scatter(self, x, dim, index, src, reduce="none"):
+        self._check_index("scatter", index, x.shape[dim])
+        out = np.array(x, copy=True)
+        idx = list(np.indices(index.shape, sparse=True))
+        idx[dim] = index
+        if reduce == "add":
+            np.add.at(out, tuple(idx), src)
+        else:
+            out[tuple(idx)] = src
+        return out
+
+    def index_select(self, x, dim, index):
+        self._check_index("index_select", index, x.shape[dim])
+        return np.take(x, index, axis=dim)
+
+    def where(self, cond, a, b):
+        return np.where(cond, a, b)
+
+    @staticmethod
+    def _check_index(op, index, size):
+        if index.size and (index.min() < 0 or index.max() >= size):
+            raise TensorIndexError(
+                f"{op}: index {int(index.max() if index.max() >= size else index.min())} is out "
+                f"of range for a dim of size {size} (valid: 0 to {size - 1})"
+            )
+
+    def random_uniform(self, shape, dtype, seed, offset):
+        from ._philox_numpy import philox_uniform
+
+        return philox_uniform(shape, seed, offset).astype(_NP[dtype])
+
+    # ------------------------------------------------------------------ float
+    def float_pow(self, a, b):
+        with np.errstate(**self._errstate):
+            return np.power(a, b)
+
+    def float_erf(self, x):
+        return _erf(x)
+
+    def float_round(self, x):
+        return np.round(x)
+
+    def float_isnan(self, x):
+        return np.isnan(x)
+
+    def float_isinf(self, x):
+        return np.isinf(x)
+
+    def float_argmax(self, x, dim):
+        return np.expand_dims(np.argmax(x, axis=dim), dim).astype(np.int64)
+
+    def float_argmin(self, x, dim):
+        return np.expand_dims(np.argmin(x, axis=dim), dim).astype(np.int64)
+
+    def float_sort(self, x, dim, descending):
+        return _sort(x, dim, descending)
+
+    def float_var(self, x, dims, correction):
+        n = math.prod(x.shape[d] for d in dims)
+        with np.errstate(**self._errstate):
+            return (np.var(x, axis=dims, keepdims=True) * (n / max(n - correction, 0))).astype(x.dtype)
+
+    def float_logsumexp(self, x, dims):
+        with np.errstate(**self._errstate):
+            m = np.max(x, axis=dims, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0)
+            return (np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m).astype(x.dtype)
+
+    # ------------------------------------------------------------------ int
+    def int_floor_divide(self, a, b):
+        with np.errstate(**self._errstate):
+            return np.floor_divide(a, b)
+
+    def int_remainder(self, a, b):
+        with np.errstate(**self._errstate):
+            return np.remainder(a, b)
+
+    def int_pow(self, a, b):
+        if b.size and b.min() < 0:
+            raise ValueError("pow: integers to negative integer powers are not allowed")
+        return np.power(a, b)
+
+    def int_argmax(self, x, dim):
+        return np.expand_dims(np.argmax(x, axis=dim), dim).astype(np.int64)
+
+    def int_argmin(self, x, dim):
+        return np.expand_dims(np.argmin(x, axis=dim), dim).astype(np.int64)
+
+    def int_sort(self, x, dim, descending):
+        return _sort(x, dim, descending)
+
+
+def _sort(x, dim, descending):
+    """Stable sort; descending keeps equal elements in their original order (NaN first)."""
+    if descending:
+        flipped = np.argsort(np.flip(x, dim), axis=dim, kind="stable")
+        idx = x.shape[dim] - 1 - np.flip(flipped, dim)
+    else:
+        idx = np.argsort(x, axis=dim, kind="stable")
+    return np.take_along_axis(x, idx, dim), idx.astype(np.int64)
+
+
+def _elementwise(fn):
+    def op(self, *args):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            return fn(*args)
+
+    return op
+
+
+def _reduction(fn):
+    def op(self, x, dims):
+        with np.errstate(invalid="ignore", over="ignore"):
+            return fn(x, axis=dims, keepdims=True).astype(x.dtype, copy=False)
+
+    return op
+
+
+def _scan(fn):
+    def op(self, x, dim):
+        with np.errstate(invalid="ignore", over="ignore"):
+            return fn(x, axis=dim, dtype=x.dtype)
+
+    return op
+
+
+for _kind in ("float", "int"):
+    for _name, _fn in {
+        "add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum,
+        "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
+        "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "neg": np.negative,
+        "abs": np.abs, "sign": np.sign, "matmul": np.matmul,
+    }.items():
+        setattr(NumpyBackend, f"{_kind}_{_name}", _elementwise(_fn))
+    for _name, _fn in {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}.items():
+        setattr(NumpyBackend, f"{_kind}_{_name}", _reduction(_fn))
+    setattr(NumpyBackend, f"{_kind}_cumsum", _scan(np.cumsum))
+    setattr(NumpyBackend, f"{_kind}_cumprod", _scan(np.cumprod))
+
+for _name, _fn in {
+    "div": np.divide, "floor_divide": np.floor_divide, "remainder": np.remainder,
+    "atan2": np.arctan2, "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
+    "log2": np.log2, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "reciprocal": np.reciprocal,
+}.items():
+    setattr(NumpyBackend, f"float_{_name}", _elementwise(_fn))
+
+NumpyBackend.float_mean = _reduction(np.mean)
+NumpyBackend.bool_and = _elementwise(np.logical_and)
+NumpyBackend.bool_or = _elementwise(np.logical_or)
+NumpyBackend.bool_xor = _elementwise(np.logical_xor)
+NumpyBackend.bool_not = _elementwise(np.logical_not)
+NumpyBackend.bool_any = _reduction(np.any)
+NumpyBackend.bool_all = _reduction(np.all)

@@ -1,0 +1,188 @@
+"""Data types and type promotion.
+
+Ember follows numpy/PyTorch semantics. Where the two disagree, Ember takes PyTorch's rule,
+because it keeps models in the dtype the user chose on every backend (GPUs have no float64):
+
+- integer/bool combined with a float tensor gives that float dtype (numpy widens int32+float32
+  to float64);
+- Python scalars are "weak" (NEP 50): ``int_tensor + 2`` stays int, ``float16_tensor * 0.5``
+  stays float16, ``int_tensor * 0.5`` becomes the default float dtype (float32);
+- true division of integers gives the default float dtype;
+- there is no int16, so uint8 with int8 promotes to int32 (both libraries would give int16).
+
+>>> from ember import dtype
+>>> dtype.promote_types(dtype.int32, dtype.float16)
+ember.float16
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import DTypeError
+
+
+@dataclass(frozen=True)
+class DType:
+    """A tensor element type: its name, kind ('b' bool, 'u'/'i' integer, 'f' float) and size."""
+
+    name: str
+    kind: str
+    itemsize: int
+    struct_format: str  # little-endian struct code of one element
+    array_typecode: str | None  # array.array code, None where array has none (float16)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in "if"
+
+    @property
+    def bits(self) -> int:
+        return self.itemsize * 8
+
+    @property
+    def int_range(self) -> tuple[int, int]:
+        """(min, max) representable by an integer dtype."""
+        if self.kind == "u":
+            return 0, (1 << self.bits) - 1
+        if self.kind == "i":
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        if self.kind == "b":
+            return 0, 1
+        raise DTypeError(f"int_range: {self.name} is not an integer dtype")
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+bool_ = DType("bool", "b", 1, "?", "B")
+uint8 = DType("uint8", "u", 1, "B", "B")
+int8 = DType("int8", "i", 1, "b", "b")
+int32 = DType("int32", "i", 4, "i", "i")
+int64 = DType("int64", "i", 8, "q", "q")
+float16 = DType("float16", "f", 2, "e", None)
+float32 = DType("float32", "f", 4, "f", "f")
+float64 = DType("float64", "f", 8, "d", "d")
+
+ALL: tuple[DType, ...] = (bool_, uint8, int8, int32, int64, float16, float32, float64)
+FLOATS = (float16, float32, float64)
+INTS = (uint8, int8, int32, int64)
+
+_BY_NAME = {d.name: d for d in ALL}
+_ALIASES = {
+    "bool_": bool_,
+    "float": float32,
+    "double": float64,
+    "half": float16,
+    "int": int64,
+    "long": int64,
+    "f2": float16,
+    "f4": float32,
+    "f8": float64,
+    "i1": int8,
+    "i4": int32,
+    "i8": int64,
+    "u1": uint8,
+    "b1": bool_,
+}
+
+# Default dtypes for Python scalars / nested lists, as in PyTorch.
+default_float = float32
+default_int = int64
+
+
+def get_default_float() -> DType:
+    return default_float
+
+
+def set_default_float(dt: DType | str) -> None:
+    """Set the float dtype used for Python floats and for ``rand``/``zeros`` without a dtype."""
+    global default_float
+    d = as_dtype(dt)
+    if not d.is_float:
+        raise DTypeError(f"set_default_float: {d} is not a float dtype; valid: float16, float32, float64")
+    default_float = d
+
+
+def as_dtype(obj: object) -> DType:
+    """Turn a DType, its name, a numpy dtype or the Python types bool/int/float into a DType."""
+    if isinstance(obj, DType):
+        return obj
+    if obj is bool:
+        return bool_
+    if obj is int:
+        return default_int
+    if obj is float:
+        return default_float
+    name = getattr(obj, "name", None) if not isinstance(obj, str) else obj
+    if name is None and isinstance(obj, type):  # numpy scalar types such as np.float32
+        name = obj.__name__
+    if isinstance(name, str):
+        found = _BY_NAME.get(name) or _ALIASES.get(name)
+        if found is not None:
+            return found
+    valid = ", ".join(d.name for d in ALL)
+    raise DTypeError(f"unknown dtype {obj!r}; valid dtypes: {valid}")
+
+
+_INT_ORDER = {uint8: 0, int8: 0, int32: 1, int64: 2}
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """The dtype two tensors are combined in (see the module docstring for the rules)."""
+    if a == b:
+        return a
+    if a.is_bool:
+        return b
+    if b.is_bool:
+        return a
+    if a.is_float and b.is_float:
+        return a if a.itemsize >= b.itemsize else b
+    if a.is_float:
+        return a
+    if b.is_float:
+        return b
+    if {a, b} == {uint8, int8}:
+        return int32
+    return a if _INT_ORDER[a] >= _INT_ORDER[b] else b
+
+
+def scalar_kind(value: object) -> str:
+    """'b', 'i' or 'f' for a Python scalar; raises for anything else."""
+    if isinstance(value, bool):
+        return "b"
+    if isinstance(value, int):
+        return "i"
+    if isinstance(value, float):
+        return "f"
+    raise DTypeError(f"expected a Python bool, int or float scalar, got {type(value).__name__}")
+
+
+def result_type_with_scalar(tensor_dtype: DType, value: object) -> DType:
+    """Dtype of ``tensor op scalar``: the scalar is weak and only lifts the kind."""
+    kind = scalar_kind(value)
+    if kind == "f" and not tensor_dtype.is_float:
+        return default_float
+    if kind == "i" and tensor_dtype.is_bool:
+        return default_int
+    return tensor_dtype
+
+
+def infer_scalar_dtype(value: object) -> DType:
+    kind = scalar_kind(value)
+    return {"b": bool_, "i": default_int, "f": default_float}[kind]

@@ -1,0 +1,29 @@
+"""Typed exceptions. Each also derives from the builtin users already catch."""
+
+
+class EmberError(Exception):
+    """Base class of every error Ember raises on purpose."""
+
+
+class ShapeError(EmberError, ValueError):
+    """Shapes that don't fit the op: ``matmul: shapes (2, 3) and (4, 5) don't align: 3 != 4``."""
+
+
+class DTypeError(EmberError, TypeError):
+    """A dtype the op can't take, or an unknown dtype name."""
+
+
+class DimensionError(EmberError, IndexError):
+    """A dim out of range for the tensor's rank."""
+
+
+class TensorIndexError(EmberError, IndexError):
+    """An index out of range for the size of its dim."""
+
+
+class BackendMismatchError(EmberError, ValueError):
+    """Tensors of two backends (or devices) in one op; move one with ``.to(backend)``."""
+
+
+class UnsupportedOpError(EmberError, NotImplementedError):
+    """The backend lacks the op, or lacks it for this dtype (see its ``caps``)."""

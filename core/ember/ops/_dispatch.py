@@ -1,0 +1,131 @@
+"""How the Tensor API reaches the backend: scalar lifting, dtype promotion, broadcasting and
+the kind prefix (``float_``/``int_``/``bool_``) of backend method names."""
+
+from __future__ import annotations
+
+from .. import dtype as dt
+from ..errors import DTypeError, UnsupportedOpError
+from ..shape import broadcast_shapes
+from ..tensor import Tensor, check_same_backend
+
+Scalar = bool | int | float
+
+
+def kind(dtype: dt.DType) -> str:
+    """The backend method prefix for a dtype: 'float', 'int' or 'bool'."""
+    if dtype.is_float:
+        return "float"
+    if dtype.is_bool:
+        return "bool"
+    return "int"
+
+
+def backend_op(t: Tensor, op: str, dtype: dt.DType | None = None):
+    """The bound backend method ``<kind>_<op>`` for ``dtype`` (default: ``t``'s dtype)."""
+    name = f"{kind(dtype or t.dtype)}_{op}"
+    fn = getattr(t.backend, name, None)
+    if fn is None:
+        raise UnsupportedOpError(
+            f"{op}: not defined for {(dtype or t.dtype).name} tensors (no backend op {name})"
+        )
+    return fn
+
+
+def is_scalar(x: object) -> bool:
+    return isinstance(x, (bool, int, float)) or (
+        hasattr(x, "dtype") and hasattr(x, "item") and getattr(x, "shape", None) == ()
+        and not isinstance(x, Tensor)
+    )
+
+
+def scalar_value(x: object) -> Scalar:
+    return x.item() if hasattr(x, "item") and not isinstance(x, (bool, int, float)) else x
+
+
+def full_like_shape(ref: Tensor, value: Scalar, dtype: dt.DType, shape=None) -> Tensor:
+    shape = ref.shape if shape is None else tuple(shape)
+    return Tensor(ref.backend.full(shape, value, dtype), ref.backend)
+
+
+def as_tensor(x: object, like: Tensor | None = None) -> Tensor:
+    """Tensors pass through; scalars, lists and numpy arrays become tensors on ``like``'s
+    backend (or the default backend)."""
+    if isinstance(x, Tensor):
+        return x
+    from .creation import tensor
+
+    backend = like.backend if like is not None else None
+    return tensor(x, backend=backend)
+
+
+def result_dtype(op: str, *operands: object) -> dt.DType:
+    """Promotion over tensors (strong) and Python scalars (weak)."""
+    tensors = [o for o in operands if isinstance(o, Tensor)]
+    if not tensors:
+        raise DTypeError(f"{op}: needs at least one tensor operand")
+    out = tensors[0].dtype
+    for t in tensors[1:]:
+        out = dt.promote_types(out, t.dtype)
+    for o in operands:
+        if not isinstance(o, Tensor):
+            out = dt.result_type_with_scalar(out, scalar_value(o))
+    return out
+
+
+def broadcast_to(t: Tensor, shape: tuple[int, ...], op: str = "broadcast_to") -> Tensor:
+    """``t`` viewed with ``shape`` (numpy broadcasting rules)."""
+    if t.shape == shape:
+        return t
+    broadcast_shapes(t.shape, shape, op=op)  # raises a clear error when they don't fit
+    if len(shape) < t.ndim:
+        from ..errors import ShapeError
+
+        raise ShapeError(f"{op}: can't broadcast shape {t.shape} to fewer dims {shape}")
+    b = t.backend
+    prim = t._prim
+    if t.ndim < len(shape):
+        prim = b.reshape(prim, (1,) * (len(shape) - t.ndim) + t.shape)
+    return Tensor(b.expand(prim, tuple(shape)), b)
+
+
+def prepare(op: str, *operands: object, dtype: dt.DType | None = None) -> list[Tensor]:
+    """Lift scalars, check backends, cast to a common dtype (``dtype`` or the promoted one)
+    and broadcast to a common shape. Returns the tensors ready for a backend primitive."""
+    tensors = [o for o in operands if isinstance(o, Tensor)]
+    if not tensors:
+        raise DTypeError(f"{op}: needs at least one tensor operand")
+    check_same_backend(op, *tensors)
+    ref = tensors[0]
+    target = dtype or result_dtype(op, *operands)
+    ref.backend.caps.check_dtype(target, op, ref.backend.name)
+    shape = broadcast_shapes(*(o.shape for o in tensors), op=op)
+    out = []
+    for o in operands:
+        if isinstance(o, Tensor):
+            out.append(broadcast_to(o.astype(target), shape, op))
+        else:
+            if not is_scalar(o):
+                raise DTypeError(
+                    f"{op}: expected a tensor or a Python scalar, got {type(o).__name__}"
+                )
+            out.append(full_like_shape(ref, scalar_value(o), target, shape))
+    return out
+
+
+def binary(op: str, a: object, b: object, dtype: dt.DType | None = None) -> Tensor:
+    """Run the backend op ``<kind>_<op>`` on ``a`` and ``b`` after ``prepare``."""
+    x, y = prepare(op, a, b, dtype=dtype)
+    return Tensor(backend_op(x, op)(x._prim, y._prim), x.backend)
+
+
+def unary(op: str, x: Tensor, float_only: bool = True) -> Tensor:
+    """Run ``<kind>_<op>``; with ``float_only`` integer/bool inputs become the default float."""
+    if not isinstance(x, Tensor):
+        x = as_tensor(x)
+    if float_only and not x.dtype.is_float:
+        x = x.astype(dt.default_float)
+    return Tensor(backend_op(x, op)(x._prim), x.backend)
+
+
+def wrap(t: Tensor, prim) -> Tensor:
+    return Tensor(prim, t.backend)

@@ -1,0 +1,92 @@
+"""Shape helpers: broadcasting and dim normalisation, with errors that name the op."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .errors import DimensionError, ShapeError
+
+Shape = tuple[int, ...]
+
+
+def numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def broadcast_shapes(*shapes: Sequence[int], op: str = "broadcast") -> Shape:
+    """numpy broadcasting: align right; sizes must be equal or 1.
+
+    >>> broadcast_shapes((2, 1, 3), (4, 1))
+    (2, 4, 3)
+    """
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, size in enumerate(s):
+            j = ndim - len(s) + i
+            if out[j] == 1:
+                out[j] = size
+            elif size != 1 and size != out[j]:
+                shown = " and ".join(str(tuple(x)) for x in shapes)
+                raise ShapeError(
+                    f"{op}: shapes {shown} can't be broadcast: dim {j - ndim} has sizes "
+                    f"{out[j]} and {size} (sizes must match or be 1)"
+                )
+    return tuple(out)
+
+
+def normalize_dim(dim: int, ndim: int, op: str = "op") -> int:
+    """A dim in [-ndim, ndim) as a non-negative index; 0-d tensors accept dim 0 and -1."""
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise DimensionError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise DimensionError(
+            f"{op}: dim {dim} is out of range for a tensor with {ndim} dims "
+            f"(valid: {-n} to {n - 1})"
+        )
+    return dim % n
+
+
+def normalize_dims(dims: int | Iterable[int] | None, ndim: int, op: str = "op") -> tuple[int, ...]:
+    """None → all dims; an int or iterable → sorted unique non-negative dims."""
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, int):
+        dims = (dims,)
+    out = sorted({normalize_dim(d, ndim, op) for d in dims})
+    if ndim == 0:
+        return ()
+    return tuple(out)
+
+
+def contiguous_strides(shape: Sequence[int]) -> Shape:
+    strides = [1] * len(shape)
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= shape[i]
+    return tuple(strides)
+
+
+def infer_reshape(shape: Sequence[int], total: int, op: str = "reshape") -> Shape:
+    """Resolve one -1 in a target shape; check the element count."""
+    shape = tuple(int(s) for s in shape)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise ShapeError(f"{op}: only one dim can be -1, got shape {shape}")
+    if any(s < -1 for s in shape):
+        raise ShapeError(f"{op}: negative size in shape {shape}")
+    known = numel(s for s in shape if s != -1)
+    if unknown:
+        if known == 0 or total % known:
+            raise ShapeError(f"{op}: can't reshape {total} elements into shape {shape}")
+        shape = tuple(total // known if s == -1 else s for s in shape)
+    if numel(shape) != total:
+        raise ShapeError(
+            f"{op}: can't reshape {total} elements into shape {shape} ({numel(shape)} elements)"
+        )
+    return shape

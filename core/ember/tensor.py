@@ -1,0 +1,205 @@
+"""The Tensor: Ember's user API.
+
+A tensor holds ``(primitive, backend)``: the backend's own array and the backend that made it.
+Methods follow numpy/PyTorch names and semantics; the op families live in ``ember.ops.*`` and
+attach themselves here with :func:`tensor_method`, so this file keeps only the core.
+
+>>> import ember
+>>> t = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+>>> (t * 2 + 1).sum(dim=1).tolist()
+[8.0, 16.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import dtype as dt
+from .data import TensorData
+from .errors import BackendMismatchError, DTypeError, ShapeError
+from .shape import numel
+
+
+class Tensor:
+    __slots__ = ("_prim", "backend", "__weakref__")
+    __array_priority__ = 1000  # numpy defers `ndarray op tensor` to our reflected ops
+
+    def __init__(self, primitive, backend):
+        self._prim = primitive
+        self.backend = backend
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.backend.shape(self._prim))
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.backend.dtype(self._prim)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def device(self) -> str:
+        return self.backend.device
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def numel(self) -> int:
+        return numel(self.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the size of one dim (PyTorch's ``size``)."""
+        if dim is None:
+            return self.shape
+        from .shape import normalize_dim
+
+        return self.shape[normalize_dim(dim, self.ndim, "size")]
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_float
+
+    # ------------------------------------------------------------------ conversion
+    def to_data(self) -> TensorData:
+        return self.backend.to_data(self._prim)
+
+    async def to_data_async(self) -> TensorData:
+        """Awaitable read, for backends whose reads are asynchronous (browser WebGPU)."""
+        reader = getattr(self.backend, "to_data_async", None)
+        if reader is not None:
+            return await reader(self._prim)
+        return self.to_data()
+
+    def tolist(self):
+        return self.to_data().tolist()
+
+    def item(self):
+        if self.numel() != 1:
+            raise ShapeError(
+                f"item: only a tensor with one element converts to a Python scalar, "
+                f"got shape {self.shape}"
+            )
+        return self.to_data().values()[0]
+
+    def numpy(self):
+        return self.to_data().to_numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if not (self.dtype.is_int or self.dtype.is_bool):
+            raise DTypeError(f"__index__: only integer tensors can be used as an index, got {self.dtype}")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise ShapeError(
+                f"the truth value of a tensor with {self.numel()} elements is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def __repr__(self) -> str:
+        from .format import format_tensor
+
+        return format_tensor(self)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    # ------------------------------------------------------------------ dtype / backend moves
+    def astype(self, dtype) -> Tensor:
+        """A copy in ``dtype`` (numpy's name for ``to(dtype)``)."""
+        dtype = dt.as_dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        self.backend.caps.check_dtype(dtype, "astype", self.backend.name)
+        return Tensor(self.backend.cast(self._prim, dtype), self.backend)
+
+    def to(self, target=None, dtype=None) -> Tensor:
+        """Move to a backend (name or instance) and/or convert to a dtype.
+
+        >>> import ember
+        >>> ember.tensor([1, 2]).to("python").to(ember.float32).backend.name
+        'python'
+        """
+        from .backend import Backend
+        from .backends import available, get_backend
+
+        if target is not None and not (
+            isinstance(target, Backend) or (isinstance(target, str) and target in available())
+        ):
+            target, dtype = None, target  # t.to(ember.float16) / t.to("int32")
+        out = self
+        if target is not None:
+            backend = get_backend(target)
+            if backend is not self.backend:
+                backend.caps.check_dtype(self.dtype, "to", backend.name)
+                out = Tensor(backend.from_data(self.to_data()), backend)
+        return out if dtype is None else out.astype(dtype)
+
+    def float(self) -> Tensor:
+        return self.astype(dt.float32)
+
+    def double(self) -> Tensor:
+        return self.astype(dt.float64)
+
+    def half(self) -> Tensor:
+        return self.astype(dt.float16)
+
+    def int(self) -> Tensor:
+        return self.astype(dt.int32)
+
+    def long(self) -> Tensor:
+        return self.astype(dt.int64)
+
+    def bool(self) -> Tensor:
+        return self.astype(dt.bool_)
+
+    def clone(self) -> Tensor:
+        return Tensor(self.backend.from_data(self.to_data()), self.backend)
+
+    def contiguous(self) -> Tensor:
+        return self
+
+
+def tensor_method(fn: Callable | None = None, *, name: str | None = None):
+    """Attach a function as a Tensor method (``@tensor_method`` or ``tensor_method(name=...)``)."""
+
+    def attach(f: Callable) -> Callable:
+        setattr(Tensor, name or f.__name__, f)
+        return f
+
+    return attach(fn) if fn is not None else attach
+
+
+def check_same_backend(op: str, *tensors: Tensor) -> None:
+    first = tensors[0].backend
+    for t in tensors[1:]:
+        if t.backend is not first:
+            raise BackendMismatchError(
+                f"{op}: tensors live on different backends ({first.name} on {first.device} and "
+                f"{t.backend.name} on {t.backend.device}); move one with .to(backend)"
+            )
