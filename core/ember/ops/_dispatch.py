@@ -11,6 +11,9 @@ from ..tensor import Tensor, check_same_backend
 Scalar = bool | int | float
 
 
+_KIND = {"f": "float", "b": "bool", "i": "int", "u": "int"}
+
+
 def kind(dtype: dt.DType) -> str:
     """The backend method prefix for a dtype: 'float', 'int' or 'bool'."""
     if dtype.is_float:
@@ -114,6 +117,14 @@ def prepare(op: str, *operands: object, dtype: dt.DType | None = None) -> list[T
 
 def binary(op: str, a: object, b: object, dtype: dt.DType | None = None) -> Tensor:
     """Run the backend op ``<kind>_<op>`` on ``a`` and ``b`` after ``prepare``."""
+    if (
+        type(a) is Tensor and type(b) is Tensor and a.backend is b.backend
+        and (dtype is None or dtype == a.dtype)
+    ):
+        pa, pb, backend = a._prim, b._prim, a.backend
+        da = backend.dtype(pa)
+        if da == backend.dtype(pb) and backend.shape(pa) == backend.shape(pb):
+            return Tensor(getattr(backend, f"{_KIND[da.kind]}_{op}")(pa, pb), backend)
     x, y = prepare(op, a, b, dtype=dtype)
     return Tensor(backend_op(x, op)(x._prim, y._prim), x.backend)
 

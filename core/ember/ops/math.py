@@ -1,0 +1,314 @@
+"""Elementwise math: exp/log, trigonometry, rounding, NaN tests and clamping.
+
+Float-only functions (``exp``, ``sin``, ``sqrt``...) on integer or bool tensors compute in the
+default float dtype, as PyTorch does. Rounding, ``abs`` and ``sign`` keep integer dtypes.
+
+>>> import ember
+>>> ember.tensor([0.0, 1.0]).exp().tolist()
+[1.0, 2.718281828459045]
+>>> ember.tensor([-2, 3]).abs().tolist()
+[2, 3]
+"""
+
+from __future__ import annotations
+
+import math as _m
+import sys
+
+from .. import dtype as dt
+from ..errors import DTypeError
+from ..tensor import Tensor, tensor_method
+from ._dispatch import as_tensor, binary, full_like_shape, result_dtype, unary, wrap
+from .where import where
+
+__all__ = [
+    "abs", "absolute", "acos", "arccos", "arcsin", "arctan", "arctan2", "asin", "atan", "atan2",
+    "ceil", "clamp", "clip", "cos", "cosh", "erf", "exp", "expm1", "floor", "isfinite", "isinf",
+    "isnan", "log", "log10", "log1p", "log2", "nan_to_num", "reciprocal", "round", "rsqrt",
+    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
+]
+
+
+def _float_unary(name: str, doc: str):
+    """A float-only elementwise function ``name`` that is also a Tensor method."""
+
+    def fn(input: Tensor) -> Tensor:
+        return unary(name, input)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return tensor_method(fn)
+
+
+exp = _float_unary(
+    "exp", "``e ** x``.\n\n>>> import ember\n>>> ember.exp(ember.zeros(1)).tolist()\n[1.0]"
+)
+expm1 = _float_unary("expm1", "``exp(x) - 1``, accurate for small ``x``.")
+log = _float_unary("log", "Natural log: log(0) = -inf, log(x < 0) = NaN.")
+log1p = _float_unary("log1p", "``log(1 + x)``, accurate for small ``x``.")
+log2 = _float_unary("log2", "Base-2 log.")
+sqrt = _float_unary("sqrt", "Square root (NaN for negative inputs).")
+rsqrt = _float_unary("rsqrt", "``1 / sqrt(x)``.")
+sin = _float_unary("sin", "Sine (radians).")
+cos = _float_unary("cos", "Cosine (radians).")
+tan = _float_unary("tan", "Tangent (radians).")
+tanh = _float_unary("tanh", "Hyperbolic tangent.")
+sinh = _float_unary("sinh", "Hyperbolic sine.")
+cosh = _float_unary("cosh", "Hyperbolic cosine.")
+asin = _float_unary("asin", "Inverse sine (NaN outside [-1, 1]).")
+acos = _float_unary("acos", "Inverse cosine (NaN outside [-1, 1]).")
+atan = _float_unary("atan", "Inverse tangent.")
+erf = _float_unary("erf", "The error function.")
+sigmoid = _float_unary("sigmoid", "``1 / (1 + exp(-x))``.")
+arcsin = tensor_method(asin, name="arcsin")
+arccos = tensor_method(acos, name="arccos")
+arctan = tensor_method(atan, name="arctan")
+
+
+@tensor_method
+def reciprocal(input: Tensor) -> Tensor:
+    """``1 / x`` (integers give the default float, as in PyTorch)."""
+    return unary("reciprocal", input)
+
+
+@tensor_method
+def log10(input: Tensor) -> Tensor:
+    """Base-10 log.
+
+    >>> import ember
+    >>> ember.log10(ember.tensor([100.0])).tolist()
+    [2.0]
+    """
+    x = as_tensor(input)
+    if not x.dtype.is_float:
+        x = x.astype(dt.default_float)
+    native = getattr(x.backend, "float_log10", None)
+    if native is not None:
+        return wrap(x, native(x._prim))
+    # log10 is no contract primitive; ln(x) / ln(10) is within an ulp or two of it
+    return log(x) * (1.0 / _m.log(10.0))
+
+
+@tensor_method
+def atan2(input: Tensor, other) -> Tensor:
+    """Angle of the point ``(other, input)`` in (-pi, pi], like ``numpy.arctan2(y, x)``.
+
+    >>> import ember
+    >>> round(ember.atan2(ember.tensor([1.0]), ember.tensor([0.0])).item(), 4)
+    1.5708
+    """
+    target = result_dtype("atan2", input, other)
+    return binary("atan2", input, other, target if target.is_float else dt.default_float)
+
+
+arctan2 = tensor_method(atan2, name="arctan2")
+
+
+# ---------------------------------------------------------------- kind-preserving ops
+def _keep_int(input: Tensor, name: str) -> Tensor:
+    x = as_tensor(input)
+    if x.dtype.is_float:
+        return unary(name, x)
+    return Tensor(x._prim, x.backend)  # integers are already whole numbers
+
+
+@tensor_method
+def floor(input: Tensor) -> Tensor:
+    """Round down; integer tensors come back unchanged.
+
+    >>> import ember
+    >>> ember.floor(ember.tensor([-1.5, 1.5])).tolist()
+    [-2.0, 1.0]
+    """
+    return _keep_int(input, "floor")
+
+
+@tensor_method
+def ceil(input: Tensor) -> Tensor:
+    """Round up; integer tensors come back unchanged."""
+    return _keep_int(input, "ceil")
+
+
+@tensor_method
+def trunc(input: Tensor) -> Tensor:
+    """Round toward zero; integer tensors come back unchanged."""
+    return _keep_int(input, "trunc")
+
+
+@tensor_method
+def round(input: Tensor, decimals: int = 0) -> Tensor:
+    """Round half to even, to ``decimals`` places (negative: to tens, hundreds...), like torch.
+
+    >>> import ember
+    >>> ember.round(ember.tensor([0.5, 1.5, 1.234]), decimals=0).tolist()
+    [0.0, 2.0, 1.0]
+    >>> ember.tensor([1.25, 1234.0]).round(decimals=-2).tolist()
+    [0.0, 1200.0]
+    """
+    x = as_tensor(input)
+    if not x.dtype.is_float:
+        if decimals >= 0:
+            return Tensor(x._prim, x.backend)
+        x = x.astype(dt.default_float)
+        return _round_decimals(x, decimals).astype(input.dtype)
+    return _round_decimals(x, decimals)
+
+
+def _round_decimals(x: Tensor, decimals: int) -> Tensor:
+    if decimals == 0:
+        return unary("round", x)
+    # torch's formula: scale, round half to even, unscale (dividing by 10**-d is more exact)
+    if decimals > 0:
+        scale = 10.0**decimals
+        return unary("round", x * scale) / scale
+    scale = 10.0 ** (-decimals)
+    return unary("round", x / scale) * scale
+
+
+Tensor.__round__ = lambda self, ndigits=None: round(self, ndigits or 0)
+
+
+@tensor_method
+def abs(input: Tensor) -> Tensor:
+    """Absolute value (keeps the dtype; ``abs(t)`` works too).
+
+    >>> import ember
+    >>> abs(ember.tensor([-1.5, 2.0])).tolist()
+    [1.5, 2.0]
+    """
+    x = as_tensor(input)
+    if x.dtype.is_bool:
+        return Tensor(x._prim, x.backend)
+    return unary("abs", x, float_only=False)
+
+
+absolute = tensor_method(abs, name="absolute")
+Tensor.__abs__ = abs
+
+
+@tensor_method
+def sign(input: Tensor) -> Tensor:
+    """-1, 0 or 1 by the sign of each element (NaN stays NaN); keeps the dtype.
+
+    >>> import ember
+    >>> ember.sign(ember.tensor([-3, 0, 7])).tolist()
+    [-1, 0, 1]
+    """
+    x = as_tensor(input)
+    if x.dtype.is_bool:
+        return Tensor(x._prim, x.backend)
+    return unary("sign", x, float_only=False)
+
+
+@tensor_method
+def square(input: Tensor) -> Tensor:
+    """``x * x`` (integers stay integers; bool becomes int64).
+
+    >>> import ember
+    >>> ember.square(ember.tensor([3, -2])).tolist()
+    [9, 4]
+    """
+    x = as_tensor(input)
+    return x * x
+
+
+# ---------------------------------------------------------------- NaN / inf tests
+def _const_bool(x: Tensor, value: bool) -> Tensor:
+    return full_like_shape(x, value, dt.bool_)
+
+
+@tensor_method
+def isnan(input: Tensor) -> Tensor:
+    """True where the element is NaN (never for integer tensors).
+
+    >>> import ember
+    >>> ember.isnan(ember.tensor([1.0, float("nan")])).tolist()
+    [False, True]
+    """
+    x = as_tensor(input)
+    if not x.dtype.is_float:
+        return _const_bool(x, False)
+    return wrap(x, x.backend.float_isnan(x._prim))
+
+
+@tensor_method
+def isinf(input: Tensor) -> Tensor:
+    """True where the element is +inf or -inf."""
+    x = as_tensor(input)
+    if not x.dtype.is_float:
+        return _const_bool(x, False)
+    return wrap(x, x.backend.float_isinf(x._prim))
+
+
+@tensor_method
+def isfinite(input: Tensor) -> Tensor:
+    """True where the element is neither NaN nor infinite (always for integer tensors).
+
+    >>> import ember
+    >>> ember.isfinite(ember.tensor([1.0, float("inf"), float("nan")])).tolist()
+    [True, False, False]
+    """
+    x = as_tensor(input)
+    if not x.dtype.is_float:
+        return _const_bool(x, True)
+    native = getattr(x.backend, "float_isfinite", None)
+    if native is not None:
+        return wrap(x, native(x._prim))
+    b = x.backend
+    bad = b.bool_or(b.float_isnan(x._prim), b.float_isinf(x._prim))
+    return wrap(x, b.bool_not(bad))
+
+
+_FLOAT_MAX = {
+    dt.float16: 65504.0,
+    dt.float32: (2.0 - 2.0**-23) * 2.0**127,
+    dt.float64: sys.float_info.max,
+}
+
+
+@tensor_method
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """Replace NaN with ``nan`` and ±inf with ``posinf``/``neginf`` (default: the dtype's
+    largest/smallest finite value, as numpy and PyTorch do).
+
+    >>> import ember
+    >>> ember.nan_to_num(ember.tensor([float("nan"), float("-inf"), 1.0]), neginf=-9.0).tolist()
+    [0.0, -9.0, 1.0]
+    """
+    x = as_tensor(input)
+    if not x.dtype.is_float:
+        return Tensor(x._prim, x.backend)
+    big = _FLOAT_MAX[x.dtype]
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    out = where(x == _m.inf, posinf, x)
+    out = where(x == -_m.inf, neginf, out)
+    return where(isnan(x), nan, out).astype(x.dtype)
+
+
+@tensor_method
+def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 (torch's names)
+    """Limit values to ``[min, max]``; either bound may be None, a scalar or a tensor
+    (broadcast). NaN stays NaN; where ``min > max`` the result is ``max`` (PyTorch).
+
+    >>> import ember
+    >>> ember.clamp(ember.tensor([-2.0, 0.5, 3.0]), min=0.0, max=1.0).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of 'min' and 'max' must be given")
+    x = as_tensor(input)
+    if x.dtype.is_bool:
+        raise DTypeError("clamp: not defined for bool tensors; cast to an integer dtype first")
+    bounds = [v for v in (min, max) if v is not None]
+    target = result_dtype("clamp", x, *bounds)
+    out = x.astype(target)
+    if min is not None:
+        out = binary("maximum", out, min, target)
+    if max is not None:
+        out = binary("minimum", out, max, target)
+    return out
+
+
+clip = tensor_method(clamp, name="clip")

@@ -1,0 +1,48 @@
+"""Backend names the conformance suite accepts, and how each is built.
+
+``python``/``numpy``/``wgpu`` come from ``ember.get_backend``; ``autodiff-X`` wraps backend X in
+``ember.autodiff.Autodiff``. A backend whose dependency is missing raises :class:`Unavailable`,
+which the suite turns into a clean skip.
+"""
+
+from __future__ import annotations
+
+import ember
+
+# What ``--backend=all`` runs (those whose dependencies are missing are skipped).
+ALL = ("numpy", "python", "wgpu", "autodiff-numpy", "autodiff-python", "autodiff-wgpu")
+
+
+class Unavailable(Exception):
+    """The backend can't be built here (a missing dependency or a not-yet-written module)."""
+
+
+_CACHE: dict[str, object] = {}
+
+
+def make_backend(name: str):
+    if name in _CACHE:
+        return _CACHE[name]
+    if name.startswith("autodiff-"):
+        inner = make_backend(name[len("autodiff-") :])
+        try:
+            from ember.autodiff import Autodiff
+        except ImportError as e:
+            raise Unavailable(f"{name}: ember.autodiff is not importable ({e})") from e
+        backend = Autodiff(inner)
+    else:
+        try:
+            backend = ember.get_backend(name)
+        except ImportError as e:
+            raise Unavailable(f"{name}: a dependency is missing ({e})") from e
+        except ember.EmberError as e:  # not registered (yet)
+            raise Unavailable(f"{name}: {e}") from e
+    _CACHE[name] = backend
+    return backend
+
+
+def names(option: str) -> list[str]:
+    """Backend names for a ``--backend`` value: one name, a comma list, or ``all``."""
+    if option == "all":
+        return list(ALL)
+    return [n.strip() for n in option.split(",") if n.strip()]
