@@ -27,3 +27,8 @@ class BackendMismatchError(EmberError, ValueError):
 
 class UnsupportedOpError(EmberError, NotImplementedError):
     """The backend lacks the op, or lacks it for this dtype (see its ``caps``)."""
+
+
+class RecordError(EmberError, ValueError):
+    """A model record, weights file or checkpoint that is missing, truncated, corrupt or
+    doesn't match the module it is loaded into."""

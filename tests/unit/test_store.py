@@ -1,0 +1,97 @@
+"""safetensors read/write against the reference `safetensors` package; malformed files."""
+
+import os
+import struct
+
+import numpy as np
+import pytest
+
+import ember
+from ember.errors import RecordError
+from ember.store import SafeTensorsFile, atomic_write, load_file, save_file
+
+safetensors_numpy = pytest.importorskip("safetensors.numpy")
+
+
+def test_written_file_reads_in_reference(tmp_path):
+    path = tmp_path / "w.safetensors"
+    arrays = {
+        "f32": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "f16": np.array([1.5, -2.25], dtype=np.float16),
+        "i64": np.array([1, -2, 3], dtype=np.int64),
+        "u8": np.array([0, 255], dtype=np.uint8),
+        "b": np.array([True, False]),
+    }
+    save_file({k: ember.tensor(v) for k, v in arrays.items()}, path, metadata={"k": "v"})
+    ref = safetensors_numpy.load_file(str(path))
+    for k, v in arrays.items():
+        assert ref[k].dtype == v.dtype and np.array_equal(ref[k], v)
+
+
+def test_reference_file_reads_lazily(tmp_path):
+    path = str(tmp_path / "r.safetensors")
+    arrays = {
+        "x": np.array([[1, -2]], dtype=np.int16),
+        "y": np.linspace(0, 1, 5, dtype=np.float64),
+        "z": np.array([7], dtype=np.uint32),
+    }
+    safetensors_numpy.save_file(arrays, path, metadata={"who": "reference"})
+    f = SafeTensorsFile(path)
+    assert sorted(f.keys()) == ["x", "y", "z"] and f.metadata == {"who": "reference"}
+    assert f.info("x") == ("I16", (1, 2))
+    assert f.get("x").tolist() == [[1, -2]] and f.get("x").dtype == ember.int32
+    assert np.allclose(f.get("y").to_numpy(), arrays["y"])
+    assert load_file(path)["z"].tolist() == [7]
+
+
+def test_bf16_converts_to_float32(tmp_path):
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file as torch_save
+
+    path = str(tmp_path / "bf.safetensors")
+    t = torch.tensor([1.0, -3.5, 0.15625, 1e30], dtype=torch.bfloat16)
+    torch_save({"t": t}, path)
+    got = SafeTensorsFile(path).get("t")
+    assert got.dtype == ember.float32
+    assert got.values() == t.float().tolist()
+
+
+def _valid_file(tmp_path):
+    path = tmp_path / "ok.safetensors"
+    save_file({"w": ember.ones(4, 4)}, path)
+    return path, path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (lambda raw: raw[:5], "truncated"),
+        (lambda raw: struct.pack("<Q", 1 << 40) + raw[8:], "header"),
+        (lambda raw: raw[:8] + b"{not json" + raw[17:], "corrupt JSON"),
+        (lambda raw: raw[:-10], "data_offsets"),
+        (lambda raw: raw.replace(b'"F32"', b'"F99"'), "unsupported dtype"),
+        (lambda raw: raw.replace(b'"shape":[4,4]', b'"shape":[4,9]'), "data_offsets"),
+    ],
+)
+def test_malformed_files_raise_clear_errors(tmp_path, corrupt, message):
+    path, raw = _valid_file(tmp_path)
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(corrupt(raw))
+    with pytest.raises(RecordError, match=message):
+        SafeTensorsFile(bad).get("w")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(RecordError, match="can't open"):
+        SafeTensorsFile(tmp_path / "nope.safetensors")
+
+
+def test_atomic_write_keeps_old_file_on_failure(tmp_path):
+    path, raw = _valid_file(tmp_path)
+    with pytest.raises(RuntimeError):
+        with atomic_write(path) as f:
+            f.write(b"partial")
+            raise RuntimeError("interrupted")
+    assert path.read_bytes() == raw
+    assert [p.name for p in tmp_path.iterdir()] == ["ok.safetensors"]
+    assert not any(n.startswith(".tmp-") for n in os.listdir(tmp_path))
