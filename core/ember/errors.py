@@ -32,3 +32,8 @@ class UnsupportedOpError(EmberError, NotImplementedError):
 class RecordError(EmberError, ValueError):
     """A model record, weights file or checkpoint that is missing, truncated, corrupt or
     doesn't match the module it is loaded into."""
+
+
+class DatasetError(EmberError, ValueError):
+    """A dataset that is missing (the message says where Ember looked and how to get it) or
+    whose files are malformed."""

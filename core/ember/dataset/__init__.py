@@ -1,0 +1,15 @@
+"""Datasets, batching and data loading."""
+
+from .base import (
+    ConcatDataset, Dataset, InMemoryDataset, MappedDataset, PartialDataset, ShuffledDataset,
+    WindowedDataset, split,
+)
+from .idx import read_idx, write_idx
+from .loader import Batcher, DataLoader
+from .mnist import MnistDataset, download
+
+__all__ = [
+    "ConcatDataset", "Dataset", "InMemoryDataset", "MappedDataset", "PartialDataset",
+    "ShuffledDataset", "WindowedDataset", "split", "read_idx", "write_idx", "Batcher",
+    "DataLoader", "MnistDataset", "download",
+]

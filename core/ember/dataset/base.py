@@ -1,0 +1,153 @@
+"""The Dataset protocol and composable wrappers (Burn's dataset crate, in Python).
+
+A dataset is anything with ``__len__`` and ``__getitem__(int)``. Wrappers compose:
+
+>>> from ember.dataset import InMemoryDataset, MappedDataset, ShuffledDataset, split
+>>> data = InMemoryDataset(list(range(10)))
+>>> squares = MappedDataset(data, lambda x: x * x)
+>>> train, valid = split(ShuffledDataset(squares, seed=0), [0.8, 0.2])
+>>> len(train), len(valid)
+(8, 2)
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Dataset(Protocol):
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> Any: ...
+
+
+def _check_index(index: int, length: int, name: str) -> int:
+    if not isinstance(index, int):
+        raise TypeError(f"{name}: index must be an int, got {type(index).__name__}")
+    if index < 0:
+        index += length
+    if not 0 <= index < length:
+        raise IndexError(f"{name}: index {index} out of range for {length} items")
+    return index
+
+
+class InMemoryDataset:
+    """A dataset over a list (or any sequence) of items."""
+
+    def __init__(self, items: Sequence):
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int):
+        return self.items[_check_index(index, len(self.items), "InMemoryDataset")]
+
+
+class MappedDataset:
+    """Applies ``transform`` to every item when it is read (lazily)."""
+
+    def __init__(self, dataset: Dataset, transform: Callable[[Any], Any]):
+        self.dataset, self.transform = dataset, transform
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int):
+        return self.transform(self.dataset[index])
+
+
+class ShuffledDataset:
+    """A fixed, seeded permutation of another dataset."""
+
+    def __init__(self, dataset: Dataset, seed: int = 0):
+        self.dataset = dataset
+        self.order = list(range(len(dataset)))
+        random.Random(seed).shuffle(self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, index: int):
+        return self.dataset[self.order[_check_index(index, len(self.order), "ShuffledDataset")]]
+
+
+class PartialDataset:
+    """Items ``start`` to ``stop`` (exclusive) of another dataset."""
+
+    def __init__(self, dataset: Dataset, start: int, stop: int):
+        if not 0 <= start <= stop <= len(dataset):
+            raise ValueError(
+                f"PartialDataset: range [{start}, {stop}) is outside 0..{len(dataset)}"
+            )
+        self.dataset, self.start, self.stop = dataset, start, stop
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def __getitem__(self, index: int):
+        return self.dataset[self.start + _check_index(index, len(self), "PartialDataset")]
+
+
+class ConcatDataset:
+    """Several datasets one after another."""
+
+    def __init__(self, datasets: Sequence[Dataset]):
+        self.datasets = list(datasets)
+        self.ends = []
+        total = 0
+        for d in self.datasets:
+            total += len(d)
+            self.ends.append(total)
+
+    def __len__(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+    def __getitem__(self, index: int):
+        index = _check_index(index, len(self), "ConcatDataset")
+        which = bisect.bisect_right(self.ends, index)
+        start = self.ends[which - 1] if which else 0
+        return self.datasets[which][index - start]
+
+
+class WindowedDataset:
+    """Sliding windows of ``size`` consecutive items (for sequences and time series)."""
+
+    def __init__(self, dataset: Dataset, size: int, stride: int = 1):
+        if size < 1 or stride < 1:
+            raise ValueError(f"WindowedDataset: size and stride must be >= 1, got {size}, {stride}")
+        self.dataset, self.size, self.stride = dataset, size, stride
+
+    def __len__(self) -> int:
+        n = len(self.dataset) - self.size
+        return 0 if n < 0 else n // self.stride + 1
+
+    def __getitem__(self, index: int):
+        start = _check_index(index, len(self), "WindowedDataset") * self.stride
+        return [self.dataset[start + i] for i in range(self.size)]
+
+
+def split(dataset: Dataset, parts: Sequence[float] | Sequence[int]) -> list[PartialDataset]:
+    """Consecutive parts by fractions summing to 1 (``[0.8, 0.2]``) or by item counts.
+
+    Shuffle first (``ShuffledDataset``) when the source is ordered.
+    """
+    n = len(dataset)
+    if all(isinstance(p, int) for p in parts):
+        sizes = list(parts)
+        if sum(sizes) > n:
+            raise ValueError(f"split: sizes {sizes} add up to more than {n} items")
+    else:
+        if abs(sum(parts) - 1.0) > 1e-6 or any(p < 0 for p in parts):
+            raise ValueError(f"split: fractions must be >= 0 and sum to 1, got {list(parts)}")
+        sizes = [int(p * n) for p in parts]
+        sizes[-1] = n - sum(sizes[:-1])
+    out, start = [], 0
+    for size in sizes:
+        out.append(PartialDataset(dataset, start, start + size))
+        start += size
+    return out
