@@ -43,6 +43,7 @@ from .random import Generator, seed
 from .tensor import Tensor
 from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.where, ...)
 from .ops import __all__ as _ops_all
+from .autodiff import Autodiff, no_grad
 
 bool = bool_  # noqa: A001  (ember.bool, like torch.bool)
 half = float16

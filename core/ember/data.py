@@ -63,8 +63,9 @@ class TensorData:
 
         arr = np.asarray(arr)
         dtype = dt.as_dtype(arr.dtype.name)
+        shape = arr.shape  # ascontiguousarray turns 0-d arrays into 1-d ones
         arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
-        return cls(arr.tobytes(), arr.shape, dtype)
+        return cls(arr.tobytes(), shape, dtype)
 
     # ------------------------------------------------------------------ views
     @property

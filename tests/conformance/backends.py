@@ -23,7 +23,7 @@ _CACHE: dict[str, object] = {}
 def make_backend(name: str):
     if name in _CACHE:
         return _CACHE[name]
-    if name.startswith("autodiff-"):
+    if name.startswith("autodiff-") and name not in ember.available_backends():
         inner = make_backend(name[len("autodiff-") :])
         try:
             from ember.autodiff import Autodiff

@@ -11,6 +11,12 @@ def _full(b, x, value):
     return b.full(tuple(b.shape(x)), value, b.dtype(x))
 
 
+def _sigmoid(b, x):
+    # primitives only: FloatOps.float_sigmoid's default body needs the Tensor math API
+    one = _full(b, x, 1.0)
+    return b.float_div(one, b.float_add(one, b.float_exp(b.float_neg(x))))
+
+
 class ActivationOps:
     def relu(self, x):
         return self.float_maximum(x, _full(self, x, 0))
@@ -43,7 +49,7 @@ class ActivationOps:
         return self.float_mul(self.float_mul(x, cdf), _full(self, x, 0.5))
 
     def silu(self, x):
-        return self.float_mul(x, self.float_sigmoid(x))
+        return self.float_mul(x, _sigmoid(self, x))
 
     def softplus(self, x, beta: float = 1.0, threshold: float = 20.0):
         """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``."""

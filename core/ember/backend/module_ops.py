@@ -33,7 +33,9 @@ def _f32(v: float) -> float:
     return struct.unpack("<f", struct.pack("<f", v))[0]
 
 
-def conv_output_size(size: int, kernel: int, stride: int, pad: tuple[int, int], dilation: int) -> int:
+def conv_output_size(
+    size: int, kernel: int, stride: int, pad: tuple[int, int], dilation: int
+) -> int:
     """Output length of a convolution along one dim (may be < 1 for inputs too small)."""
     return (size + pad[0] + pad[1] - dilation * (kernel - 1) - 1) // stride + 1
 
@@ -174,12 +176,15 @@ class ModuleOps:
         c_out, kernel = wshape[0], wshape[2:]
         xp = pad_spatial(self, x, padding, 0)
         padded = tuple(self.shape(xp))[2:]
-        out = tuple((p - d * (k - 1) - 1) // s + 1
-                    for p, k, s, d in zip(padded, kernel, stride, dilation))
+        out = tuple(
+            (p - d * (k - 1) - 1) // s + 1 for p, k, s, d in zip(padded, kernel, stride, dilation)
+        )
         positions, taps, cg = _prod(out), _prod(kernel), c // groups
         # im2col: (N, C, taps, positions), ordered like the weight's (C_in, *kernel) flattening
-        cols = [self.reshape(w, (n, c, 1, positions))
-                for w in window_slices(self, xp, out, kernel, stride, dilation)]
+        cols = [
+            self.reshape(w, (n, c, 1, positions))
+            for w in window_slices(self, xp, out, kernel, stride, dilation)
+        ]
         cols = self.cat(cols, 2) if len(cols) > 1 else cols[0]
         cols = self.reshape(cols, (n, groups, cg * taps, positions))
         w = self.reshape(weight, (1, groups, c_out // groups, cg * taps))
@@ -190,8 +195,15 @@ class ModuleOps:
         return y
 
     def conv_transpose(
-        self, x, weight, bias, stride: tuple, padding: tuple, output_padding: tuple,
-        dilation: tuple, groups: int,
+        self,
+        x,
+        weight,
+        bias,
+        stride: tuple,
+        padding: tuple,
+        output_padding: tuple,
+        dilation: tuple,
+        groups: int,
     ):
         """Transposed convolution (PyTorch's conv_transposeNd); ``weight`` is
         (C_in, C_out / groups, *kernel); ``padding`` one int per spatial dim."""
@@ -205,46 +217,65 @@ class ModuleOps:
             grown = tuple((size - 1) * s + 1 for size, s in zip(spatial, stride))
             ranges = ((0, n, 1), (0, c_in, 1)) + tuple((0, g, s) for g, s in zip(grown, stride))
             x = self.slice_assign(self.full((n, c_in) + grown, 0, self.dtype(x)), ranges, x)
-        pairs = tuple((d * (k - 1) - p, d * (k - 1) - p + op)
-                      for k, p, op, d in zip(kernel, padding, output_padding, dilation))
+        pairs = tuple(
+            (d * (k - 1) - p, d * (k - 1) - p + op)
+            for k, p, op, d in zip(kernel, padding, output_padding, dilation)
+        )
         w = self.reshape(weight, (groups, c_in // groups, c_out_g) + kernel)
         w = self.permute(w, (0, 2, 1) + tuple(range(3, 3 + nd)))
         w = self.reshape(w, (groups * c_out_g, c_in // groups) + kernel)
         w = self.flip(w, tuple(range(2, 2 + nd)))
         return self.conv(x, w, bias, (1,) * nd, pairs, dilation, groups)
 
-    def max_pool(self, x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
-                 ceil_mode: bool):
+    def max_pool(
+        self, x, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool
+    ):
         """Max over windows; ``padding`` one int per spatial dim, counting as -inf; NaN
         propagates."""
         spatial = tuple(self.shape(x))[2:]
-        out = tuple(pool_output_size(*a, ceil_mode)
-                    for a in zip(spatial, kernel, stride, padding, dilation))
-        pairs = [(p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
-                 for size, o, k, s, p, d in zip(spatial, out, kernel, stride, padding, dilation)]
+        out = tuple(
+            pool_output_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, padding, dilation)
+        )
+        pairs = [
+            (p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
+            for size, o, k, s, p, d in zip(spatial, out, kernel, stride, padding, dilation)
+        ]
         xp = pad_spatial(self, x, pairs, -math.inf)
         acc = None
         for w in window_slices(self, xp, out, kernel, stride, dilation):
             acc = w if acc is None else self.float_maximum(acc, w)
         return acc
 
-    def avg_pool(self, x, kernel: tuple, stride: tuple, padding: tuple, ceil_mode: bool,
-                 count_include_pad: bool, divisor_override: int | None = None):
+    def avg_pool(
+        self,
+        x,
+        kernel: tuple,
+        stride: tuple,
+        padding: tuple,
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: int | None = None,
+    ):
         """Mean over windows (PyTorch's divisor rules; ``divisor_override`` replaces them)."""
         spatial = tuple(self.shape(x))[2:]
         ones = (1,) * len(kernel)
-        out = tuple(pool_output_size(*a, 1, ceil_mode)
-                    for a in zip(spatial, kernel, stride, padding))
-        pairs = [(p, max(p, (o - 1) * s + k - size - p))
-                 for size, o, k, s, p in zip(spatial, out, kernel, stride, padding)]
+        out = tuple(
+            pool_output_size(*a, 1, ceil_mode) for a in zip(spatial, kernel, stride, padding)
+        )
+        pairs = [
+            (p, max(p, (o - 1) * s + k - size - p))
+            for size, o, k, s, p in zip(spatial, out, kernel, stride, padding)
+        ]
         xp = pad_spatial(self, x, pairs, 0)
         acc = None
         for w in window_slices(self, xp, out, kernel, stride, ones):
             acc = w if acc is None else self.float_add(acc, w)
         if divisor_override:
             return self.float_div(acc, _scalar(self, acc, divisor_override))
-        per_dim = [avg_pool_divisors(*a, count_include_pad)
-                   for a in zip(spatial, out, kernel, stride, padding)]
+        per_dim = [
+            avg_pool_divisors(*a, count_include_pad)
+            for a in zip(spatial, out, kernel, stride, padding)
+        ]
         if all(len(set(d)) == 1 for d in per_dim):
             return self.float_div(acc, _scalar(self, acc, _prod(d[0] for d in per_dim)))
         values = [_prod(combo) for combo in itertools.product(*per_dim)]
@@ -261,14 +292,21 @@ class ModuleOps:
                 continue
             parts = []
             for start, end in adaptive_ranges(shape[axis], out):
-                ranges = tuple((start, end, 1) if d == axis else (0, s, 1)
-                               for d, s in enumerate(shape))
+                ranges = tuple(
+                    (start, end, 1) if d == axis else (0, s, 1) for d, s in enumerate(shape)
+                )
                 parts.append(self.float_mean(self.slice(x, ranges), (axis,)))
             x = self.cat(parts, axis) if len(parts) > 1 else parts[0]
         return x
 
-    def interpolate(self, x, size: tuple, mode: str, align_corners: bool | None,
-                    scale_factors: tuple | None = None):
+    def interpolate(
+        self,
+        x,
+        size: tuple,
+        mode: str,
+        align_corners: bool | None,
+        scale_factors: tuple | None = None,
+    ):
         """Resize spatial dims to ``size``; mode 'nearest', 'nearest-exact', 'linear' or
         'bilinear' (linear along every spatial dim). ``scale_factors`` (the user's, per dim)
         set the coordinate mapping as in PyTorch; None derives it from the sizes."""
@@ -286,8 +324,10 @@ class ModuleOps:
             a = self.index_select(x, axis, _int64(self, i0))
             c = self.index_select(x, axis, _int64(self, i1))
             shape = tuple(self.shape(a))
-            x = self.float_add(self.float_mul(a, _along(self, w0, shape, axis, dtype)),
-                               self.float_mul(c, _along(self, w1, shape, axis, dtype)))
+            x = self.float_add(
+                self.float_mul(a, _along(self, w0, shape, axis, dtype)),
+                self.float_mul(c, _along(self, w1, shape, axis, dtype)),
+            )
         return x
 
     def layer_norm(self, x, normalized_ndim: int, weight, bias, eps: float):

@@ -22,6 +22,7 @@ from ..errors import EmberError
 _FACTORIES: dict[str, str | Callable[[], Backend]] = {
     "python": "ember.backends.python:PythonBackend",
     "numpy": "ember.backends.numpy:NumpyBackend",
+    "wgpu": "ember.backends.wgpu:WgpuBackend",
 }
 _INSTANCES: dict[str, Backend] = {}
 _default: Backend | None = None

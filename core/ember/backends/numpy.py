@@ -13,6 +13,7 @@ from .. import dtype as dt
 from ..backend import Backend, Caps
 from ..data import TensorData
 from ..errors import TensorIndexError
+from .numpy_nn import NumpyNNOps
 
 _NP = {d: np.dtype(d.name) for d in dt.ALL}
 _EMBER = {v: k for k, v in _NP.items()}
@@ -23,7 +24,7 @@ def _erf(x):
     return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(NumpyNNOps, Backend):
     name = "numpy"
     caps = Caps()
 
@@ -36,8 +37,9 @@ class NumpyBackend(Backend):
         return arr.astype(_NP[data.dtype]).reshape(data.shape)
 
     def to_data(self, x) -> TensorData:
+        shape = x.shape  # ascontiguousarray turns 0-d arrays into 1-d ones
         x = np.ascontiguousarray(x)
-        return TensorData(x.astype(x.dtype.newbyteorder("<"), copy=False).tobytes(), x.shape,
+        return TensorData(x.astype(x.dtype.newbyteorder("<"), copy=False).tobytes(), shape,
                           _EMBER[x.dtype])
 
     def shape(self, x):

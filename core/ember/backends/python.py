@@ -36,7 +36,6 @@ from .python_array import (
     strided_indices,
     take,
     to_data,
-    typecode,
 )
 
 
@@ -49,10 +48,6 @@ def _check_index(op: str, index: PyArray, size: int) -> None:
                 f"{op}: index {bad} is out of range for a dim of size {size} "
                 f"(valid: 0 to {size - 1})"
             )
-
-
-def _isnan(v) -> bool:
-    return v != v
 
 
 class PythonBackend(Backend):
@@ -122,9 +117,25 @@ class PythonBackend(Backend):
         shape = tuple(shape)
         if shape == x.shape:
             return x
-        strides = [0 if s != t else st for s, t, st in
-                   zip(x.shape, shape, contiguous_strides(x.shape))]
-        return take(x, strided_indices(shape, strides), shape)
+        # grow one dim at a time by repeating whole blocks (array slicing and `*` run in C)
+        data, cur = x.data, list(x.shape)
+        for d in range(len(shape) - 1, -1, -1):
+            times = shape[d]
+            if cur[d] == times:
+                continue
+            outer, _, inner = split3(cur, d, d + 1)
+            if outer == 1:
+                data = data * times
+            elif inner == 1:
+                reps = range(times)
+                data = array(data.typecode, [v for v in data for _ in reps])
+            else:
+                grown = array(data.typecode)
+                for o in range(outer):
+                    grown.extend(data[o * inner : (o + 1) * inner] * times)
+                data = grown
+            cur[d] = times
+        return PyArray(data, shape, x.dtype)
 
     def _slice_positions(self, x: PyArray, ranges) -> tuple[list[int], tuple[int, ...]]:
         strides = contiguous_strides(x.shape)
@@ -145,9 +156,7 @@ class PythonBackend(Backend):
         return same(out, x.shape, x.dtype)
 
     def flip(self, x: PyArray, dims) -> PyArray:
-        ranges = tuple(
-            (s - 1, -1, -1) if d in dims else (0, s, 1) for d, s in enumerate(x.shape)
-        )
+        ranges = tuple((s - 1, -1, -1) if d in dims else (0, s, 1) for d, s in enumerate(x.shape))
         return self.slice(x, ranges)
 
     def cat(self, xs, dim: int) -> PyArray:
@@ -172,6 +181,8 @@ class PythonBackend(Backend):
 
     def scatter(self, x: PyArray, dim: int, index: PyArray, src: PyArray, reduce="none"):
         _check_index("scatter", index, x.shape[dim])
+        if src.shape != index.shape:  # torch allows a larger src: use its leading corner
+            src = self.slice(src, tuple((0, n, 1) for n in index.shape))
         strides = contiguous_strides(x.shape)
         base = strided_indices(index.shape, [0 if d == dim else s for d, s in enumerate(strides)])
         step = strides[dim] if strides else 1
@@ -240,7 +251,7 @@ class PythonBackend(Backend):
             )
         if is_float:
             # NaN propagates (numpy); Python's max/min would depend on where it sits
-            out = [math.nan if any(map(_isnan, g)) else pick(g) for g in gs]
+            out = [math.nan if any(map(math.isnan, g)) else pick(g) for g in gs]
         else:
             out = [pick(g) for g in gs]
         return same(out, shape, x.dtype)
@@ -256,7 +267,7 @@ class PythonBackend(Backend):
         out = []
         for g in gs:
             if is_float:
-                nans = [i for i, v in enumerate(g) if v != v]
+                nans = [i for i, v in enumerate(g) if math.isnan(v)]
                 if nans:
                     out.append(nans[0])
                     continue
@@ -281,8 +292,12 @@ class PythonBackend(Backend):
         for sl in slices:
             lane = data[sl]
             if is_float:
-                nans = [i for i, v in enumerate(lane) if v != v]
-                order = [i for i, v in enumerate(lane) if v == v] if nans else list(range(size))
+                nans = [i for i, v in enumerate(lane) if math.isnan(v)]
+                order = (
+                    [i for i, v in enumerate(lane) if not math.isnan(v)]
+                    if nans
+                    else list(range(size))
+                )
             else:
                 nans, order = [], list(range(size))
             # Python's sort is stable, and stays stable with reverse=True
@@ -438,7 +453,7 @@ class PythonBackend(Backend):
         return self._map1(pm.sign, x)
 
     def float_isnan(self, x):
-        return self._map1(_isnan, x, dt.bool_)
+        return self._map1(math.isnan, x, dt.bool_)
 
     def float_isinf(self, x):
         return self._map1(math.isinf, x, dt.bool_)
@@ -540,7 +555,8 @@ class PythonBackend(Backend):
         mask = (1 << x.dtype.bits) - 1
         # wrap every 64 factors so products of long rows stay small numbers
         return self._reduce(
-            x, dims,
+            x,
+            dims,
             lambda g: _masked_prod(g, mask),
         )
 

@@ -36,7 +36,7 @@ def typecode(dtype: dt.DType) -> str:
 class PyArray:
     """One tensor of the python backend: ``data`` (flat ``array.array``), ``shape``, ``dtype``."""
 
-    __slots__ = ("data", "shape", "dtype")
+    __slots__ = ("data", "dtype", "shape")
 
     def __init__(self, data: array, shape: tuple[int, ...], dtype: dt.DType):
         self.data = data
@@ -161,7 +161,11 @@ def groups(x: PyArray, dims: Sequence[int]) -> tuple[list, tuple[int, ...], int]
             return [data[o * r : (o + 1) * r] for o in range(outer)], out_shape, r
         span = r * inner
         return (
-            [data[o * span + i : (o + 1) * span : inner] for o in range(outer) for i in range(inner)],
+            [
+                data[o * span + i : (o + 1) * span : inner]
+                for o in range(outer)
+                for i in range(inner)
+            ],
             out_shape,
             r,
         )

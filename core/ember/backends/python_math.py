@@ -40,7 +40,7 @@ def div(x: float, y: float) -> float:
     try:
         return x / y
     except ZeroDivisionError:
-        if x == 0 or x != x:
+        if x == 0 or math.isnan(x):
             return nan
         return math.copysign(inf, x) * math.copysign(1.0, y)
 
@@ -74,11 +74,11 @@ def remainder(x: float, y: float) -> float:
 
 
 def maximum(x: float, y: float) -> float:
-    return x if x > y or x != x else y
+    return x if x > y or math.isnan(x) else y
 
 
 def minimum(x: float, y: float) -> float:
-    return x if x < y or x != x else y
+    return x if x < y or math.isnan(x) else y
 
 
 # ---------------------------------------------------------------------- unary
@@ -187,10 +187,6 @@ round_half_even = _integral(round)
 
 def sign(x: float) -> float:
     return 1.0 if x > 0 else -1.0 if x < 0 else x
-
-
-def isnan(x: float) -> bool:
-    return x != x
 
 
 # ---------------------------------------------------------------------- float → int casts

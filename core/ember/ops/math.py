@@ -4,8 +4,8 @@ Float-only functions (``exp``, ``sin``, ``sqrt``...) on integer or bool tensors 
 default float dtype, as PyTorch does. Rounding, ``abs`` and ``sign`` keep integer dtypes.
 
 >>> import ember
->>> ember.tensor([0.0, 1.0]).exp().tolist()
-[1.0, 2.718281828459045]
+>>> ember.tensor([0.0, 2.0]).sqrt().tolist()
+[0.0, 1.4142135381698608]
 >>> ember.tensor([-2, 3]).abs().tolist()
 [2, 3]
 """
@@ -22,10 +22,45 @@ from ._dispatch import as_tensor, binary, full_like_shape, result_dtype, unary, 
 from .where import where
 
 __all__ = [
-    "abs", "absolute", "acos", "arccos", "arcsin", "arctan", "arctan2", "asin", "atan", "atan2",
-    "ceil", "clamp", "clip", "cos", "cosh", "erf", "exp", "expm1", "floor", "isfinite", "isinf",
-    "isnan", "log", "log10", "log1p", "log2", "nan_to_num", "reciprocal", "round", "rsqrt",
-    "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc",
+    "abs",
+    "absolute",
+    "acos",
+    "arccos",
+    "arcsin",
+    "arctan",
+    "arctan2",
+    "asin",
+    "atan",
+    "atan2",
+    "ceil",
+    "clamp",
+    "clip",
+    "cos",
+    "cosh",
+    "erf",
+    "exp",
+    "expm1",
+    "floor",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "nan_to_num",
+    "reciprocal",
+    "round",
+    "rsqrt",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "square",
+    "tan",
+    "tanh",
+    "trunc",
 ]
 
 
@@ -94,8 +129,8 @@ def atan2(input: Tensor, other) -> Tensor:
     """Angle of the point ``(other, input)`` in (-pi, pi], like ``numpy.arctan2(y, x)``.
 
     >>> import ember
-    >>> round(ember.atan2(ember.tensor([1.0]), ember.tensor([0.0])).item(), 4)
-    1.5708
+    >>> ember.atan2(ember.tensor([0.0, 1.0]), ember.tensor([-1.0, 0.0])).tolist()
+    [3.1415927410125732, 1.5707963705062866]
     """
     target = result_dtype("atan2", input, other)
     return binary("atan2", input, other, target if target.is_float else dt.default_float)
@@ -288,7 +323,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
 
 
 @tensor_method
-def clamp(input: Tensor, min=None, max=None) -> Tensor:  # noqa: A002 (torch's names)
+def clamp(input: Tensor, min=None, max=None) -> Tensor:
     """Limit values to ``[min, max]``; either bound may be None, a scalar or a tensor
     (broadcast). NaN stays NaN; where ``min > max`` the result is ``max`` (PyTorch).
 

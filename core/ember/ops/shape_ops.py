@@ -17,7 +17,8 @@ from ..data import TensorData
 from ..errors import DimensionError, ShapeError
 from ..shape import broadcast_shapes, infer_reshape, normalize_dim, numel
 from ..tensor import Tensor, check_same_backend, tensor_method
-from ._dispatch import as_tensor, broadcast_to as _broadcast_to, result_dtype, wrap
+from ._dispatch import as_tensor, result_dtype, wrap
+from ._dispatch import broadcast_to as _broadcast_to
 
 
 def size_args(sizes: tuple, op: str) -> tuple[int, ...]:
@@ -212,7 +213,9 @@ def movedim(self: Tensor, source, destination) -> Tensor:
             f"movedim: source {source} and destination {destination} differ in length"
         )
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise DimensionError(f"movedim: repeated dim in source {source} or destination {destination}")
+        raise DimensionError(
+            f"movedim: repeated dim in source {source} or destination {destination}"
+        )
     order = [None] * self.ndim
     for s, d in zip(src, dst):
         order[d] = s

@@ -1,0 +1,91 @@
+"""A caching buffer allocator: buffers are recycled through size-class buckets.
+
+Size classes are multiples of 256 bytes in eighths of a power of two, so a freed buffer
+serves any later request of the same class and waste stays under 12.5%. ``current`` counts
+bytes handed out, ``cached`` bytes waiting in buckets, ``peak`` the highest ``current``.
+
+While the engine has recorded but unsubmitted work, freed buffers are *held*: the pending
+commands may still read them, and a queue write into a recycled buffer would land before them.
+"""
+
+from __future__ import annotations
+
+from ...errors import UnsupportedOpError
+
+
+class Block:
+    __slots__ = ("buffer", "size")
+
+    def __init__(self, buffer, size: int):
+        self.buffer = buffer
+        self.size = size
+
+
+def size_class(nbytes: int) -> int:
+    n = max(256, nbytes)
+    top = 1 << (n - 1).bit_length()
+    step = max(256, top // 8)
+    return -(-n // step) * step
+
+
+class Allocator:
+    def __init__(self, adapter, max_cached: int = 2 << 30):
+        self.adapter = adapter
+        self.max_cached = max_cached
+        self.current = 0
+        self.peak = 0
+        self.cached = 0
+        self.created = 0  # buffers ever created (reuse shows as a flat count)
+        self.hold = False
+        self._held: list[Block] = []
+        self._free: dict[int, list[Block]] = {}
+
+    def alloc(self, nbytes: int, op: str = "alloc") -> Block:
+        limit = self.adapter.info.max_binding_size
+        if nbytes > limit:
+            raise UnsupportedOpError(
+                f"{op}: a tensor of {nbytes} bytes exceeds this GPU's largest storage binding "
+                f"({limit} bytes, {self.adapter.info.name}); split it into smaller tensors"
+            )
+        size = min(size_class(nbytes), max(limit // 4 * 4, 4))
+        bucket = self._free.get(size)
+        if bucket:
+            block = bucket.pop()
+            self.cached -= size
+        else:
+            block = Block(self.adapter.create_buffer(size, "storage"), size)
+            self.created += 1
+        self.current += size
+        self.peak = max(self.peak, self.current)
+        return block
+
+    def release(self, block: Block) -> None:
+        self.current -= block.size
+        if self.hold:
+            self._held.append(block)
+            return
+        self._free.setdefault(block.size, []).append(block)
+        self.cached += block.size
+        if self.cached > self.max_cached:
+            self.empty_cache()
+
+    def release_held(self) -> None:
+        """Called after a submit: held buffers become reusable."""
+        self.hold = False
+        held, self._held = self._held, []
+        for block in held:
+            self._free.setdefault(block.size, []).append(block)
+            self.cached += block.size
+
+    def empty_cache(self) -> None:
+        """Destroy every cached buffer (not the live ones)."""
+        for bucket in self._free.values():
+            for block in bucket:
+                self.adapter.destroy_buffer(block.buffer)
+        self._free.clear()
+        self.cached = 0
+
+    def stats(self) -> dict[str, int]:
+        return {"current": self.current, "peak": self.peak, "cached": self.cached,
+                "reserved": self.current + self.cached + sum(b.size for b in self._held),
+                "created": self.created}

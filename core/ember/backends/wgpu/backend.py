@@ -1,0 +1,323 @@
+"""``WgpuBackend``: Ember's Backend contract on WGSL compute shaders.
+
+>>> import ember
+>>> x = ember.tensor([1.0, 2.0, 3.0], backend="wgpu")   # doctest: +SKIP
+>>> (x * 2).sum().item()                                # doctest: +SKIP
+12.0
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+
+from ... import dtype as dt
+from ...backend import Backend, Caps
+from ...data import TensorData
+from ...errors import DTypeError
+from ...shape import numel
+from . import compute
+from .launch import Runtime, cast, contiguous, copy_region, map_op, narrow, widen
+from .primitive import PACK, WIDE, Storage, WgpuTensor, contiguous_strides, nbytes
+
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+class WgpuBackend(Backend):
+    """GPU backend over wgpu-py (Vulkan/Metal/DX12; Mesa lavapipe without a GPU).
+
+    ``adapter``: an adapter name substring (default ``$EMBER_WGPU_ADAPTER``) or a
+    :class:`~ember.backends.wgpu.adapter.GpuAdapter`; ``power_preference``: ``"high-performance"``
+    or ``"low-power"``. Caps: float32, int32, int64 (stored as int32: values must fit in
+    int32, arithmetic wraps at 32 bits), bool, int8, uint8, and float16 where the adapter has
+    ``shader-f16``. No float64 (WGSL has none).
+    """
+
+    name = "wgpu"
+
+    def __init__(self, adapter=None, power_preference: str | None = "high-performance"):
+        from .adapter import GpuAdapter
+
+        if not isinstance(adapter, GpuAdapter):
+            from .device import open_adapter
+
+            adapter = open_adapter(adapter, power_preference)
+        self.rt = Runtime(adapter)
+        self.device = f"gpu:{adapter.info.name}"
+        f16 = "shader-f16" in adapter.info.features
+        dtypes = {dt.bool_, dt.uint8, dt.int8, dt.int32, dt.int64, dt.float32}
+        self.caps = Caps(dtypes=frozenset(dtypes | ({dt.float16} if f16 else set())),
+                         float16=f16, float64=False)
+
+    # ------------------------------------------------------------------ data
+    def from_data(self, data: TensorData):
+        self.caps.check_dtype(data.dtype, "from_data", self.name)
+        raw = data.buffer
+        if data.dtype == dt.int64:
+            raw = _int64_to_int32(raw, data.size)
+        out = self.rt.empty(data.shape, data.dtype, "from_data")
+        self.rt.engine.write(out.block, raw)
+        return out
+
+    def to_data(self, x: WgpuTensor) -> TensorData:
+        x = contiguous(self.rt, x)
+        n = x.size
+        item = 4 // PACK[x.dtype]
+        raw = self.rt.engine.read(x.block, n * item)
+        if x.dtype == dt.int64:
+            raw = _int32_to_int64(raw)
+        return TensorData(raw, x.shape, x.dtype)
+
+    def shape(self, x):
+        return x.shape
+
+    def dtype(self, x):
+        return x.dtype
+
+    def cast(self, x, dtype):
+        self.caps.check_dtype(dtype, "cast", self.name)
+        if dtype == x.dtype:
+            return x
+        if {dtype, x.dtype} == {dt.int32, dt.int64}:  # one storage: relabel
+            return x.view(x.shape, x.strides, dtype=dtype)
+        return cast(self.rt, x, dtype)
+
+    def sync(self) -> None:
+        """Submit pending work (reads do this themselves)."""
+        self.rt.engine.flush()
+
+    def memory_stats(self) -> dict[str, int]:
+        """Allocator byte counters: current, peak, cached, reserved; buffers created."""
+        return self.rt.allocator.stats()
+
+    # ------------------------------------------------------------------ layout (views)
+    def reshape(self, x, shape):
+        shape = tuple(shape)
+        if not x.is_contiguous():
+            x = contiguous(self.rt, x)
+        return x.view(shape, contiguous_strides(shape))
+
+    def permute(self, x, axes):
+        return x.view(tuple(x.shape[a] for a in axes), tuple(x.strides[a] for a in axes))
+
+    def expand(self, x, shape):
+        strides = tuple(st if s == t else 0 for s, t, st in zip(x.shape, shape, x.strides))
+        return x.view(tuple(shape), strides)
+
+    def slice(self, x, ranges):
+        offset = x.offset + sum(r[0] * st for r, st in zip(ranges, x.strides)
+                                if len(range(*r)))
+        shape = tuple(len(range(*r)) for r in ranges)
+        strides = tuple(st * r[2] for r, st in zip(ranges, x.strides))
+        return x.view(shape, strides, offset)
+
+    def slice_assign(self, x, ranges, value):
+        wide = WIDE[x.dtype]
+        base = map_op(self.rt, [x], wide, "x0" if wide == x.dtype else _conv(x.dtype, wide))
+        strides = contiguous_strides(base.shape)
+        offset = sum(r[0] * st for r, st in zip(ranges, strides) if len(range(*r)))
+        copy_region(self.rt, widen(self.rt, value), base, offset,
+                    tuple(st * r[2] for r, st in zip(ranges, strides)))
+        return narrow(self.rt, base, x.dtype)
+
+    def cat(self, xs, dim):
+        dtype = xs[0].dtype
+        wide = WIDE[dtype]
+        shape = list(xs[0].shape)
+        shape[dim] = sum(x.shape[dim] for x in xs)
+        out = self.rt.empty(shape, wide, "cat")
+        strides = contiguous_strides(tuple(shape))
+        at = 0
+        for x in xs:
+            copy_region(self.rt, widen(self.rt, x), out, at * strides[dim], strides)
+            at += x.shape[dim]
+        return narrow(self.rt, out, dtype)
+
+    def gather(self, x, dim, index):
+        strides = list(x.strides)
+        step = strides[dim]
+        strides[dim] = 0
+        xv = x.view(index.shape, tuple(strides))
+        return map_op(self.rt, [xv, index], x.dtype, body="gather", shape=index.shape,
+                      params=[step])
+
+    def scatter(self, x, dim, index, src, reduce="none"):
+        if reduce not in ("none", "add"):
+            raise ValueError(f"scatter: reduce must be 'none' or 'add', got {reduce!r}")
+        acc = "acc = load_in2(u32(off_s + i32(j) * ss));"
+        if reduce == "add":
+            acc = "acc = acc + load_in2(u32(off_s + i32(j) * ss));"
+            if x.dtype == dt.bool_:
+                acc = "acc = acc || load_in2(u32(off_s + i32(j) * ss));"
+        params = [dim, index.shape[dim], index.strides[dim], src.strides[dim], *index.shape]
+        return map_op(self.rt, [x, index, src], x.dtype, body="scatter", params=params,
+                      accumulate=acc)
+
+    def where(self, cond, a, b):
+        return map_op(self.rt, [cond, a, b], a.dtype, "select(x2, x1, x0)")
+
+    def random_uniform(self, shape, dtype, seed, offset):
+        self.caps.check_dtype(dtype, "random_uniform", self.name)
+        out = compute.philox_uniform(self.rt, tuple(shape), seed, offset)
+        return out if dtype == dt.float32 else cast(self.rt, out, dtype)
+
+    # ------------------------------------------------------------------ shared helpers
+    def _ew(self, expr: str, *xs, out=None):
+        return map_op(self.rt, list(xs), out or xs[0].dtype, expr)
+
+    def _reduce(self, x, dims, op, arg=False):
+        w = widen(self.rt, x)
+        r = compute.reduce(self.rt, w, tuple(dims), op, arg)
+        return r if arg else narrow(self.rt, r, x.dtype)
+
+    def _scan(self, x, dim, op):
+        return narrow(self.rt, compute.scan(self.rt, widen(self.rt, x), dim, op), x.dtype)
+
+    def _sort(self, x, dim, descending):
+        v, i = compute.sort(self.rt, widen(self.rt, x), dim, descending)
+        return narrow(self.rt, v, x.dtype), i
+
+    def _matmul(self, a, b):
+        r = compute.matmul(self.rt, widen(self.rt, a), widen(self.rt, b))
+        return narrow(self.rt, r, a.dtype)
+
+    # ------------------------------------------------------------------ float / int
+    def float_sort(self, x, dim, descending):
+        return self._sort(x, dim, descending)
+
+    def int_sort(self, x, dim, descending):
+        return self._sort(x, dim, descending)
+
+    def float_matmul(self, a, b):
+        return self._matmul(a, b)
+
+    def int_matmul(self, a, b):
+        return self._matmul(a, b)
+
+    def int_pow(self, a, b):
+        if b.size:
+            lowest = self.to_data(self._reduce(b, tuple(range(len(b.shape))), "min"))
+            if lowest.values()[0] < 0:
+                raise ValueError("pow: integers to negative integer powers are not allowed")
+        return self._ew("i_pow(x0, x1)", a, b)
+
+
+def _conv(src: dt.DType, dst: dt.DType) -> str:
+    from .launch import _CONVERT
+    from .primitive import COMPUTE
+
+    return _CONVERT[COMPUTE[src], COMPUTE[dst]]
+
+
+def _elementwise(expr: str, out: dt.DType | None = None):
+    def op(self, *xs):
+        return self._ew(expr, *xs, out=out)
+
+    return op
+
+
+def _reduction(op: str, arg: bool = False):
+    if arg:
+        def fn(self, x, dim):
+            return self._reduce(x, (dim,), op, True)
+    else:
+        def fn(self, x, dims):
+            return self._reduce(x, dims, op)
+    return fn
+
+
+def _scanner(op: str):
+    def fn(self, x, dim):
+        return self._scan(x, dim, op)
+
+    return fn
+
+
+_B = dt.bool_
+_FLOAT = {
+    "add": "x0 + x1", "sub": "x0 - x1", "mul": "x0 * x1", "div": "x0 / x1",
+    "pow": "f_pow(x0, x1)", "maximum": "f_max(x0, x1)", "minimum": "f_min(x0, x1)",
+    "neg": "-x0", "abs": "abs(x0)", "exp": "f_exp(x0)", "log": "f_log(x0)",
+    "sqrt": "f_sqrt(x0)", "sin": "f_sin(x0)", "cos": "f_cos(x0)", "atan": "f_atan(x0)",
+    "tanh": "f_tanh(x0)", "erf": "f_erf(x0)", "floor": "f_floor(x0)", "ceil": "f_ceil(x0)",
+    "round": "f_round(x0)", "sigmoid": "1.0 / (1.0 + f_exp(-x0))",
+}
+_FLOAT_BOOL = {
+    "eq": "x0 == x1", "lt": "x0 < x1", "le": "x0 <= x1", "ne": "!(x0 == x1)",
+    "gt": "x0 > x1", "ge": "x0 >= x1", "isnan": "is_nan_f(x0)", "isinf": "is_inf_f(x0)",
+}
+_INT = {
+    "add": "x0 + x1", "sub": "x0 - x1", "mul": "x0 * x1", "floor_divide": "i_floordiv(x0, x1)",
+    "remainder": "i_rem(x0, x1)", "maximum": "max(x0, x1)", "minimum": "min(x0, x1)",
+    "neg": "0 - x0", "abs": "abs(x0)",
+}
+_INT_BOOL = {"eq": "x0 == x1", "lt": "x0 < x1", "le": "x0 <= x1", "ne": "x0 != x1",
+             "gt": "x0 > x1", "ge": "x0 >= x1"}
+_BOOL = {"and": "x0 && x1", "or": "x0 || x1", "not": "!x0", "xor": "x0 != x1",
+         "eq": "x0 == x1", "ne": "x0 != x1"}
+
+for _name, _expr in _FLOAT.items():
+    setattr(WgpuBackend, f"float_{_name}", _elementwise(_expr))
+for _name, _expr in _FLOAT_BOOL.items():
+    setattr(WgpuBackend, f"float_{_name}", _elementwise(_expr, _B))
+for _name, _expr in _INT.items():
+    setattr(WgpuBackend, f"int_{_name}", _elementwise(_expr))
+for _name, _expr in _INT_BOOL.items():
+    setattr(WgpuBackend, f"int_{_name}", _elementwise(_expr, _B))
+for _name, _expr in _BOOL.items():
+    setattr(WgpuBackend, f"bool_{_name}", _elementwise(_expr))
+for _kind in ("float", "int"):
+    for _op in ("sum", "prod", "max", "min"):
+        setattr(WgpuBackend, f"{_kind}_{_op}", _reduction(_op))
+    setattr(WgpuBackend, f"{_kind}_argmax", _reduction("max", arg=True))
+    setattr(WgpuBackend, f"{_kind}_argmin", _reduction("min", arg=True))
+    setattr(WgpuBackend, f"{_kind}_cumsum", _scanner("sum"))
+    setattr(WgpuBackend, f"{_kind}_cumprod", _scanner("prod"))
+
+
+# ---------------------------------------------------------------------- int64 ↔ int32
+def _int64_to_int32(raw: bytes, n: int) -> bytes:
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is not None:
+        v = np.frombuffer(raw, dtype="<i8")
+        if v.size and (v.min() < _I32[0] or v.max() > _I32[1]):
+            _range_error(int(v.min() if v.min() < _I32[0] else v.max()))
+        return v.astype("<i4").tobytes()
+    v = array("q")
+    v.frombytes(raw)
+    if sys.byteorder != "little":
+        v.byteswap()
+    for value in v:
+        if not _I32[0] <= value <= _I32[1]:
+            _range_error(value)
+    out = array("i", v)
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out.tobytes()
+
+
+def _int32_to_int64(raw: bytes) -> bytes:
+    try:
+        import numpy as np
+
+        return np.frombuffer(raw, dtype="<i4").astype("<i8").tobytes()
+    except ImportError:
+        v = array("i")
+        v.frombytes(raw)
+        if sys.byteorder != "little":
+            v.byteswap()
+        out = array("q", v)
+        if sys.byteorder != "little":
+            out.byteswap()
+        return out.tobytes()
+
+
+def _range_error(value: int):
+    raise DTypeError(
+        f"from_data: int64 value {value} is outside the range the wgpu backend stores int64 in "
+        f"(int32: {_I32[0]} to {_I32[1]}; WGSL has no 64-bit integers). Keep such values on "
+        "the numpy backend or cast them to float32"
+    )

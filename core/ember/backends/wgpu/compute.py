@@ -1,0 +1,193 @@
+"""Launchers for the non-elementwise kernels: reductions, scans, matmul, sort, Philox.
+
+They work on 32-bit dtypes (float32, int32, int64-as-int32); the backend widens packed
+dtypes before calling them and narrows the results.
+"""
+
+from __future__ import annotations
+
+from ... import dtype as dt
+from ...shape import numel
+from .kernels import render
+from .launch import _IDENT, WG, Runtime, contiguous
+from .primitive import COMPUTE, STORE, WgpuTensor, collapse
+
+
+def _ct(x: WgpuTensor) -> str:
+    ct = COMPUTE[x.dtype]
+    if ct not in ("f32", "i32") or STORE[x.dtype] != ct:
+        raise AssertionError(f"wgpu kernel needs a 32-bit dtype, got {x.dtype}")
+    return ct
+
+
+# -------------------------------------------------------------------- reductions
+def reduce(rt: Runtime, x: WgpuTensor, dims: tuple[int, ...], op: str, arg: bool = False):
+    """Reduce ``dims`` (kept as size 1) with op in sum/prod/max/min; ``arg`` gives the int64
+    index of the winner (first on ties, NaN wins for max and min)."""
+    ct = _ct(x)
+    out_shape = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
+    out = rt.empty(out_shape, dt.int64 if arg else x.dtype, op)
+    m = numel(out_shape)
+    if m == 0:
+        return out
+    kept = [d for d in range(len(x.shape)) if d not in dims]
+    kshape, (kstr,) = collapse(tuple(x.shape[d] for d in kept), tuple(x.strides[d] for d in kept))
+    rshape, (rstr,) = collapse(tuple(x.shape[d] for d in dims), tuple(x.strides[d] for d in dims))
+    k = numel(rshape)
+    meta = [m, k, len(kshape), len(rshape), x.offset, *kshape, *kstr, *rshape, *rstr]
+    entry = "reduce_wg" if k >= 64 else "reduce_lane"
+    wg = 64 if entry == "reduce_lane" else (256 if k >= 256 else 64)
+    out_t = "i32" if arg else ct
+    key = ("reduce", entry, wg, op, ct, arg)
+
+    def build():
+        code = render(rt.lib.source("reduce"), CT=ct, OUT_T=out_t, WG=wg, OP=op,
+                      IDENT=_IDENT[op, ct], RESULT="r.i" if arg else "r.v",
+                      LIBS=rt.libs(rt.nan_lib(ct)))
+        return code.replace(f"fn {entry}(", "fn main("), ("read", "read", "read_write")
+
+    pipe = rt.lib.pipeline(key, build)
+    if entry == "reduce_wg":
+        top = rt.info.max_groups_per_dim
+        groups = (min(m, top), -(-m // top), 1)
+    else:
+        groups = rt.groups(m, wg)
+    rt.engine.dispatch(pipe, meta, [x.block, out.block], groups)
+    return out
+
+
+# -------------------------------------------------------------------- scans
+def _dim_last(x: WgpuTensor, dim: int):
+    nd = len(x.shape)
+    perm = [d for d in range(nd) if d != dim] + [dim]
+    inverse = [perm.index(d) for d in range(nd)]
+    return perm, inverse
+
+
+def scan(rt: Runtime, x: WgpuTensor, dim: int, op: str) -> WgpuTensor:
+    """Cumulative sum (``op="sum"``) or product along ``dim``."""
+    ct = _ct(x)
+    perm, inverse = _dim_last(x, dim)
+    outer = tuple(x.shape[d] for d in perm[:-1])
+    length = x.shape[dim]
+    out = rt.empty(outer + (length,), x.dtype, "cum" + op)
+    lines = numel(outer)
+    if lines and length:
+        oshape, (ostr,) = collapse(outer, tuple(x.strides[d] for d in perm[:-1]))
+        meta = [lines, length, len(oshape), x.offset, x.strides[dim], *oshape, *ostr]
+        pipe = rt.lib.pipeline(("scan", op, ct), lambda: (
+            render(rt.lib.source("scan"), CT=ct, WG=64, IDENT=_IDENT[op, ct],
+                   OPERATOR="+" if op == "sum" else "*", LIBS=rt.libs()),
+            ("read", "read", "read_write")))
+        rt.engine.dispatch(pipe, meta, [x.block, out.block], rt.groups(lines, 64))
+    return out.view(tuple(out.shape[i] for i in inverse),
+                    tuple(out.strides[i] for i in inverse))
+
+
+# -------------------------------------------------------------------- matmul
+def _batch_view(x: WgpuTensor):
+    """(offset, batch stride) when the batch dims collapse to one, else None."""
+    bshape, (bstr,) = collapse(x.shape[:-2], x.strides[:-2])
+    if len(bshape) == 0:
+        return 0
+    if len(bshape) == 1:
+        return bstr[0]
+    return None
+
+
+def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor) -> WgpuTensor:
+    """Batched ``(..., n, k) @ (..., k, m)`` with identical batch dims."""
+    ct = _ct(a)
+    n, k = a.shape[-2:]
+    m = b.shape[-1]
+    batch_shape = a.shape[:-2]
+    out = rt.empty(batch_shape + (n, m), a.dtype, "matmul")
+    batch = numel(batch_shape)
+    if batch == 0 or n == 0 or m == 0:
+        return out
+    sa, sb = _batch_view(a), _batch_view(b)
+    if sa is None:
+        a = contiguous(rt, a)
+        sa = n * k
+    if sb is None:
+        b = contiguous(rt, b)
+        sb = k * m
+    tile = rt.tile
+    zero = "0.0" if ct == "f32" else "0"
+    pipe = rt.lib.pipeline(("matmul", ct, tuple(tile.items())), lambda: (
+        render(rt.lib.source("matmul"), CT=ct, ZERO=zero, **tile),
+        ("read", "read", "read", "read_write")))
+    gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
+    top = rt.info.max_groups_per_dim
+    for b0 in range(0, batch, top):
+        meta = [b0, n, m, k, a.offset, sa, a.strides[-2], a.strides[-1],
+                b.offset, sb, b.strides[-2], b.strides[-1]]
+        rt.engine.dispatch(pipe, meta, [a.block, b.block, out.block],
+                           (gx, gy, min(top, batch - b0)))
+    return out
+
+
+# -------------------------------------------------------------------- sort
+def sort(rt: Runtime, x: WgpuTensor, dim: int, descending: bool):
+    """Stable sort along ``dim``: ``(values, int64 indices)``."""
+    ct = _ct(x)
+    perm, inverse = _dim_last(x, dim)
+    outer = tuple(x.shape[d] for d in perm[:-1])
+    length = x.shape[dim]
+    values = rt.empty(outer + (length,), x.dtype, "sort")
+    indices = rt.empty(outer + (length,), dt.int64, "sort")
+    lines = numel(outer)
+    if lines and length:
+        p2 = 1 << max(0, (length - 1).bit_length())
+        keys = rt.empty((lines * p2,), x.dtype, "sort")
+        idx = rt.empty((lines * p2,), dt.int64, "sort")
+        desc = int(bool(descending))
+        zero = "0.0" if ct == "f32" else "0"
+        st = STORE[x.dtype]
+
+        def pipe(section, bindings):
+            lines_ = [f"@group(0) @binding({i + 1}) var<storage, {acc}> {name}: array<{t}>;"
+                      for i, (name, acc, t) in enumerate(bindings)]
+            return rt.lib.pipeline(("sort", section, ct), lambda: (
+                render(rt.lib.source("sort", section), BINDINGS="\n".join(lines_), WG=WG,
+                       CT=ct, ZERO=zero, LIBS=rt.libs(rt.nan_lib(ct))),
+                ("read",) + tuple(acc for _, acc, _ in bindings)))
+
+        oshape, (ostr,) = collapse(outer, tuple(x.strides[d] for d in perm[:-1]))
+        init = pipe("init", [("src", "read", st), ("keys", "read_write", st),
+                             ("idx", "read_write", "i32")])
+        rt.engine.dispatch(init, [lines, length, p2, desc, len(oshape), x.offset,
+                                  x.strides[dim], *oshape, *ostr],
+                           [x.block, keys.block, idx.block], rt.groups(lines * p2))
+        step = pipe("step", [("keys", "read_write", st), ("idx", "read_write", "i32")])
+        kk = 2
+        while kk <= p2:
+            j = kk // 2
+            while j >= 1:
+                rt.engine.dispatch(step, [lines, length, p2, desc, kk, j],
+                                   [keys.block, idx.block], rt.groups(lines * p2))
+                j //= 2
+            kk *= 2
+        final = pipe("final", [("keys", "read", st), ("idx", "read", "i32"),
+                               ("out_v", "read_write", st), ("out_i", "read_write", "i32")])
+        rt.engine.dispatch(final, [lines, length, p2, desc],
+                           [keys.block, idx.block, values.block, indices.block],
+                           rt.groups(lines * length))
+    shape = tuple(values.shape[i] for i in inverse)
+    strides = tuple(values.strides[i] for i in inverse)
+    return values.view(shape, strides), indices.view(shape, strides)
+
+
+# -------------------------------------------------------------------- random
+def philox_uniform(rt: Runtime, shape, seed: int, offset: int) -> WgpuTensor:
+    """float32 uniforms in [0, 1), bit-identical to ``ember.random.philox_uniform``."""
+    out = rt.empty(shape, dt.float32, "random_uniform")
+    n = numel(shape)
+    if n:
+        blocks = (n + 3) // 4
+        pipe = rt.lib.pipeline(("philox",), lambda: (
+            render(rt.lib.source("philox"), WG=WG, LIBS=rt.libs()), ("read", "read_write")))
+        mask = 0xFFFFFFFF
+        meta = [n, blocks, offset & mask, (offset >> 32) & mask, seed & mask, (seed >> 32) & mask]
+        rt.engine.dispatch(pipe, meta, [out.block], rt.groups(blocks))
+    return out

@@ -1,0 +1,157 @@
+"""Kernel launchers: build the WGSL for one op family, its ``meta`` words and its dispatch.
+
+Each launcher takes primitives (strided views) and returns fresh contiguous primitives; the
+caller (the backend) maps contract methods onto them.
+"""
+
+from __future__ import annotations
+
+from ... import dtype as dt
+from ...shape import numel
+from .allocator import Allocator
+from .engine import Engine
+from .kernels import KernelLibrary, render
+from .primitive import (
+    COMPUTE, LOADER, PACK, STORE, STORER, WIDE, Storage, WgpuTensor, collapse,
+    contiguous_strides, nbytes,
+)
+
+WG = 256
+_IDENT = {
+    ("sum", "f32"): "0.0", ("sum", "i32"): "0",
+    ("prod", "f32"): "1.0", ("prod", "i32"): "1",
+    ("max", "f32"): "-inf_f()", ("max", "i32"): "bitcast<i32>(0x80000000u)",
+    ("min", "f32"): "inf_f()", ("min", "i32"): "2147483647",
+}
+
+
+def _tile(info) -> dict[str, int]:
+    """Matmul tiles from the device limits: 64×64 (16×16 lanes) where 256 lanes and 8 KiB of
+    workgroup memory are available (every WebGPU device), else 32×32 on 8×8 lanes."""
+    if info.max_invocations >= 256 and info.workgroup_storage >= 2 * 64 * 16 * 4:
+        return {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}
+    return {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4}
+
+
+class Runtime:
+    """Adapter + allocator + engine + kernel library: what every launcher needs."""
+
+    def __init__(self, adapter):
+        self.adapter = adapter
+        self.info = adapter.info
+        self.allocator = Allocator(adapter)
+        self.engine = Engine(adapter, self.allocator)
+        self.lib = KernelLibrary(adapter)
+        self.tile = _tile(self.info)
+
+    # ---------------------------------------------------------------- helpers
+    def empty(self, shape, dtype: dt.DType, op: str = "alloc") -> WgpuTensor:
+        shape = tuple(shape)
+        block = self.allocator.alloc(nbytes(numel(shape), dtype), op)
+        return WgpuTensor(Storage(block, self.allocator), shape, contiguous_strides(shape), 0,
+                          dtype)
+
+    def groups(self, threads: int, wg: int = WG) -> tuple[int, int, int]:
+        g = max(1, -(-threads // wg))
+        top = self.info.max_groups_per_dim
+        return (g, 1, 1) if g <= top else (top, -(-g // top), 1)
+
+    def libs(self, *extra: str) -> str:
+        parts = [self.lib.source("lib_index"), self.lib.source("lib_math"),
+                 self.lib.snippet("lib_dtypes", "f16")]
+        return "\n".join(parts + list(extra))
+
+    def nan_lib(self, ct: str) -> str:
+        return self.lib.snippet("lib_dtypes", f"nan_{ct}")
+
+
+# -------------------------------------------------------------------- map kernels
+def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str = "",
+           body: str = "elementwise", shape=None, params: list[int] = (),
+           accumulate: str = "") -> WgpuTensor:
+    """One output element per lane: ``expr`` over ``x0, x1, ...`` (elementwise), or another
+    body (gather, scatter). Inputs have the output's shape unless the body says otherwise."""
+    shape = tuple(inputs[0].shape if shape is None else shape)
+    out = rt.empty(shape, out_dtype, body)
+    n = numel(shape)
+    if n == 0:
+        return out
+    if body == "elementwise":
+        cshape, cstrides = collapse(shape, *(x.strides for x in inputs))
+    else:
+        cshape, cstrides = shape, [x.strides for x in inputs]
+    contig = contiguous_strides(cshape)
+    meta = [n, len(cshape), *cshape]
+    for x, st in zip(inputs, cstrides):
+        flag = 1 if body == "elementwise" and tuple(st) == contig else 0
+        meta += [x.offset, flag, *st]
+    meta += list(params)
+    dtypes = tuple(x.dtype for x in inputs)
+    key = ("map", body, expr, accumulate, dtypes, out_dtype)
+
+    def build():
+        lines, loaders = [], []
+        for k, d in enumerate(dtypes):
+            lines.append(f"@group(0) @binding({k + 1}) var<storage, read> in{k}: "
+                         f"array<{STORE[d]}>;")
+            loaders.append(rt.lib.snippet("lib_dtypes", LOADER[d], NAME=f"in{k}"))
+        lines.append(f"@group(0) @binding({len(dtypes) + 1}) var<storage, read_write> out: "
+                     f"array<{STORE[out_dtype]}>;")
+        loaders.append(rt.lib.snippet("lib_dtypes", STORER[out_dtype]))
+        loads = "\n".join(f"    let x{k} = load_in{k}(in_offset(i, {k}u));"
+                          for k in range(len(dtypes)))
+        text = rt.lib.source(body)
+        keys = {"OUT_CT": COMPUTE[out_dtype], "LOADS": loads, "EXPR": expr,
+                "ACCUMULATE": accumulate}
+        code = render(text, **keys)
+        full = render(rt.lib.source("map"), BINDINGS="\n".join(lines), WG=WG,
+                      PACK=PACK[out_dtype], NIN=len(dtypes), LIBS=rt.libs(*loaders),
+                      BODY=code, OUT_CT=COMPUTE[out_dtype])
+        return full, ("read",) * (len(dtypes) + 1) + ("read_write",)
+
+    pipe = rt.lib.pipeline(key, build)
+    words = -(-n // PACK[out_dtype])
+    rt.engine.dispatch(pipe, meta, [x.block for x in inputs] + [out.block], rt.groups(words))
+    return out
+
+
+_CONVERT = {
+    ("f32", "f32"): "x0", ("i32", "i32"): "x0", ("bool", "bool"): "x0",
+    ("f32", "i32"): "i32(x0)", ("i32", "f32"): "f32(x0)",
+    ("f32", "bool"): "f_to_bool(x0)", ("i32", "bool"): "x0 != 0",
+    ("bool", "f32"): "select(0.0, 1.0, x0)", ("bool", "i32"): "select(0, 1, x0)",
+}
+
+
+def cast(rt: Runtime, x: WgpuTensor, dtype: dt.DType) -> WgpuTensor:
+    """Convert (float→int truncates toward zero, int→int wraps, →bool is ``!= 0``)."""
+    return map_op(rt, [x], dtype, _CONVERT[COMPUTE[x.dtype], COMPUTE[dtype]])
+
+
+def contiguous(rt: Runtime, x: WgpuTensor) -> WgpuTensor:
+    if x.is_contiguous() and x.offset == 0:
+        return x
+    return map_op(rt, [x], x.dtype, "x0")
+
+
+def widen(rt: Runtime, x: WgpuTensor) -> WgpuTensor:
+    return x if WIDE[x.dtype] == x.dtype else cast(rt, x, WIDE[x.dtype])
+
+
+def narrow(rt: Runtime, x: WgpuTensor, dtype: dt.DType) -> WgpuTensor:
+    return x if x.dtype == dtype else cast(rt, x, dtype)
+
+
+# -------------------------------------------------------------------- region copy
+def copy_region(rt: Runtime, src: WgpuTensor, dst: WgpuTensor, offset: int, strides) -> None:
+    """Write ``src`` (32-bit dtype) into ``dst``'s buffer at ``offset`` with ``strides``."""
+    n = src.size
+    if n == 0:
+        return
+    shape, (s_st, d_st) = collapse(src.shape, src.strides, tuple(strides))
+    meta = [n, len(shape), *shape, src.offset, *s_st, offset, *d_st]
+    st = STORE[src.dtype]
+    pipe = rt.lib.pipeline(("copy_region", st), lambda: (
+        render(rt.lib.source("copy_region"), ST=st, WG=WG, LIBS=rt.libs()),
+        ("read", "read", "read_write")))
+    rt.engine.dispatch(pipe, meta, [src.block, dst.block], rt.groups(n))

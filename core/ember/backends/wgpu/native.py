@@ -1,0 +1,137 @@
+"""The wgpu-py adapter: Vulkan / Metal / DX12 natively (Mesa lavapipe on a CPU-only machine)."""
+
+from __future__ import annotations
+
+from .adapter import AdapterInfo, GpuAdapter
+
+try:
+    import wgpu
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "the wgpu backend needs wgpu-py: pip install 'ember[gpu]' (or pip install wgpu)"
+    ) from e
+
+_LIMITS = (
+    "max-storage-buffer-binding-size",
+    "max-buffer-size",
+    "max-compute-invocations-per-workgroup",
+    "max-compute-workgroup-storage-size",
+    "max-storage-buffers-per-shader-stage",
+    "max-compute-workgroup-size-x",
+    "max-compute-workgroup-size-y",
+)
+
+
+class NativeAdapter(GpuAdapter):
+    """Wraps one ``wgpu.GPUAdapter`` and the device requested from it."""
+
+    def __init__(self, adapter):
+        features = []
+        if "shader-f16" in adapter.features:
+            features.append("shader-f16")
+        limits = {k: adapter.limits[k] for k in _LIMITS if k in adapter.limits}
+        self._device = adapter.request_device_sync(required_features=features,
+                                                   required_limits=limits)
+        lim = self._device.limits
+        raw = adapter.info
+        self.info = AdapterInfo(
+            name=f"{raw.get('device', '?')} via {raw.get('backend_type', '?')}",
+            backend=str(raw.get("backend_type", "")),
+            features=frozenset(self._device.features),
+            max_binding_size=int(lim["max-storage-buffer-binding-size"]),
+            max_buffer_size=int(lim["max-buffer-size"]),
+            offset_alignment=int(lim["min-storage-buffer-offset-alignment"]),
+            max_invocations=int(lim["max-compute-invocations-per-workgroup"]),
+            workgroup_storage=int(lim["max-compute-workgroup-storage-size"]),
+            max_groups_per_dim=int(lim["max-compute-workgroups-per-dimension"]),
+        )
+        self._queue = self._device.queue
+        self._encoder = None
+        self._pass = None
+        self._layouts: dict[tuple[str, ...], tuple] = {}
+
+    # ---------------------------------------------------------------- buffers
+    def create_buffer(self, size: int, kind: str):
+        if kind == "staging":
+            usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+        else:
+            usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
+                     | wgpu.BufferUsage.COPY_DST)
+        return self._device.create_buffer(size=size, usage=usage)
+
+    def destroy_buffer(self, buffer) -> None:
+        buffer.destroy()
+
+    def write_buffer(self, buffer, offset: int, data: bytes) -> None:
+        self._queue.write_buffer(buffer, offset, data)
+
+    def map_read(self, staging, size: int) -> bytes:
+        # mapping waits for the submitted work (wgpu-py 0.32's on_submitted_work_done is broken)
+        staging.map_sync(wgpu.MapMode.READ, 0, size)
+        try:
+            return bytes(staging.read_mapped(0, size))
+        finally:
+            staging.unmap()
+
+    # ---------------------------------------------------------------- pipelines
+    def _layout(self, access: tuple[str, ...]):
+        if access not in self._layouts:
+            entries = [
+                {
+                    "binding": i,
+                    "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": wgpu.BufferBindingType.read_only_storage
+                               if a == "read" else wgpu.BufferBindingType.storage},
+                }
+                for i, a in enumerate(access)
+            ]
+            bgl = self._device.create_bind_group_layout(entries=entries)
+            layout = self._device.create_pipeline_layout(bind_group_layouts=[bgl])
+            self._layouts[access] = (bgl, layout)
+        return self._layouts[access]
+
+    def create_pipeline(self, code: str, access: tuple[str, ...]):
+        bgl, layout = self._layout(access)
+        module = self._device.create_shader_module(code=code)
+        pipeline = self._device.create_compute_pipeline(
+            layout=layout, compute={"module": module, "entry_point": "main"}
+        )
+        return pipeline, bgl
+
+    # ---------------------------------------------------------------- recording
+    def _compute_pass(self):
+        if self._encoder is None:
+            self._encoder = self._device.create_command_encoder()
+        if self._pass is None:
+            self._pass = self._encoder.begin_compute_pass()
+        return self._pass
+
+    def dispatch(self, pipeline, bindings, groups) -> None:
+        pipe, bgl = pipeline
+        group = self._device.create_bind_group(
+            layout=bgl,
+            entries=[
+                {"binding": i, "resource": {"buffer": buf, "offset": off, "size": size}}
+                for i, (buf, off, size) in enumerate(bindings)
+            ],
+        )
+        p = self._compute_pass()
+        p.set_pipeline(pipe)
+        p.set_bind_group(0, group)
+        p.dispatch_workgroups(*groups)
+
+    def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+        if self._encoder is None:
+            self._encoder = self._device.create_command_encoder()
+        self._encoder.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size)
+
+    def submit(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+        if self._encoder is not None:
+            self._queue.submit([self._encoder.finish()])
+            self._encoder = None

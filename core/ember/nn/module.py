@@ -1,0 +1,538 @@
+"""Modules and parameters: Burn's architecture with PyTorch's habits.
+
+A :class:`Module` finds its parameters, buffers and submodules from its attributes (lists,
+tuples and dicts of modules become :class:`ModuleList`/:class:`ModuleDict`), so a layer is a
+plain class with a ``forward``. A :class:`Parameter` is a Tensor whose value can be swapped in
+place, which is how optimizers and ``load_state_dict`` update a model.
+
+How an optimizer updates a parameter (the contract)
+---------------------------------------------------
+On an Autodiff backend a trainable parameter *is* a tracked leaf (``t.require_grad()``)::
+
+    grads = loss.backward()
+    for p in model.parameters():          # frozen parameters are skipped by parameters()
+        g = p.grad(grads)                  # gradient on the INNER backend, or None
+        if g is None:
+            continue
+        new = p.inner() - lr * g           # p.inner(): p's value on the inner backend
+        p.assign(new)                      # re-wrapped as a fresh tracked leaf, in place
+
+``assign`` accepts a tensor on the parameter's backend, on its inner backend, or anywhere else
+(moved with ``.to``); it keeps the parameter's shape (checked) and dtype (cast). On a plain
+backend (no autodiff) ``assign`` just swaps the value and ``grad`` is unavailable.
+
+>>> import ember
+>>> from ember import nn
+>>> class Net(nn.Module):
+...     def __init__(self):
+...         super().__init__()
+...         self.fc = nn.Linear(4, 2)
+...     def forward(self, x):
+...         return self.fc(x).relu()
+>>> net = Net()
+>>> [name for name, _ in net.named_parameters()]
+['fc.weight', 'fc.bias']
+>>> net.num_params()
+10
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..errors import EmberError, ShapeError
+from ..tensor import Tensor
+
+
+# ---------------------------------------------------------------------------- autodiff glue
+def _inner_backend(backend):
+    """The backend an Autodiff backend decorates, or None for a plain backend."""
+    return getattr(backend, "inner", None)
+
+
+def _is_autodiff(backend) -> bool:
+    return _inner_backend(backend) is not None and hasattr(Tensor, "require_grad")
+
+
+def _detached(t: Tensor) -> Tensor:
+    """``t`` as an untracked plain Tensor on its own backend."""
+    detach = getattr(t, "detach", None)
+    out = detach() if detach is not None else t
+    return Tensor(out._prim, out.backend)
+
+
+def _onto(value: Tensor, backend) -> Tensor:
+    """``value`` (untracked) on ``backend``; an inner-backend tensor is lifted, not copied."""
+    if value.backend is backend:
+        return _detached(value)
+    inner = _inner_backend(backend)
+    if inner is not None and value.backend is inner:
+        lift = getattr(backend, "from_inner", None)
+        if lift is not None:
+            return Tensor(lift(value._prim), backend)
+    if _inner_backend(value.backend) is not None:
+        value = _detached(value)
+    return value.to(backend)
+
+
+class Parameter(Tensor):
+    """A trainable tensor of a Module (a Tensor subclass whose value swaps in place).
+
+    ``requires_grad=False`` keeps it out of ``parameters()`` and untracked by autodiff.
+
+    >>> import ember
+    >>> p = Parameter(ember.zeros(2))
+    >>> p.assign(ember.ones(2)); p.tolist()
+    [1.0, 1.0]
+    """
+
+    __slots__ = ("requires_grad",)
+
+    def __init__(self, data: Tensor, requires_grad: bool = True):
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}")
+        if requires_grad and not data.dtype.is_float:
+            raise TypeError(f"Parameter: only float tensors can require grad, got {data.dtype}")
+        self.requires_grad = requires_grad
+        self._set(data, data.backend)
+
+    def _set(self, value: Tensor, backend) -> None:
+        value = _onto(value, backend)
+        if self.requires_grad and _is_autodiff(backend):
+            value = value.require_grad()
+        self._prim, self.backend = value._prim, value.backend
+
+    def assign(self, value: Tensor) -> Parameter:
+        """Replace the value in place (a fresh tracked leaf on an Autodiff backend)."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Parameter.assign: expected a Tensor, got {type(value).__name__}")
+        if tuple(value.shape) != self.shape:
+            raise ShapeError(
+                f"Parameter.assign: value has shape {tuple(value.shape)}, parameter has "
+                f"{self.shape}; a parameter keeps its shape"
+            )
+        dtype = self.dtype
+        self._set(value if value.dtype == dtype else value.astype(dtype), self.backend)
+        return self
+
+    def inner(self) -> Tensor:
+        """The value on the inner backend (itself, untracked, on a plain backend)."""
+        inner = _inner_backend(self.backend)
+        if inner is None:
+            return Tensor(self._prim, self.backend)
+        get = getattr(Tensor, "inner", None)
+        if get is not None and get is not Parameter.inner:
+            return get(Tensor(self._prim, self.backend))
+        return _detached(self).to(inner)
+
+    @property
+    def data(self) -> Tensor:
+        """The value as a plain, untracked Tensor."""
+        return _detached(self)
+
+    def set_requires_grad(self, flag: bool) -> Parameter:
+        self.requires_grad = bool(flag)
+        self._set(Tensor(self._prim, self.backend), self.backend)
+        return self
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + Tensor.__repr__(Tensor(self._prim, self.backend))
+
+    def __reduce__(self):
+        return (Parameter, (_detached(self), self.requires_grad))
+
+
+def clone_module(module: Module) -> Module:
+    """An independent deep copy of ``module`` (new parameters, same backends)."""
+    import copy
+
+    memo: dict[int, Any] = {}
+    for m in module.modules():
+        for value in m.__dict__.values():
+            if isinstance(value, Tensor):
+                memo[id(value.backend)] = value.backend
+    return copy.deepcopy(module, memo)
+
+
+# ---------------------------------------------------------------------------- Module
+class _Hook:
+    def __init__(self, table: dict, key: int):
+        self.table, self.key = table, key
+
+    def remove(self) -> None:
+        self.table.pop(self.key, None)
+
+
+class Module:
+    """Base class of every layer and model; subclasses define ``forward``.
+
+    Attributes that are Parameters, Modules (or lists/dicts of Modules) and registered buffers
+    make up the module's state, in attribute order.
+    """
+
+    training: bool = True
+    _next_hook = 0
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_buffer_names", {})  # name -> persistent
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+
+    # ------------------------------------------------------------------ attribute discovery
+    def __setattr__(self, name: str, value: Any) -> None:
+        from .layers.container import ModuleDict, ModuleList
+
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Module) for v in value):
+            value = ModuleList(value)
+        elif (
+            isinstance(value, dict) and value and not isinstance(value, Module)
+            and all(isinstance(v, Module) for v in value.values())
+        ):
+            value = ModuleDict(value)
+        current = self.__dict__.get(name)
+        if isinstance(current, Parameter) and value is not None and not isinstance(
+            value, Parameter
+        ):
+            raise TypeError(
+                f"cannot assign {type(value).__name__} to parameter '{name}' of "
+                f"{type(self).__name__}: wrap it in nn.Parameter, or update the value with "
+                f"self.{name}.assign(tensor)"
+            )
+        if name in self._buffers_map() and value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"buffer '{name}' of {type(self).__name__} must be a Tensor or None")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._buffers_map().pop(name, None)
+        object.__delattr__(self, name)
+
+    def _buffers_map(self) -> dict:
+        names = self.__dict__.get("_buffer_names")
+        if names is None:
+            names = {}
+            object.__setattr__(self, "_buffer_names", names)
+        return names
+
+    def _hooks(self) -> OrderedDict:
+        hooks = self.__dict__.get("_forward_hooks")
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(self, "_forward_hooks", hooks)
+        return hooks
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """State that is not trained (running statistics); saved in ``state_dict`` when
+        ``persistent``, moved by ``to``."""
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: '{name}' must be a Tensor or None")
+        self._buffers_map()[name] = persistent
+        object.__setattr__(self, name, tensor)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is not None and not isinstance(param, Parameter):
+            param = Parameter(param)
+        object.__setattr__(self, name, param)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        object.__setattr__(self, name, module)
+
+    register_module = add_module
+
+    def _own_parameters(self) -> Iterator[tuple[str, Parameter]]:
+        for name, value in self.__dict__.items():
+            if isinstance(value, Parameter):
+                yield name, value
+
+    def _own_buffers(self) -> Iterator[tuple[str, Tensor]]:
+        for name in self._buffers_map():
+            value = self.__dict__.get(name)
+            if value is not None:
+                yield name, value
+
+    def _own_modules(self) -> Iterator[tuple[str, Module]]:
+        for name, value in self.__dict__.items():
+            if isinstance(value, Module):
+                yield name, value
+
+    # ------------------------------------------------------------------ traversal
+    def named_modules(self, prefix: str = "", memo: set | None = None):
+        """``(dotted name, module)`` for this module and all descendants (each once)."""
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, child in self._own_modules():
+            yield from child.named_modules(f"{prefix}.{name}" if prefix else name, memo)
+
+    def modules(self) -> Iterator[Module]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        yield from self._own_modules()
+
+    def children(self) -> Iterator[Module]:
+        for _, m in self._own_modules():
+            yield m
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, include_frozen: bool = False
+    ) -> Iterator[tuple[str, Parameter]]:
+        """Trainable parameters by dotted name (frozen ones too with ``include_frozen``)."""
+        seen: set[int] = set()
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mod_name, mod in modules:
+            for name, p in mod._own_parameters():
+                if id(p) in seen or not (p.requires_grad or include_frozen):
+                    continue
+                seen.add(id(p))
+                yield (f"{mod_name}.{name}" if mod_name else name), p
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Trainable parameters (what an optimizer updates)."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True):
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mod_name, mod in modules:
+            for name, b in mod._own_buffers():
+                yield (f"{mod_name}.{name}" if mod_name else name), b
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def num_params(self, trainable_only: bool = False) -> int:
+        """Number of parameter elements (all, or only trainable ones)."""
+        return sum(
+            p.numel() for _, p in self.named_parameters(include_frozen=not trainable_only)
+        )
+
+    # ------------------------------------------------------------------ modes
+    def train(self, mode: bool = True) -> Module:
+        for m in self.modules():
+            object.__setattr__(m, "training", bool(mode))
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Freeze (``False``) or unfreeze every parameter: frozen ones are untracked."""
+        for _, p in self.named_parameters(include_frozen=True):
+            p.set_requires_grad(requires_grad)
+        return self
+
+    def freeze(self) -> Module:
+        return self.requires_grad_(False)
+
+    def unfreeze(self) -> Module:
+        return self.requires_grad_(True)
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call ``fn`` on every submodule (children first) and then on this module."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------------ moves
+    def to(self, backend=None, dtype=None) -> Module:
+        """Move every parameter and buffer to ``backend`` and/or float ``dtype`` (in place).
+
+        >>> import ember
+        >>> from ember import nn
+        >>> nn.Linear(2, 2).to(dtype=ember.float64).weight.dtype
+        ember.float64
+        """
+        from ..backends import available, get_backend
+        from ..backend import Backend
+
+        if backend is not None and not isinstance(backend, Backend) and not (
+            isinstance(backend, str) and backend in available()
+        ):
+            backend, dtype = None, backend  # module.to(ember.float64)
+        target = get_backend(backend) if backend is not None else None
+        for mod in self.modules():
+            for _, p in mod._own_parameters():
+                value = Tensor(p._prim, p.backend)
+                if dtype is not None and p.dtype.is_float:
+                    value = _detached(value).astype(dtype)
+                p._set(value, target or p.backend)
+            for name, b in list(mod._own_buffers()):
+                value = b if target is None else _onto(b, target)
+                if dtype is not None and b.dtype.is_float:
+                    value = value.astype(dtype)
+                object.__setattr__(mod, name, value)
+        return self
+
+    def double(self) -> Module:
+        from .. import dtype as dt
+
+        return self.to(dtype=dt.float64)
+
+    def float(self) -> Module:
+        from .. import dtype as dt
+
+        return self.to(dtype=dt.float32)
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> OrderedDict[str, Tensor]:
+        """Parameters (frozen too) and persistent buffers as ``name -> Tensor`` (untracked)."""
+        out: OrderedDict[str, Tensor] = OrderedDict()
+        for mod_name, mod in self.named_modules():
+            pre = f"{mod_name}." if mod_name else ""
+            for name, p in mod._own_parameters():
+                out[pre + name] = _detached(p)
+            for name, b in mod._own_buffers():
+                if mod._buffers_map().get(name, True):
+                    out[pre + name] = _detached(b)
+        return out
+
+    def load_state_dict(self, state: dict[str, Tensor], strict: bool = True):
+        """Copy values in (cast to each target's dtype, moved to its backend).
+
+        Returns ``(missing_keys, unexpected_keys)``; with ``strict`` either being non-empty
+        raises. Shapes must match.
+        """
+        targets: dict[str, tuple[Module, str, Any]] = {}
+        for mod_name, mod in self.named_modules():
+            pre = f"{mod_name}." if mod_name else ""
+            for name, p in mod._own_parameters():
+                targets[pre + name] = (mod, name, p)
+            for name, b in mod._own_buffers():
+                if mod._buffers_map().get(name, True):
+                    targets[pre + name] = (mod, name, b)
+        missing = [k for k in targets if k not in state]
+        unexpected = [k for k in state if k not in targets]
+        if strict and (missing or unexpected):
+            raise EmberError(
+                f"load_state_dict into {type(self).__name__}: missing keys {missing}, "
+                f"unexpected keys {unexpected} (pass strict=False to ignore)"
+            )
+        for key, (mod, name, current) in targets.items():
+            if key not in state:
+                continue
+            value = state[key]
+            if not isinstance(value, Tensor):
+                from ..ops.creation import tensor
+
+                value = tensor(value, backend=current.backend)
+            if tuple(value.shape) != tuple(current.shape):
+                raise ShapeError(
+                    f"load_state_dict: '{key}' has shape {tuple(value.shape)} in the state "
+                    f"dict but {tuple(current.shape)} in the model"
+                )
+            if isinstance(current, Parameter):
+                current.assign(value)
+            else:
+                value = _onto(value, current.backend)
+                if value.dtype != current.dtype:
+                    value = value.astype(current.dtype)
+                object.__setattr__(mod, name, value)
+        return missing, unexpected
+
+    # ------------------------------------------------------------------ calling
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+
+    def __call__(self, *args, **kwargs):
+        out = self.forward(*args, **kwargs)
+        hooks = self.__dict__.get("_forward_hooks")
+        if hooks:
+            for hook in list(hooks.values()):
+                result = hook(self, args, out)
+                if result is not None:
+                    out = result
+        return out
+
+    def register_forward_hook(self, hook: Callable) -> _Hook:
+        """``hook(module, inputs, output)`` runs after each forward; returns a handle with
+        ``remove()``. A non-None return value replaces the output."""
+        Module._next_hook += 1
+        key = Module._next_hook
+        self._hooks()[key] = hook
+        return _Hook(self._hooks(), key)
+
+    # ------------------------------------------------------------------ display
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        children = list(self._own_modules())
+        extra = self.extra_repr()
+        if not children:
+            return f"{type(self).__name__}({extra})"
+        lines = [f"{type(self).__name__}("]
+        if extra:
+            lines.append("  " + extra)
+        for name, child in children:
+            text = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {text}")
+        lines.append(")")
+        return "\n".join(lines)
+
+    def summary(self, input_shape: tuple[int, ...] | None = None, input=None,
+                dtype=None, backend=None) -> str:
+        """A table of layers with output shapes and parameter counts.
+
+        Runs one forward on zeros of ``input_shape`` (or on ``input``) with hooks on every
+        leaf module; without an input only parameter counts are listed.
+
+        >>> from ember import nn
+        >>> print(nn.Sequential(nn.Linear(4, 3), nn.ReLU()).summary((2, 4)))  # doctest: +ELLIPSIS
+        Layer (type)      Output shape    Params
+        ...
+        """
+        rows: list[tuple[str, str, int]] = []
+        handles = []
+        if input_shape is not None or input is not None:
+            for name, mod in self.named_modules():
+                if name and not any(True for _ in mod.children()):
+                    def hook(m, inputs, out, name=name):
+                        shape = tuple(out.shape) if isinstance(out, Tensor) else (
+                            tuple(out[0].shape) if isinstance(out, tuple) and out
+                            and isinstance(out[0], Tensor) else "?"
+                        )
+                        own = sum(p.numel() for _, p in m._own_parameters())
+                        rows.append((f"{name} ({type(m).__name__})", str(shape), own))
+
+                    handles.append(mod.register_forward_hook(hook))
+            try:
+                if input is None:
+                    from ..ops.creation import zeros
+
+                    if backend is None:
+                        first = next(iter(self.named_parameters(include_frozen=True)), None)
+                        backend = first[1].backend if first else None
+                    input = zeros(tuple(input_shape), dtype=dtype, backend=backend)
+                out = self(input)
+            finally:
+                for h in handles:
+                    h.remove()
+            total_shape = str(tuple(out.shape)) if isinstance(out, Tensor) else "?"
+        else:
+            for name, mod in self.named_modules():
+                if name and not any(True for _ in mod.children()):
+                    own = sum(p.numel() for _, p in mod._own_parameters())
+                    rows.append((f"{name} ({type(mod).__name__})", "-", own))
+            total_shape = "-"
+        header = ("Layer (type)", "Output shape", "Params")
+        w0 = max([len(header[0])] + [len(r[0]) for r in rows]) + 2
+        w1 = max([len(header[1])] + [len(r[1]) for r in rows]) + 2
+        total = self.num_params()
+        trainable = self.num_params(trainable_only=True)
+        lines = [f"{header[0]:<{w0}}{header[1]:<{w1}}{header[2]}", "=" * (w0 + w1 + 10)]
+        lines += [f"{r[0]:<{w0}}{r[1]:<{w1}}{r[2]:,}" for r in rows]
+        lines += [
+            "=" * (w0 + w1 + 10),
+            f"Output shape: {total_shape}",
+            f"Total params: {total:,}",
+            f"Trainable params: {trainable:,}",
+            f"Non-trainable params: {total - trainable:,}",
+        ]
+        return "\n".join(lines)

@@ -1,0 +1,45 @@
+"""Adam and AdamW, as ``torch.optim.Adam``/``AdamW`` (bias-corrected, optional AMSGrad)."""
+
+from __future__ import annotations
+
+import math
+
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """>>> # opt = Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999))"""
+
+    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
+                "amsgrad": False}
+    decoupled = False
+
+    def update(self, value, grad, state, group):
+        beta1, beta2 = group["betas"]
+        lr, wd = group["lr"], group["weight_decay"]
+        if wd and self.decoupled:
+            value = value * (1 - lr * wd)
+        elif wd:
+            grad = grad + wd * value
+        step = state.get("step", 0) + 1
+        state["step"] = step
+        m = state.get("exp_avg")
+        v = state.get("exp_avg_sq")
+        m = grad * (1 - beta1) if m is None else m * beta1 + grad * (1 - beta1)
+        v = grad * grad * (1 - beta2) if v is None else v * beta2 + grad * grad * (1 - beta2)
+        state["exp_avg"], state["exp_avg_sq"] = m, v
+        if group["amsgrad"]:
+            vmax = state.get("max_exp_avg_sq")
+            v = v if vmax is None else vmax.maximum(v)
+            state["max_exp_avg_sq"] = v
+        bias1 = 1 - beta1**step
+        bias2 = 1 - beta2**step
+        denom = v.sqrt() / math.sqrt(bias2) + group["eps"]
+        return value - (lr / bias1) * (m / denom)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default 0.01, as PyTorch)."""
+
+    defaults = {**Adam.defaults, "weight_decay": 1e-2}
+    decoupled = True

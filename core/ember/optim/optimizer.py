@@ -1,0 +1,145 @@
+"""The Optimizer base: parameter groups, gradient clipping, state save/load.
+
+Training step, Burn's gradients with PyTorch's habits::
+
+    opt = ember.optim.Adam(model.parameters(), lr=1e-3)
+    grads = loss.backward()
+    opt.step(grads)        # reads p.grad(grads) for each parameter, updates p in place
+
+Parameter groups take their own hyper-parameters::
+
+    ember.optim.SGD([{"params": body.parameters()}, {"params": head.parameters(), "lr": 0.1}],
+                    lr=0.01, momentum=0.9)
+
+A subclass implements :meth:`update` for one parameter; the math runs on the parameter's
+inner (non-autodiff) backend, so the update itself is never recorded.
+"""
+
+from __future__ import annotations
+
+import math
+from ..errors import EmberError
+from ..tensor import Tensor
+
+
+class Optimizer:
+    defaults: dict = {}
+
+    def __init__(self, params, grad_clip_norm: float | None = None,
+                 grad_clip_value: float | None = None, **hyper):
+        unknown = set(hyper) - set(self.defaults)
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__}: unknown options {sorted(unknown)}; "
+                f"valid: {sorted(self.defaults)}"
+            )
+        options = {**self.defaults, **hyper}
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{type(self).__name__}: got no parameters to optimise")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        self.param_groups: list[dict] = []
+        for group in groups:
+            group = dict(group)
+            group["params"] = list(group["params"])
+            for p in group["params"]:
+                if not hasattr(p, "assign"):
+                    raise TypeError(
+                        f"{type(self).__name__}: parameters must be nn.Parameter "
+                        f"(got {type(p).__name__})"
+                    )
+            for k, v in options.items():
+                group.setdefault(k, v)
+            group.setdefault("initial_lr", group["lr"])
+            self.param_groups.append(group)
+        self.grad_clip_norm, self.grad_clip_value = grad_clip_norm, grad_clip_value
+        self.state: dict[int, dict] = {}  # id(param) → per-parameter state
+        self.steps = 0
+
+    # ------------------------------------------------------------------ stepping
+    def parameters(self) -> list:
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def step(self, grads) -> None:
+        """Apply one update from a Gradients object (``loss.backward()``'s result)."""
+        pairs = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad(grads) if getattr(p, "requires_grad", True) else None
+                if g is not None:
+                    pairs.append((group, p, g))
+        grads_only = [g for _, _, g in pairs]
+        if self.grad_clip_value is not None:
+            grads_only = clip_grad_value(grads_only, self.grad_clip_value)
+        if self.grad_clip_norm is not None:
+            grads_only = clip_grad_norm(grads_only, self.grad_clip_norm)
+        self.steps += 1
+        for (group, p, _), g in zip(pairs, grads_only):
+            state = self.state.setdefault(id(p), {})
+            p.assign(self.update(p.inner(), g, state, group))
+
+    def update(self, value: Tensor, grad: Tensor, state: dict, group: dict) -> Tensor:
+        """The new value of one parameter (all tensors on the inner backend)."""
+        raise NotImplementedError
+
+    @property
+    def lr(self) -> float:
+        return self.param_groups[0]["lr"]
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict:
+        """``{"state": {index: {name: Tensor | number}}, "param_groups": [...], "steps": n}``
+        with parameters named by their position, as PyTorch does."""
+        index = {id(p): i for i, p in enumerate(self.parameters())}
+        groups = []
+        for g in self.param_groups:
+            entry = {k: v for k, v in g.items() if k != "params"}
+            entry["params"] = [index[id(p)] for p in g["params"]]
+            groups.append(entry)
+        state = {index[pid]: dict(s) for pid, s in self.state.items() if pid in index}
+        return {"state": state, "param_groups": groups, "steps": self.steps}
+
+    def load_state_dict(self, state: dict) -> None:
+        params = self.parameters()
+        groups = state.get("param_groups", [])
+        if len(groups) != len(self.param_groups) or any(
+            len(a["params"]) != len(b["params"]) for a, b in zip(groups, self.param_groups)
+        ):
+            raise EmberError(
+                f"{type(self).__name__}.load_state_dict: the saved state has "
+                f"{[len(g['params']) for g in groups]} parameters per group, this optimizer has "
+                f"{[len(g['params']) for g in self.param_groups]}"
+            )
+        for saved, group in zip(groups, self.param_groups):
+            for k, v in saved.items():
+                if k != "params":
+                    group[k] = v
+        new_state = {}
+        for i, s in state.get("state", {}).items():
+            p = params[int(i)]
+            inner = p.inner().backend
+            new_state[id(p)] = {
+                k: (v.to(inner) if isinstance(v, Tensor) else v) for k, v in s.items()
+            }
+        self.state = new_state
+        self.steps = int(state.get("steps", 0))
+
+
+def clip_grad_value(grads: list[Tensor], clip: float) -> list[Tensor]:
+    """Clamp every gradient element to ``[-clip, clip]``."""
+    return [g.clamp(-clip, clip) for g in grads]
+
+
+def clip_grad_norm(grads: list[Tensor], max_norm: float, norm_type: float = 2.0) -> list[Tensor]:
+    """Scale gradients so their joint norm is at most ``max_norm`` (PyTorch's rule)."""
+    if not grads:
+        return grads
+    if math.isinf(norm_type):
+        total = max(g.abs().max().item() for g in grads)
+    else:
+        total = sum((g.abs() ** norm_type).sum().item() for g in grads) ** (1.0 / norm_type)
+    scale = max_norm / (total + 1e-6)
+    if scale >= 1.0:
+        return grads
+    return [g * scale for g in grads]

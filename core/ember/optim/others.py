@@ -1,0 +1,70 @@
+"""RMSProp, AdaGrad and Lion."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer
+
+
+class RMSProp(Optimizer):
+    """As ``torch.optim.RMSprop`` (alpha, eps, momentum, centered, weight decay)."""
+
+    defaults = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
+                "centered": False}
+
+    def update(self, value, grad, state, group):
+        if group["weight_decay"]:
+            grad = grad + group["weight_decay"] * value
+        alpha = group["alpha"]
+        sq = state.get("square_avg")
+        sq = grad * grad * (1 - alpha) if sq is None else sq * alpha + grad * grad * (1 - alpha)
+        state["square_avg"] = sq
+        if group["centered"]:
+            ga = state.get("grad_avg")
+            ga = grad * (1 - alpha) if ga is None else ga * alpha + grad * (1 - alpha)
+            state["grad_avg"] = ga
+            avg = (sq - ga * ga).sqrt() + group["eps"]
+        else:
+            avg = sq.sqrt() + group["eps"]
+        if group["momentum"]:
+            buf = state.get("momentum_buffer")
+            buf = grad / avg if buf is None else buf * group["momentum"] + grad / avg
+            state["momentum_buffer"] = buf
+            return value - group["lr"] * buf
+        return value - group["lr"] * (grad / avg)
+
+
+class AdaGrad(Optimizer):
+    """As ``torch.optim.Adagrad`` (lr decay, initial accumulator, weight decay)."""
+
+    defaults = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0,
+                "initial_accumulator_value": 0.0, "eps": 1e-10}
+
+    def update(self, value, grad, state, group):
+        step = state.get("step", 0) + 1
+        state["step"] = step
+        if group["weight_decay"]:
+            grad = grad + group["weight_decay"] * value
+        acc = state.get("sum")
+        if acc is None:
+            acc = grad * 0 + group["initial_accumulator_value"]
+        acc = acc + grad * grad
+        state["sum"] = acc
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        return value - clr * (grad / (acc.sqrt() + group["eps"]))
+
+
+class Lion(Optimizer):
+    """Lion (Chen et al., 2023): sign of an interpolated momentum, decoupled weight decay."""
+
+    defaults = {"lr": 1e-4, "betas": (0.9, 0.99), "weight_decay": 0.0}
+
+    def update(self, value, grad, state, group):
+        beta1, beta2 = group["betas"]
+        m = state.get("exp_avg")
+        if m is None:
+            m = grad * 0
+        if group["weight_decay"]:
+            value = value * (1 - group["lr"] * group["weight_decay"])
+        direction = (m * beta1 + grad * (1 - beta1)).sign()
+        state["exp_avg"] = m * beta2 + grad * (1 - beta2)
+        return value - group["lr"] * direction

@@ -1,0 +1,25 @@
+"""SGD (momentum, dampening, Nesterov, weight decay), as ``torch.optim.SGD``."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """>>> # opt = SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)"""
+
+    defaults = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
+                "nesterov": False, "maximize": False}
+
+    def update(self, value, grad, state, group):
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"]:
+            grad = grad + group["weight_decay"] * value
+        momentum = group["momentum"]
+        if momentum:
+            buf = state.get("momentum_buffer")
+            buf = grad if buf is None else buf * momentum + (1 - group["dampening"]) * grad
+            state["momentum_buffer"] = buf
+            grad = grad + momentum * buf if group["nesterov"] else buf
+        return value - group["lr"] * grad

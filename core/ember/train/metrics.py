@@ -1,0 +1,247 @@
+"""Training metrics.
+
+A metric accumulates over the batches of one epoch and reports a number (or a matrix) at the
+end. Write your own by subclassing :class:`Metric`:
+
+>>> class MaxLoss(Metric):
+...     name = "max_loss"
+...     def reset(self): self.value = float("-inf")
+...     def update(self, step): self.value = max(self.value, step.loss)
+...     def compute(self): return self.value
+
+``step`` is a :class:`StepOutput`: the batch loss, logits/outputs and targets as numpy-free
+flat Python lists (read once per batch), the batch size and the learning rate.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StepOutput:
+    loss: float
+    batch_size: int
+    predictions: list[list[float]] | None = None  # per item: scores per class
+    targets: list[int] | None = None
+    lr: float | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class Metric:
+    name = "metric"
+    higher_is_better = True
+    per_step = False  # shown live while the epoch runs (loss, items/s)
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        raise NotImplementedError
+
+    def update(self, step: StepOutput) -> None:
+        raise NotImplementedError
+
+    def compute(self):
+        raise NotImplementedError
+
+
+class Loss(Metric):
+    name, higher_is_better, per_step = "loss", False, True
+
+    def reset(self):
+        self.total, self.count = 0.0, 0
+
+    def update(self, step):
+        self.total += step.loss * step.batch_size
+        self.count += step.batch_size
+
+    def compute(self):
+        return self.total / self.count if self.count else float("nan")
+
+
+def _argmax(row: list[float]) -> int:
+    return max(range(len(row)), key=row.__getitem__)
+
+
+class Accuracy(Metric):
+    name = "accuracy"
+
+    def reset(self):
+        self.correct, self.count = 0, 0
+
+    def update(self, step):
+        for row, target in zip(step.predictions or [], step.targets or []):
+            self.correct += _argmax(row) == target
+            self.count += 1
+
+    def compute(self):
+        return self.correct / self.count if self.count else float("nan")
+
+
+class TopKAccuracy(Metric):
+    def __init__(self, k: int = 5):
+        self.k = k
+        self.name = f"top{k}_accuracy"
+        super().__init__()
+
+    def reset(self):
+        self.correct, self.count = 0, 0
+
+    def update(self, step):
+        for row, target in zip(step.predictions or [], step.targets or []):
+            top = sorted(range(len(row)), key=row.__getitem__, reverse=True)[: self.k]
+            self.correct += target in top
+            self.count += 1
+
+    def compute(self):
+        return self.correct / self.count if self.count else float("nan")
+
+
+class ConfusionMatrix(Metric):
+    """Counts ``matrix[target][predicted]``; the basis of precision/recall/F1."""
+
+    name = "confusion_matrix"
+
+    def __init__(self, num_classes: int):
+        self.num_classes = num_classes
+        super().__init__()
+
+    def reset(self):
+        self.matrix = [[0] * self.num_classes for _ in range(self.num_classes)]
+
+    def update(self, step):
+        for row, target in zip(step.predictions or [], step.targets or []):
+            self.matrix[target][_argmax(row)] += 1
+
+    def compute(self):
+        return [list(r) for r in self.matrix]
+
+
+class _FromConfusion(Metric):
+    """Macro-averaged scores computed from a confusion matrix."""
+
+    def __init__(self, num_classes: int):
+        self.confusion = ConfusionMatrix(num_classes)
+        super().__init__()
+
+    def reset(self):
+        self.confusion.reset()
+
+    def update(self, step):
+        self.confusion.update(step)
+
+    def per_class(self) -> list[tuple[float, float]]:
+        m = self.confusion.matrix
+        n = len(m)
+        out = []
+        for c in range(n):
+            tp = m[c][c]
+            predicted = sum(m[r][c] for r in range(n))
+            actual = sum(m[c])
+            precision = tp / predicted if predicted else 0.0
+            recall = tp / actual if actual else 0.0
+            out.append((precision, recall))
+        return out
+
+    def _mean(self, values: list[float]) -> float:
+        return sum(values) / len(values) if values else float("nan")
+
+
+class Precision(_FromConfusion):
+    name = "precision"
+
+    def compute(self):
+        return self._mean([p for p, _ in self.per_class()])
+
+
+class Recall(_FromConfusion):
+    name = "recall"
+
+    def compute(self):
+        return self._mean([r for _, r in self.per_class()])
+
+
+class F1(_FromConfusion):
+    name = "f1"
+
+    def compute(self):
+        scores = [2 * p * r / (p + r) if p + r else 0.0 for p, r in self.per_class()]
+        return self._mean(scores)
+
+
+class LearningRate(Metric):
+    name, per_step = "lr", True
+
+    def reset(self):
+        self.value = float("nan")
+
+    def update(self, step):
+        if step.lr is not None:
+            self.value = step.lr
+
+    def compute(self):
+        return self.value
+
+
+class ItemsPerSecond(Metric):
+    name, per_step = "items_per_s", True
+
+    def reset(self):
+        self.start, self.items = time.perf_counter(), 0
+
+    def update(self, step):
+        self.items += step.batch_size
+
+    def compute(self):
+        elapsed = time.perf_counter() - self.start
+        return self.items / elapsed if elapsed > 0 else 0.0
+
+
+class CpuUsage(Metric):
+    """Process CPU use over the epoch, in percent of one core."""
+
+    name, higher_is_better = "cpu_percent", False
+
+    def reset(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def update(self, step):
+        pass
+
+    def compute(self):
+        wall = time.perf_counter() - self.wall
+        return 100.0 * (time.process_time() - self.cpu) / wall if wall > 0 else 0.0
+
+
+class MemoryUsage(Metric):
+    """Resident memory of the process in MiB (Linux /proc; peak RSS elsewhere)."""
+
+    name, higher_is_better = "memory_mib", False
+
+    def reset(self):
+        pass
+
+    def update(self, step):
+        pass
+
+    def compute(self):
+        try:
+            with open(f"/proc/{os.getpid()}/statm") as f:
+                pages = int(f.read().split()[1])
+            return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+        except (OSError, ValueError, AttributeError):
+            import resource
+
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def classification_metrics(num_classes: int) -> list[Metric]:
+    """The default set for a classifier."""
+    return [
+        Loss(), Accuracy(), TopKAccuracy(min(5, num_classes)), Precision(num_classes),
+        Recall(num_classes), F1(num_classes), ConfusionMatrix(num_classes), LearningRate(),
+        ItemsPerSecond(), CpuUsage(), MemoryUsage(),
+    ]

@@ -1,0 +1,76 @@
+// Batched matmul, shared-memory tiles of BM×BK / BK×BN and a TM×TN register tile per lane.
+// Operands are strided views (offset, batch/row/col strides), so transposed and broadcast
+// operands need no copy. Tile sizes come from the device's limits (kernel layer).
+// meta: [batch0, n, m, k, a_off, a_sb, a_sr, a_sc, b_off, b_sb, b_sr, b_sc]
+
+@group(0) @binding(0) var<storage, read> prm: array<u32>;
+@group(0) @binding(1) var<storage, read> a: array<{{CT}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{CT}}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{{CT}}>;
+
+const BM: u32 = {{BM}}u;
+const BN: u32 = {{BN}}u;
+const BK: u32 = {{BK}}u;
+const TM: u32 = {{TM}}u;
+const TN: u32 = {{TN}}u;
+const LX: u32 = BN / TN;
+const LY: u32 = BM / TM;
+
+var<workgroup> As: array<{{CT}}, BM * BK>;
+var<workgroup> Bs: array<{{CT}}, BK * BN>;
+
+fn s(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
+
+@compute @workgroup_size(LX, LY, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let batch = prm[0] + wid.z;
+    let n = prm[1];
+    let m = prm[2];
+    let kk = prm[3];
+    let row0 = wid.y * BM;
+    let col0 = wid.x * BN;
+    let a_base = s(4) + i32(batch) * s(5);
+    let b_base = s(8) + i32(batch) * s(9);
+    var acc: array<{{CT}}, TM * TN>;
+    for (var k0 = 0u; k0 < kk; k0 = k0 + BK) {
+        for (var e = li; e < BM * BK; e = e + LX * LY) {
+            let r = e / BK;
+            let c = e % BK;
+            var v: {{CT}} = {{ZERO}};
+            if (row0 + r < n && k0 + c < kk) {
+                v = a[u32(a_base + i32(row0 + r) * s(6) + i32(k0 + c) * s(7))];
+            }
+            As[c * BM + r] = v;
+        }
+        for (var e = li; e < BK * BN; e = e + LX * LY) {
+            let r = e / BN;
+            let c = e % BN;
+            var v: {{CT}} = {{ZERO}};
+            if (k0 + r < kk && col0 + c < m) {
+                v = b[u32(b_base + i32(k0 + r) * s(10) + i32(col0 + c) * s(11))];
+            }
+            Bs[r * BN + c] = v;
+        }
+        workgroupBarrier();
+        for (var c = 0u; c < BK; c = c + 1u) {
+            var ar: array<{{CT}}, TM>;
+            var br: array<{{CT}}, TN>;
+            for (var i = 0u; i < TM; i = i + 1u) { ar[i] = As[c * BM + lid.y * TM + i]; }
+            for (var j = 0u; j < TN; j = j + 1u) { br[j] = Bs[c * BN + lid.x * TN + j]; }
+            for (var i = 0u; i < TM; i = i + 1u) {
+                for (var j = 0u; j < TN; j = j + 1u) {
+                    acc[i * TN + j] = acc[i * TN + j] + ar[i] * br[j];
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var i = 0u; i < TM; i = i + 1u) {
+        let r = row0 + lid.y * TM + i;
+        for (var j = 0u; j < TN; j = j + 1u) {
+            let c = col0 + lid.x * TN + j;
+            if (r < n && c < m) { out[(batch * n + r) * m + c] = acc[i * TN + j]; }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+// Reductions over any set of dims, with arg-reductions. The input view is split into kept dims
+// (the output, row-major) and reduced dims (K elements per output).
+// meta: [m, k, nk, nr, offset, kept_shape[nk], kept_strides[nk], red_shape[nr], red_strides[nr]]
+// `reduce_wg`: one workgroup per output, strided loop then a shared-memory tree;
+// `reduce_lane`: one lane per output (small K).
+
+@group(0) @binding(0) var<storage, read> prm: array<u32>;
+@group(0) @binding(1) var<storage, read> src: array<{{CT}}>;
+@group(0) @binding(2) var<storage, read_write> out: array<{{OUT_T}}>;
+
+const WG: u32 = {{WG}}u;
+
+{{LIBS}}
+
+struct Acc { v: {{CT}}, i: i32 }
+
+fn better_max(x: {{CT}}, y: {{CT}}) -> bool { return (is_nan_ct(x) && !is_nan_ct(y)) || x > y; }
+fn better_min(x: {{CT}}, y: {{CT}}) -> bool { return (is_nan_ct(x) && !is_nan_ct(y)) || x < y; }
+
+fn comb_sum(a: Acc, b: Acc) -> Acc { return Acc(a.v + b.v, 0); }
+fn comb_prod(a: Acc, b: Acc) -> Acc { return Acc(a.v * b.v, 0); }
+// ties (and NaN vs NaN) go to the first index, like numpy's argmax
+fn comb_max(a: Acc, b: Acc) -> Acc {
+    if (better_max(b.v, a.v) || (!better_max(a.v, b.v) && b.i < a.i)) { return b; }
+    return a;
+}
+fn comb_min(a: Acc, b: Acc) -> Acc {
+    if (better_min(b.v, a.v) || (!better_min(a.v, b.v) && b.i < a.i)) { return b; }
+    return a;
+}
+
+fn element(o: u32, k: u32) -> {{CT}} {
+    let nk = prm[2];
+    let nr = prm[3];
+    let ks = 5u;
+    let rs = 5u + 2u * nk;
+    let off = bitcast<i32>(prm[4]) + strided_offset(o, nk, ks, ks + nk)
+        + strided_offset(k, nr, rs, rs + nr);
+    return src[u32(off)];
+}
+
+var<workgroup> sh_v: array<{{CT}}, WG>;
+var<workgroup> sh_i: array<i32, WG>;
+
+@compute @workgroup_size(WG)
+fn reduce_wg(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+             @builtin(local_invocation_index) t: u32) {
+    let o = wid.x + wid.y * nwg.x;
+    let m = prm[0];
+    let kk = prm[1];
+    var acc = Acc({{IDENT}}, 0x7fffffff);
+    if (o < m) {
+        for (var k = t; k < kk; k = k + WG) {
+            acc = comb_{{OP}}(acc, Acc(element(o, k), i32(k)));
+        }
+    }
+    sh_v[t] = acc.v;
+    sh_i[t] = acc.i;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if (t < s) {
+            let r = comb_{{OP}}(Acc(sh_v[t], sh_i[t]), Acc(sh_v[t + s], sh_i[t + s]));
+            sh_v[t] = r.v;
+            sh_i[t] = r.i;
+        }
+        workgroupBarrier();
+    }
+    if (t == 0u && o < m) {
+        let r = Acc(sh_v[0], sh_i[0]);
+        out[o] = {{RESULT}};
+    }
+}
+
+@compute @workgroup_size(WG)
+fn reduce_lane(@builtin(global_invocation_id) gid: vec3<u32>,
+               @builtin(num_workgroups) nwg: vec3<u32>) {
+    let o = linear_id(gid, nwg, WG);
+    if (o >= prm[0]) { return; }
+    var r = Acc({{IDENT}}, 0x7fffffff);
+    for (var k = 0u; k < prm[1]; k = k + 1u) {
+        r = comb_{{OP}}(r, Acc(element(o, k), i32(k)));
+    }
+    out[o] = {{RESULT}};
+}
