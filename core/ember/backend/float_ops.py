@@ -215,7 +215,8 @@ class FloatOps:
         count = 1
         for d in dims:
             count *= shape[d]
-        return (self.wrap(self.float_sum(x, dims)) / count if count else math.nan)._prim
+        total = self.wrap(self.float_sum(x, dims))
+        return (total / count if count else total * math.nan)._prim
 
     def float_var(self, x, dims: tuple[int, ...], correction: float):
         x_ = self.wrap(x)

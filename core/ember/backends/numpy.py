@@ -71,13 +71,11 @@ class NumpyBackend(NumpyNNOps, Backend):
         return np.broadcast_to(x, shape)
 
     def slice(self, x, ranges):
-        return x[tuple(slice(start, None if stop < 0 and step < 0 else stop, step)
-                       for start, stop, step in ranges)]
+        return x[_slices(ranges)]
 
     def slice_assign(self, x, ranges, value):
         out = np.array(x, copy=True)
-        out[tuple(slice(start, None if stop < 0 and step < 0 else stop, step)
-                  for start, stop, step in ranges)] = value
+        out[_slices(ranges)] = value
         return out
 
     def cat(self, xs, dim):
@@ -85,6 +83,8 @@ class NumpyBackend(NumpyNNOps, Backend):
 
     def gather(self, x, dim, index):
         self._check_index("gather", index, x.shape[dim])
+        # the contract lets index be smaller than x in the other dims; numpy wants them equal
+        x = x[tuple(slice(0, None if d == dim else s) for d, s in enumerate(index.shape))]
         return np.take_along_axis(x, index, axis=dim)
 
     def scatter(self, x, dim, index, src, reduce="none"):
@@ -147,7 +147,8 @@ class NumpyBackend(NumpyNNOps, Backend):
     def float_var(self, x, dims, correction):
         n = math.prod(x.shape[d] for d in dims)
         with np.errstate(**self._errstate):
-            return (np.var(x, axis=dims, keepdims=True) * (n / max(n - correction, 0))).astype(x.dtype)
+            sq = np.sum((x - np.mean(x, axis=dims, keepdims=True)) ** 2, axis=dims, keepdims=True)
+            return (sq / x.dtype.type(max(n - correction, 0))).astype(x.dtype)
 
     def float_logsumexp(self, x, dims):
         with np.errstate(**self._errstate):
@@ -177,6 +178,20 @@ class NumpyBackend(NumpyNNOps, Backend):
 
     def int_sort(self, x, dim, descending):
         return _sort(x, dim, descending)
+
+
+def _slices(ranges) -> tuple:
+    """Normalised (start, stop, step) triples as numpy slices (a stop of -1 with a negative
+    step means "past index 0", which numpy would read as the last element)."""
+    out = []
+    for start, stop, step in ranges:
+        n = len(range(start, stop, step))
+        if n == 0:
+            out.append(slice(0, 0))
+        else:
+            end = start + step * n
+            out.append(slice(start, None if end < 0 else end, step))
+    return tuple(out)
 
 
 def _sort(x, dim, descending):

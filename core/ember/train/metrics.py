@@ -34,6 +34,7 @@ class Metric:
     name = "metric"
     higher_is_better = True
     per_step = False  # shown live while the epoch runs (loss, items/s)
+    tracked = True  # a candidate for "best" and early stopping (not lr, speed, resources)
 
     def __init__(self):
         self.reset()
@@ -174,6 +175,7 @@ class F1(_FromConfusion):
 
 class LearningRate(Metric):
     name, per_step = "lr", True
+    tracked = False
 
     def reset(self):
         self.value = float("nan")
@@ -188,6 +190,7 @@ class LearningRate(Metric):
 
 class ItemsPerSecond(Metric):
     name, per_step = "items_per_s", True
+    tracked = False
 
     def reset(self):
         self.start, self.items = time.perf_counter(), 0
@@ -203,7 +206,7 @@ class ItemsPerSecond(Metric):
 class CpuUsage(Metric):
     """Process CPU use over the epoch, in percent of one core."""
 
-    name, higher_is_better = "cpu_percent", False
+    name, higher_is_better, tracked = "cpu_percent", False, False
 
     def reset(self):
         self.wall, self.cpu = time.perf_counter(), time.process_time()
@@ -219,7 +222,7 @@ class CpuUsage(Metric):
 class MemoryUsage(Metric):
     """Resident memory of the process in MiB (Linux /proc; peak RSS elsewhere)."""
 
-    name, higher_is_better = "memory_mib", False
+    name, higher_is_better, tracked = "memory_mib", False, False
 
     def reset(self):
         pass

@@ -1,0 +1,305 @@
+"""The Learner: a training loop with metrics, checkpoints, resume, early stopping and a
+graceful Ctrl-C.
+
+>>> # learner = Learner(model, optimizer, loss_fn=nn.loss.cross_entropy, folder="runs/mnist")
+>>> # result = learner.fit(train_loader, valid_loader, epochs=5)
+
+Everything a resumed run needs is in the last checkpoint (model, optimizer, scheduler, RNG
+and data-order state, partial metric sums), so ``resume=True`` continues exactly where the
+interrupted run stopped and produces the same result as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import RecordError
+from ..random import default_generator
+from .checkpoint import load_checkpoint, save_checkpoint
+from .interrupt import GracefulInterrupt
+from .metrics import Metric, StepOutput, classification_metrics
+from .renderers import Renderer, default_renderer
+from .runlog import RunLog, plot_curves
+
+
+@dataclass
+class FitResult:
+    epochs_run: int
+    best: dict  # metric → (value, epoch)
+    history: list[dict]  # one record per (epoch, split)
+    interrupted: bool = False
+    stopped_early: bool = False
+    folder: Path | None = None
+    wall_time: float = 0.0
+    summary: dict = field(default_factory=dict)
+
+
+class Learner:
+    """Trains ``model`` with ``optimizer`` on batches ``(inputs, targets)``.
+
+    - ``loss_fn(outputs, targets)`` returns a one-element tensor;
+    - ``prepare(batch)`` (optional) turns a loader batch into ``(inputs, targets)`` on the
+      model's backend (default: ``.to(backend)`` both);
+    - ``metrics``: a list of :class:`Metric` (default: the classification set);
+    - ``scheduler`` stepped every ``"step"`` or ``"epoch"``; ``accumulate`` batches per
+      optimizer step; ``monitor``/``patience`` for early stopping and the best checkpoint;
+    - checkpoints go to ``folder/checkpoints`` (last ``keep_last`` kept, plus ``best``).
+    """
+
+    def __init__(self, model, optimizer, loss_fn: Callable, folder: str | Path,
+                 metrics: list[Metric] | None = None, num_classes: int | None = None,
+                 scheduler=None, scheduler_step: str = "epoch", accumulate: int = 1,
+                 monitor: str = "loss", patience: int | None = None, keep_last: int = 2,
+                 prepare: Callable | None = None, renderer: Renderer | None = None):
+        if scheduler_step not in ("epoch", "step"):
+            raise ValueError(f"Learner: scheduler_step must be 'epoch' or 'step', got {scheduler_step!r}")
+        if accumulate < 1:
+            raise ValueError(f"Learner: accumulate must be >= 1, got {accumulate}")
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
+        self.folder = Path(folder)
+        self.metric_factory = (lambda: [type(m)(**_init_args(m)) for m in metrics]) if metrics \
+            else (lambda: classification_metrics(num_classes or 10))
+        self.scheduler, self.scheduler_step = scheduler, scheduler_step
+        self.accumulate, self.monitor, self.patience = accumulate, monitor, patience
+        self.keep_last = keep_last
+        self.prepare = prepare or self._to_backend
+        self.renderer = renderer
+        self.backend = next(iter(model.parameters())).backend
+
+    # ------------------------------------------------------------------ helpers
+    def _to_backend(self, batch):
+        x, y = batch
+        return x.to(self.backend), y.to(self.backend)
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.folder / "checkpoints"
+
+    def _state(self, epoch: int, step: int, train_loader, best, bad_epochs, metrics,
+               history) -> dict:
+        return {
+            "epoch": epoch, "step": step, "best": {k: list(v) for k, v in best.items()},
+            "bad_epochs": bad_epochs, "history": history,
+            "model": {k: v for k, v in self.model.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+            "rng": list(default_generator.get_state()),
+            "loader": train_loader.state_dict(),
+            "metrics": [_metric_state(m) for m in metrics] if metrics else None,
+        }
+
+    def save(self, name: str, state: dict) -> Path:
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+        path = save_checkpoint(self.checkpoints / f"{name}.ckpt", state)
+        if name.startswith("epoch-"):
+            epochs = sorted(self.checkpoints.glob("epoch-*.ckpt"), key=_epoch_of)
+            for old in epochs[: -self.keep_last]:
+                old.unlink(missing_ok=True)
+        return path
+
+    def last_checkpoint(self) -> Path | None:
+        interrupted = self.checkpoints / "interrupted.ckpt"
+        epochs = sorted(self.checkpoints.glob("epoch-*.ckpt"), key=_epoch_of)
+        candidates = [p for p in (interrupted, *(epochs[-1:])) if p.exists()]
+        return max(candidates, key=lambda p: p.stat().st_mtime_ns) if candidates else None
+
+    def restore(self, path: Path, train_loader) -> dict:
+        """Load a checkpoint into the model, optimizer, scheduler, RNG and loader."""
+        state = load_checkpoint(path, backend=self._inner_backend())
+        try:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            if self.scheduler and state.get("scheduler"):
+                self.scheduler.load_state_dict(state["scheduler"])
+        except (KeyError, ValueError, TypeError) as e:
+            raise RecordError(f"resume: checkpoint {path} doesn't fit this model: {e}") from e
+        default_generator.set_state(tuple(state["rng"]))
+        train_loader.load_state_dict(state["loader"])
+        return state
+
+    def _inner_backend(self):
+        return getattr(self.backend, "inner", None) or self.backend
+
+    # ------------------------------------------------------------------ the loop
+    def fit(self, train_loader, valid_loader=None, epochs: int = 1, resume: bool = False,
+            max_steps: int | None = None) -> FitResult:
+        """Train for ``epochs``; ``max_steps`` stops after that many batches (tests, demos)."""
+        from ..autodiff import no_grad
+
+        start_time = time.perf_counter()
+        renderer = self.renderer or default_renderer()
+        log = RunLog(self.folder)
+        best: dict = {}
+        history: list[dict] = []
+        bad_epochs, start_epoch, start_step = 0, 1, 0
+        resumed_metrics = None
+        if resume and (path := self.last_checkpoint()) is not None:
+            state = self.restore(path, train_loader)
+            best = {k: tuple(v) for k, v in state["best"].items()}
+            history, bad_epochs = state["history"], state["bad_epochs"]
+            start_epoch, start_step = state["epoch"], state["step"]
+            if start_step == 0:
+                start_epoch += 1
+            else:
+                train_loader.epoch -= 1  # the loader state counted the interrupted epoch
+            resumed_metrics = state["metrics"]
+            log.truncate_after(start_epoch - 1)
+            renderer.on_message(f"resumed from {path.name}: epoch {start_epoch}, step {start_step}")
+        elif not resume:
+            for old in (log.jsonl, log.csv):
+                old.unlink(missing_ok=True)
+        steps_per_epoch = len(train_loader)
+        renderer.on_fit_start({
+            "epochs": epochs, "steps": steps_per_epoch, "start_epoch": start_epoch - 1,
+            "backend": self.backend.name, "model": type(self.model).__name__,
+            "folder": str(self.folder), "has_valid": valid_loader is not None,
+        })
+        interrupted = stopped_early = False
+        epoch = start_epoch - 1
+        steps_done = 0
+        with GracefulInterrupt() as stop:
+            for epoch in range(start_epoch, epochs + 1):
+                self.model.train()
+                metrics = self.metric_factory()
+                first = start_step if epoch == start_epoch else 0
+                if first and resumed_metrics:
+                    for m, s in zip(metrics, resumed_metrics):
+                        _load_metric_state(m, s)
+                step = first
+                grads = None
+                for batch in train_loader.iter_from(first):
+                    x, y = self.prepare(batch)
+                    out = self.model(x)
+                    loss = self.loss_fn(out, y)
+                    scaled = loss / self.accumulate if self.accumulate > 1 else loss
+                    grads = scaled.backward(into=grads) if grads is not None else scaled.backward()
+                    step += 1
+                    steps_done += 1
+                    if step % self.accumulate == 0 or step == steps_per_epoch:
+                        self.optimizer.step(grads)
+                        grads = None
+                        if self.scheduler and self.scheduler_step == "step":
+                            self.scheduler.step()
+                    self._update(metrics, loss, out, y)
+                    live = {m.name: m.compute() for m in metrics if m.per_step}
+                    renderer.on_step(epoch, "train", step, steps_per_epoch, live)
+                    if stop.requested or (max_steps is not None and steps_done >= max_steps):
+                        break
+                if stop.requested or (max_steps is not None and steps_done >= max_steps
+                                      and step < steps_per_epoch):
+                    interrupted = stop.requested
+                    self.save("interrupted", self._state(epoch, step, train_loader, best,
+                                                          bad_epochs, metrics, history))
+                    renderer.on_message(
+                        f"{'interrupted' if interrupted else 'stopped'} at epoch {epoch}, step "
+                        f"{step}: checkpoint saved to {self.checkpoints / 'interrupted.ckpt'}"
+                    )
+                    break
+                if self.scheduler and self.scheduler_step == "epoch":
+                    self.scheduler.step()
+                results = {"train": _results(metrics)}
+                if valid_loader is not None:
+                    self.model.eval()
+                    vmetrics = [m for m in self.metric_factory() if not m.per_step or
+                                m.name == "loss"]
+                    with no_grad():
+                        for i, batch in enumerate(valid_loader, 1):
+                            x, y = self.prepare(batch)
+                            out = self.model(x)
+                            self._update(vmetrics, self.loss_fn(out, y), out, y)
+                            renderer.on_step(epoch, "valid", i, len(valid_loader), {})
+                    results["valid"] = _results(vmetrics)
+                watched = results.get("valid", results["train"])
+                improved = self._track_best(best, results, epoch)
+                for split, values in results.items():
+                    log.log(epoch, split, values)
+                    history.append({"epoch": epoch, "split": split, **_scalars(values)})
+                    renderer.on_epoch_end(epoch, split, values, best)
+                bad_epochs = 0 if improved else bad_epochs + 1
+                state = self._state(epoch, 0, train_loader, best, bad_epochs, None, history)
+                self.save(f"epoch-{epoch}", state)
+                (self.checkpoints / "interrupted.ckpt").unlink(missing_ok=True)
+                if improved:
+                    self.save("best", state)
+                if self.patience is not None and bad_epochs >= self.patience:
+                    stopped_early = True
+                    renderer.on_message(
+                        f"early stop: {self.monitor} did not improve for {bad_epochs} epochs "
+                        f"(best {watched.get(self.monitor)!r:.8})"
+                    )
+                    break
+        plot = plot_curves(log)
+        wall = time.perf_counter() - start_time
+        summary = {
+            "epochs_run": epoch, "best": {k: list(v) for k, v in best.items()},
+            "final": history[-1] if history else {}, "interrupted": interrupted,
+            "stopped_early": stopped_early, "wall_time_s": round(wall, 2),
+            "backend": self.backend.name, "run_folder": str(self.folder),
+            "plot": str(plot) if plot else None,
+        }
+        renderer.on_fit_end(summary)
+        return FitResult(epoch, best, history, interrupted, stopped_early, self.folder, wall,
+                         summary)
+
+    def _update(self, metrics, loss, out, y) -> None:
+        needs_outputs = any(m.tracked and m.name != "loss" for m in metrics)
+        step = StepOutput(
+            loss=float(loss.item()), batch_size=int(y.shape[0]),
+            predictions=out.detach().tolist() if needs_outputs and out.ndim == 2 else None,
+            targets=y.tolist() if needs_outputs and y.ndim == 1 else None,
+            lr=self.optimizer.lr,
+        )
+        for m in metrics:
+            m.update(step)
+
+    def _track_best(self, best: dict, results: dict, epoch: int) -> bool:
+        source = results.get("valid", results["train"])
+        improved = False
+        for m in self.metric_factory():
+            if not m.tracked:
+                continue
+            value = source.get(m.name)
+            if not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
+                continue
+            old = best.get(m.name)
+            better = old is None or (value > old[0] if m.higher_is_better else value < old[0])
+            if better:
+                best[m.name] = (value, epoch)
+                if m.name == self.monitor:
+                    improved = True
+        if self.monitor not in source:
+            raise KeyError(
+                f"Learner: monitor {self.monitor!r} is not a metric; metrics: {sorted(source)}"
+            )
+        return improved
+
+
+def _results(metrics: list[Metric]) -> dict:
+    return {m.name: m.compute() for m in metrics}
+
+
+def _scalars(values: dict) -> dict:
+    return {k: v for k, v in values.items() if isinstance(v, (int, float))}
+
+
+def _epoch_of(path: Path) -> int:
+    return int(path.stem.split("-")[1])
+
+
+def _init_args(metric: Metric) -> dict:
+    return {k: getattr(metric, k) for k in ("k", "num_classes") if hasattr(metric, k)}
+
+
+def _metric_state(metric: Metric) -> str:
+    return json.dumps({k: v for k, v in vars(metric).items()
+                       if isinstance(v, (int, float, list)) and k not in ("k", "num_classes")})
+
+
+def _load_metric_state(metric: Metric, saved: str) -> None:
+    for k, v in json.loads(saved).items():
+        setattr(metric, k, v)
