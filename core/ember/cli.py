@@ -2,6 +2,7 @@
 
     ember backends        list backends and whether they load here
     ember info            version, default backend, optional dependencies
+    ember demo mnist      train the MNIST demo CNN (dashboard, checkpoints, run folder)
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+from pathlib import Path
 
 
 def _backends(_: argparse.Namespace) -> int:
@@ -35,11 +37,48 @@ def _info(_: argparse.Namespace) -> int:
     return 0
 
 
+def _demo_mnist(args: argparse.Namespace) -> int:
+    from .demos.mnist import TARGET_ACCURACY, train_mnist
+
+    summary = train_mnist(dataset=args.dataset, backend=args.backend, epochs=args.epochs,
+                          batch_size=args.batch_size, run_dir=args.run_dir, resume=args.resume,
+                          seed=args.seed)
+    folder = Path(summary["files"]["model"]).parent
+    acc, target = summary["test_accuracy"], TARGET_ACCURACY[args.dataset]
+    verdict = "reached" if acc >= target else "below"
+    print(f"\n{args.dataset}: held-out test accuracy {acc:.2%} ({verdict} the {target:.0%} goal) "
+          f"in {summary['wall_time_s']} s on {summary['train_backend']}")
+    print(f"run folder: {folder}/")
+    for name, path in summary["files"].items():
+        if path:
+            print(f"  {name:12} {path}")
+    print(f"  {'summary':12} {folder / 'summary.json'}")
+    if summary["interrupted"]:
+        print(f"interrupted: continue with `ember demo mnist --resume --run-dir {folder}`")
+    print("next: `ember demo mnist --serve` to draw digits in the browser, "
+          "`ember demo mnist --embedded` to run the model on MicroPython")
+    return 0
+
+
+def _add_demo(sub) -> None:
+    demo = sub.add_parser("demo", help="run a demo").add_subparsers(dest="demo", required=True)
+    mnist = demo.add_parser("mnist", help="train the MNIST CNN and save the run")
+    mnist.add_argument("--dataset", choices=["mnist", "fashion-mnist"], default="mnist")
+    mnist.add_argument("--backend", default="numpy", help="numpy, python or wgpu (default numpy)")
+    mnist.add_argument("--epochs", type=int, default=None)
+    mnist.add_argument("--batch-size", type=int, default=64)
+    mnist.add_argument("--run-dir", default=None, help="default: runs/<dataset>")
+    mnist.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    mnist.add_argument("--seed", type=int, default=0)
+    mnist.set_defaults(run=_demo_mnist)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ember", description="Ember command line")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("backends", help="list backends and whether they load").set_defaults(run=_backends)
     sub.add_parser("info", help="version and optional dependencies").set_defaults(run=_info)
+    _add_demo(sub)
     args = parser.parse_args(argv)
     return args.run(args)
 

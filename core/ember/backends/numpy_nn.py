@@ -64,11 +64,13 @@ class NumpyNNOps:
         ]  # (N, C, *out, *kernel)
         out = win.shape[2 : 2 + nd]
         taps, positions, cg = math.prod(kernel), math.prod(out), c // groups
-        # the one copy (im2col), laid out (N, g, C_g * taps, positions) for a batched matmul
-        cols = win.transpose((0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + spatial_axes)
-        cols = cols.reshape(n, groups, cg * taps, positions)
+        # the one copy (im2col), laid out (g, C_g * taps, N * positions): one GEMM per group
+        # (a matmul batched over N calls BLAS N times on small matrices: much slower)
+        cols = win.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + spatial_axes)
+        cols = cols.reshape(groups, cg * taps, n * positions)
         w = weight.reshape(groups, c_out // groups, cg * taps)
-        y = np.matmul(w, cols).reshape((n, c_out) + out)
+        y = np.matmul(w, cols).reshape(groups, c_out // groups, n, positions)
+        y = y.transpose(2, 0, 1, 3).reshape((n, c_out) + out)
         if bias is not None:
             y += bias.reshape((1, c_out) + (1,) * nd)
         return y
@@ -79,9 +81,12 @@ class NumpyNNOps:
         spatial = x.shape[2:]
         c_out_g, kernel = weight.shape[1], weight.shape[2:]
         cig, c_out = c_in // groups, c_out_g * groups
-        xs = x.reshape(n, groups, cig, math.prod(spatial))
+        positions = math.prod(spatial)
+        xs = x.reshape(n, groups, cig, positions).transpose(1, 2, 0, 3)
+        xs = xs.reshape(groups, cig, n * positions)  # one GEMM per group, as in conv
         w = weight.reshape(groups, cig, c_out_g * math.prod(kernel)).transpose(0, 2, 1)
-        cols = np.matmul(w, xs).reshape((n, c_out) + tuple(kernel) + tuple(spatial))
+        cols = np.matmul(w, xs).reshape((groups, c_out_g, math.prod(kernel), n, positions))
+        cols = cols.transpose(3, 0, 1, 2, 4).reshape((n, c_out) + tuple(kernel) + tuple(spatial))
         natural = [
             (s - 1) * st + d * (k - 1) + 1 for s, st, d, k in zip(spatial, stride, dilation, kernel)
         ]

