@@ -72,9 +72,14 @@ def contiguous_strides(shape: Sequence[int]) -> Shape:
     return tuple(strides)
 
 
-def infer_reshape(shape: Sequence[int], total: int, op: str = "reshape") -> Shape:
-    """Resolve one -1 in a target shape; check the element count."""
+def infer_reshape(
+    shape: Sequence[int], total: int, op: str = "reshape", source: Sequence[int] | None = None
+) -> Shape:
+    """Resolve one -1 in a target shape; check the element count against ``total`` (the
+    element count of ``source``, the input shape named in errors)."""
     shape = tuple(int(s) for s in shape)
+    what = f"a tensor of shape {tuple(source)} ({total} elements)" if source is not None \
+        else f"{total} elements"
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise ShapeError(f"{op}: only one dim can be -1, got shape {shape}")
@@ -83,10 +88,10 @@ def infer_reshape(shape: Sequence[int], total: int, op: str = "reshape") -> Shap
     known = numel(s for s in shape if s != -1)
     if unknown:
         if known == 0 or total % known:
-            raise ShapeError(f"{op}: can't reshape {total} elements into shape {shape}")
+            raise ShapeError(f"{op}: can't reshape {what} into shape {shape}")
         shape = tuple(total // known if s == -1 else s for s in shape)
     if numel(shape) != total:
         raise ShapeError(
-            f"{op}: can't reshape {total} elements into shape {shape} ({numel(shape)} elements)"
+            f"{op}: can't reshape {what} into shape {shape} ({numel(shape)} elements)"
         )
     return shape

@@ -66,7 +66,7 @@ def test_reshape_view_flatten(bk):
     check(T(np.zeros((0, 3)), bk).reshape(-1, 1, 3), np.zeros((0, 1, 3)))
     # non-contiguous input
     check(x.transpose(0, 2).reshape(5, -1), IA.transpose(2, 1, 0).reshape(5, -1))
-    with pytest.raises(ShapeError, match="can't reshape 60 elements into shape"):
+    with pytest.raises(ShapeError, match=r"shape \(3, 4, 5\) \(60 elements\) into shape"):
         x.reshape(7, -1)
     with pytest.raises(ShapeError, match="only one dim can be -1"):
         x.reshape(-1, -1)
@@ -276,7 +276,7 @@ def test_index_errors(bk):
         x[:, [0, 4]]
     with pytest.raises(TensorIndexError, match="too many indices"):
         x[0, 0, 0, 0]
-    with pytest.raises(TensorIndexError, match="integer or bool"):
+    with pytest.raises(DTypeError, match="integer or bool"):
         x[T([0.0], bk)]
     with pytest.raises(TensorIndexError, match="boolean index of shape"):
         x[T([True, False], bk)]

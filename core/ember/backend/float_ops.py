@@ -157,9 +157,11 @@ class FloatOps:
     def float_atan2(self, y, x):
         y_, x_ = self.wrap(y), self.wrap(x)
         base = (y_ / x_).atan()
-        pi = math.pi
+        # constants as tensors of the input dtype: two Python scalars in `where` would make
+        # a float32 tensor and cost float64 inputs their precision
+        pi = self.wrap(self.full(self.shape(y), math.pi, self.dtype(y)))
         adj = where(x_ >= 0, base, base + where(y_ >= 0, pi, -pi))
-        at_zero_x = where(y_ > 0, pi / 2, where(y_ < 0, -pi / 2, 0.0))
+        at_zero_x = where(y_ > 0, pi / 2, where(y_ < 0, -pi / 2, pi * 0))
         return where(x_ != 0, adj, at_zero_x)._prim
 
     def float_expm1(self, x):

@@ -25,7 +25,7 @@ from .shape_ops import broadcast_tensors, flatten, int_tensor, permute, reshape,
 
 def _check_index_dtype(idx: Tensor, op: str) -> None:
     if not (idx.dtype.is_int or idx.dtype.is_bool):
-        raise TensorIndexError(
+        raise DTypeError(
             f"{op}: tensors used as indices must be integer or bool, got {idx.dtype}"
         )
 

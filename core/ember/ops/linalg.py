@@ -46,7 +46,13 @@ def matmul(self: Tensor, other: Tensor) -> Tensor:
     a, b = _promote("matmul", a, b)
     a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
     b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b
-    batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+    try:
+        batch = broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+    except ShapeError:
+        raise ShapeError(
+            f"matmul: batch dims of shapes {a.shape} and {b.shape} can't be broadcast: "
+            f"{a2.shape[:-2]} vs {b2.shape[:-2]} (sizes must match or be 1)"
+        ) from None
     a2 = broadcast_to(a2, batch + a2.shape[-2:], "matmul")
     b2 = broadcast_to(b2, batch + b2.shape[-2:], "matmul")
     out = wrap(a2, backend_op(a2, "matmul")(a2._prim, b2._prim))

@@ -53,7 +53,7 @@ def reshape(self: Tensor, *shape) -> Tensor:
     >>> ember.tensor([1, 2, 3, 4]).reshape(2, -1).tolist()
     [[1, 2], [3, 4]]
     """
-    target = infer_reshape(size_args(shape, "reshape"), self.numel(), "reshape")
+    target = infer_reshape(size_args(shape, "reshape"), self.numel(), "reshape", self.shape)
     if target == self.shape:
         return self
     return wrap(self, self.backend.reshape(self._prim, target))
