@@ -69,7 +69,9 @@ class NumpyBackend(NumpyNNOps, Backend):
             return x.astype(_NP[dtype])
 
     def full(self, shape, value, dtype):
-        return np.full(shape, value, dtype=_NP[dtype])
+        # a read-only broadcast view: scalar operands cost nothing at any size (primitives
+        # are never written in place)
+        return np.broadcast_to(np.array(value, dtype=_NP[dtype]), shape)
 
     def arange(self, n, dtype):
         return np.arange(n, dtype=_NP[dtype])
