@@ -4,8 +4,9 @@
 
 fn is_nan_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn is_inf_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
-fn nan_f() -> f32 { return bitcast<f32>(0x7fc00000u); }
-fn inf_f() -> f32 { return bitcast<f32>(0x7f800000u); }
+// a var, not a constant: Tint (Chromium) rejects const-expressions that evaluate to NaN/inf
+fn nan_f() -> f32 { var bits = 0x7fc00000u; return bitcast<f32>(bits); }
+fn inf_f() -> f32 { var bits = 0x7f800000u; return bitcast<f32>(bits); }
 
 fn f_max(a: f32, b: f32) -> f32 {
     if (is_nan_f(a) || is_nan_f(b)) { return nan_f(); }
@@ -95,10 +96,15 @@ fn f_pow(a: f32, b: f32) -> f32 {
         return 0.0;
     }
     let b_int = floor(b) == b;
-    if (a < 0.0 && !b_int) { return nan_f(); }
+    let neg = (bitcast<u32>(a) >> 31u) == 1u;  // sign bit: -0.0 and -inf count as negative
+    if (neg && !b_int && aa != 0.0 && !is_inf_f(aa)) { return nan_f(); }
     let odd = b_int && abs(b) < 16777216.0 && fract(b * 0.5) != 0.0;
     var r: f32;
-    if (b_int && abs(b) <= 64.0) {
+    if (aa == 0.0) {
+        r = select(inf_f(), 0.0, b > 0.0);
+    } else if (is_inf_f(aa)) {
+        r = select(0.0, inf_f(), b > 0.0);
+    } else if (b_int && abs(b) <= 64.0) {
         r = 1.0;
         var base = aa;
         var e = u32(abs(b));
@@ -109,14 +115,10 @@ fn f_pow(a: f32, b: f32) -> f32 {
             e = e >> 1u;
         }
         if (b < 0.0) { r = 1.0 / r; }
-    } else if (aa == 0.0) {
-        r = select(inf_f(), 0.0, b > 0.0);
-    } else if (is_inf_f(aa)) {
-        r = select(0.0, inf_f(), b > 0.0);
     } else {
         r = exp2(b * log2(aa));
     }
-    if (a < 0.0 && odd) { return -r; }
+    if (neg && odd) { return -r; }
     return r;
 }
 

@@ -1,0 +1,334 @@
+"""The browser adapter: ``navigator.gpu`` (WebGPU) through Pyodide's ``pyodide.ffi``.
+
+It implements :class:`~.adapter.GpuAdapter`, so every WGSL kernel, the engine and the
+allocator are shared with the native wgpu-py adapter. WebGPU reads are asynchronous
+(``buffer.mapAsync``); where the browser has JavaScript Promise Integration (Chromium) and
+Python was entered through ``pyodide.runPythonAsync``, ``pyodide.ffi.run_sync`` gives the same
+synchronous ``tensor.tolist()`` as native. Elsewhere use ``await tensor.to_data_async()``.
+
+In a page, ``web/ember.js`` calls :func:`init_browser`, which picks WebGPU when an adapter is
+offered and the pure-Python backend otherwise:
+
+>>> info = await init_browser()          # doctest: +SKIP  (inside Pyodide)
+>>> info["backend"]                      # doctest: +SKIP
+'wgpu'
+>>> y = ember.tensor([1.0, 2.0]).exp()   # doctest: +SKIP
+>>> (await y.to_data_async()).tolist()   # doctest: +SKIP  (works without JSPI too)
+[2.718281828459045, 7.38905609893065]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...data import TensorData
+from ...errors import EmberError
+from .adapter import AdapterInfo, GpuAdapter
+
+# Limits the kernel layer benefits from: request the adapter's maximum instead of WebGPU's
+# defaults (128 MiB bindings, 256 invocations, 16 KiB workgroup memory).
+_LIMITS = (
+    "maxStorageBufferBindingSize",
+    "maxBufferSize",
+    "maxComputeInvocationsPerWorkgroup",
+    "maxComputeWorkgroupStorageSize",
+    "maxStorageBuffersPerShaderStage",
+    "maxComputeWorkgroupSizeX",
+    "maxComputeWorkgroupSizeY",
+    "maxComputeWorkgroupsPerDimension",
+)
+
+_NO_JSPI = (
+    "wgpu (browser): a synchronous read ({op}) needs JavaScript Promise Integration, which "
+    "this browser (or this call path) lacks. Enter Python through pyodide.runPythonAsync in "
+    "a browser with JSPI (Chromium 137+), or read asynchronously: `await t.to_data_async()`."
+)
+
+
+def _ffi():
+    try:
+        import js
+        from pyodide import ffi
+    except ImportError as e:
+        raise ImportError(
+            "ember.backends.wgpu.browser runs inside Pyodide (a web page); natively use the "
+            "wgpu-py adapter: ember.get_backend('wgpu')"
+        ) from e
+    return js, ffi
+
+
+def _obj(d: Any):
+    """A Python dict/list tree as plain JS objects (what WebGPU descriptors must be)."""
+    js, ffi = _ffi()
+    return ffi.to_js(d, dict_converter=js.Object.fromEntries)
+
+
+def jspi_available() -> bool:
+    """Whether synchronous reads work here (JSPI and a ``runPythonAsync`` call stack)."""
+    _, ffi = _ffi()
+    can = getattr(ffi, "can_run_sync", None)
+    return bool(can()) if can is not None else False
+
+
+def _is_null(value, ffi) -> bool:
+    # JS null arrives as pyodide.ffi.jsnull (Pyodide 0.28+), undefined as None
+    return value is None or value is getattr(ffi, "jsnull", None)
+
+
+def _limit(limits, name: str, default: int) -> int:
+    value = getattr(limits, name, None)
+    return int(value) if value is not None else default
+
+
+class BrowserAdapter(GpuAdapter):
+    """Wraps a ``GPUDevice`` from ``navigator.gpu``; build it with :meth:`create`."""
+
+    def __init__(self, device, label: str = "WebGPU"):
+        js, _ = _ffi()
+        self._js = js
+        self._device = device
+        self._queue = device.queue
+        lim = device.limits
+        features = frozenset(str(f) for f in getattr(js.Array, "from")(device.features))
+        self.info = AdapterInfo(
+            name=label,
+            backend="webgpu",
+            features=features,
+            max_binding_size=_limit(lim, "maxStorageBufferBindingSize", 128 << 20),
+            max_buffer_size=_limit(lim, "maxBufferSize", 256 << 20),
+            offset_alignment=_limit(lim, "minStorageBufferOffsetAlignment", 256),
+            max_invocations=_limit(lim, "maxComputeInvocationsPerWorkgroup", 256),
+            workgroup_storage=_limit(lim, "maxComputeWorkgroupStorageSize", 16384),
+            max_groups_per_dim=_limit(lim, "maxComputeWorkgroupsPerDimension", 65535),
+        )
+        self._encoder = None
+        self._pass = None
+        self._layouts: dict[tuple[str, ...], tuple] = {}
+        self.errors: list[str] = []  # uncaptured WebGPU errors, newest last
+        self._on_error = _ffi()[1].create_proxy(self._record_error)
+        device.addEventListener("uncapturederror", self._on_error)
+
+    def _record_error(self, event) -> None:
+        self.errors.append(str(event.error.message))
+        del self.errors[:-20]
+
+    @classmethod
+    async def create(cls, power_preference: str = "high-performance") -> BrowserAdapter:
+        """Request an adapter and a device with the adapter's best limits (and shader-f16
+        when offered). Raises :class:`EmberError` when the page has no WebGPU."""
+        js, ffi = _ffi()
+        gpu = getattr(js.navigator, "gpu", None)
+        if _is_null(gpu, ffi):
+            raise EmberError(
+                "wgpu (browser): navigator.gpu is missing: this browser has no WebGPU or the "
+                "page is not a secure context (serve it on https, 127.0.0.1 or localhost)"
+            )
+        adapter = await gpu.requestAdapter(_obj({"powerPreference": power_preference}))
+        if _is_null(adapter, ffi):
+            raise EmberError("wgpu (browser): navigator.gpu.requestAdapter() found no adapter")
+        limits = {}
+        for name in _LIMITS:
+            value = getattr(adapter.limits, name, None)
+            if value is not None:
+                limits[name] = value
+        features = ["shader-f16"] if adapter.features.has("shader-f16") else []
+        device = await adapter.requestDevice(
+            _obj({"requiredFeatures": features, "requiredLimits": limits})
+        )
+        raw = getattr(adapter, "info", None)
+        parts = []
+        if raw is not None:
+            parts = [str(getattr(raw, k, "") or "") for k in ("description", "vendor",
+                                                                "architecture")]
+        label = " ".join(p for p in parts if p) or "adapter"
+        return cls(device, f"{label} via WebGPU")
+
+    # ---------------------------------------------------------------- buffers
+    def create_buffer(self, size: int, kind: str):
+        usage = self._js.GPUBufferUsage
+        if kind == "staging":
+            flags = usage.MAP_READ | usage.COPY_DST
+        else:
+            flags = usage.STORAGE | usage.COPY_SRC | usage.COPY_DST
+        return self._device.createBuffer(_obj({"size": size, "usage": flags}))
+
+    def destroy_buffer(self, buffer) -> None:
+        buffer.destroy()
+
+    def write_buffer(self, buffer, offset: int, data: bytes) -> None:
+        arr = self._js.Uint8Array.new(len(data))
+        arr.assign(data)
+        self._queue.writeBuffer(buffer, offset, arr)
+
+    def _copy_out(self, staging, size: int) -> bytes:
+        try:
+            return self._js.Uint8Array.new(staging.getMappedRange(0, size)).to_bytes()
+        finally:
+            staging.unmap()
+
+    def map_read(self, staging, size: int) -> bytes:
+        if not jspi_available():
+            raise EmberError(_NO_JSPI.format(op="map_read"))
+        _, ffi = _ffi()
+        ffi.run_sync(staging.mapAsync(self._js.GPUMapMode.READ, 0, size))
+        return self._copy_out(staging, size)
+
+    async def map_read_async(self, staging, size: int) -> bytes:
+        """:meth:`map_read` for browsers without JSPI (awaits ``mapAsync``)."""
+        await staging.mapAsync(self._js.GPUMapMode.READ, 0, size)
+        return self._copy_out(staging, size)
+
+    # ---------------------------------------------------------------- pipelines
+    def _layout(self, access: tuple[str, ...]):
+        if access not in self._layouts:
+            compute = self._js.GPUShaderStage.COMPUTE
+            entries = [
+                {"binding": i, "visibility": compute,
+                 "buffer": {"type": "read-only-storage" if a == "read" else "storage"}}
+                for i, a in enumerate(access)
+            ]
+            bgl = self._device.createBindGroupLayout(_obj({"entries": entries}))
+            layout = self._device.createPipelineLayout(_obj({"bindGroupLayouts": [bgl]}))
+            self._layouts[access] = (bgl, layout)
+        return self._layouts[access]
+
+    def create_pipeline(self, code: str, access: tuple[str, ...]):
+        bgl, layout = self._layout(access)
+        module = self._device.createShaderModule(_obj({"code": code}))
+        desc = _obj({"layout": layout, "compute": {"module": module, "entryPoint": "main"}})
+        if not jspi_available():  # errors surface later as uncaptured errors
+            return self._device.createComputePipeline(desc), bgl
+        _, ffi = _ffi()
+        try:
+            pipeline = ffi.run_sync(self._device.createComputePipelineAsync(desc))
+        except ffi.JsException as e:
+            raise EmberError(f"wgpu (browser): pipeline creation failed: {e}"
+                             f"{self._compile_messages(module)}") from e
+        return pipeline, bgl
+
+    def _compile_messages(self, module) -> str:
+        _, ffi = _ffi()
+        try:
+            info = ffi.run_sync(module.getCompilationInfo())
+            lines = [f"\n  {m.type} line {m.lineNum}: {m.message}" for m in info.messages]
+        except Exception:  # noqa: BLE001 (the messages are a courtesy; the error itself is already known)
+            return ""
+        return "".join(lines[:10])
+
+    # ---------------------------------------------------------------- recording
+    def _compute_pass(self):
+        if self._encoder is None:
+            self._encoder = self._device.createCommandEncoder()
+        if self._pass is None:
+            self._pass = self._encoder.beginComputePass()
+        return self._pass
+
+    def dispatch(self, pipeline, bindings, groups) -> None:
+        pipe, bgl = pipeline
+        group = self._device.createBindGroup(_obj({
+            "layout": bgl,
+            "entries": [
+                {"binding": i, "resource": {"buffer": buf, "offset": off, "size": size}}
+                for i, (buf, off, size) in enumerate(bindings)
+            ],
+        }))
+        p = self._compute_pass()
+        p.setPipeline(pipe)
+        p.setBindGroup(0, group)
+        p.dispatchWorkgroups(*groups)
+
+    def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+        if self._encoder is None:
+            self._encoder = self._device.createCommandEncoder()
+        self._encoder.copyBufferToBuffer(src, src_offset, dst, dst_offset, size)
+
+    def submit(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+        if self._encoder is not None:
+            self._queue.submit(self._js.Array.of(self._encoder.finish()))
+            self._encoder = None
+
+
+def _browser_backend_class():
+    from ... import dtype as dt
+    from .backend import WgpuBackend, _int32_to_int64
+    from .launch import contiguous
+    from .primitive import PACK
+
+    class BrowserWgpuBackend(WgpuBackend):
+        """:class:`WgpuBackend` on a :class:`BrowserAdapter`, plus awaitable reads."""
+
+        async def to_data_async(self, x) -> TensorData:
+            x = contiguous(self.rt, x)
+            nbytes = x.size * (4 // PACK[x.dtype])
+            raw = b""
+            if nbytes:
+                size = -(-nbytes // 4) * 4
+                staging = self.rt.adapter.create_buffer(size, "staging")
+                try:
+                    self.rt.engine.flush()  # pending kernels first, then the copy out
+                    self.rt.adapter.copy(x.block.buffer, 0, staging, 0, size)
+                    self.rt.adapter.submit()
+                    raw = (await self.rt.adapter.map_read_async(staging, size))[:nbytes]
+                finally:
+                    self.rt.adapter.destroy_buffer(staging)
+            if x.dtype == dt.int64:
+                raw = _int32_to_int64(raw)
+            return TensorData(raw, x.shape, x.dtype)
+
+    return BrowserWgpuBackend
+
+
+async def browser_backend(power_preference: str = "high-performance"):
+    """A wgpu backend on this page's WebGPU device (raises :class:`EmberError` without one)."""
+    adapter = await BrowserAdapter.create(power_preference)
+    return _browser_backend_class()(adapter=adapter)
+
+
+async def init_browser(prefer: str = "auto") -> dict:
+    """Choose the page's default backend: ``"auto"`` (WebGPU when available, else the python
+    backend), ``"wgpu"`` (error without WebGPU) or ``"python"``. Registers the WebGPU backend
+    as ``"wgpu"``, so ``ember.get_backend("wgpu")`` works too. Returns what was chosen and why,
+    for the page to show."""
+    from .. import register, set_default_backend
+
+    info: dict[str, Any] = {"backend": "python", "adapter": None, "jspi": jspi_available(),
+                            "reason": ""}
+    if prefer not in ("auto", "wgpu", "python"):
+        raise EmberError(f"init_browser: prefer must be 'auto', 'wgpu' or 'python', got {prefer!r}")
+    if prefer != "python":
+        try:
+            backend = await browser_backend()
+        except EmberError as e:
+            if prefer == "wgpu":
+                raise
+            info["reason"] = str(e)
+        else:
+            register("wgpu", lambda: backend)
+            set_default_backend(backend)
+            info.update(backend="wgpu", adapter=backend.rt.adapter.info.name)
+            if not info["jspi"]:
+                info["reason"] = "no JSPI: read tensors with `await t.to_data_async()`"
+            return info
+    else:
+        info["reason"] = "python backend requested"
+    set_default_backend("python")
+    return info
+
+
+async def call_async(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` (e.g. a model) with its tensor result(s) read asynchronously:
+    the async model call for browsers without JSPI. Returns TensorData (or a tuple of them).
+
+    >>> probs = await call_async(model, x)      # doctest: +SKIP
+    >>> probs.tolist()                          # doctest: +SKIP
+    """
+    out = fn(*args, **kwargs)
+    if isinstance(out, (tuple, list)):
+        return tuple([await t.to_data_async() for t in out])
+    return await out.to_data_async()

@@ -1,0 +1,171 @@
+// MNIST drawing demo: draw on the canvas, the model (ember in a Web Worker, WebGPU or the
+// Python CPU backend) predicts live. Query parameters: ?ember=<dist URL> (default: the
+// site root) &model=<folder with model.safetensors + model.json> (default: ./model/)
+// &backend=auto|wgpu|python.
+const params = new URLSearchParams(location.search);
+const EMBER = new URL(params.get("ember") ?? "../", location.href);
+const MODEL = new URL(params.get("model") ?? "./model/", location.href);
+const { loadEmber } = await import(new URL("ember.js", EMBER).href);
+
+const $ = (id) => document.getElementById(id);
+const pad = $("pad");
+const ctx = pad.getContext("2d", { willReadFrequently: true });
+const demo = (window.mnistDemo = { ready: false, predictions: 0, last: null, error: null });
+
+// ---------------------------------------------------------------- probability bars
+const bars = [];
+for (let d = 0; d < 10; d++) {
+  const label = document.createElement("span");
+  label.textContent = d;
+  const bar = document.createElement("div");
+  bar.className = "bar";
+  bar.append(document.createElement("div"));
+  const value = document.createElement("span");
+  value.textContent = "–";
+  $("bars").append(label, bar, value);
+  bars.push({ label, bar, value });
+}
+
+function show(result) {
+  const best = result.probs.indexOf(Math.max(...result.probs));
+  result.probs.forEach((p, d) => {
+    bars[d].bar.firstChild.style.width = `${(100 * p).toFixed(1)}%`;
+    bars[d].value.textContent = `${(100 * p).toFixed(1)}%`;
+    for (const el of [bars[d].label, bars[d].bar, bars[d].value]) {
+      el.classList.toggle("top", d === best);
+    }
+  });
+  $("guess").textContent = best;
+  $("latency").textContent = `${result.ms.toFixed(1)} ms`;
+}
+
+function clearAll() {
+  ctx.fillStyle = "#000";
+  ctx.fillRect(0, 0, pad.width, pad.height);
+  $("input28").getContext("2d").clearRect(0, 0, 28, 28);
+  bars.forEach((b) => { b.bar.firstChild.style.width = "0"; b.value.textContent = "–"; });
+  $("guess").textContent = "–";
+  demo.last = null;
+}
+
+// ---------------------------------------------------------------- MNIST-style preprocessing
+// The digit's bounding box is scaled (anti-aliased, aspect kept) to fit 20×20, then placed in
+// 28×28 with its centre of mass at the centre, as in the MNIST paper.
+export function toMnist(source) {
+  const { width, height } = source;
+  const img = source.getContext("2d").getImageData(0, 0, width, height).data;
+  let x0 = width, y0 = height, x1 = -1, y1 = -1;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      if (img[4 * (y * width + x)] > 20) {
+        x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
+      }
+    }
+  }
+  if (x1 < 0) return null;
+  const bw = x1 - x0 + 1, bh = y1 - y0 + 1;
+  const scale = 20 / Math.max(bw, bh);
+  const w = Math.max(1, Math.round(bw * scale)), h = Math.max(1, Math.round(bh * scale));
+  const small = new OffscreenCanvas(w, h);
+  const sctx = small.getContext("2d", { willReadFrequently: true });
+  sctx.imageSmoothingEnabled = true;
+  sctx.imageSmoothingQuality = "high";
+  sctx.drawImage(source, x0, y0, bw, bh, 0, 0, w, h);
+  const px = sctx.getImageData(0, 0, w, h).data;
+  let mass = 0, cx = 0, cy = 0;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const v = px[4 * (y * w + x)];
+      mass += v; cx += v * x; cy += v * y;
+    }
+  }
+  cx = mass ? cx / mass : (w - 1) / 2;
+  cy = mass ? cy / mass : (h - 1) / 2;
+  const dx = Math.round(13.5 - cx), dy = Math.round(13.5 - cy);
+  const out = new Uint8Array(784);
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const tx = x + dx, ty = y + dy;
+      if (tx >= 0 && tx < 28 && ty >= 0 && ty < 28) out[ty * 28 + tx] = px[4 * (y * w + x)];
+    }
+  }
+  return out;
+}
+
+function preview(pixels) {
+  const c = $("input28").getContext("2d");
+  const image = c.createImageData(28, 28);
+  pixels.forEach((v, i) => image.data.set([v, v, v, 255], 4 * i));
+  c.putImageData(image, 0, 0);
+}
+
+// ---------------------------------------------------------------- live prediction
+let ember = null, busy = false, again = false;
+demo.idle = () => !busy && !again;
+
+async function predict() {
+  if (!demo.ready) return;
+  if (busy) { again = true; return; }
+  const pixels = toMnist(pad);
+  if (!pixels) return;
+  busy = true;
+  try {
+    preview(pixels);
+    const result = await ember.run("predict(PIXELS)", { PIXELS: Array.from(pixels) });
+    show(result);
+    demo.last = { ...result, input: Array.from(pixels) };
+    demo.predictions++;
+  } catch (e) {
+    demo.error = String(e.message ?? e);
+    $("status").textContent = `error: ${demo.error}`;
+  } finally {
+    busy = false;
+    if (again) { again = false; predict(); }
+  }
+}
+
+// ---------------------------------------------------------------- drawing (mouse + touch)
+let drawing = false, lastPoint = null;
+const point = (e) => {
+  const r = pad.getBoundingClientRect();
+  return [(e.clientX - r.left) * (pad.width / r.width), (e.clientY - r.top) * (pad.height / r.height)];
+};
+function stroke(to) {
+  ctx.strokeStyle = "#fff";
+  ctx.fillStyle = "#fff";
+  ctx.lineWidth = 20;
+  ctx.lineCap = ctx.lineJoin = "round";
+  ctx.beginPath();
+  const from = lastPoint ?? to;
+  ctx.moveTo(from[0], from[1]);
+  ctx.lineTo(to[0], to[1]);
+  ctx.stroke();
+  lastPoint = to;
+}
+pad.addEventListener("pointerdown", (e) => {
+  drawing = true; lastPoint = null; pad.setPointerCapture(e.pointerId); stroke(point(e));
+});
+pad.addEventListener("pointermove", (e) => { if (drawing) { stroke(point(e)); predict(); } });
+for (const type of ["pointerup", "pointercancel"]) {
+  pad.addEventListener(type, () => { if (drawing) { drawing = false; predict(); } });
+}
+$("clear").onclick = clearAll;
+clearAll();
+
+// ---------------------------------------------------------------- start
+try {
+  const status = (s) => ($("status").textContent = s);
+  ember = await loadEmber({ worker: true, baseURL: EMBER.href, backend: params.get("backend") ?? "auto", onStatus: status });
+  status("loading the model");
+  const code = await (await fetch(new URL("predict.py", import.meta.url))).text();
+  const loaded = await ember.run(code + "\nawait load_model(MODEL_BASE)", { MODEL_BASE: MODEL.href });
+  const info = ember.info;
+  $("backend").textContent = info.backend === "wgpu" ? `WebGPU (${info.adapter})` : "CPU (Python backend)";
+  $("why").textContent = info.reason;
+  status(`ready (${loaded.dataset} model, ember started in ${(info.startup_ms / 1000).toFixed(1)} s): draw a digit`);
+  demo.backend = info.backend;
+  demo.ready = true;
+} catch (e) {
+  demo.error = String(e.message ?? e);
+  $("status").textContent = `error: ${demo.error}`;
+}

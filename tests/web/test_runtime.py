@@ -1,0 +1,104 @@
+"""The web runtime itself: backend choice, sync (JSPI) and async reads, the no-JSPI error, the
+Web Worker mode and the automatic CPU fallback when WebGPU is missing. References: numpy
+float64 on CPython."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .harness import blank_page, launch_chromium, load_ember, run_python
+
+A = np.arange(12, dtype=np.float32).reshape(3, 4) / 7.0 - 0.5
+B = np.cos(np.arange(8, dtype=np.float32)).reshape(4, 2)
+EXPECTED = (np.tanh(A.astype(np.float64)) @ B.astype(np.float64)).tolist()
+
+PROGRAM = f"""
+import ember
+a = ember.tensor({A.tolist()!r}, dtype="float32", backend=BACKEND)
+b = ember.tensor({B.tolist()!r}, dtype="float32", backend=BACKEND)
+y = a.tanh() @ b
+"""
+
+
+def _close(got, want=EXPECTED):
+    np.testing.assert_allclose(np.array(got, dtype=np.float64), want, rtol=1e-5, atol=1e-6)
+
+
+def test_webgpu_chosen_and_visible(ember_page):
+    info = ember_page.ember_info
+    assert info["backend"] == "wgpu", info["reason"]
+    assert "swiftshader" in info["adapter"].lower()
+    assert info["jspi"] is True
+    assert run_python(ember_page, "import ember\nember.default_backend().name") == "wgpu"
+
+
+@pytest.mark.parametrize("backend", ["wgpu", "python"])
+def test_sync_read_through_jspi(ember_page, backend):
+    _close(run_python(ember_page, PROGRAM + "y.tolist()", {"BACKEND": backend}))
+
+
+@pytest.mark.parametrize("backend", ["wgpu", "python"])
+def test_async_read_and_async_call(ember_page, backend):
+    code = PROGRAM + """
+from ember.backends.wgpu.browser import call_async
+first = (await y.to_data_async()).tolist()
+second = (await call_async(lambda: a.tanh() @ b)).tolist()
+[first, second]
+"""
+    first, second = run_python(ember_page, code, {"BACKEND": backend})
+    _close(first)
+    _close(second)
+
+
+def test_sync_read_without_jspi_names_the_async_api(ember_page):
+    # pyodide.runPython (not runPythonAsync) has no JSPI stack: a sync GPU read can't block
+    message = ember_page.evaluate("""() => {
+        try {
+            window.ember.pyodide.runPython(
+                "import ember\\nember.tensor([1.0, 2.0], backend='wgpu').exp().tolist()");
+            return "no error";
+        } catch (e) { return e.message; }
+    }""")
+    assert "JavaScript Promise Integration" in message
+    assert "to_data_async" in message
+    # the runtime still works afterwards
+    _close(run_python(ember_page, PROGRAM + "y.tolist()", {"BACKEND": "wgpu"}))
+
+
+def test_worker_runs_ember_off_the_main_thread(browser, server):
+    page = blank_page(browser, server)
+    try:
+        info = load_ember(page, "auto", worker=True)
+        assert info["backend"] == "wgpu", info["reason"]
+        _close(run_python(page, PROGRAM + "y.tolist()", {"BACKEND": "wgpu"}))
+        assert page.evaluate("() => window.ember.worker instanceof Worker")
+    finally:
+        page.close()
+
+
+def test_cpu_fallback_when_webgpu_is_missing(playwright_instance, server):
+    browser = launch_chromium(playwright_instance, webgpu=False)
+    try:
+        page = blank_page(browser, server)
+        info = load_ember(page, "auto")
+        assert info["backend"] == "python"
+        assert "navigator.gpu" in info["reason"] or "adapter" in info["reason"]
+        _close(run_python(page, PROGRAM + "y.tolist()", {"BACKEND": "python"}))
+        assert run_python(page, "import ember\nember.default_backend().name") == "python"
+    finally:
+        browser.close()
+
+
+def test_example_page_runs_python(browser, server):
+    page = blank_page(browser, server)
+    try:
+        page.goto(server.url + "index.html")
+        page.wait_for_selector("#run:not([disabled])", timeout=120_000)
+        assert page.text_content("#backend").startswith("wgpu")
+        page.fill("#code", "import ember\nprint('sum', ember.arange(5).sum().item())")
+        page.click("#run")
+        page.wait_for_function("document.getElementById('out').textContent.includes('ms)')")
+        assert "sum 10" in page.text_content("#out")
+    finally:
+        page.close()
