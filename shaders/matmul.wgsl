@@ -1,7 +1,8 @@
 // Batched matmul, shared-memory tiles of BM×BK / BK×BN and a TM×TN register tile per lane.
 // Operands are strided views (offset, batch/row/col strides), so transposed and broadcast
 // operands need no copy. Tile sizes come from the device's limits (kernel layer).
-// meta: [batch0, n, m, k, a_off, a_sb, a_sr, a_sc, b_off, b_sb, b_sr, b_sc]
+// meta: [batch0, n, m, k, a_off, a_sb, a_sr, a_sc, b_off, b_sb, b_sr, b_sc, o_off, o_sb, o_sr]
+// (the output's columns are contiguous; its offset/strides let a conv write one batch chunk)
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
 @group(0) @binding(1) var<storage, read> a: array<{{CT}}>;
@@ -70,7 +71,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         let r = row0 + lid.y * TM + i;
         for (var j = 0u; j < TN; j = j + 1u) {
             let c = col0 + lid.x * TN + j;
-            if (r < n && c < m) { out[(batch * n + r) * m + c] = acc[i * TN + j]; }
+            if (r < n && c < m) {
+                out[u32(s(12) + i32(batch) * s(13) + i32(r) * s(14) + i32(c))] = acc[i * TN + j];
+            }
         }
     }
 }

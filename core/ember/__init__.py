@@ -53,3 +53,5 @@ int = int32  # noqa: A001
 long = int64
 
 __version__ = "0.1.0"
+from . import optim, record
+from .record import load, save

@@ -3,6 +3,7 @@
     ember backends        list backends and whether they load here
     ember info            version, default backend, optional dependencies
     ember demo mnist      train the MNIST demo CNN (dashboard, checkpoints, run folder)
+    ember demo classify   ImageNet top-5 for photos (EfficientNet-Lite0, PyTorch weights)
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ def _add_demo(sub) -> None:
     mnist.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     mnist.add_argument("--seed", type=int, default=0)
     mnist.set_defaults(run=_demo_mnist)
+    from .demos.classify import add_subcommand as add_classify
+
+    add_classify(demo)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,9 @@ INTS = ("int32", "int64", "int8", "uint8")
 NUMERIC = FLOATS + INTS
 
 CASES: list[Case] = []  # filled by the catalog modules as they import
+# Case id -> its numpy reference function (CPython only; the gradient suite differentiates it
+# by finite differences). Kept out of Case so cases stay plain, serializable data.
+REFS: dict = {}
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -104,10 +107,14 @@ def _first_dtype(args) -> str:
     return ""
 
 
+def _is_float_spec(a) -> bool:
+    if isinstance(a, (list, tuple)):  # cat/stack take a sequence of tensors
+        return any(_is_float_spec(x) for x in a)
+    return isinstance(a, T) and np.asarray(a.data).dtype.kind == "f"
+
+
 def _tensor_indices(args) -> tuple[int, ...]:
-    return tuple(
-        i for i, a in enumerate(args) if isinstance(a, T) and np.asarray(a.data).dtype.kind == "f"
-    )
+    return tuple(i for i, a in enumerate(args) if _is_float_spec(a))
 
 
 def expected_array(value, dtype: str) -> np.ndarray:
@@ -146,9 +153,7 @@ def case(
     if out is None:
         out = _first_dtype(args) or "float32"
     dtypes = tuple(out) if isinstance(out, (tuple, list)) else (out,) * len(outs)
-    expected = tuple(
-        Expected(expected_array(o, d), d, check_values) for o, d in zip(outs, dtypes)
-    )
+    expected = tuple(Expected(expected_array(o, d), d, check_values) for o, d in zip(outs, dtypes))
     rtol = atol = 0.0
     for d in dtypes:
         r, a = tolerance(d, tol)
@@ -169,11 +174,18 @@ def case(
         tags=tuple(tags),
     )
     CASES.append(c)
+    REFS[id] = ref
     return c
 
 
 # Dtype short names used in ids.
 SHORT = {
-    "float32": "f32", "float16": "f16", "float64": "f64", "int32": "i32", "int64": "i64",
-    "int8": "i8", "uint8": "u8", "bool": "b",
+    "float32": "f32",
+    "float16": "f16",
+    "float64": "f64",
+    "int32": "i32",
+    "int64": "i64",
+    "int8": "i8",
+    "uint8": "u8",
+    "bool": "b",
 }

@@ -1,4 +1,5 @@
-"""``pytest tests/conformance --backend=NAME`` (default numpy; ``all`` or a comma list too).
+"""``pytest tests/conformance --backend=NAME`` (default numpy; ``all`` or a comma list too;
+the option itself is registered in tests/conftest.py).
 
 Every test taking the ``backend`` fixture runs once per selected backend. Entries of
 ``known_failures.py`` become xfail(strict=True).
@@ -10,18 +11,6 @@ import pytest
 
 from .backends import Unavailable, make_backend, names
 from .known_failures import reason
-
-
-def pytest_addoption(parser):
-    try:
-        parser.addoption(
-            "--backend",
-            action="store",
-            default="numpy",
-            help="conformance backend: python, numpy, wgpu, autodiff-X, a comma list, or all",
-        )
-    except ValueError:  # already registered by a parent conftest
-        pass
 
 
 def pytest_generate_tests(metafunc):

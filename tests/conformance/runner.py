@@ -39,7 +39,7 @@ def resolve(op: str):
         return getattr(builtins, rest)
     root = {"ember": ember, "F": None}[head]
     if head == "F":
-        import ember.nn.functional as root  # noqa: PLC0415 (optional until nn exists)
+        import ember.nn.functional as root
     obj = root
     for part in rest.split("."):
         obj = getattr(obj, part)
@@ -47,15 +47,19 @@ def resolve(op: str):
 
 
 def make_tensor(spec: T, backend):
-    t = ember.tensor(spec.data, backend=backend)
-    if spec.transform:
-        kind = spec.transform[0]
+    return apply_transform(ember.tensor(spec.data, backend=backend), spec.transform)
+
+
+def apply_transform(t, transform: tuple):
+    """The logical (non-contiguous) tensor of a spec from its stored data ``t``."""
+    if transform:
+        kind = transform[0]
         if kind == "transpose":
             t = t.transpose(-1, -2)
         elif kind == "slice":
             t = t[..., ::2]
         elif kind == "expand":
-            t = t.expand(*spec.transform[1])
+            t = t.expand(*transform[1])
         else:
             raise ValueError(f"unknown input transform {kind!r}")
     return t
@@ -74,8 +78,13 @@ def materialize(value: Any, backend) -> Any:
 
 
 def call(case: Case, backend):
-    args = materialize(tuple(case.args), backend)
-    kwargs = materialize(dict(case.kwargs), backend)
+    return invoke(
+        case, materialize(tuple(case.args), backend), materialize(dict(case.kwargs), backend), backend
+    )
+
+
+def invoke(case: Case, args: tuple, kwargs: dict, backend):
+    """Call the case's op on already materialized arguments."""
     if case.pass_backend:
         kwargs["backend"] = backend
     fn = resolve(case.op)
@@ -83,6 +92,36 @@ def call(case: Case, backend):
         attr = getattr(args[0], case.op.split(".", 1)[1])
         return attr(*args[1:], **kwargs) if callable(attr) else attr
     return fn(*args, **kwargs)
+
+
+_DTYPE_NAMES = {"bool", "uint8", "int8", "int32", "int64", "float16", "float32", "float64"}
+
+
+def case_dtypes(case: Case) -> set[str]:
+    """Every dtype a case touches: its inputs, dtype arguments and expected outputs."""
+    found: set[str] = {e.dtype for e in case.expected}
+
+    def visit(v: Any) -> None:
+        if isinstance(v, T):
+            found.add(v.data.dtype.name)
+        elif isinstance(v, (tuple, list)):
+            for x in v:
+                visit(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                visit(x)
+        elif isinstance(v, str) and v in _DTYPE_NAMES:
+            found.add(v)
+
+    visit(tuple(case.args))
+    visit(dict(case.kwargs))
+    return found
+
+
+def missing_dtypes(case: Case, backend) -> list[str]:
+    """Dtypes of the case the backend's caps lack (such cases are skipped, not failed)."""
+    have = {d.name for d in backend.caps.dtypes}
+    return sorted(case_dtypes(case) - have)
 
 
 # ---------------------------------------------------------------------------- comparison
@@ -113,7 +152,9 @@ def compare(result, e: Expected, case: Case, label: str = "output") -> None:
         return
     got = data.values()
     if e.dtype in ("float16", "float32", "float64"):
-        bad = [i for i, (g, w) in enumerate(zip(got, want)) if not _close(g, w, case.rtol, case.atol)]
+        bad = [
+            i for i, (g, w) in enumerate(zip(got, want)) if not _close(g, w, case.rtol, case.atol)
+        ]
     else:
         bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
     if bad:

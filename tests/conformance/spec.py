@@ -70,8 +70,11 @@ def tolerance(dtype: str, scale: float = 1.0) -> tuple[float, float]:
 
 # ---------------------------------------------------------------------------- JSON encoding
 def _encode_array(a: Any) -> dict:
-    if hasattr(a, "buffer") and hasattr(a, "dtype") and hasattr(a, "shape") and not hasattr(
-        a, "tobytes"
+    if (
+        hasattr(a, "buffer")
+        and hasattr(a, "dtype")
+        and hasattr(a, "shape")
+        and not hasattr(a, "tobytes")
     ):  # TensorData
         raw, dtype, shape = a.buffer, a.dtype.name, a.shape
     else:  # numpy
@@ -179,4 +182,3 @@ def dumps(cases: list[Case]) -> str:
 
 def loads(text: str) -> list[Case]:
     return [decode_case(d) for d in json.loads(text)["cases"]]
-

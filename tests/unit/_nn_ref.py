@@ -3,10 +3,9 @@ and backward against torch (the independent reference)."""
 
 from __future__ import annotations
 
+import ember
 import numpy as np
 import pytest
-
-import ember
 
 torch = pytest.importorskip("torch")
 

@@ -8,10 +8,9 @@ import gc
 import math
 import weakref
 
+import ember
 import numpy as np
 import pytest
-
-import ember
 from ember import dtype as dt
 from ember.autodiff import Autodiff, Gradients, checkpoint, graph_stats, no_grad
 from ember.tensor import Tensor
@@ -27,8 +26,10 @@ def _python_ready() -> bool:
 
 BACKENDS = [
     "autodiff-numpy",
-    pytest.param("autodiff-python", marks=pytest.mark.skipif(
-        not _python_ready(), reason="python backend incomplete")),
+    pytest.param(
+        "autodiff-python",
+        marks=pytest.mark.skipif(not _python_ready(), reason="python backend incomplete"),
+    ),
 ]
 
 
@@ -149,78 +150,170 @@ CASES = {
     "floor": (prim("float_floor"), np.floor, [np.array([-1.3, 0.4, 2.6])], tf(lambda t: t.floor)),
     "ceil": (prim("float_ceil"), np.ceil, [np.array([-1.3, 0.4, 2.6])], tf(lambda t: t.ceil)),
     "round": (prim("float_round"), np.round, [np.array([-1.3, 0.4, 2.6])], tf(lambda t: t.round)),
-    "sum": (prim("float_sum", (0, 2)), lambda x: x.sum(axis=(0, 2), keepdims=True), [r(2, 3, 4)],
-            tf(lambda t: lambda x: x.sum(dim=(0, 2), keepdim=True))),
-    "prod": (prim("float_prod", (1,)), lambda x: x.prod(axis=1, keepdims=True), [r(3, 4)],
-             tf(lambda t: lambda x: x.prod(dim=1, keepdim=True))),
-    "prod_zeros": (prim("float_prod", (0, 1)), lambda x: x.prod(axis=(0, 1), keepdims=True),
-                   [np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]])], None),
-    "prod_two_zeros": (prim("float_prod", (1,)), lambda x: x.prod(axis=1, keepdims=True),
-                       [np.array([[1.5, 0.0, 0.0], [0.0, -1.0, 3.0]])], None),
-    "max": (prim("float_max", (1,)), lambda x: x.max(axis=1, keepdims=True), [r(3, 4)],
-            tf(lambda t: lambda x: x.amax(dim=1, keepdim=True))),
-    "min": (prim("float_min", (0, 1)), lambda x: x.min(axis=(0, 1), keepdims=True), [r(3, 4)],
-            tf(lambda t: lambda x: x.amin(dim=(0, 1), keepdim=True))),
-    "cumsum": (prim("float_cumsum", 1), lambda x: np.cumsum(x, axis=1), [r(3, 4)],
-               tf(lambda t: lambda x: x.cumsum(dim=1))),
-    "cumprod": (prim("float_cumprod", 1), lambda x: np.cumprod(x, axis=1), [r(3, 4)],
-                tf(lambda t: lambda x: x.cumprod(dim=1))),
-    "cumprod_zeros": (prim("float_cumprod", 1), lambda x: np.cumprod(x, axis=1),
-                      [np.array([[1.5, 0.0, 2.0, 0.5], [0.0, 0.0, 3.0, 1.2],
-                                 [0.7, 2.0, -1.0, 0.0]])],
-                      tf(lambda t: lambda x: x.cumprod(dim=1))),
-    "matmul": (prim("float_matmul"), np.matmul, [r(2, 3, 4), r(2, 4, 5)],
-               tf(lambda t: t.matmul)),
+    "sum": (
+        prim("float_sum", (0, 2)),
+        lambda x: x.sum(axis=(0, 2), keepdims=True),
+        [r(2, 3, 4)],
+        tf(lambda t: lambda x: x.sum(dim=(0, 2), keepdim=True)),
+    ),
+    "prod": (
+        prim("float_prod", (1,)),
+        lambda x: x.prod(axis=1, keepdims=True),
+        [r(3, 4)],
+        tf(lambda t: lambda x: x.prod(dim=1, keepdim=True)),
+    ),
+    "prod_zeros": (
+        prim("float_prod", (0, 1)),
+        lambda x: x.prod(axis=(0, 1), keepdims=True),
+        [np.array([[1.5, 0.0, 2.0], [0.5, -1.0, 3.0]])],
+        None,
+    ),
+    "prod_two_zeros": (
+        prim("float_prod", (1,)),
+        lambda x: x.prod(axis=1, keepdims=True),
+        [np.array([[1.5, 0.0, 0.0], [0.0, -1.0, 3.0]])],
+        None,
+    ),
+    "max": (
+        prim("float_max", (1,)),
+        lambda x: x.max(axis=1, keepdims=True),
+        [r(3, 4)],
+        tf(lambda t: lambda x: x.amax(dim=1, keepdim=True)),
+    ),
+    "min": (
+        prim("float_min", (0, 1)),
+        lambda x: x.min(axis=(0, 1), keepdims=True),
+        [r(3, 4)],
+        tf(lambda t: lambda x: x.amin(dim=(0, 1), keepdim=True)),
+    ),
+    "cumsum": (
+        prim("float_cumsum", 1),
+        lambda x: np.cumsum(x, axis=1),
+        [r(3, 4)],
+        tf(lambda t: lambda x: x.cumsum(dim=1)),
+    ),
+    "cumprod": (
+        prim("float_cumprod", 1),
+        lambda x: np.cumprod(x, axis=1),
+        [r(3, 4)],
+        tf(lambda t: lambda x: x.cumprod(dim=1)),
+    ),
+    "cumprod_zeros": (
+        prim("float_cumprod", 1),
+        lambda x: np.cumprod(x, axis=1),
+        [np.array([[1.5, 0.0, 2.0, 0.5], [0.0, 0.0, 3.0, 1.2], [0.7, 2.0, -1.0, 0.0]])],
+        tf(lambda t: lambda x: x.cumprod(dim=1)),
+    ),
+    "matmul": (prim("float_matmul"), np.matmul, [r(2, 3, 4), r(2, 4, 5)], tf(lambda t: t.matmul)),
     "reshape": (prim("reshape", (3, 4)), lambda x: x.reshape(3, 4), [r(2, 6)], None),
     "permute": (prim("permute", (2, 0, 1)), lambda x: x.transpose(2, 0, 1), [r(2, 3, 4)], None),
-    "expand": (prim("expand", (2, 3, 4)), lambda x: np.broadcast_to(x, (2, 3, 4)), [r(1, 3, 1)],
-               None),
+    "expand": (
+        prim("expand", (2, 3, 4)),
+        lambda x: np.broadcast_to(x, (2, 3, 4)),
+        [r(1, 3, 1)],
+        None,
+    ),
     "slice": (prim("slice", _slice_ranges()), lambda x: x[0:3:2, ::-1], [r(4, 3)], None),
     "slice_assign": (
-        lambda x, v: Tensor(x.backend.slice_assign(x._prim, ((1, 3, 1), (0, 3, 2)), v._prim),
-                            x.backend),
-        lambda x, v: _np_slice_assign(x, v), [r(4, 3), r(2, 2)], None),
-    "cat": (lambda a, b: Tensor(a.backend.cat([a._prim, b._prim], 1), a.backend),
-            lambda a, b: np.concatenate([a, b], axis=1), [r(2, 3), r(2, 2)], None),
+        lambda x, v: Tensor(
+            x.backend.slice_assign(x._prim, ((1, 3, 1), (0, 3, 2)), v._prim), x.backend
+        ),
+        lambda x, v: _np_slice_assign(x, v),
+        [r(4, 3), r(2, 2)],
+        None,
+    ),
+    "cat": (
+        lambda a, b: Tensor(a.backend.cat([a._prim, b._prim], 1), a.backend),
+        lambda a, b: np.concatenate([a, b], axis=1),
+        [r(2, 3), r(2, 2)],
+        None,
+    ),
     "gather": (
         lambda x: Tensor(x.backend.gather(x._prim, 1, _idx(x, _gather_idx())), x.backend),
-        lambda x: np.take_along_axis(x, _gather_idx(), 1), [r(2, 4)],
-        tf(lambda t: lambda x: t.gather(x, 1, t.tensor(_gather_idx())))),
+        lambda x: np.take_along_axis(x, _gather_idx(), 1),
+        [r(2, 4)],
+        tf(lambda t: lambda x: t.gather(x, 1, t.tensor(_gather_idx()))),
+    ),
     "scatter_add": (
-        lambda x, s: Tensor(x.backend.scatter(x._prim, 1, _idx(x, _gather_idx()), s._prim,
-                                              "add"), x.backend),
-        lambda x, s: _np_scatter_add(x, s), [r(2, 4), r(2, 3)],
-        tf(lambda t: lambda x, s: x.scatter_add(1, t.tensor(_gather_idx()), s))),
+        lambda x, s: Tensor(
+            x.backend.scatter(x._prim, 1, _idx(x, _gather_idx()), s._prim, "add"), x.backend
+        ),
+        lambda x, s: _np_scatter_add(x, s),
+        [r(2, 4), r(2, 3)],
+        tf(lambda t: lambda x, s: x.scatter_add(1, t.tensor(_gather_idx()), s)),
+    ),
     "scatter_replace": (
-        lambda x, s: Tensor(x.backend.scatter(x._prim, 1, _idx(x, np.array([[3, 1], [0, 2]])),
-                                              s._prim), x.backend),
-        lambda x, s: _np_scatter(x, s), [r(2, 4), r(2, 2)],
-        tf(lambda t: lambda x, s: x.scatter(1, t.tensor([[3, 1], [0, 2]]), s))),
+        lambda x, s: Tensor(
+            x.backend.scatter(x._prim, 1, _idx(x, np.array([[3, 1], [0, 2]])), s._prim), x.backend
+        ),
+        lambda x, s: _np_scatter(x, s),
+        [r(2, 4), r(2, 2)],
+        tf(lambda t: lambda x, s: x.scatter(1, t.tensor([[3, 1], [0, 2]]), s)),
+    ),
     "index_select": (
-        lambda x: Tensor(x.backend.index_select(x._prim, 0, _idx(x, np.array([2, 0, 2]))),
-                         x.backend),
-        lambda x: x[[2, 0, 2]], [r(3, 2)], None),
+        lambda x: Tensor(
+            x.backend.index_select(x._prim, 0, _idx(x, np.array([2, 0, 2]))), x.backend
+        ),
+        lambda x: x[[2, 0, 2]],
+        [r(3, 2)],
+        None,
+    ),
     "where": (
         lambda a, b: Tensor(a.backend.where(_bool(a, _mask()), a._prim, b._prim), a.backend),
-        lambda a, b: np.where(_mask(), a, b), [r(2, 3), r(2, 3)], None),
-    "sort": (lambda x: Tensor(x.backend.float_sort(x._prim, 1, False)[0], x.backend), _sort_np,
-             [r(3, 5)], tf(lambda t: lambda x: t.sort(x, dim=1).values)),
-    "sort_desc": (lambda x: Tensor(x.backend.float_sort(x._prim, 0, True)[0], x.backend),
-                  lambda x: -np.sort(-x, axis=0, kind="stable"), [r(4, 2)], None),
+        lambda a, b: np.where(_mask(), a, b),
+        [r(2, 3), r(2, 3)],
+        None,
+    ),
+    "sort": (
+        lambda x: Tensor(x.backend.float_sort(x._prim, 1, False)[0], x.backend),
+        _sort_np,
+        [r(3, 5)],
+        tf(lambda t: lambda x: t.sort(x, dim=1).values),
+    ),
+    "sort_desc": (
+        lambda x: Tensor(x.backend.float_sort(x._prim, 0, True)[0], x.backend),
+        lambda x: -np.sort(-x, axis=0, kind="stable"),
+        [r(4, 2)],
+        None,
+    ),
     # composites Autodiff runs on the inner backend with a dedicated rule
-    "sigmoid": (prim("float_sigmoid"), lambda x: 1 / (1 + np.exp(-x)), [r(2, 3)],
-                tf(lambda t: t.sigmoid)),
+    "sigmoid": (
+        prim("float_sigmoid"),
+        lambda x: 1 / (1 + np.exp(-x)),
+        [r(2, 3)],
+        tf(lambda t: t.sigmoid),
+    ),
     "mean": (prim("float_mean", (1,)), lambda x: x.mean(axis=1, keepdims=True), [r(3, 4)], None),
-    "var": (prim("float_var", (0, 1), 1), lambda x: x.var(axis=(0, 1), keepdims=True, ddof=1),
-            [r(3, 4)], None),
-    "logsumexp": (prim("float_logsumexp", (1,)), lambda x: _np_lse(x), [r(3, 4)],
-                  tf(lambda t: lambda x: t.logsumexp(x, dim=1, keepdim=True))),
-    "relu": (prim("relu"), lambda x: np.maximum(x, 0), [np.array([-1.0, -0.2, 0.3, 2.0])],
-             tf(lambda t: t.relu)),
-    "softmax": (prim("softmax", 1), lambda x: _np_softmax(x), [r(3, 4)],
-                tf(lambda t: lambda x: t.softmax(x, dim=1))),
-    "log_softmax": (prim("log_softmax", 0), lambda x: np.log(_np_softmax(x.T).T), [r(3, 4)],
-                    tf(lambda t: lambda x: t.log_softmax(x, dim=0))),
+    "var": (
+        prim("float_var", (0, 1), 1),
+        lambda x: x.var(axis=(0, 1), keepdims=True, ddof=1),
+        [r(3, 4)],
+        None,
+    ),
+    "logsumexp": (
+        prim("float_logsumexp", (1,)),
+        lambda x: _np_lse(x),
+        [r(3, 4)],
+        tf(lambda t: lambda x: t.logsumexp(x, dim=1, keepdim=True)),
+    ),
+    "relu": (
+        prim("relu"),
+        lambda x: np.maximum(x, 0),
+        [np.array([-1.0, -0.2, 0.3, 2.0])],
+        tf(lambda t: t.relu),
+    ),
+    "softmax": (
+        prim("softmax", 1),
+        lambda x: _np_softmax(x),
+        [r(3, 4)],
+        tf(lambda t: lambda x: t.softmax(x, dim=1)),
+    ),
+    "log_softmax": (
+        prim("log_softmax", 0),
+        lambda x: np.log(_np_softmax(x.T).T),
+        [r(3, 4)],
+        tf(lambda t: lambda x: t.log_softmax(x, dim=0)),
+    ),
 }
 
 
@@ -286,9 +379,13 @@ def test_every_required_primitive_is_implemented():
 def test_nondifferentiable_ops_forward_untracked(backend):
     x = ember.tensor([[3.0, 1.0, 2.0]], backend=backend).require_grad()
     b = x.backend
-    for out in (b.float_lt(x._prim, x._prim), b.float_argmax(x._prim, 1),
-                b.float_isnan(x._prim), b.cast(x._prim, dt.int32), b.float_sort(x._prim, 1,
-                                                                                  False)[1]):
+    for out in (
+        b.float_lt(x._prim, x._prim),
+        b.float_argmax(x._prim, 1),
+        b.float_isnan(x._prim),
+        b.cast(x._prim, dt.int32),
+        b.float_sort(x._prim, 1, False)[1],
+    ):
         assert out.node is None
     assert b.float_sort(x._prim, 1, False)[0].node is not None
     assert Tensor(b.float_argmax(x._prim, 1), b).tolist() == [[0]]
@@ -319,24 +416,31 @@ def test_float_casts_pass_the_gradient(backend):
 TENSOR_CASES = {
     "broadcast_mul": (lambda a, b: a * b, lambda a, b: a * b, [r(3, 1), r(1, 4)]),
     "broadcast_add_rank": (lambda a, b: a + b, lambda a, b: a + b, [r(2, 3, 4), r(4)]),
-    "scalar_ops": (lambda a: (2.0 - a) / 3.0 + a ** 2, lambda a: (2.0 - a) / 3.0 + a ** 2,
-                   [r(2, 3)]),
+    "scalar_ops": (lambda a: (2.0 - a) / 3.0 + a**2, lambda a: (2.0 - a) / 3.0 + a**2, [r(2, 3)]),
     "mean": (lambda a: a.mean(dim=1), lambda a: a.mean(axis=1), [r(3, 4)]),
     "var": (lambda a: a.var(dim=0), lambda a: a.var(axis=0, ddof=1), [r(3, 4)]),
     "std": (lambda a: a.std(), lambda a: a.std(ddof=1), [r(3, 4)]),
-    "logsumexp": (lambda a: a.logsumexp(dim=1), lambda a: np.log(np.exp(a).sum(axis=1)),
-                  [r(3, 4)]),
+    "logsumexp": (lambda a: a.logsumexp(dim=1), lambda a: np.log(np.exp(a).sum(axis=1)), [r(3, 4)]),
     "tan": (lambda a: a.tan(), np.tan, [r(2, 3, lo=-1, hi=1)]),
     "sinh_cosh": (lambda a: a.sinh() * a.cosh(), lambda a: np.sinh(a) * np.cosh(a), [r(5)]),
     "atan2": (lambda y, x: ember.atan2(y, x), np.arctan2, [r(4, lo=0.5), r(4)]),
-    "remainder": (lambda a, b: a % b, np.remainder, [np.array([5.3, -2.2, 7.1]),
-                                                     np.array([2.0, 1.5, -3.0])]),
+    "remainder": (
+        lambda a, b: a % b,
+        np.remainder,
+        [np.array([5.3, -2.2, 7.1]), np.array([2.0, 1.5, -3.0])],
+    ),
     "matmul_2d": (lambda a, b: a @ b, lambda a, b: a @ b, [r(3, 4), r(4, 2)]),
     "getitem": (lambda a: a[1:, ::2], lambda a: a[1:, ::2], [r(3, 4)]),
-    "transpose_reshape": (lambda a: a.transpose(0, 1).reshape(-1), lambda a: a.T.reshape(-1),
-                          [r(3, 4)]),
-    "clamp": (lambda a: a.clamp(-0.5, 0.5), lambda a: np.clip(a, -0.5, 0.5),
-              [np.array([-1.0, -0.3, 0.2, 0.9])]),
+    "transpose_reshape": (
+        lambda a: a.transpose(0, 1).reshape(-1),
+        lambda a: a.T.reshape(-1),
+        [r(3, 4)],
+    ),
+    "clamp": (
+        lambda a: a.clamp(-0.5, 0.5),
+        lambda a: np.clip(a, -0.5, 0.5),
+        [np.array([-1.0, -0.3, 0.2, 0.9])],
+    ),
     "sum_all": (lambda a: a.sum(), lambda a: a.sum(), [r(2, 3)]),
     "max_dim": (lambda a: a.amax(dim=1), lambda a: a.max(axis=1), [r(3, 4)]),
 }
@@ -360,27 +464,39 @@ def _functional():
 F = _functional()
 NN_CASES = {
     "softmax": (lambda F, a: F.softmax(a, dim=-1), _np_softmax, [r(3, 4)]),
-    "log_softmax": (lambda F, a: F.log_softmax(a, dim=1), lambda a: np.log(_np_softmax(a)),
-                    [r(3, 4)]),
+    "log_softmax": (
+        lambda F, a: F.log_softmax(a, dim=1),
+        lambda a: np.log(_np_softmax(a)),
+        [r(3, 4)],
+    ),
     "gelu": (lambda F, a: F.gelu(a), lambda a: 0.5 * a * (1 + _erf(a / math.sqrt(2))), [r(6)]),
     "silu": (lambda F, a: F.silu(a), lambda a: a / (1 + np.exp(-a)), [r(6)]),
-    "conv2d": (lambda F, a, w: F.conv2d(a, w, padding=1), lambda a, w: _np_conv2d(a, w, 1),
-               [r(1, 2, 4, 4), r(3, 2, 3, 3)]),
-    "max_pool2d": (lambda F, a: F.max_pool2d(a, 2), lambda a: a.reshape(1, 2, 2, 2, 2, 2)
-                   .max(axis=(3, 5)), [rng.permutation(32).reshape(1, 2, 4, 4) / 7.0]),
-    "avg_pool2d": (lambda F, a: F.avg_pool2d(a, 2), lambda a: a.reshape(1, 2, 2, 2, 2, 2)
-                   .mean(axis=(3, 5)), [r(1, 2, 4, 4)]),
+    "conv2d": (
+        lambda F, a, w: F.conv2d(a, w, padding=1),
+        lambda a, w: _np_conv2d(a, w, 1),
+        [r(1, 2, 4, 4), r(3, 2, 3, 3)],
+    ),
+    "max_pool2d": (
+        lambda F, a: F.max_pool2d(a, 2),
+        lambda a: a.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)),
+        [rng.permutation(32).reshape(1, 2, 4, 4) / 7.0],
+    ),
+    "avg_pool2d": (
+        lambda F, a: F.avg_pool2d(a, 2),
+        lambda a: a.reshape(1, 2, 2, 2, 2, 2).mean(axis=(3, 5)),
+        [r(1, 2, 4, 4)],
+    ),
 }
 
 
 def _np_conv2d(x, w, pad):
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    n, c, h, wd = xp.shape
+    n, _c, h, wd = xp.shape
     co, _, kh, kw = w.shape
     out = np.zeros((n, co, h - kh + 1, wd - kw + 1))
     for i in range(out.shape[2]):
         for j in range(out.shape[3]):
-            out[:, :, i, j] = np.einsum("nchw,ochw->no", xp[:, :, i:i + kh, j:j + kw], w)
+            out[:, :, i, j] = np.einsum("nchw,ochw->no", xp[:, :, i : i + kh, j : j + kw], w)
     return out
 
 
@@ -391,7 +507,8 @@ def test_nn_functional_gradients(backend, case):
         pytest.skip("ember.nn.functional not available")
     f_ember, f_np, arrays = NN_CASES[case]
     name = {"conv2d": "conv2d", "max_pool2d": "max_pool2d", "avg_pool2d": "avg_pool2d"}.get(
-        case, case)
+        case, case
+    )
     if not hasattr(F, name):
         pytest.skip(f"ember.nn.functional.{name} not written yet")
     gradcheck(backend, lambda *xs: f_ember(F, *xs), f_np, *arrays)
@@ -541,23 +658,38 @@ def test_long_chains_backward_without_recursion():
         for _ in range(3000):
             h = h * 1.0001
     g = x.grad(h.sum().backward())
-    np.testing.assert_allclose(g.numpy(), [1.0001 ** 3000], rtol=1e-9)
+    np.testing.assert_allclose(g.numpy(), [1.0001**3000], rtol=1e-9)
 
 
 # ---------------------------------------------------------------------- conv / pool vs PyTorch
 MODULE_CASES = {
-    "conv1d_stride_dilation": ("conv1d", dict(stride=2, padding=2, dilation=2), [r(2, 3, 11),
-                                                                                r(4, 3, 3), r(4)]),
-    "conv2d_groups": ("conv2d", dict(stride=(2, 1), padding=1, groups=2),
-                      [r(2, 4, 5, 6), r(6, 2, 3, 2), r(6)]),
-    "conv2d_no_bias": ("conv2d", dict(padding=(0, 1)), [r(1, 2, 4, 5), r(3, 2, 2, 3)]),
-    "max_pool2d_ceil": ("max_pool2d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
-                        [rng.permutation(2 * 2 * 7 * 6).reshape(2, 2, 7, 6) / 9.0]),
-    "max_pool1d_dilation": ("max_pool1d", dict(kernel_size=2, stride=1, dilation=2),
-                            [rng.permutation(18).reshape(1, 2, 9) / 5.0]),
-    "avg_pool2d_pad": ("avg_pool2d", dict(kernel_size=3, stride=2, padding=1,
-                                          count_include_pad=False), [r(2, 2, 5, 6)]),
-    "avg_pool2d_ceil": ("avg_pool2d", dict(kernel_size=2, ceil_mode=True), [r(1, 3, 5, 5)]),
+    "conv1d_stride_dilation": (
+        "conv1d",
+        {"stride": 2, "padding": 2, "dilation": 2},
+        [r(2, 3, 11), r(4, 3, 3), r(4)],
+    ),
+    "conv2d_groups": (
+        "conv2d",
+        {"stride": (2, 1), "padding": 1, "groups": 2},
+        [r(2, 4, 5, 6), r(6, 2, 3, 2), r(6)],
+    ),
+    "conv2d_no_bias": ("conv2d", {"padding": (0, 1)}, [r(1, 2, 4, 5), r(3, 2, 2, 3)]),
+    "max_pool2d_ceil": (
+        "max_pool2d",
+        {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+        [rng.permutation(2 * 2 * 7 * 6).reshape(2, 2, 7, 6) / 9.0],
+    ),
+    "max_pool1d_dilation": (
+        "max_pool1d",
+        {"kernel_size": 2, "stride": 1, "dilation": 2},
+        [rng.permutation(18).reshape(1, 2, 9) / 5.0],
+    ),
+    "avg_pool2d_pad": (
+        "avg_pool2d",
+        {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False},
+        [r(2, 2, 5, 6)],
+    ),
+    "avg_pool2d_ceil": ("avg_pool2d", {"kernel_size": 2, "ceil_mode": True}, [r(1, 3, 5, 5)]),
 }
 
 
@@ -577,7 +709,7 @@ def test_module_ops_against_torch(backend, case):
 
     def f_ember(*xs):
         out = getattr(F, name)(*xs, **kwargs)
-        assert out._prim.node.name == name.split("1d")[0].split("2d")[0].replace("conv", "conv")
+        assert out._prim.node.name == name[:-2]  # Autodiff's override ran, not the composite
         return out
 
     gradcheck(backend, f_ember, f_np, *arrays, torch_fn=f_torch)
@@ -586,6 +718,7 @@ def test_module_ops_against_torch(backend, case):
 def test_max_pool_gives_a_tie_to_the_first_maximum():
     if F is None:
         pytest.skip("ember.nn.functional not available")
+    # windows [1, 3], [3, 3], [3, 2]: the tied middle window picks index 1 (PyTorch agrees)
     x = ember.tensor([[[1.0, 3.0, 3.0, 2.0]]], dtype=ember.float64, backend=AD).require_grad()
     grads = F.max_pool1d(x, 2, stride=1).sum().backward()
-    assert x.grad(grads).tolist() == [[[0.0, 2.0, 0.0, 0.0]]]  # PyTorch: [0, 2, 0, 0]
+    assert x.grad(grads).tolist() == [[[0.0, 2.0, 1.0, 0.0]]]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+import ember
 import numpy as np
 import pytest
-
-import ember
-from ember import nn
-
 from _nn_ref import AD, compare, copy_weights, to_ember, torch
+from ember import nn
 
 tnn = torch.nn
 rng = np.random.default_rng(0)

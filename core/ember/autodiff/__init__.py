@@ -47,6 +47,12 @@ register("autodiff-numpy", lambda: Autodiff(get_backend("numpy")))
 register("autodiff-python", lambda: Autodiff(get_backend("python")))
 
 __all__ = [
-    "ADPrim", "Autodiff", "Gradients", "checkpoint", "enable_grad", "grad_enabled",
-    "graph_stats", "no_grad",
+    "ADPrim",
+    "Autodiff",
+    "Gradients",
+    "checkpoint",
+    "enable_grad",
+    "grad_enabled",
+    "graph_stats",
+    "no_grad",
 ]

@@ -22,7 +22,7 @@ from .rules import RULES
 class ADPrim:
     """An Autodiff primitive: the inner backend's primitive and, when tracked, its node."""
 
-    __slots__ = ("inner", "node", "__weakref__")
+    __slots__ = ("__weakref__", "inner", "node")
 
     def __init__(self, inner, node: Node | None = None):
         self.inner = inner
@@ -95,12 +95,22 @@ class Autodiff(ModuleMethods, Backend):
         dtypes = tuple(inner.dtype(x.inner) for x in inputs)
         if spec.cheap and (self.checkpointing or current_strategy()):
             # keep the inputs (or their producers), not the output: backward recomputes it
-            node = Node(name, parents, spec.fn, tuple(_slot(x) for x in inputs),
-                        SELF if spec.out else None, params, shapes, dtypes, fwd)
+            node = Node(
+                name,
+                parents,
+                spec.fn,
+                tuple(_slot(x) for x in inputs),
+                SELF if spec.out else None,
+                params,
+                shapes,
+                dtypes,
+                fwd,
+            )
         else:
             slots = tuple(_slot(x) if i in spec.inputs else None for i, x in enumerate(inputs))
-            node = Node(name, parents, spec.fn, slots, out if spec.out else None, params,
-                        shapes, dtypes)
+            node = Node(
+                name, parents, spec.fn, slots, out if spec.out else None, params, shapes, dtypes
+            )
         return ADPrim(out, node)
 
     # ------------------------------------------------------------------ data
@@ -128,8 +138,9 @@ class Autodiff(ModuleMethods, Backend):
     # ------------------------------------------------------------------ layout and indexing
     def slice_assign(self, x, ranges, value):
         inner = self.inner
-        return self._apply("slice_assign", (x, value), (ranges,),
-                           lambda a, v: inner.slice_assign(a, ranges, v))
+        return self._apply(
+            "slice_assign", (x, value), (ranges,), lambda a, v: inner.slice_assign(a, ranges, v)
+        )
 
     def cat(self, xs, dim):
         inner = self.inner
@@ -141,13 +152,18 @@ class Autodiff(ModuleMethods, Backend):
 
     def scatter(self, x, dim, index, src, reduce="none"):
         inner = self.inner
-        return self._apply("scatter", (x, index, src), (dim, reduce),
-                           lambda a, i, s: inner.scatter(a, dim, i, s, reduce))
+        return self._apply(
+            "scatter",
+            (x, index, src),
+            (dim, reduce),
+            lambda a, i, s: inner.scatter(a, dim, i, s, reduce),
+        )
 
     def index_select(self, x, dim, index):
         inner = self.inner
-        return self._apply("index_select", (x, index), (dim,),
-                           lambda a, i: inner.index_select(a, dim, i))
+        return self._apply(
+            "index_select", (x, index), (dim,), lambda a, i: inner.index_select(a, dim, i)
+        )
 
     def where(self, cond, a, b):
         return self._apply("where", (cond, a, b))
@@ -194,19 +210,63 @@ def _forward(name: str):
 
 
 _UNARY = (
-    "float_neg", "float_abs", "float_exp", "float_log", "float_sqrt", "float_sin", "float_cos",
-    "float_atan", "float_tanh", "float_erf", "float_floor", "float_ceil", "float_round",
-    "float_sum", "float_prod", "float_max", "float_min", "float_cumsum", "float_cumprod",
-    "reshape", "permute", "expand", "slice",
+    "float_neg",
+    "float_abs",
+    "float_exp",
+    "float_log",
+    "float_sqrt",
+    "float_sin",
+    "float_cos",
+    "float_atan",
+    "float_tanh",
+    "float_erf",
+    "float_floor",
+    "float_ceil",
+    "float_round",
+    "float_sum",
+    "float_prod",
+    "float_max",
+    "float_min",
+    "float_cumsum",
+    "float_cumprod",
+    "reshape",
+    "permute",
+    "expand",
+    "slice",
     # composites run on the inner backend (its fast version) with a dedicated rule
-    "float_sigmoid", "float_mean", "float_var", "float_logsumexp", "relu", "softmax",
+    "float_sigmoid",
+    "float_mean",
+    "float_var",
+    "float_logsumexp",
+    "relu",
+    "softmax",
     "log_softmax",
 )
-_BINARY = ("float_add", "float_sub", "float_mul", "float_div", "float_pow", "float_maximum",
-           "float_minimum", "float_matmul", "float_atan2")
+_BINARY = (
+    "float_add",
+    "float_sub",
+    "float_mul",
+    "float_div",
+    "float_pow",
+    "float_maximum",
+    "float_minimum",
+    "float_matmul",
+    "float_atan2",
+)
 _FORWARD = (
-    "float_eq", "float_lt", "float_le", "float_ne", "float_gt", "float_ge", "float_isnan",
-    "float_isinf", "float_argmax", "float_argmin", "full", "arange", "random_uniform",
+    "float_eq",
+    "float_lt",
+    "float_le",
+    "float_ne",
+    "float_gt",
+    "float_ge",
+    "float_isnan",
+    "float_isinf",
+    "float_argmax",
+    "float_argmin",
+    "full",
+    "arange",
+    "random_uniform",
 )
 
 for _name in _UNARY:

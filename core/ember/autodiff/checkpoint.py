@@ -76,4 +76,9 @@ def graph_stats(t) -> dict:
                 prims[id(v)] = v
         stack.extend(p for p in n.parents if p is not None)
     nbytes = sum(numel(tuple(inner.shape(p))) * inner.dtype(p).itemsize for p in prims.values())
-    return {"nodes": len(seen), "saved": len(prims), "saved_bytes": nbytes, "recomputed": recomputed}
+    return {
+        "nodes": len(seen),
+        "saved": len(prims),
+        "saved_bytes": nbytes,
+        "recomputed": recomputed,
+    }

@@ -58,11 +58,34 @@ def enable_grad() -> Iterator[None]:
 class Node:
     """One recorded op (or a leaf when ``rule`` is None)."""
 
-    __slots__ = ("id", "name", "parents", "rule", "slots", "out", "params", "shapes", "dtypes",
-                 "recompute", "retain", "released", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "dtypes",
+        "id",
+        "name",
+        "out",
+        "params",
+        "parents",
+        "recompute",
+        "released",
+        "retain",
+        "rule",
+        "shapes",
+        "slots",
+    )
 
-    def __init__(self, name: str, parents: tuple, rule: Callable | None = None, slots=(),
-                 out=None, params=(), shapes=(), dtypes=(), recompute=None):
+    def __init__(
+        self,
+        name: str,
+        parents: tuple,
+        rule: Callable | None = None,
+        slots=(),
+        out=None,
+        params=(),
+        shapes=(),
+        dtypes=(),
+        recompute=None,
+    ):
         self.id = next(_ids)
         self.name = name
         self.parents = parents
@@ -117,7 +140,7 @@ def materialize(node: Node, cache: dict) -> object:
 class Context:
     """What a backward rule sees: the inner backend, saved inputs/output, params, shapes."""
 
-    __slots__ = ("b", "node", "cache")
+    __slots__ = ("b", "cache", "node")
 
     def __init__(self, b, node: Node, cache: dict):
         self.b, self.node, self.cache = b, node, cache
@@ -240,7 +263,7 @@ class Gradients:
         out += other
         return out
 
-    def __iadd__(self, other: Gradients) -> Gradients:
+    def __iadd__(self, other: Gradients) -> Gradients:  # noqa: PYI034
         if not isinstance(other, Gradients):
             return NotImplemented
         if other.inner is not self.inner:

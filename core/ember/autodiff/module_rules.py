@@ -25,7 +25,7 @@ def _fit(b, v, size: tuple[int, ...]):
         axis = 2 + i
         shape = tuple(b.shape(v))
         if shape[axis] < want:
-            pad = shape[:axis] + (want - shape[axis],) + shape[axis + 1:]
+            pad = shape[:axis] + (want - shape[axis],) + shape[axis + 1 :]
             v = b.cat([v, full(b, pad, 0.0, b.dtype(v))], axis)
         elif shape[axis] > want:
             v = b.slice(v, tuple((0, want if d == axis else s, 1) for d, s in enumerate(shape)))
@@ -54,10 +54,12 @@ def _conv(c, g):
         for gi in range(groups):
             xs = _channels(b, xp, gi * cg, cg)
             gs = _channels(b, g, gi * og, og)
-            dw = b.conv(b.permute(xs, perm), b.permute(gs, perm), None, dilation,
-                        ((0, 0),) * nd, stride, 1)  # (C_in/g, C_out/g, *K')
-            dw = b.slice(dw, tuple((0, s, 1) for s in b.shape(dw)[:2])
-                         + tuple((0, k, 1) for k in wshape[2:]))
+            dw = b.conv(
+                b.permute(xs, perm), b.permute(gs, perm), None, dilation, ((0, 0),) * nd, stride, 1
+            )  # (C_in/g, C_out/g, *K')
+            dw = b.slice(
+                dw, tuple((0, s, 1) for s in b.shape(dw)[:2]) + tuple((0, k, 1) for k in wshape[2:])
+            )
             parts.append(b.permute(dw, perm))
         gw = b.cat(parts, 0) if len(parts) > 1 else parts[0]
     if len(c.node.parents) > 2 and c.wants(2):
@@ -69,16 +71,22 @@ def _channels(b, x, start, n):
     shape = tuple(b.shape(x))
     if start == 0 and n == shape[1]:
         return x
-    return b.slice(x, tuple((start, start + n, 1) if d == 1 else (0, s, 1)
-                            for d, s in enumerate(shape)))
+    return b.slice(
+        x, tuple((start, start + n, 1) if d == 1 else (0, s, 1) for d, s in enumerate(shape))
+    )
 
 
 def _scatter_windows(b, gxp, contribs, out, kernel, stride, dilation):
     """Add each tap's contribution back into the padded input gradient."""
     lead = [(0, s, 1) for s in tuple(b.shape(gxp))[:2]]
     for offsets, v in zip(_taps(kernel), contribs):
-        ranges = tuple(lead + [(k * d, k * d + (n - 1) * s + 1, s)
-                               for k, n, s, d in zip(offsets, out, stride, dilation)])
+        ranges = tuple(
+            lead
+            + [
+                (k * d, k * d + (n - 1) * s + 1, s)
+                for k, n, s, d in zip(offsets, out, stride, dilation)
+            ]
+        )
         gxp = b.slice_assign(gxp, ranges, b.float_add(b.slice(gxp, ranges), v))
     return gxp
 
@@ -91,10 +99,13 @@ def _taps(kernel):
 
 def _pool_geometry(xshape, kernel, stride, padding, dilation, ceil_mode):
     spatial = xshape[2:]
-    out = tuple(pool_output_size(*a, ceil_mode)
-                for a in zip(spatial, kernel, stride, padding, dilation))
-    pairs = [(p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
-             for size, o, k, s, p, d in zip(spatial, out, kernel, stride, padding, dilation)]
+    out = tuple(
+        pool_output_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, padding, dilation)
+    )
+    pairs = [
+        (p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
+        for size, o, k, s, p, d in zip(spatial, out, kernel, stride, padding, dilation)
+    ]
     return out, pairs
 
 
@@ -127,8 +138,10 @@ def _avg_pool(c, g):
     if divisor_override:
         share = b.float_div(g, like(b, g, divisor_override))
     else:
-        per_dim = [avg_pool_divisors(*a, count_include_pad)
-                   for a in zip(xshape[2:], out, kernel, stride, padding)]
+        per_dim = [
+            avg_pool_divisors(*a, count_include_pad)
+            for a in zip(xshape[2:], out, kernel, stride, padding)
+        ]
         div = full(b, (), 1.0, b.dtype(g))
         div = b.reshape(div, (1,) * len(tuple(b.shape(g))))
         div = b.expand(div, tuple(b.shape(g)))
@@ -152,8 +165,13 @@ class ModuleMethods:
     def conv(self, x, weight, bias, stride, padding, dilation, groups):
         inner = self.inner
         inputs = (x, weight) if bias is None else (x, weight, bias)
-        params = (tuple(stride), tuple(tuple(p) for p in padding), tuple(dilation), groups,
-                  bias is not None)
+        params = (
+            tuple(stride),
+            tuple(tuple(p) for p in padding),
+            tuple(dilation),
+            groups,
+            bias is not None,
+        )
 
         def fwd(xv, wv, bv=None):
             return inner.conv(xv, wv, bv, stride, padding, dilation, groups)
@@ -163,16 +181,22 @@ class ModuleMethods:
     def max_pool(self, x, kernel, stride, padding, dilation, ceil_mode):
         inner = self.inner
         params = (tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), ceil_mode)
-        return self._apply("max_pool", (x,), params,
-                           lambda v: inner.max_pool(v, *params))
+        return self._apply("max_pool", (x,), params, lambda v: inner.max_pool(v, *params))
 
-    def avg_pool(self, x, kernel, stride, padding, ceil_mode, count_include_pad,
-                 divisor_override=None):
+    def avg_pool(
+        self, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override=None
+    ):
         inner = self.inner
-        params = (tuple(kernel), tuple(stride), tuple(padding), ceil_mode, count_include_pad,
-                  divisor_override)
+        params = (
+            tuple(kernel),
+            tuple(stride),
+            tuple(padding),
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
         if divisor_override is None:
-            fwd = lambda v: inner.avg_pool(v, *params[:5])  # noqa: E731
+            fwd = lambda v: inner.avg_pool(v, *params[:5])
         else:
-            fwd = lambda v: inner.avg_pool(v, *params)  # noqa: E731
+            fwd = lambda v: inner.avg_pool(v, *params)
         return self._apply("avg_pool", (x,), params, fwd)

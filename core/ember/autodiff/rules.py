@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
-
 @dataclass(frozen=True)
 class Rule:
     fn: Callable
@@ -84,8 +83,10 @@ def _sub(c, g):
 @rule("float_mul", inputs=(0, 1), cheap=True)
 def _mul(c, g):
     b = c.b
-    return (b.float_mul(g, c.x(1)) if c.wants(0) else None,
-            b.float_mul(g, c.x(0)) if c.wants(1) else None)
+    return (
+        b.float_mul(g, c.x(1)) if c.wants(0) else None,
+        b.float_mul(g, c.x(0)) if c.wants(1) else None,
+    )
 
 
 @rule("float_div", inputs=(0, 1), cheap=True)
@@ -118,8 +119,10 @@ def _atan2(c, g):
     b = c.b
     y, x = c.x(0), c.x(1)
     gr = b.float_div(g, b.float_add(b.float_mul(x, x), b.float_mul(y, y)))
-    return (b.float_mul(gr, x) if c.wants(0) else None,
-            b.float_neg(b.float_mul(gr, y)) if c.wants(1) else None)
+    return (
+        b.float_mul(gr, x) if c.wants(0) else None,
+        b.float_neg(b.float_mul(gr, y)) if c.wants(1) else None,
+    )
 
 
 def _select_grads(c, g, first_wins):
@@ -154,8 +157,9 @@ def _abs(c, g):
     b = c.b
     x = c.x(0)
     zero = like(b, x, 0.0)
-    sign = b.where(b.float_lt(zero, x), like(b, x, 1.0),
-                   b.where(b.float_lt(x, zero), like(b, x, -1.0), zero))
+    sign = b.where(
+        b.float_lt(zero, x), like(b, x, 1.0), b.where(b.float_lt(x, zero), like(b, x, -1.0), zero)
+    )
     return (b.float_mul(g, sign),)
 
 
@@ -300,8 +304,9 @@ def _prod(c, g):
     left = _exclusive_cumprod(b, x, last)
     right = b.flip(_exclusive_cumprod(b, b.flip(x, (last,)), last), (last,))
     others = b.float_mul(left, right)
-    gx = b.float_mul(others, b.expand(b.reshape(b.permute(g, order), flat_shape[:-1] + (1,)),
-                                      flat_shape))
+    gx = b.float_mul(
+        others, b.expand(b.reshape(b.permute(g, order), flat_shape[:-1] + (1,)), flat_shape)
+    )
     inverse = tuple(order.index(i) for i in range(len(shape)))
     return (b.permute(b.reshape(gx, tuple(shape[d] for d in order)), inverse),)
 
@@ -310,9 +315,11 @@ def _exclusive_cumprod(b, x, dim):
     shape = tuple(b.shape(x))
     if shape[dim] == 0:
         return x
-    ones = full(b, shape[:dim] + (1,) + shape[dim + 1:], 1.0, b.dtype(x))
-    head = b.slice(b.float_cumprod(x, dim),
-                   tuple((0, s - 1 if d == dim else s, 1) for d, s in enumerate(shape)))
+    ones = full(b, shape[:dim] + (1,) + shape[dim + 1 :], 1.0, b.dtype(x))
+    head = b.slice(
+        b.float_cumprod(x, dim),
+        tuple((0, s - 1 if d == dim else s, 1) for d, s in enumerate(shape)),
+    )
     return b.cat([ones, head], dim)
 
 
@@ -328,7 +335,7 @@ def _cumprod(c, g):
     # at the first zero, the same sums with that zero taken as 1; after it, 0. Exact with zeros.
     b, dim = c.b, c.params[0]
     x = c.x(0)
-    rev_cumsum = lambda v: b.flip(b.float_cumsum(b.flip(v, (dim,)), dim), (dim,))  # noqa: E731
+    rev_cumsum = lambda v: b.flip(b.float_cumsum(b.flip(v, (dim,)), dim), (dim,))
     zero = b.float_eq(x, like(b, x, 0.0))
     seen = b.float_cumsum(b.cast(zero, b.dtype(x)), dim)
     before = b.float_eq(seen, like(b, seen, 0.0))
@@ -390,8 +397,9 @@ def _cat(c, g):
     for i in range(len(c.node.shapes)):
         size = c.shape(i)[dim]
         if c.wants(i):
-            ranges = tuple((start, start + size, 1) if d == dim else (0, s, 1)
-                           for d, s in enumerate(shape))
+            ranges = tuple(
+                (start, start + size, 1) if d == dim else (0, s, 1) for d, s in enumerate(shape)
+            )
             out.append(b.slice(g, ranges))
         else:
             out.append(None)
@@ -416,8 +424,11 @@ def _scatter(c, g):
     index = c.x(1)
     gx = None
     if c.wants(0):
-        gx = g if reduce == "add" else b.scatter(g, dim, index, full(b, c.shape(1), 0.0,
-                                                                      b.dtype(g)), "none")
+        gx = (
+            g
+            if reduce == "add"
+            else b.scatter(g, dim, index, full(b, c.shape(1), 0.0, b.dtype(g)), "none")
+        )
     gsrc = b.gather(g, dim, index) if c.wants(2) else None
     return gx, None, gsrc
 
@@ -457,4 +468,3 @@ def _log_softmax(c, g):
     shape = tuple(b.shape(y))
     total = b.expand(b.float_sum(g, (dim,)), shape)
     return (b.float_sub(g, b.float_mul(b.float_exp(y), total)),)
-

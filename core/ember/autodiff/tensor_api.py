@@ -69,8 +69,9 @@ to_inner = tensor_method(inner, name="to_inner")
 
 
 @tensor_method
-def backward(self: Tensor, gradient=None, *, into: Gradients | None = None,
-             retain_graph: bool = False) -> Gradients:
+def backward(
+    self: Tensor, gradient=None, *, into: Gradients | None = None, retain_graph: bool = False
+) -> Gradients:
     """Gradients of this tensor with respect to every tracked leaf.
 
     ``gradient`` seeds it (same shape; default 1 for a one-element float tensor). ``into``
@@ -114,8 +115,9 @@ def backward(self: Tensor, gradient=None, *, into: Gradients | None = None,
         seed = gradient.astype(self.dtype)._prim
     if into is not None and into.inner is not inner:
         raise EmberError(f"backward: into= holds gradients of backend {into.inner.name}")
-    return run_backward(node, seed, inner, into if into is not None else Gradients(inner),
-                        retain_graph)
+    return run_backward(
+        node, seed, inner, into if into is not None else Gradients(inner), retain_graph
+    )
 
 
 @tensor_method

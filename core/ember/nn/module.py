@@ -84,7 +84,8 @@ class Parameter(Tensor):
 
     >>> import ember
     >>> p = Parameter(ember.zeros(2))
-    >>> p.assign(ember.ones(2)); p.tolist()
+    >>> _ = p.assign(ember.ones(2))
+    >>> p.tolist()
     [1.0, 1.0]
     """
 
@@ -349,8 +350,8 @@ class Module:
         >>> nn.Linear(2, 2).to(dtype=ember.float64).weight.dtype
         ember.float64
         """
-        from ..backends import available, get_backend
         from ..backend import Backend
+        from ..backends import available, get_backend
 
         if backend is not None and not isinstance(backend, Backend) and not (
             isinstance(backend, str) and backend in available()
@@ -485,7 +486,9 @@ class Module:
 
         >>> from ember import nn
         >>> print(nn.Sequential(nn.Linear(4, 3), nn.ReLU()).summary((2, 4)))  # doctest: +ELLIPSIS
-        Layer (type)      Output shape    Params
+        Layer (type)  Output shape  Params
+        ...
+        1 (ReLU)      (2, 3)        0
         ...
         """
         rows: list[tuple[str, str, int]] = []

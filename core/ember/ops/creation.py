@@ -325,7 +325,12 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None,
     # integer arithmetic on the 24-bit words keeps every backend bit-identical
     if span <= 1 << 24:
         k = (_uniform(b, shape, dt.float32, generator) * float(1 << 24)).astype(dt.int64)
-        out = (k * span) // (1 << 24)
+        # floor(k * span / 2**24) from 12-bit halves of k and span: every partial product
+        # stays below 2**26, so backends storing int64 as int32 (wgpu) give the same result
+        kh, kl = k // 4096, k % 4096
+        sh, sl = divmod(span, 4096)
+        mid = kh * sl + kl * sh + (kl * sl) // 4096
+        out = kh * sh + mid // 4096
     else:
         if span > 1 << 48:
             raise ValueError(f"randint: range {span} is too large (at most 2**48)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..tensor import Tensor
 from .optimizer import Optimizer
 
 
@@ -36,6 +37,47 @@ class Adam(Optimizer):
         bias2 = 1 - beta2**step
         denom = v.sqrt() / math.sqrt(bias2) + group["eps"]
         return value - (lr / bias1) * (m / denom)
+
+
+    def update_numpy(self, value, grad, state, group, backend):
+        # The same operations in the same order as update(), on arrays owned by the state.
+        import numpy as np
+
+        beta1, beta2 = group["betas"]
+        lr, wd = group["lr"], group["weight_decay"]
+        if wd and self.decoupled:
+            value = value * (1 - lr * wd)
+        elif wd:
+            grad = grad + wd * value
+        step = state.get("step", 0) + 1
+        state["step"] = step
+        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
+        if m is None:
+            m = state["exp_avg"] = Tensor(grad * (1 - beta1), backend)
+        else:
+            m._prim *= beta1
+            m._prim += grad * (1 - beta1)
+        square = grad * grad
+        square *= 1 - beta2
+        if v is None:
+            v = state["exp_avg_sq"] = Tensor(square, backend)
+        else:
+            v._prim *= beta2
+            v._prim += square
+        v = v._prim
+        if group["amsgrad"]:
+            vmax = state.get("max_exp_avg_sq")
+            if vmax is None:
+                state["max_exp_avg_sq"] = Tensor(v.copy(), backend)
+            else:
+                np.maximum(vmax._prim, v, out=vmax._prim)
+                v = vmax._prim
+        denom = np.sqrt(v)
+        denom /= math.sqrt(1 - beta2**step)
+        denom += group["eps"]
+        out = m._prim / denom
+        out *= lr / (1 - beta1**step)
+        return value - out
 
 
 class AdamW(Adam):

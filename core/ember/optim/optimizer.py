@@ -18,6 +18,8 @@ inner (non-autodiff) backend, so the update itself is never recorded.
 from __future__ import annotations
 
 import math
+import sys
+
 from ..errors import EmberError
 from ..tensor import Tensor
 
@@ -42,6 +44,8 @@ class Optimizer:
         self.param_groups: list[dict] = []
         for group in groups:
             group = dict(group)
+            if "params" not in group:
+                raise ValueError(f"{type(self).__name__}: a parameter group needs 'params'")
             group["params"] = list(group["params"])
             for p in group["params"]:
                 if not hasattr(p, "assign"):
@@ -49,20 +53,61 @@ class Optimizer:
                         f"{type(self).__name__}: parameters must be nn.Parameter "
                         f"(got {type(p).__name__})"
                     )
+            self._check_params(group["params"])
             for k, v in options.items():
                 group.setdefault(k, v)
-            group.setdefault("initial_lr", group["lr"])
+            if group["lr"] < 0:
+                raise ValueError(f"{type(self).__name__}: invalid learning rate {group['lr']}")
             self.param_groups.append(group)
         self.grad_clip_norm, self.grad_clip_value = grad_clip_norm, grad_clip_value
-        self.state: dict[int, dict] = {}  # id(param) → per-parameter state
+        # Keyed by id(param): a Parameter keeps its identity across assign(), so the key is
+        # stable; state_dict() renames entries to positions, as PyTorch does.
+        self.state: dict[int, dict] = {}
         self.steps = 0
+
+    def _check_params(self, params: list) -> None:
+        seen = {id(p) for g in getattr(self, "param_groups", []) for p in g["params"]}
+        for p in params:
+            if id(p) in seen:
+                raise ValueError(
+                    f"{type(self).__name__}: a parameter appears in more than one group"
+                )
+            seen.add(id(p))
+
+    def add_param_group(self, group: dict) -> None:
+        """Add a group (``{"params": [...], "lr": ...}``); missing options take defaults."""
+        group = dict(group)
+        group["params"] = list(group["params"])
+        self._check_params(group["params"])
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        for k, v in self.param_groups[0].items():
+            if k not in ("params", "initial_lr"):
+                group.setdefault(k, v)
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Nothing to clear: each ``loss.backward()`` returns fresh gradients. Kept so a
+        PyTorch-style loop runs unchanged."""
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            opts = ", ".join(f"{k}={v}" for k, v in g.items() if k != "params")
+            lines.append(f"  group {i}: {len(g['params'])} params, {opts}")
+        return "\n".join(lines + [")"])
 
     # ------------------------------------------------------------------ stepping
     def parameters(self) -> list:
         return [p for g in self.param_groups for p in g["params"]]
 
-    def step(self, grads) -> None:
+    def step(self, grads=None) -> None:
         """Apply one update from a Gradients object (``loss.backward()``'s result)."""
+        if grads is None:
+            raise TypeError(
+                f"{type(self).__name__}.step: pass the gradients: grads = loss.backward(); "
+                "opt.step(grads)"
+            )
         pairs = []
         for group in self.param_groups:
             for p in group["params"]:
@@ -75,9 +120,26 @@ class Optimizer:
         if self.grad_clip_norm is not None:
             grads_only = clip_grad_norm(grads_only, self.grad_clip_norm)
         self.steps += 1
+        np = sys.modules.get("numpy")  # no numpy imported ⇒ no numpy arrays to fuse
         for (group, p, _), g in zip(pairs, grads_only):
             state = self.state.setdefault(id(p), {})
-            p.assign(self.update(p.inner(), g, state, group))
+            value = p.inner()
+            if (self.fused and np is not None and isinstance(value._prim, np.ndarray)
+                    and isinstance(g._prim, np.ndarray) and g._prim.dtype == value._prim.dtype):
+                new = self.update_numpy(value._prim, g._prim, state, group, value.backend)
+                if new is not NotImplemented:
+                    p.assign(Tensor(new, value.backend))
+                    continue
+            p.assign(self.update(value, g, state, group))
+
+    # A backend whose primitives are numpy arrays lets an optimizer update its own state in
+    # place (no temporaries per op); ``update`` stays the portable reference.
+    fused = True
+
+    def update_numpy(self, value, grad, state: dict, group: dict, backend):
+        """Optional fast path: the new value as a numpy array, state updated in place
+        (state tensors wrap arrays this optimizer owns). NotImplemented → use ``update``."""
+        return NotImplemented
 
     def update(self, value: Tensor, grad: Tensor, state: dict, group: dict) -> Tensor:
         """The new value of one parameter (all tensors on the inner backend)."""
@@ -97,7 +159,11 @@ class Optimizer:
             entry = {k: v for k, v in g.items() if k != "params"}
             entry["params"] = [index[id(p)] for p in g["params"]]
             groups.append(entry)
-        state = {index[pid]: dict(s) for pid, s in self.state.items() if pid in index}
+        # Copies: the fast path updates state tensors in place, a snapshot must not move.
+        state = {
+            index[pid]: {k: _copy(v) for k, v in s.items()}
+            for pid, s in self.state.items() if pid in index
+        }
         return {"state": state, "param_groups": groups, "steps": self.steps}
 
     def load_state_dict(self, state: dict) -> None:
@@ -120,10 +186,17 @@ class Optimizer:
             p = params[int(i)]
             inner = p.inner().backend
             new_state[id(p)] = {
-                k: (v.to(inner) if isinstance(v, Tensor) else v) for k, v in s.items()
+                k: (_copy(v.to(inner)) if isinstance(v, Tensor) else v) for k, v in s.items()
             }
         self.state = new_state
         self.steps = int(state.get("steps", 0))
+
+
+def _copy(value):
+    """An independent copy of a state tensor (other values are immutable)."""
+    if not isinstance(value, Tensor):
+        return value
+    return Tensor(value.backend.from_data(value.to_data()), value.backend)
 
 
 def clip_grad_value(grads: list[Tensor], clip: float) -> list[Tensor]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..tensor import Tensor
 from .optimizer import Optimizer
 
 
@@ -23,3 +24,22 @@ class SGD(Optimizer):
             state["momentum_buffer"] = buf
             grad = grad + momentum * buf if group["nesterov"] else buf
         return value - group["lr"] * grad
+
+    def update_numpy(self, value, grad, state, group, backend):
+        # update() on arrays: the momentum buffer is updated in place.
+        if group["maximize"]:
+            grad = -grad
+        if group["weight_decay"]:
+            grad = grad + group["weight_decay"] * value
+        momentum = group["momentum"]
+        if momentum:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = Tensor(grad.copy(), backend)
+            else:
+                buf._prim *= momentum
+                dampening = group["dampening"]
+                buf._prim += (1 - dampening) * grad if dampening else grad
+            grad = grad + momentum * buf._prim if group["nesterov"] else buf._prim
+        step = grad * group["lr"]
+        return value - step

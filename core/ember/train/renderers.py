@@ -36,7 +36,7 @@ def _fmt(value) -> str:
     if isinstance(value, float):
         if value != value:
             return "nan"
-        return f"{value:.4f}" if abs(value) < 1000 else f"{value:,.0f}"
+        return f"{value:.4f}" if abs(value) < 100 else f"{value:,.0f}"
     return str(value)
 
 

@@ -11,7 +11,14 @@ from ..build import CASES
 from ..spec import Case
 
 _MODULES = (
-    "creation", "elementwise", "math", "reductions", "linalg", "shape_ops", "indexing",
+    "creation",
+    "elementwise",
+    "logic",
+    "math",
+    "reductions",
+    "linalg",
+    "shape_ops",
+    "indexing",
     "nn_functional",
 )
 

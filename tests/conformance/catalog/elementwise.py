@@ -1,4 +1,4 @@
-"""Arithmetic, Python operators, comparisons, logic, where, clamp, promotion and casts."""
+"""Arithmetic and Python operators, integer wrap-around, // and % signs, promotion, casts."""
 
 from __future__ import annotations
 
@@ -20,38 +20,121 @@ for name, fn in BINARY.items():
         case(f"{name}/{SHORT[d]}", f"ember.{name}", t(a), t(b), ref=fn, diff=d in FLOATS)
     a, b = rand(g, (2, 1, 4)), rand(g, (3, 1))
     case(f"{name}/f32/broadcast", OPERATOR[name], t(a), t(b), ref=fn, diff=True)
-    case(f"{name}/f32/size1_broadcast", OPERATOR[name], t(rand(g, (1,))), t(rand(g, (2, 3))),
-         ref=fn, diff=True)
-    case(f"{name}/f32/0d", OPERATOR[name], t(np.float32(1.5)), t(np.float32(-2.25)), ref=fn,
-         diff=True)
-    case(f"{name}/f32/empty", OPERATOR[name], t(np.zeros((0, 3), "float32")),
-         t(rand(g, (1, 3))), ref=fn)
-    case(f"{name}/f32/transposed", OPERATOR[name], t(rand(g, (3, 4)), "transpose"),
-         t(rand(g, (3, 4))), ref=fn, diff=True)
-    case(f"{name}/f32/sliced", OPERATOR[name], t(rand(g, (2, 3)), "slice"), t(rand(g, (2, 3))),
-         ref=fn, diff=True)
-    case(f"{name}/f32/expanded", OPERATOR[name], t(rand(g, (3, 1)), expand=(3, 4)),
-         t(rand(g, (3, 4))), ref=fn, diff=True)
+    case(
+        f"{name}/f32/size1_broadcast",
+        OPERATOR[name],
+        t(rand(g, (1,))),
+        t(rand(g, (2, 3))),
+        ref=fn,
+        diff=True,
+    )
+    case(
+        f"{name}/f32/0d",
+        OPERATOR[name],
+        t(np.float32(1.5)),
+        t(np.float32(-2.25)),
+        ref=fn,
+        diff=True,
+    )
+    case(
+        f"{name}/f32/empty",
+        OPERATOR[name],
+        t(np.zeros((0, 3), "float32")),
+        t(rand(g, (1, 3))),
+        ref=fn,
+    )
+    case(
+        f"{name}/f32/transposed",
+        OPERATOR[name],
+        t(rand(g, (3, 4)), "transpose"),
+        t(rand(g, (3, 4))),
+        ref=fn,
+        diff=True,
+    )
+    case(
+        f"{name}/f32/sliced",
+        OPERATOR[name],
+        t(rand(g, (2, 3)), "slice"),
+        t(rand(g, (2, 3))),
+        ref=fn,
+        diff=True,
+    )
+    case(
+        f"{name}/f32/expanded",
+        OPERATOR[name],
+        t(rand(g, (3, 1)), expand=(3, 4)),
+        t(rand(g, (3, 4))),
+        ref=fn,
+        diff=True,
+    )
     case(f"{name}/i32/scalar", OPERATOR[name], t(rand(g, (4,), "int32")), 3, ref=fn)
-    case(f"{name}/f32/scalar_reflected", OPERATOR[name], 2.5, t(rand(g, (4,))), ref=fn,
-         out="float32", diff=True, grad=(1,))
-    case(f"{name}/i64/scalar_reflected", OPERATOR[name], 7, t(rand(g, (4,), "int64")), ref=fn,
-         out="int64")
+    case(
+        f"{name}/f32/scalar_reflected",
+        OPERATOR[name],
+        2.5,
+        t(rand(g, (4,))),
+        ref=fn,
+        out="float32",
+        diff=True,
+        grad=(1,),
+    )
+    case(
+        f"{name}/i64/scalar_reflected",
+        OPERATOR[name],
+        7,
+        t(rand(g, (4,), "int64")),
+        ref=fn,
+        out="int64",
+    )
 
-case("add/alpha", "ember.add", t(rand(g, (3,))), t(rand(g, (3,))), kwargs={"alpha": 2},
-     ref=lambda a, b: a + 2 * b, diff=True)
-case("sub/alpha", "Tensor.sub", t(rand(g, (3,))), t(rand(g, (3,))), kwargs={"alpha": 0.5},
-     ref=lambda a, b: a - 0.5 * b, diff=True)
+case(
+    "add/alpha",
+    "ember.add",
+    t(rand(g, (3,))),
+    t(rand(g, (3,))),
+    kwargs={"alpha": 2},
+    ref=lambda a, b: a + 2 * b,
+    diff=True,
+)
+case(
+    "sub/alpha",
+    "Tensor.sub",
+    t(rand(g, (3,))),
+    t(rand(g, (3,))),
+    kwargs={"alpha": 0.5},
+    ref=lambda a, b: a - 0.5 * b,
+    diff=True,
+)
 
 # --------------------------------------------------------------------- integer wrap-around
-case("add/i8/overflow", "operator.add", t(np.array([100, -100, 127], "int8")),
-     t(np.array([100, -100, 1], "int8")), ref=np.add)
-case("sub/u8/underflow", "operator.sub", t(np.array([0, 1, 5], "uint8")),
-     t(np.array([1, 2, 3], "uint8")), ref=np.subtract)
-case("mul/i32/overflow", "operator.mul", t(np.array([1 << 20, -(1 << 20), 65537], "int32")),
-     t(np.array([1 << 12, 1 << 12, 65537], "int32")), ref=np.multiply)
-case("add/i64/overflow", "operator.add", t(np.array([2**63 - 1, -(2**63)], "int64")),
-     t(np.array([1, -1], "int64")), ref=lambda a, b: np.add(a, b))
+case(
+    "add/i8/overflow",
+    "operator.add",
+    t(np.array([100, -100, 127], "int8")),
+    t(np.array([100, -100, 1], "int8")),
+    ref=np.add,
+)
+case(
+    "sub/u8/underflow",
+    "operator.sub",
+    t(np.array([0, 1, 5], "uint8")),
+    t(np.array([1, 2, 3], "uint8")),
+    ref=np.subtract,
+)
+case(
+    "mul/i32/overflow",
+    "operator.mul",
+    t(np.array([1 << 20, -(1 << 20), 65537], "int32")),
+    t(np.array([1 << 12, 1 << 12, 65537], "int32")),
+    ref=np.multiply,
+)
+case(
+    "add/i64/overflow",
+    "operator.add",
+    t(np.array([2**63 - 1, -(2**63)], "int64")),
+    t(np.array([1, -1], "int64")),
+    ref=lambda a, b: np.add(a, b),
+)
 case("neg/i8/min_wraps", "operator.neg", t(np.array([-128, 127, 0], "int8")), ref=np.negative)
 case("abs/i8/min_wraps", "builtins.abs", t(np.array([-128, -5, 7], "int8")), ref=np.abs)
 
@@ -59,35 +142,91 @@ case("abs/i8/min_wraps", "builtins.abs", t(np.array([-128, -5, 7], "int8")), ref
 for d in FLOATS:
     a, b = rand(g, (3, 4), d), rand(g, (3, 4), d, 0.5, 3) * np.where(rand(g, (3, 4), "bool"), 1, -1)
     case(f"div/{SHORT[d]}", "operator.truediv", t(a), t(b.astype(d)), ref=np.divide, diff=True)
-case("div/i32_gives_f32", "operator.truediv", t(np.array([7, -7, 1, 0], "int32")),
-     t(np.array([2, 2, 3, 5], "int32")), ref=np.divide, out="float32")
-case("div/i64_scalar_gives_f32", "operator.truediv", t(np.array([7, -7, 3], "int64")), 2,
-     ref=np.divide, out="float32")
-case("div/f32/by_zero", "ember.div", t(np.array([1.0, -1.0, 0.0], "float32")),
-     t(np.zeros(3, "float32")), ref=np.divide)
-case("div/f32/reflected_scalar", "operator.truediv", 1.0, t(rand(g, (3,), "float32", 1, 2)),
-     ref=np.divide, out="float32", diff=True, grad=(1,))
-case("div/rounding_trunc", "ember.div", t(np.array([7.0, -7.0, 5.5], "float32")),
-     t(np.array([2.0, 2.0, -2.0], "float32")), kwargs={"rounding_mode": "trunc"},
-     ref=lambda a, b: np.trunc(a / b))
-case("div/rounding_floor", "ember.div", t(np.array([7.0, -7.0, 5.5], "float32")),
-     t(np.array([2.0, 2.0, -2.0], "float32")), kwargs={"rounding_mode": "floor"},
-     ref=lambda a, b: np.floor(a / b))
+case(
+    "div/i32_gives_f32",
+    "operator.truediv",
+    t(np.array([7, -7, 1, 0], "int32")),
+    t(np.array([2, 2, 3, 5], "int32")),
+    ref=np.divide,
+    out="float32",
+)
+case(
+    "div/i64_scalar_gives_f32",
+    "operator.truediv",
+    t(np.array([7, -7, 3], "int64")),
+    2,
+    ref=np.divide,
+    out="float32",
+)
+case(
+    "div/f32/by_zero",
+    "ember.div",
+    t(np.array([1.0, -1.0, 0.0], "float32")),
+    t(np.zeros(3, "float32")),
+    ref=np.divide,
+)
+case(
+    "div/f32/reflected_scalar",
+    "operator.truediv",
+    1.0,
+    t(rand(g, (3,), "float32", 1, 2)),
+    ref=np.divide,
+    out="float32",
+    diff=True,
+    grad=(1,),
+)
+case(
+    "div/rounding_trunc",
+    "ember.div",
+    t(np.array([7.0, -7.0, 5.5], "float32")),
+    t(np.array([2.0, 2.0, -2.0], "float32")),
+    kwargs={"rounding_mode": "trunc"},
+    ref=lambda a, b: np.trunc(a / b),
+)
+case(
+    "div/rounding_floor",
+    "ember.div",
+    t(np.array([7.0, -7.0, 5.5], "float32")),
+    t(np.array([2.0, 2.0, -2.0], "float32")),
+    kwargs={"rounding_mode": "floor"},
+    ref=lambda a, b: np.floor(a / b),
+)
 
 # --------------------------------------------------------------------- // and % (sign rules)
 NEG_A = np.array([-7, 7, -7, 7, -1, 0, 9, -9], "int32")
 NEG_B = np.array([2, 2, -2, -2, 3, 5, -4, 4], "int32")
 for d in ("int32", "int64", "int8"):
-    case(f"floor_divide/{SHORT[d]}/negatives", "operator.floordiv", t(NEG_A.astype(d)),
-         t(NEG_B.astype(d)), ref=np.floor_divide)
-    case(f"remainder/{SHORT[d]}/negatives", "operator.mod", t(NEG_A.astype(d)),
-         t(NEG_B.astype(d)), ref=np.remainder)
+    case(
+        f"floor_divide/{SHORT[d]}/negatives",
+        "operator.floordiv",
+        t(NEG_A.astype(d)),
+        t(NEG_B.astype(d)),
+        ref=np.floor_divide,
+    )
+    case(
+        f"remainder/{SHORT[d]}/negatives",
+        "operator.mod",
+        t(NEG_A.astype(d)),
+        t(NEG_B.astype(d)),
+        ref=np.remainder,
+    )
 case("floor_divide/i32/scalar", "operator.floordiv", t(NEG_A), 3, ref=np.floor_divide)
 case("remainder/i32/scalar", "operator.mod", t(NEG_A), -3, ref=np.remainder)
-case("remainder/i32/reflected", "operator.mod", 10, t(np.array([3, -3, 4, -4], "int32")),
-     ref=np.remainder, out="int32")
-case("floor_divide/u8", "ember.floor_divide", t(np.array([7, 200, 255], "uint8")),
-     t(np.array([2, 3, 16], "uint8")), ref=np.floor_divide)
+case(
+    "remainder/i32/reflected",
+    "operator.mod",
+    10,
+    t(np.array([3, -3, 4, -4], "int32")),
+    ref=np.remainder,
+    out="int32",
+)
+case(
+    "floor_divide/u8",
+    "ember.floor_divide",
+    t(np.array([7, 200, 255], "uint8")),
+    t(np.array([2, 3, 16], "uint8")),
+    ref=np.floor_divide,
+)
 for d in ("float32", "float64"):
     a = np.array([-7.5, 7.5, -7.5, 7.5, 5.0, -0.5], d)
     b = np.array([2.0, 2.0, -2.0, -2.0, 2.5, 2.0], d)
@@ -96,21 +235,58 @@ for d in ("float32", "float64"):
 case("remainder/f32/scalar", "operator.mod", t(rand(g, (5,))), 1.5, ref=np.remainder)
 
 # --------------------------------------------------------------------- pow
-case("pow/f32", "ember.pow", t(rand(g, (3, 4), "float32", 0.1, 3)), t(rand(g, (3, 4), "float32", -2, 2)),
-     ref=np.power, diff=True, tol=4)
-case("pow/f64", "operator.pow", t(rand(g, (5,), "float64", 0.1, 3)), t(rand(g, (5,), "float64")),
-     ref=np.power, diff=True)
+case(
+    "pow/f32",
+    "ember.pow",
+    t(rand(g, (3, 4), "float32", 0.1, 3)),
+    t(rand(g, (3, 4), "float32", -2, 2)),
+    ref=np.power,
+    diff=True,
+    tol=4,
+)
+case(
+    "pow/f64",
+    "operator.pow",
+    t(rand(g, (5,), "float64", 0.1, 3)),
+    t(rand(g, (5,), "float64")),
+    ref=np.power,
+    diff=True,
+)
 case("pow/f16", "operator.pow", t(rand(g, (5,), "float16", 0.5, 2)), 2.0, ref=np.power, diff=True)
 case("pow/f32/scalar_square", "operator.pow", t(rand(g, (2, 3))), 2, ref=np.power, diff=True)
-case("pow/f32/reflected", "operator.pow", 2.0, t(rand(g, (4,))), ref=lambda a, b: np.power(a, b),
-     out="float32", diff=True, grad=(1,))
-case("pow/f32/neg_base", "operator.pow", t(np.array([-2.0, -2.0, -8.0, 0.0], "float32")),
-     t(np.array([2.0, 3.0, 0.5, 0.0], "float32")), ref=np.power)
-case("pow/i32", "operator.pow", t(np.array([2, -3, 5, 0], "int32")),
-     t(np.array([3, 3, 2, 0], "int32")), ref=np.power)
+case(
+    "pow/f32/reflected",
+    "operator.pow",
+    2.0,
+    t(rand(g, (4,))),
+    ref=lambda a, b: np.power(a, b),
+    out="float32",
+    diff=True,
+    grad=(1,),
+)
+case(
+    "pow/f32/neg_base",
+    "operator.pow",
+    t(np.array([-2.0, -2.0, -8.0, 0.0], "float32")),
+    t(np.array([2.0, 3.0, 0.5, 0.0], "float32")),
+    ref=np.power,
+)
+case(
+    "pow/i32",
+    "operator.pow",
+    t(np.array([2, -3, 5, 0], "int32")),
+    t(np.array([3, 3, 2, 0], "int32")),
+    ref=np.power,
+)
 case("pow/i32/scalar", "operator.pow", t(np.array([2, -3, 7], "int32")), 2, ref=np.power)
-case("pow/i64/float_scalar", "operator.pow", t(np.array([4, 9], "int64")), 0.5, ref=np.power,
-     out="float32")
+case(
+    "pow/i64/float_scalar",
+    "operator.pow",
+    t(np.array([4, 9], "int64")),
+    0.5,
+    ref=np.power,
+    out="float32",
+)
 
 # --------------------------------------------------------------------- unary -, abs
 for d in ("float32", "float16", "int32", "int64"):
@@ -122,10 +298,18 @@ case("neg/f32/noncontig", "Tensor.neg", t(rand(g, (3, 2)), "transpose"), ref=np.
 
 # --------------------------------------------------------------------- promotion
 PROMO = [
-    ("int32", "float32", "float32"), ("int64", "float16", "float16"), ("uint8", "int8", "int32"),
-    ("int8", "int32", "int32"), ("uint8", "int64", "int64"), ("float16", "float32", "float32"),
-    ("float32", "float64", "float64"), ("bool", "int32", "int32"), ("bool", "float16", "float16"),
-    ("int32", "int64", "int64"), ("uint8", "float64", "float64"), ("bool", "uint8", "uint8"),
+    ("int32", "float32", "float32"),
+    ("int64", "float16", "float16"),
+    ("uint8", "int8", "int32"),
+    ("int8", "int32", "int32"),
+    ("uint8", "int64", "int64"),
+    ("float16", "float32", "float32"),
+    ("float32", "float64", "float64"),
+    ("bool", "int32", "int32"),
+    ("bool", "float16", "float16"),
+    ("int32", "int64", "int64"),
+    ("uint8", "float64", "float64"),
+    ("bool", "uint8", "uint8"),
 ]
 for da, db, dout in PROMO:
     a, b = rand(g, (2, 3), da, -5, 5), rand(g, (3,), db, 0, 5)
@@ -133,90 +317,34 @@ for da, db, dout in PROMO:
     case(f"promote/{SHORT[db]}*{SHORT[da]}", "operator.mul", t(b), t(a), ref=np.multiply, out=dout)
 
 SCALAR_PROMO = [
-    ("int32", 2, "int32"), ("int32", 0.5, "float32"), ("float16", 0.5, "float16"),
-    ("float16", 3, "float16"), ("uint8", 3, "uint8"), ("int8", True, "int8"),
-    ("bool", 1, "int64"), ("bool", 1.5, "float32"), ("float64", 2, "float64"),
+    ("int32", 2, "int32"),
+    ("int32", 0.5, "float32"),
+    ("float16", 0.5, "float16"),
+    ("float16", 3, "float16"),
+    ("uint8", 3, "uint8"),
+    ("int8", True, "int8"),
+    ("bool", 1, "int64"),
+    ("bool", 1.5, "float32"),
+    ("float64", 2, "float64"),
     ("int64", 1.5, "float32"),
 ]
 for d, s, dout in SCALAR_PROMO:
-    case(f"promote/weak_{SHORT[d]}*{type(s).__name__}", "operator.mul",
-         t(rand(g, (4,), d, 0, 5)), s, ref=np.multiply, out=dout)
-    case(f"promote/weak_{type(s).__name__}+{SHORT[d]}", "operator.add", s,
-         t(rand(g, (4,), d, 0, 5)), ref=np.add, out=dout)
-
-# --------------------------------------------------------------------- comparisons
-CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-       "gt": np.greater, "ge": np.greater_equal}
-PYOP = {"eq": "operator.eq", "ne": "operator.ne", "lt": "operator.lt", "le": "operator.le",
-        "gt": "operator.gt", "ge": "operator.ge"}
-A = np.array([[1.0, 2.0, 3.0], [nan, -1.0, inf]], "float32")
-B = np.array([2.0, 2.0, 1.0], "float32")
-for name, fn in CMP.items():
-    case(f"{name}/f32/nan_inf_broadcast", PYOP[name], t(A), t(B), ref=fn, out="bool")
-    case(f"{name}/i32/scalar", f"ember.{name}", t(np.array([1, 2, 3, -4], "int32")), 2, ref=fn,
-         out="bool")
-    case(f"{name}/i32+f32/promote", f"Tensor.{name}", t(np.array([1, 2, 3], "int32")),
-         t(np.array([1.5, 2.0, 2.5], "float32")), ref=fn, out="bool")
-case("eq/bool", "operator.eq", t(np.array([True, False, True])), t(np.array([True, True, False])),
-     ref=np.equal, out="bool")
-case("lt/u8_i8", "operator.lt", t(np.array([0, 200, 5], "uint8")),
-     t(np.array([-1, 100, 5], "int8")), ref=np.less, out="bool")
-
-# --------------------------------------------------------------------- logical
-P, Q = np.array([True, True, False, False]), np.array([True, False, True, False])
-for name, fn in {"logical_and": np.logical_and, "logical_or": np.logical_or,
-                 "logical_xor": np.logical_xor}.items():
-    case(f"{name}/bool", f"ember.{name}", t(P), t(Q), ref=fn, out="bool")
-    case(f"{name}/f32_nonzero", f"Tensor.{name}", t(np.array([0.0, 1.5, -2.0, nan], "float32")),
-         t(np.array([1.0, 0.0, 3.0, 1.0], "float32")), ref=fn, out="bool")
-case("logical_not/bool", "ember.logical_not", t(P), ref=np.logical_not, out="bool")
-case("logical_not/i32", "Tensor.logical_not", t(np.array([0, 3, -1], "int32")),
-     ref=np.logical_not, out="bool")
-case("and/bool_op", "operator.and_", t(P), t(Q), ref=np.logical_and, out="bool")
-case("or/bool_op", "operator.or_", t(P), t(Q), ref=np.logical_or, out="bool")
-case("xor/bool_op", "operator.xor", t(P), t(Q), ref=np.logical_xor, out="bool")
-case("invert/bool_op", "operator.invert", t(P), ref=np.logical_not, out="bool")
-case("and/bool_broadcast", "operator.and_", t(P.reshape(4, 1)), t(Q), ref=np.logical_and,
-     out="bool")
-
-# --------------------------------------------------------------------- where
-C = rand(g, (3, 4), "bool")
-case("where/f32", "ember.where", t(C), t(rand(g, (3, 4))), t(rand(g, (3, 4))), ref=np.where,
-     out="float32", diff=True, grad=(1, 2))
-case("where/broadcast", "ember.where", t(C[:, :1]), t(rand(g, (1, 4))), t(rand(g, (3, 1))),
-     ref=np.where, out="float32", diff=True, grad=(1, 2))
-case("where/scalar_x", "ember.where", t(C), 0.0, t(rand(g, (3, 4))), ref=np.where,
-     out="float32", diff=True, grad=(2,))
-case("where/promote_i32_f32", "ember.where", t(C), t(rand(g, (3, 4), "int32")),
-     t(rand(g, (3, 4), "float32")), ref=np.where, out="float32")
-case("where/i64", "ember.where", t(C), t(rand(g, (3, 4), "int64")), t(rand(g, (4,), "int64")),
-     ref=np.where, out="int64")
-case("where/method", "Tensor.where", t(rand(g, (4,))), t(np.array([True, False, True, False])),
-     -1.0, ref=lambda x, c, o: np.where(c, x, o), out="float32")
-case("where/float_cond", "ember.where", t(np.array([0.0, 2.0, nan], "float32")), 1, 2,
-     ref=lambda c, x, y: np.where(c != 0, x, y), out="int64")
-
-# --------------------------------------------------------------------- clamp, minimum, maximum
-X = np.array([-3.0, -0.5, 0.0, 0.7, 2.5, nan], "float32")
-case("clamp/f32", "Tensor.clamp", t(X), -1.0, 1.0, ref=lambda x, lo, hi: np.clip(x, lo, hi),
-     diff=True)
-case("clamp/f32/min_only", "ember.clamp", t(X), kwargs={"min": 0.0},
-     ref=lambda x: np.maximum(x, 0.0), diff=True)
-case("clamp/f32/max_only", "Tensor.clamp", t(X), kwargs={"max": 0.5},
-     ref=lambda x: np.minimum(x, 0.5), diff=True)
-case("clamp/i32", "Tensor.clamp", t(np.array([-9, -1, 0, 4, 9], "int32")), -2, 5,
-     ref=lambda x, lo, hi: np.clip(x, lo, hi))
-case("clamp/f32/tensor_bounds", "ember.clamp", t(rand(g, (2, 3))), t(rand(g, (3,), "float32", -3, -1)),
-     t(rand(g, (2, 1), "float32", 0, 1)), ref=lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
-     diff=True, grad=(0,))
-for name, fn in {"maximum": np.maximum, "minimum": np.minimum}.items():
-    case(f"{name}/f32/nan", f"ember.{name}", t(X), t(np.zeros(6, "float32")), ref=fn, diff=True)
-    case(f"{name}/i32/broadcast", f"Tensor.{name}", t(rand(g, (2, 3), "int32")),
-         t(rand(g, (3,), "int32")), ref=fn)
-    case(f"{name}/f16", f"ember.{name}", t(rand(g, (5,), "float16")), t(rand(g, (5,), "float16")),
-         ref=fn)
-    case(f"{name}/i32+f32", f"ember.{name}", t(rand(g, (4,), "int32")), t(rand(g, (4,))), ref=fn,
-         out="float32")
+    case(
+        f"promote/weak_{SHORT[d]}*{type(s).__name__}",
+        "operator.mul",
+        t(rand(g, (4,), d, 0, 5)),
+        s,
+        ref=np.multiply,
+        out=dout,
+    )
+    case(
+        f"promote/weak_{type(s).__name__}+{SHORT[d]}",
+        "operator.add",
+        s,
+        t(rand(g, (4,), d, 0, 5)),
+        ref=np.add,
+        out=dout,
+    )
 
 # --------------------------------------------------------------------- astype / to
 CASTS = [
@@ -232,10 +360,28 @@ CASTS = [
     ("float16", "float64", np.array([0.1, 65504.0, -inf], "float16")),
 ]
 for src, dst, v in CASTS:
-    case(f"astype/{SHORT[src]}->{SHORT[dst]}", "Tensor.astype", t(v), dst,
-         ref=lambda x, d: x, out=dst)
+    case(
+        f"astype/{SHORT[src]}->{SHORT[dst]}",
+        "Tensor.astype",
+        t(v),
+        dst,
+        ref=lambda x, d: x,
+        out=dst,
+    )
 case("to/dtype_str", "Tensor.to", t(rand(g, (3,))), "float64", ref=lambda x, d: x, out="float64")
-case("to/dtype_kw", "Tensor.to", t(rand(g, (3,), "int32")), kwargs={"dtype": "float16"},
-     ref=lambda x: x, out="float16")
-case("astype/noncontig", "Tensor.astype", t(rand(g, (2, 3)), "transpose"), "float64",
-     ref=lambda x, d: x, out="float64")
+case(
+    "to/dtype_kw",
+    "Tensor.to",
+    t(rand(g, (3,), "int32")),
+    kwargs={"dtype": "float16"},
+    ref=lambda x: x,
+    out="float16",
+)
+case(
+    "astype/noncontig",
+    "Tensor.astype",
+    t(rand(g, (2, 3)), "transpose"),
+    "float64",
+    ref=lambda x, d: x,
+    out="float64",
+)

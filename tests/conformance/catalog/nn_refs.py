@@ -62,8 +62,10 @@ def conv_transpose(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1
     stride, padding = _tuple(stride, nd), _tuple(padding, nd)
     output_padding, dilation = _tuple(output_padding, nd), _tuple(dilation, nd)
     ins = x.shape[2:]
-    full = tuple((ins[i] - 1) * stride[i] + dilation[i] * (k[i] - 1) + 1 + output_padding[i]
-                 for i in range(nd))
+    full = tuple(
+        (ins[i] - 1) * stride[i] + dilation[i] * (k[i] - 1) + 1 + output_padding[i]
+        for i in range(nd)
+    )
     cin_g, cout_g = x.shape[1] // groups, w.shape[1]
     y = np.zeros((x.shape[0], cout_g * groups) + full)
     for gi in range(groups):
@@ -77,9 +79,7 @@ def conv_transpose(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1
             y[(slice(None), slice(gi * cout_g, (gi + 1) * cout_g)) + sl] += np.einsum(
                 "nc...,co->no...", xs, ws[(slice(None), slice(None)) + offs]
             )
-    crop = tuple(
-        slice(padding[i], full[i] - padding[i]) for i in range(nd)
-    )
+    crop = tuple(slice(padding[i], full[i] - padding[i]) for i in range(nd))
     y = y[(slice(None), slice(None)) + crop]
     if b is not None:
         y = y + b.reshape((1, -1) + (1,) * nd)

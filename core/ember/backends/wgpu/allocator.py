@@ -5,7 +5,9 @@ serves any later request of the same class and waste stays under 12.5%. ``curren
 bytes handed out, ``cached`` bytes waiting in buckets, ``peak`` the highest ``current``.
 
 While the engine has recorded but unsubmitted work, freed buffers are *held*: the pending
-commands may still read them, and a queue write into a recycled buffer would land before them.
+commands may still read them, and a queue write (an upload) into a recycled buffer would land
+before them. Held buffers still serve kernel outputs of the same batch (dispatches in one
+pass are ordered with barriers), just not uploads.
 """
 
 from __future__ import annotations
@@ -37,10 +39,16 @@ class Allocator:
         self.cached = 0
         self.created = 0  # buffers ever created (reuse shows as a flat count)
         self.hold = False
-        self._held: list[Block] = []
+        self._held: dict[int, list[Block]] = {}
         self._free: dict[int, list[Block]] = {}
+        # Every block stays reachable from here: a tensor dying in a garbage cycle (say, in an
+        # exception's traceback) must not take its GPU buffer down with it while
+        # Storage.__del__ hands the block back to a bucket.
+        self._blocks: dict[int, Block] = {}
 
-    def alloc(self, nbytes: int, op: str = "alloc") -> Block:
+    def alloc(self, nbytes: int, op: str = "alloc", upload: bool = False) -> Block:
+        """A block of at least ``nbytes``; ``upload`` blocks must not be reused from the
+        pending batch (their queue write would land before the pending commands)."""
         limit = self.adapter.info.max_binding_size
         if nbytes > limit:
             raise UnsupportedOpError(
@@ -49,11 +57,15 @@ class Allocator:
             )
         size = min(size_class(nbytes), max(limit // 4 * 4, 4))
         bucket = self._free.get(size)
+        held = None if upload else self._held.get(size)
         if bucket:
             block = bucket.pop()
             self.cached -= size
+        elif held:
+            block = held.pop()
         else:
             block = Block(self.adapter.create_buffer(size, "storage"), size)
+            self._blocks[id(block)] = block
             self.created += 1
         self.current += size
         self.peak = max(self.peak, self.current)
@@ -62,7 +74,7 @@ class Allocator:
     def release(self, block: Block) -> None:
         self.current -= block.size
         if self.hold:
-            self._held.append(block)
+            self._held.setdefault(block.size, []).append(block)
             return
         self._free.setdefault(block.size, []).append(block)
         self.cached += block.size
@@ -72,20 +84,22 @@ class Allocator:
     def release_held(self) -> None:
         """Called after a submit: held buffers become reusable."""
         self.hold = False
-        held, self._held = self._held, []
-        for block in held:
-            self._free.setdefault(block.size, []).append(block)
-            self.cached += block.size
+        held, self._held = self._held, {}
+        for size, blocks in held.items():
+            self._free.setdefault(size, []).extend(blocks)
+            self.cached += size * len(blocks)
 
     def empty_cache(self) -> None:
         """Destroy every cached buffer (not the live ones)."""
         for bucket in self._free.values():
             for block in bucket:
+                self._blocks.pop(id(block), None)
                 self.adapter.destroy_buffer(block.buffer)
         self._free.clear()
         self.cached = 0
 
     def stats(self) -> dict[str, int]:
         return {"current": self.current, "peak": self.peak, "cached": self.cached,
-                "reserved": self.current + self.cached + sum(b.size for b in self._held),
+                "reserved": self.current + self.cached
+                + sum(size * len(b) for size, b in self._held.items()),
                 "created": self.created}

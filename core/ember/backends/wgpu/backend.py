@@ -15,15 +15,15 @@ from ... import dtype as dt
 from ...backend import Backend, Caps
 from ...data import TensorData
 from ...errors import DTypeError
-from ...shape import numel
 from . import compute
 from .launch import Runtime, cast, contiguous, copy_region, map_op, narrow, widen
-from .primitive import PACK, WIDE, Storage, WgpuTensor, contiguous_strides, nbytes
+from .nn import WgpuNNOps
+from .primitive import PACK, WIDE, WgpuTensor, contiguous_strides
 
 _I32 = (-(1 << 31), (1 << 31) - 1)
 
 
-class WgpuBackend(Backend):
+class WgpuBackend(WgpuNNOps, Backend):
     """GPU backend over wgpu-py (Vulkan/Metal/DX12; Mesa lavapipe without a GPU).
 
     ``adapter``: an adapter name substring (default ``$EMBER_WGPU_ADAPTER``) or a
@@ -55,7 +55,7 @@ class WgpuBackend(Backend):
         raw = data.buffer
         if data.dtype == dt.int64:
             raw = _int64_to_int32(raw, data.size)
-        out = self.rt.empty(data.shape, data.dtype, "from_data")
+        out = self.rt.empty(data.shape, data.dtype, "from_data", upload=True)
         self.rt.engine.write(out.block, raw)
         return out
 

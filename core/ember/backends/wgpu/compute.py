@@ -95,13 +95,18 @@ def _batch_view(x: WgpuTensor):
     return None
 
 
-def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor) -> WgpuTensor:
-    """Batched ``(..., n, k) @ (..., k, m)`` with identical batch dims."""
+def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = None,
+           out_view: tuple[int, int, int] | None = None) -> WgpuTensor:
+    """Batched ``(..., n, k) @ (..., k, m)`` with identical batch dims. ``out`` with
+    ``out_view = (offset, batch stride, row stride)`` writes into part of an existing buffer
+    (columns contiguous); the result is then ``out`` itself."""
     ct = _ct(a)
     n, k = a.shape[-2:]
     m = b.shape[-1]
     batch_shape = a.shape[:-2]
-    out = rt.empty(batch_shape + (n, m), a.dtype, "matmul")
+    if out is None:
+        out = rt.empty(batch_shape + (n, m), a.dtype, "matmul")
+        out_view = (0, n * m, m)
     batch = numel(batch_shape)
     if batch == 0 or n == 0 or m == 0:
         return out
@@ -121,7 +126,7 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor) -> WgpuTensor:
     top = rt.info.max_groups_per_dim
     for b0 in range(0, batch, top):
         meta = [b0, n, m, k, a.offset, sa, a.strides[-2], a.strides[-1],
-                b.offset, sb, b.strides[-2], b.strides[-1]]
+                b.offset, sb, b.strides[-2], b.strides[-1], *out_view]
         rt.engine.dispatch(pipe, meta, [a.block, b.block, out.block],
                            (gx, gy, min(top, batch - b0)))
     return out

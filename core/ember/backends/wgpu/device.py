@@ -67,7 +67,7 @@ def choose_adapter(name: str | None = None, power_preference: str | None = None)
     if power_preference is not None:
         try:
             chosen = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
-        except Exception:  # wgpu raises a plain RuntimeError when it finds none
+        except RuntimeError:  # wgpu raises a plain RuntimeError when it finds none
             chosen = None
         if chosen is not None:
             return chosen

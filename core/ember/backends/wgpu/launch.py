@@ -12,8 +12,17 @@ from .allocator import Allocator
 from .engine import Engine
 from .kernels import KernelLibrary, render
 from .primitive import (
-    COMPUTE, LOADER, PACK, STORE, STORER, WIDE, Storage, WgpuTensor, collapse,
-    contiguous_strides, nbytes,
+    COMPUTE,
+    LOADER,
+    PACK,
+    STORE,
+    STORER,
+    WIDE,
+    Storage,
+    WgpuTensor,
+    collapse,
+    contiguous_strides,
+    nbytes,
 )
 
 WG = 256
@@ -45,9 +54,10 @@ class Runtime:
         self.tile = _tile(self.info)
 
     # ---------------------------------------------------------------- helpers
-    def empty(self, shape, dtype: dt.DType, op: str = "alloc") -> WgpuTensor:
+    def empty(self, shape, dtype: dt.DType, op: str = "alloc", upload: bool = False):
+        """A fresh contiguous primitive (uninitialised)."""
         shape = tuple(shape)
-        block = self.allocator.alloc(nbytes(numel(shape), dtype), op)
+        block = self.allocator.alloc(nbytes(numel(shape), dtype), op, upload)
         return WgpuTensor(Storage(block, self.allocator), shape, contiguous_strides(shape), 0,
                           dtype)
 

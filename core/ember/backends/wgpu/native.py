@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from .adapter import AdapterInfo, GpuAdapter
 
 try:
@@ -49,6 +51,10 @@ class NativeAdapter(GpuAdapter):
         self._encoder = None
         self._pass = None
         self._layouts: dict[tuple[str, ...], tuple] = {}
+        # Bind groups cost more Python time than anything else in a dispatch; recycled buffers
+        # make the same (layout, buffers, offsets) come back often in loops.
+        self._groups: OrderedDict = OrderedDict()
+        self.max_groups = 4096
 
     # ---------------------------------------------------------------- buffers
     def create_buffer(self, size: int, kind: str):
@@ -60,6 +66,7 @@ class NativeAdapter(GpuAdapter):
         return self._device.create_buffer(size=size, usage=usage)
 
     def destroy_buffer(self, buffer) -> None:
+        self._groups.clear()
         buffer.destroy()
 
     def write_buffer(self, buffer, offset: int, data: bytes) -> None:
@@ -108,13 +115,21 @@ class NativeAdapter(GpuAdapter):
 
     def dispatch(self, pipeline, bindings, groups) -> None:
         pipe, bgl = pipeline
-        group = self._device.create_bind_group(
-            layout=bgl,
-            entries=[
-                {"binding": i, "resource": {"buffer": buf, "offset": off, "size": size}}
-                for i, (buf, off, size) in enumerate(bindings)
-            ],
-        )
+        key = (id(bgl), *((id(buf), off, size) for buf, off, size in bindings))
+        group = self._groups.get(key)
+        if group is None:
+            group = self._device.create_bind_group(
+                layout=bgl,
+                entries=[
+                    {"binding": i, "resource": {"buffer": buf, "offset": off, "size": size}}
+                    for i, (buf, off, size) in enumerate(bindings)
+                ],
+            )
+            self._groups[key] = group
+            if len(self._groups) > self.max_groups:
+                self._groups.popitem(last=False)
+        else:
+            self._groups.move_to_end(key)
         p = self._compute_pass()
         p.set_pipeline(pipe)
         p.set_bind_group(0, group)

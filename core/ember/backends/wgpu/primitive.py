@@ -52,7 +52,7 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 class Storage:
     """One allocator block; returned to the allocator when the last view dies."""
 
-    __slots__ = ("block", "allocator", "__weakref__")
+    __slots__ = ("__weakref__", "allocator", "block")
 
     def __init__(self, block, allocator):
         self.block = block
@@ -61,12 +61,12 @@ class Storage:
     def __del__(self):
         try:
             self.allocator.release(self.block)
-        except Exception:  # interpreter shutdown: the device may already be gone
+        except Exception:  # noqa: BLE001, S110 - at interpreter shutdown the device may be gone
             pass
 
 
 class WgpuTensor:
-    __slots__ = ("storage", "shape", "strides", "offset", "dtype")
+    __slots__ = ("dtype", "offset", "shape", "storage", "strides")
 
     def __init__(self, storage: Storage, shape, strides, offset: int, dtype: dt.DType):
         self.storage = storage

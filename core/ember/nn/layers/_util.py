@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 from ...ops.creation import zeros
-from ...tensor import Tensor
 from .. import init
 from ..module import Parameter
 

@@ -10,9 +10,9 @@ from ... import dtype as dt
 from ...ops.creation import ones, zeros
 from ...tensor import Tensor
 from .. import functional as F
+from .. import init
 from ..module import Module
 from ._util import new_param
-from .. import init
 
 
 def _normalize(x: Tensor, dims: tuple[int, ...], eps: float) -> Tensor:
@@ -30,14 +30,14 @@ class _BatchNorm(Module):
     _ndims: tuple[int, ...] = (2, 3)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, backend=None,
-                 dtype=None):
+                 affine: bool = True, track_running_stats: bool = True, bias: bool = True,
+                 backend=None, dtype=None):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = new_param((num_features,), backend, dtype)
-            self.bias = new_param((num_features,), backend, dtype)
+            self.bias = new_param((num_features,), backend, dtype) if bias else None
             init.ones_(self.weight)
         else:
             self.weight = self.bias = None
@@ -70,8 +70,13 @@ class _BatchNorm(Module):
             mean = _channel_view(self.running_mean, x.ndim)
             var = _channel_view(self.running_var, x.ndim)
             y = (x - mean) * (var + self.eps).rsqrt()
-        if self.affine:
-            y = y * _channel_view(self.weight, x.ndim) + _channel_view(self.bias, x.ndim)
+        return self._affine(y)
+
+    def _affine(self, y: Tensor) -> Tensor:
+        if self.weight is not None:
+            y = y * _channel_view(self.weight, y.ndim)
+        if self.bias is not None:
+            y = y + _channel_view(self.bias, y.ndim)
         return y
 
     def _update_stats(self, mean: Tensor, var: Tensor, count: int) -> None:
@@ -89,8 +94,9 @@ class _BatchNorm(Module):
         self.running_var = self.running_var * (1 - m) + unbiased * m
 
     def extra_repr(self) -> str:
+        bias = f", bias={self.bias is not None}" if self.affine else ""
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}{bias}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -115,8 +121,8 @@ class _InstanceNorm(_BatchNorm):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, backend=None,
                  dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, backend,
-                         dtype)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats,
+                         backend=backend, dtype=dtype)
 
     def forward(self, x: Tensor) -> Tensor:
         name = type(self).__name__
@@ -135,9 +141,7 @@ class _InstanceNorm(_BatchNorm):
             mean = _channel_view(self.running_mean, x.ndim)
             var = _channel_view(self.running_var, x.ndim)
             y = (x - mean) * (var + self.eps).rsqrt()
-        if self.affine:
-            y = y * _channel_view(self.weight, x.ndim) + _channel_view(self.bias, x.ndim)
-        return y
+        return self._affine(y)
 
 
 class InstanceNorm1d(_InstanceNorm):
@@ -176,7 +180,7 @@ class LayerNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
 class GroupNorm(Module):

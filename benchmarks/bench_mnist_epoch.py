@@ -1,0 +1,199 @@
+"""One MNIST training epoch with the demo's CNN: ember Autodiff(numpy) vs PyTorch CPU.
+
+    python benchmarks/bench_mnist_epoch.py [--repeat 3] [--profile]
+
+Both train ``ember.demos.mnist_model.mnist_cnn`` (the same architecture in ``torch.nn``, with
+ember's initial weights copied in) with Adam on the 8,500-digit MNIST train split, batch 64,
+in the same shuffled order, side by side in one process; epochs alternate between the two so
+both see the same machine load. Each framework scales and normalises its own uint8 batches.
+
+Rows:
+- *pre-batched*: the batches are numpy arrays made once, up front (model + optimizer cost);
+- *with DataLoader*: ember reads through ``DataLoader`` + ``Batcher`` from ``MnistDataset``,
+  PyTorch through ``torch.utils.data.DataLoader`` over a ``TensorDataset`` (the whole input
+  pipeline included).
+
+PyTorch gets as many threads as numpy's BLAS uses (``threadpoolctl`` when installed).
+``--profile`` runs one ember epoch under cProfile and prints the top costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime
+import os
+import platform
+import pstats
+import statistics
+import time
+
+import numpy as np
+
+import ember
+from ember import nn
+from ember.dataset import DataLoader, MnistDataset
+from ember.demos.mnist_model import MEAN, STD, mnist_cnn, preprocess
+from ember.optim import Adam
+
+BATCH, LR = 64, 2e-3
+
+
+def numpy_threads() -> tuple[int, str]:
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        if blas:
+            return max(i["num_threads"] for i in blas), f"threadpoolctl: {blas[0]['internal_api']}"
+    except ImportError:
+        pass
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var]), var
+    return os.cpu_count() or 1, "cpu count"
+
+
+def torch_twin(torch, model):
+    """``mnist_cnn`` in torch.nn with the ember model's weights copied in."""
+    T = torch.nn
+    layers = []
+    for layer in model:
+        kind = type(layer).__name__
+        if kind == "Conv2d":
+            out_c, in_c, k, _ = layer.weight.shape
+            layers.append(T.Conv2d(in_c, out_c, k, padding=1))
+        elif kind == "Linear":
+            layers.append(T.Linear(layer.in_features, layer.out_features))
+        else:
+            layers.append({"ReLU": T.ReLU, "Flatten": T.Flatten}.get(kind, lambda: T.MaxPool2d(2))())
+    twin = T.Sequential(*layers)
+    ours = list(model.state_dict().values())
+    theirs = list(twin.parameters())
+    assert len(ours) == len(theirs), (len(ours), len(theirs))
+    with torch.no_grad():
+        for v, p in zip(ours, theirs):
+            p.copy_(torch.from_numpy(np.ascontiguousarray(v.numpy())))
+    return twin
+
+
+def epoch_order(n: int, epoch: int) -> list[np.ndarray]:
+    order = np.random.default_rng(epoch).permutation(n)
+    return [order[i : i + BATCH] for i in range(0, n, BATCH)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="timed epochs per framework")
+    parser.add_argument("--profile", action="store_true", help="cProfile one ember epoch")
+    parser.add_argument("--top", type=int, default=30, help="rows of the profile")
+    parser.add_argument("--no-loader", action="store_true", help="skip the DataLoader rows")
+    args = parser.parse_args()
+
+    import torch
+
+    threads, how = numpy_threads()
+    torch.set_num_threads(threads)
+    ember.seed(0)
+
+    train = MnistDataset("train")
+    images = np.frombuffer(b"".join(train[i][0] for i in range(len(train))), np.uint8)
+    images = images.reshape(len(train), 784)
+    labels = np.array([train[i][1] for i in range(len(train))], dtype=np.int64)
+    n = len(train)
+
+    backend = ember.Autodiff(ember.get_backend("numpy"))
+    model = mnist_cnn().to(backend)
+    opt = Adam(model.parameters(), lr=LR)
+    twin = torch_twin(torch, model)
+    topt = torch.optim.Adam(twin.parameters(), lr=LR)
+
+    def ember_step(x_u8, y) -> float:
+        x = preprocess(x_u8.to(backend))
+        loss = nn.loss.cross_entropy(model(x), y.to(backend))
+        opt.step(loss.backward())
+        return loss.item()
+
+    def torch_step(x_u8, y) -> float:
+        x = (x_u8.reshape(-1, 1, 28, 28).float() / 255.0 - MEAN) / STD
+        topt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(twin(x), y)
+        loss.backward()
+        topt.step()
+        return loss.item()
+
+    epochs = {"ember": 0, "torch": 0}
+
+    def ember_epoch() -> float:
+        epochs["ember"] += 1
+        losses = [ember_step(ember.tensor(images[b]), ember.tensor(labels[b]))
+                  for b in epoch_order(n, epochs["ember"])]
+        return float(np.mean(losses))
+
+    def torch_epoch() -> float:
+        epochs["torch"] += 1
+        losses = [torch_step(torch.from_numpy(images[b]), torch.from_numpy(labels[b]))
+                  for b in epoch_order(n, epochs["torch"])]
+        return float(np.mean(losses))
+
+    ember_loader = DataLoader(train, batch_size=BATCH, shuffle=True, seed=0)
+    torch_loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.from_numpy(images), torch.from_numpy(labels)),
+        batch_size=BATCH, shuffle=True, generator=torch.Generator().manual_seed(0))
+
+    def ember_loader_epoch() -> float:
+        return float(np.mean([ember_step(x, y) for x, y in ember_loader]))
+
+    def torch_loader_epoch() -> float:
+        return float(np.mean([torch_step(x, y) for x, y in torch_loader]))
+
+    if args.profile:
+        ember_epoch()  # warm-up
+        prof = cProfile.Profile()
+        prof.enable()
+        ember_epoch()
+        prof.disable()
+        print(f"cProfile of one ember epoch ({-(-n // BATCH)} steps), by own time:\n")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+        pstats.Stats(prof).sort_stats("cumtime").print_stats(args.top)
+        return
+
+    pairs = [("pre-batched", ember_epoch, torch_epoch)]
+    if not args.no_loader:
+        pairs.append(("with DataLoader", ember_loader_epoch, torch_loader_epoch))
+    rows = []
+    for label, fe, ft in pairs:
+        fe(), ft()  # warm-up epoch each (allocator, caches, lazy imports)
+        times: dict[str, list[float]] = {"ember": [], "torch": []}
+        final = {}
+        for _ in range(args.repeat):
+            for name, fn in (("ember", fe), ("torch", ft)):
+                t0 = time.perf_counter()
+                final[name] = fn()
+                times[name].append(time.perf_counter() - t0)
+        te, tt = statistics.median(times["ember"]), statistics.median(times["torch"])
+        rows.append((label, te, tt, final["ember"], final["torch"]))
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    steps = -(-n // BATCH)
+    print(f"MNIST epoch ({n:,} digits, {steps} steps of batch {BATCH}, Adam), mnist_cnn "
+          f"({model.num_params():,} params); median of {args.repeat} epochs each after one "
+          f"warm-up")
+    print(f"{datetime.date.today().isoformat()} · {cpu} · {os.cpu_count()} CPUs · "
+          f"{threads} thread(s) ({how}) · Python {platform.python_version()} · "
+          f"numpy {np.__version__} · torch {torch.__version__}")
+    print()
+    print("| pipeline | ember Autodiff(numpy) s | PyTorch CPU s | ratio ember/torch "
+          "| mean loss ember / torch |")
+    print("|---|---:|---:|---:|---:|")
+    for label, te, tt, le, lt in rows:
+        print(f"| {label} | {te:.2f} | {tt:.2f} | {te / tt:.2f}× | {le:.3f} / {lt:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

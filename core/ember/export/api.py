@@ -1,0 +1,125 @@
+"""``export()``: an ember model → a micro model file, optionally int8, with a report."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from . import binary, reference
+from .ir import Program, _np, lower
+
+
+@dataclass
+class ExportReport:
+    """What ``export`` wrote, and (int8) how much accuracy quantisation cost."""
+
+    path: str
+    size_bytes: int
+    float_size_bytes: int
+    layers: list[str]
+    int8: bool
+    n_eval: int = 0
+    accuracy_f32: float | None = None
+    accuracy_int8: float | None = None
+    agreement: float | None = None
+    max_abs_logit_diff: float | None = None
+
+    def __str__(self) -> str:
+        lines = [f"{self.path}: {self.size_bytes:,} bytes, {len(self.layers)} layers"
+                 + (f" (int8; f32 would be {self.float_size_bytes:,})" if self.int8 else "")]
+        lines += [f"  {d}" for d in self.layers]
+        if self.int8 and self.n_eval:
+            acc = ""
+            if self.accuracy_f32 is not None:
+                delta = 100 * (self.accuracy_int8 - self.accuracy_f32)
+                acc = (f"accuracy f32 {100 * self.accuracy_f32:.2f}% -> int8 "
+                       f"{100 * self.accuracy_int8:.2f}% ({delta:+.2f} points), ")
+            lines.append(f"  int8 on {self.n_eval} inputs: {acc}argmax agreement "
+                         f"{100 * self.agreement:.2f}%, max |logit diff| "
+                         f"{self.max_abs_logit_diff:.4g}")
+        return "\n".join(lines)
+
+
+def _as_batch(x, program: Program):
+    np = _np()
+    if hasattr(x, "numpy") and not isinstance(x, np.ndarray):
+        x = x.numpy()
+    x = np.asarray(x, dtype=np.float64)
+    return x.reshape((len(x),) + program.input_shape)
+
+
+def model_logits(model, x):
+    """Run an ember model on CPython in eval mode: numpy (N, ...) in, numpy (N, outputs) out.
+
+    >>> import numpy as np
+    >>> from ember import nn
+    >>> model_logits(nn.Linear(3, 2), np.zeros((4, 3))).shape
+    (4, 2)
+    """
+    import ember
+
+    np = _np()
+    params = list(model.parameters())
+    backend = params[0].backend if params else None
+    was_training = getattr(model, "training", False)
+    model.eval()
+    try:
+        with ember.no_grad():
+            t = ember.tensor(np.ascontiguousarray(x, dtype=np.float32), backend=backend)
+            y = model(t)
+        out = y.numpy() if hasattr(y, "numpy") else np.asarray(y.tolist())
+    finally:
+        model.train(was_training)
+    return np.asarray(out, dtype=np.float64).reshape(len(x), -1)
+
+
+def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
+           calibration=None, evaluate=None, input_transform=None,
+           percentile: float = 100.0) -> ExportReport:
+    """Write ``model`` as a micro model file for ``embedded/ember_micro``.
+
+    ``input_shape`` excludes the batch dim: ``(1, 28, 28)`` or ``(784,)``. ``int8=True``
+    quantises weights per output channel and calibrates activation scales on ``calibration``
+    (a batch of float inputs, numpy or Tensor). ``evaluate=(x, labels)`` measures the accuracy
+    change (labels may be None: then only agreement with f32). ``input_transform=(mul, add)``
+    tells the board how to scale uint8 inputs: ``x = byte * mul + add``.
+
+    >>> import os, tempfile
+    >>> from ember import nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "mlp.emb")
+    >>> report = export(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), path, (4,))
+    >>> report.size_bytes
+    380
+    """
+    model.eval()
+    program = lower(model, input_shape)
+    if input_transform is not None:
+        program.in_mul, program.in_add = float(input_transform[0]), float(input_transform[1])
+    float_bytes = len(binary.encode(program))
+    n_eval = 0
+    acc_f = acc_q = agree = diff = None
+    float_program = program
+    if int8:
+        if calibration is None:
+            raise ValueError("export(int8=True) needs calibration inputs for the activation "
+                             "scales, e.g. a few hundred training images")
+        program = reference.quantize(program, _as_batch(calibration, program),
+                                     percentile=percentile)
+    size = binary.save(program, path)
+    if int8:
+        np = _np()
+        x, labels = evaluate if evaluate is not None else (calibration, None)
+        x = _as_batch(x, program)
+        written = binary.load(path)  # evaluate exactly what the board will read
+        yf = reference.run(float_program, x, int8=False)
+        yq = reference.run(written, x, int8=True)
+        n_eval = len(x)
+        agree = float(np.mean(yf.argmax(1) == yq.argmax(1)))
+        diff = float(np.abs(yf - yq).max())
+        if labels is not None:
+            labels = np.asarray(labels).reshape(-1)
+            acc_f = float(np.mean(yf.argmax(1) == labels))
+            acc_q = float(np.mean(yq.argmax(1) == labels))
+    return ExportReport(os.fspath(path), size, float_bytes,
+                        [layer.describe() for layer in program.layers], int8, n_eval, acc_f,
+                        acc_q, agree, diff)

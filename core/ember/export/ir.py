@@ -1,0 +1,285 @@
+"""Lower an ember ``nn`` model to a flat list of micro layers (the exported program).
+
+BatchNorm folds into the Conv2d/Linear before it (or becomes a 1×1 depthwise conv when nothing
+precedes it); activations fuse into the Conv2d/Linear before them; Dropout and Identity vanish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ShapeError, UnsupportedOpError
+from . import format as fmt
+
+
+@dataclass
+class Layer:
+    """One micro layer; arrays are numpy float64 (int8 arrays after quantisation)."""
+
+    op: int
+    in_shape: tuple[int, int, int]
+    out_shape: tuple[int, int, int]
+    name: str = ""
+    act: int = fmt.NONE
+    weight: Any = None
+    bias: Any = None
+    kh: int = 1
+    kw: int = 1
+    sh: int = 1
+    sw: int = 1
+    ph: int = 0
+    pw: int = 0
+    groups: int = 1
+    slot: int = 0
+    count_pad: bool = True
+    w_q: Any = None
+    w_scale: Any = None
+    in_scale: float = 0.0
+
+    @property
+    def weighted(self) -> bool:
+        return self.op in (fmt.LINEAR, fmt.CONV2D)
+
+    def describe(self) -> str:
+        s = fmt.OP_NAMES[self.op]
+        if self.act:
+            s += "+" + fmt.ACT_NAMES[self.act]
+        return f"{s} {self.in_shape}->{self.out_shape}"
+
+
+@dataclass
+class Program:
+    """The exported graph: layers run in order on one current activation."""
+
+    layers: list[Layer]
+    input_shape: tuple[int, int, int]
+    n_slots: int = 0
+    in_mul: float = 1.0
+    in_add: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int]:
+        return self.layers[-1].out_shape if self.layers else self.input_shape
+
+    @property
+    def quantized(self) -> bool:
+        return any(layer.w_q is not None for layer in self.layers)
+
+
+def _np():
+    try:
+        import numpy
+    except ImportError as e:  # pragma: no cover - numpy is in the [numpy] extra
+        raise ImportError("ember.export needs numpy: pip install 'ember[numpy]'") from e
+    return numpy
+
+
+def _pair(v, what: str, name: str) -> tuple[int, int]:
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise ShapeError(f"export: {name}: {what} {v!r} must be an int or a pair")
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def _array(t):
+    np = _np()
+    if t is None:
+        return None
+    return np.asarray(t.numpy(), dtype=np.float64)
+
+
+_ACTS = {"ReLU": fmt.RELU, "ReLU6": fmt.RELU6, "Sigmoid": fmt.SIGMOID, "Tanh": fmt.TANH,
+         "Hardswish": fmt.HARDSWISH, "HardSwish": fmt.HARDSWISH}
+_SKIP = ("Dropout", "Identity")
+
+
+class _Lowering:
+    def __init__(self, input_shape):
+        shape = tuple(int(d) for d in input_shape)
+        if len(shape) == 1:
+            shape = (shape[0], 1, 1)
+        if len(shape) != 3 or min(shape) < 1:
+            raise ShapeError(
+                f"export: input_shape {tuple(input_shape)} must be (features,) or (C, H, W) "
+                "without the batch dim"
+            )
+        self.input_shape = shape
+        self.layers: list[Layer] = []
+        self.unsupported: list[str] = []
+        self.slots = 0
+        self.open_slots = 0
+
+    def emit(self, layer: Layer) -> tuple[int, int, int]:
+        self.layers.append(layer)
+        return layer.out_shape
+
+    def last_weighted(self) -> Layer | None:
+        last = self.layers[-1] if self.layers else None
+        return last if last is not None and last.weighted and last.act == fmt.NONE else None
+
+    def walk(self, m, name: str, shape):
+        kind = type(m).__name__
+        handler = getattr(self, "do_" + kind, None)
+        if kind in _ACTS:
+            return self.activation(_ACTS[kind], name, shape)
+        if kind in _SKIP:
+            return shape
+        if handler is None:
+            self.unsupported.append(f"{name or '<model>'} ({kind})")
+            return shape
+        return handler(m, name, shape)
+
+    def do_Sequential(self, m, name, shape):
+        for child_name, child in m.named_children():
+            shape = self.walk(child, f"{name}.{child_name}" if name else child_name, shape)
+        return shape
+
+    def do_Residual(self, m, name, shape):
+        slot = self.open_slots
+        self.open_slots += 1
+        self.slots = max(self.slots, self.open_slots)
+        self.emit(Layer(fmt.SAVE, shape, shape, name, slot=slot))
+        out = self.walk(m.body, f"{name}.body" if name else "body", shape)
+        self.open_slots -= 1
+        if out != shape and not self.unsupported:
+            raise ShapeError(
+                f"export: residual {name or '<model>'}: body maps {shape} to {out}; the add "
+                "needs the same shape"
+            )
+        return self.emit(Layer(fmt.ADD, out, out, name, slot=slot))
+
+    def do_Flatten(self, m, name, shape):
+        if (m.start_dim, m.end_dim) not in ((1, -1), (1, 3)):
+            self.unsupported.append(f"{name} (Flatten start_dim={m.start_dim}, "
+                                    f"end_dim={m.end_dim}: only 1..-1)")
+        return (shape[0] * shape[1] * shape[2], 1, 1)
+
+    def do_Linear(self, m, name, shape):
+        n = shape[0] * shape[1] * shape[2]
+        if n != m.in_features:
+            raise ShapeError(f"export: {name} Linear expects {m.in_features} features but "
+                             f"gets {shape} = {n}")
+        w = _array(m.weight)
+        return self.emit(Layer(fmt.LINEAR, shape, (m.out_features, 1, 1), name, weight=w,
+                               bias=_array(m.bias)))
+
+    def do_Conv2d(self, m, name, shape):
+        c, h, w = shape
+        kh, kw = _pair(m.kernel_size, "kernel_size", name)
+        sh, sw = _pair(m.stride, "stride", name)
+        if tuple(m.dilation) != (1, 1) or getattr(m, "padding_mode", "zeros") != "zeros":
+            self.unsupported.append(f"{name} (Conv2d dilation={m.dilation}, "
+                                    f"padding_mode={m.padding_mode}: needs 1 and 'zeros')")
+        if m.padding == "valid":
+            ph = pw = 0
+        elif m.padding == "same":
+            if (sh, sw) != (1, 1) or kh % 2 == 0 or kw % 2 == 0:
+                self.unsupported.append(f"{name} (Conv2d padding='same' with stride or even "
+                                        "kernel)")
+            ph, pw = (kh - 1) // 2, (kw - 1) // 2
+        else:
+            ph, pw = _pair(m.padding, "padding", name)
+        if c != m.in_channels:
+            raise ShapeError(f"export: {name} Conv2d expects {m.in_channels} channels but gets "
+                             f"shape {shape}")
+        oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        if oh < 1 or ow < 1:
+            raise ShapeError(f"export: {name} Conv2d kernel {kh}x{kw} doesn't fit {shape}")
+        return self.emit(Layer(fmt.CONV2D, shape, (m.out_channels, oh, ow), name,
+                               weight=_array(m.weight), bias=_array(m.bias), kh=kh, kw=kw,
+                               sh=sh, sw=sw, ph=ph, pw=pw, groups=m.groups))
+
+    def _batchnorm(self, m, name, shape):
+        np = _np()
+        if m.running_mean is None:
+            self.unsupported.append(f"{name} ({type(m).__name__} without running stats)")
+            return shape
+        mean, var = _array(m.running_mean), _array(m.running_var)
+        scale = 1.0 / np.sqrt(var + m.eps)
+        shift = -mean * scale
+        if m.weight is not None:
+            g = _array(m.weight)
+            scale, shift = scale * g, shift * g
+        if m.bias is not None:
+            shift = shift + _array(m.bias)
+        if shape[0] != len(scale):
+            raise ShapeError(f"export: {name} {type(m).__name__}({len(scale)}) gets {shape}")
+        prev = self.last_weighted()
+        if prev is not None and prev.out_shape[0] == len(scale):
+            w = prev.weight * scale.reshape((-1,) + (1,) * (prev.weight.ndim - 1))
+            b = prev.bias if prev.bias is not None else np.zeros(len(scale))
+            prev.weight, prev.bias = w, b * scale + shift
+            prev.name += f"+{name}"
+            return shape
+        # nothing to fold into: a per-channel affine is a 1×1 depthwise conv
+        c = shape[0]
+        return self.emit(Layer(fmt.CONV2D, shape, shape, name, weight=scale.reshape(c, 1, 1, 1),
+                               bias=shift, groups=c))
+
+    do_BatchNorm1d = do_BatchNorm2d = _batchnorm
+
+    def activation(self, code, name, shape):
+        prev = self.last_weighted()
+        if prev is not None:
+            prev.act = code
+            prev.name += f"+{name}"
+            return shape
+        return self.emit(Layer(fmt.ACT, shape, shape, name, act=code))
+
+    def do_Softmax(self, m, name, shape):
+        if shape[1:] != (1, 1) or m.dim not in (None, 1, -1):
+            self.unsupported.append(f"{name} (Softmax dim={m.dim} on {shape}: only over the "
+                                    "features of a flat vector)")
+        return self.emit(Layer(fmt.SOFTMAX, shape, shape, name))
+
+    def _pool(self, m, name, shape, op):
+        kind = type(m).__name__
+        kh, kw = _pair(m.kernel_size, "kernel_size", name)
+        sh, sw = _pair(m.stride if m.stride is not None else m.kernel_size, "stride", name)
+        ph, pw = _pair(m.padding, "padding", name)
+        if m.ceil_mode or _pair(getattr(m, "dilation", 1), "dilation", name) != (1, 1):
+            self.unsupported.append(f"{name} ({kind} with ceil_mode or dilation)")
+        c, h, w = shape
+        oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        if oh < 1 or ow < 1:
+            raise ShapeError(f"export: {name} {kind} window {kh}x{kw} doesn't fit {shape}")
+        return self.emit(Layer(op, shape, (c, oh, ow), name, kh=kh, kw=kw, sh=sh, sw=sw,
+                               ph=ph, pw=pw,
+                               count_pad=bool(getattr(m, "count_include_pad", True))))
+
+    def do_MaxPool2d(self, m, name, shape):
+        return self._pool(m, name, shape, fmt.MAXPOOL)
+
+    def do_AvgPool2d(self, m, name, shape):
+        return self._pool(m, name, shape, fmt.AVGPOOL)
+
+    def do_AdaptiveAvgPool2d(self, m, name, shape):
+        if m.output_size not in (1, (1, 1), [1, 1]):
+            self.unsupported.append(f"{name} (AdaptiveAvgPool2d({m.output_size!r}): only "
+                                    "output_size=1, the global average pool)")
+        return self.emit(Layer(fmt.GAP, shape, (shape[0], 1, 1), name))
+
+
+def lower(model, input_shape) -> Program:
+    """Lower ``model`` (eval-mode semantics) for inputs of ``input_shape`` (no batch dim).
+
+    >>> from ember import nn
+    >>> prog = lower(nn.Sequential(nn.Linear(4, 3), nn.ReLU()), (4,))
+    >>> [layer.describe() for layer in prog.layers]
+    ['linear+relu (4, 1, 1)->(3, 1, 1)']
+    """
+    lw = _Lowering(input_shape)
+    lw.walk(model, "", lw.input_shape)
+    if lw.unsupported:
+        raise UnsupportedOpError(
+            "export: the micro runtime can't run " + ", ".join(lw.unsupported) + ". Supported: "
+            "Linear, Conv2d (groups, stride, padding), MaxPool2d, AvgPool2d, "
+            "AdaptiveAvgPool2d(1), BatchNorm1d/2d, ReLU, ReLU6, Sigmoid, Tanh, Softmax, "
+            "Hardswish, Flatten, Dropout, Identity, ember.export.Residual, nested Sequential."
+        )
+    if not lw.layers:
+        raise UnsupportedOpError("export: the model has no layers to run")
+    return Program(lw.layers, lw.input_shape, lw.slots)

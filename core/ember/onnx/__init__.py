@@ -1,0 +1,37 @@
+"""ONNX import: run an ONNX model with ember, or convert it to readable ember Python code.
+
+Two ways in (Burn's approach for the second):
+
+- ``ember.onnx.load("model.onnx")`` returns an :class:`OnnxModule` — an ``ember.nn.Module``
+  whose forward runs the graph with ember ops, on any backend (``.to("python")``).
+- ``ember.onnx.convert("model.onnx", "outdir/")`` (CLI: ``ember onnx convert``) writes
+  ``model.py`` (an ``ember.nn.Module`` with a readable ``forward``) and ``model.safetensors``.
+
+Parsing needs the optional ``onnx`` package (``pip install 'ember[onnx]'``).
+
+>>> import ember.onnx
+>>> "Conv" in ember.onnx.supported_ops()
+True
+"""
+
+from __future__ import annotations
+
+from ._proto import OnnxLoadError
+from .ops import REGISTRY
+from .runtime import OnnxModule, load
+
+
+def supported_ops() -> list[str]:
+    """The ONNX operators ember implements directly (ops the ONNX standard defines as
+    functions of these run too)."""
+    return sorted(REGISTRY)
+
+
+def convert(source, out_dir, class_name: str = "Model") -> tuple[str, str]:
+    """Write ``out_dir/model.py`` and ``out_dir/model.safetensors``; returns both paths."""
+    from .codegen import convert as _convert
+
+    return _convert(source, out_dir, class_name)
+
+
+__all__ = ["OnnxLoadError", "OnnxModule", "convert", "load", "supported_ops"]

@@ -1,0 +1,70 @@
+"""The ONNX operator registry: one short function per operator, grouped by family.
+
+An op function takes ``(ctx, *inputs, **attributes)`` — inputs in ONNX order (``None`` for an
+omitted optional input), attributes by their ONNX names — and returns a tensor, or a tuple of
+tensors for several outputs (a Python ``list`` is an ONNX sequence value).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+REGISTRY: dict[str, Callable] = {}
+# ops that must run every call (random) or carry state; never folded at load time
+NOT_FOLDABLE = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                "Bernoulli", "Multinomial", "If", "Loop", "Scan", "SequenceMap"}
+
+
+class CallCtx:
+    """The context an op function sees when called outside a graph (generated code)."""
+
+    def __init__(self, op_type: str, backend, opset: int, n_outputs: int):
+        self.op_type, self.backend, self.opset, self.n_outputs = op_type, backend, opset, n_outputs
+        self.env = None
+
+    def run(self, graph, inputs, outer=None):
+        raise NotImplementedError(f"{self.op_type}: subgraphs need ember.onnx.load")
+
+
+def call(op_type: str, *inputs, opset: int = 21, n_outputs: int = 1, **attrs):
+    """Run one ONNX operator on ember tensors (what ``ember onnx convert`` emits for ops with
+    no direct ember spelling).
+
+    >>> import ember
+    >>> from ember.onnx.ops import call
+    >>> call("Flatten", ember.ones(2, 3, 4), axis=1).shape
+    (2, 12)
+    """
+    from ...backends import default_backend
+
+    first = next((t for t in inputs if hasattr(t, "backend")), None)
+    backend = first.backend if first is not None else default_backend()
+    return REGISTRY[op_type](CallCtx(op_type, backend, opset, n_outputs), *inputs, **attrs)
+
+
+def op(*names: str):
+    """Register a function under one or more ONNX op names."""
+
+    def register(fn: Callable) -> Callable:
+        for n in names:
+            REGISTRY[n] = fn
+        return fn
+
+    return register
+
+
+from . import (  # noqa: E402,F401  (importing registers the ops)
+    control,
+    elementwise,
+    logic,
+    loss,
+    nn_conv,
+    nn_norm,
+    nn_resize,
+    quant,
+    reduce,
+    rnn,
+    sequence,
+    shape,
+    tensor_misc,
+)

@@ -1,0 +1,77 @@
+"""Control flow: If, Loop, Scan. Bodies are subgraphs run by the module with the enclosing
+scope visible (ONNX lets a body read outer values by name)."""
+
+from __future__ import annotations
+
+import ember
+
+from . import op
+from ._util import const, scalar
+
+
+@op("If")
+def if_(ctx, cond, then_branch, else_branch):
+    branch = then_branch if bool(scalar(cond)) else else_branch
+    outs = ctx.run(branch, [])
+    return tuple(outs)
+
+
+@op("Loop")
+def loop(ctx, m, cond, *carried, body):
+    n_carried = len(carried)
+    trip = int(scalar(m)) if m is not None else None
+    keep_going = bool(scalar(cond)) if cond is not None else True
+    state = list(carried)
+    scans: list[list] = []
+    i = 0
+    outer = ctx.env
+    while keep_going and (trip is None or i < trip):
+        outs = ctx.run(body, [const(ctx, i, ember.int64), const(ctx, keep_going, ember.bool),
+                              *state], outer)
+        keep_going = bool(scalar(outs[0])) if outs[0] is not None else True
+        state = outs[1:1 + n_carried]
+        extra = outs[1 + n_carried:]
+        if not scans:
+            scans = [[] for _ in extra]
+        for acc, v in zip(scans, extra):
+            acc.append(v)
+        i += 1
+    n_scan = len(body.outputs) - 1 - n_carried
+    stacked = [ember.stack(acc, dim=0) if acc and not isinstance(acc[0], list) else acc
+               for acc in (scans or [[] for _ in range(n_scan)])]
+    stacked = [s if not (isinstance(s, list) and not s) else ember.zeros(
+        0, backend=ctx.backend) for s in stacked]
+    return tuple(state + stacked)
+
+
+@op("Scan")
+def scan(ctx, *inputs, body, num_scan_inputs, scan_input_axes=None,
+         scan_input_directions=None, scan_output_axes=None, scan_output_directions=None):
+    n_state = len(inputs) - num_scan_inputs
+    state = list(inputs[:n_state])
+    xs = inputs[n_state:]
+    in_axes = scan_input_axes or [0] * len(xs)
+    in_dirs = scan_input_directions or [0] * len(xs)
+    in_axes = [a + x.ndim if a < 0 else a for a, x in zip(in_axes, xs)]
+    steps = xs[0].shape[in_axes[0]]
+    n_out = len(body.outputs) - n_state
+    out_dirs = scan_output_directions or [0] * n_out
+    outs_acc: list[list] = [[] for _ in range(n_out)]
+    for t in range(steps):
+        slices = []
+        for x, a, d in zip(xs, in_axes, in_dirs):
+            i = steps - 1 - t if d else t
+            slices.append(x.select(a, i))
+        outs = ctx.run(body, [*state, *slices])
+        state = outs[:n_state]
+        for acc, v in zip(outs_acc, outs[n_state:]):
+            acc.append(v)
+    results = []
+    out_axes = scan_output_axes or [0] * n_out
+    for acc, a, d in zip(outs_acc, out_axes, out_dirs):
+        if d:
+            acc = acc[::-1]
+        y = ember.stack(acc, dim=0)
+        a = a + y.ndim if a < 0 else a
+        results.append(y.movedim(0, a) if a else y)
+    return tuple(state + results)

@@ -1,0 +1,126 @@
+"""Quantization: (De)QuantizeLinear, DynamicQuantizeLinear and the integer conv/matmul ops.
+
+Integer arithmetic runs in float64 (exact for 8-bit products summed over < 2**37 terms) so the
+float conv kernels serve ConvInteger/QLinearConv on every backend.
+"""
+
+from __future__ import annotations
+
+import ember
+
+from . import op
+from ._util import axis as _axis
+from .._types import onnx_dtype
+from .nn_conv import conv
+
+
+def _per_axis(v, x, axis, block_size=0):
+    """Broadcast a scale/zero point along ``axis`` (scalar, per-axis 1-D or blocked)."""
+    if v.ndim == 0 or v.numel() == 1 and v.ndim <= 1:
+        return v.reshape([])
+    a = _axis(axis, x.ndim)
+    if v.ndim == 1:
+        shape = [1] * x.ndim
+        shape[a] = -1
+        return v.reshape(shape)
+    if block_size:
+        idx = ember.arange(x.shape[a], dtype=ember.int64, backend=x.backend) // block_size
+        return ember.index_select(v, a, idx)
+    return v
+
+
+def _saturate(y, dtype):
+    lo, hi = dtype.int_range
+    return ember.clamp(y, lo, hi).astype(dtype)
+
+
+def quantize(x, scale, zp, dtype):
+    # divide in the scale's precision (float32 usually), as ONNX's reference does
+    work = ember.float64 if ember.float64 in (x.dtype, scale.dtype) else ember.float32
+    y = ember.round(x.astype(work) / scale.astype(work)).astype(ember.float64)
+    if zp is not None:
+        y = y + zp.astype(ember.float64)
+    return _saturate(y, dtype)
+
+
+@op("QuantizeLinear")
+def quantize_linear(ctx, x, y_scale, y_zero_point=None, axis=1, block_size=0, saturate=1,
+                    output_dtype=0, precision=0):
+    dtype = (y_zero_point.dtype if y_zero_point is not None else
+             onnx_dtype(output_dtype) if output_dtype else ember.uint8)
+    s = _per_axis(y_scale, x, axis, block_size)
+    zp = _per_axis(y_zero_point, x, axis, block_size) if y_zero_point is not None else None
+    return quantize(x, s, zp, dtype)
+
+
+@op("DequantizeLinear")
+def dequantize_linear(ctx, x, x_scale, x_zero_point=None, axis=1, block_size=0,
+                      output_dtype=0):
+    s = _per_axis(x_scale, x, axis, block_size)
+    y = x.astype(ember.float64)
+    if x_zero_point is not None:
+        y = y - _per_axis(x_zero_point, x, axis, block_size).astype(ember.float64)
+    return (y * s.astype(ember.float64)).astype(x_scale.dtype)
+
+
+@op("DynamicQuantizeLinear")
+def dynamic_quantize_linear(ctx, x):
+    zero = ember.zeros([], dtype=x.dtype, backend=ctx.backend)
+    hi = ember.maximum(ember.amax(x), zero)
+    lo = ember.minimum(ember.amin(x), zero)
+    scale = ((hi - lo) / 255).astype(ember.float32)
+    zp = _saturate(ember.round(-lo.astype(ember.float32) / scale), ember.uint8)
+    return quantize(x, scale, zp, ember.uint8), scale, zp
+
+
+def _centered(x, zp, rowwise=False):
+    y = x.astype(ember.float64)
+    if zp is None:
+        return y
+    z = zp.astype(ember.float64)
+    if rowwise and z.ndim == 1 and z.numel() > 1:
+        z = z.reshape(-1, 1)
+    return y - z
+
+
+@op("MatMulInteger")
+def matmul_integer(ctx, a, b, a_zero_point=None, b_zero_point=None):
+    y = ember.matmul(_centered(a, a_zero_point, rowwise=True), _centered(b, b_zero_point))
+    return y.astype(ember.int32)
+
+
+def _w_centered(w, zp):
+    y = w.astype(ember.float64)
+    if zp is None:
+        return y
+    z = zp.astype(ember.float64)
+    if z.numel() > 1:
+        z = z.reshape([-1] + [1] * (w.ndim - 1))
+    return y - z.reshape([]) if z.numel() == 1 else y - z
+
+
+@op("ConvInteger")
+def conv_integer(ctx, x, w, x_zero_point=None, w_zero_point=None, **attrs):
+    y = conv(ctx, _centered(x, x_zero_point), _w_centered(w, w_zero_point), None, **attrs)
+    return y.astype(ember.int32)
+
+
+@op("QLinearConv")
+def qlinear_conv(ctx, x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, b=None, **attrs):
+    acc = conv(ctx, _centered(x, x_zp), _w_centered(w, w_zp), None, **attrs)
+    ws = w_scale.astype(ember.float64)
+    ws = ws.reshape([-1] + [1] * (x.ndim - 2)) if ws.numel() > 1 else ws.reshape([])
+    if b is not None:
+        acc = acc + b.astype(ember.float64).reshape([-1] + [1] * (x.ndim - 2))
+    real = acc * (x_scale.astype(ember.float64).reshape([]) * ws)
+    return quantize(real, y_scale, y_zp, y_zp.dtype)
+
+
+@op("QLinearMatMul")
+def qlinear_matmul(ctx, a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
+    acc = ember.matmul(_centered(a, a_zp, rowwise=True), _centered(b, b_zp))
+    sa = a_scale.astype(ember.float64)
+    sa = sa.reshape(-1, 1) if sa.numel() > 1 else sa.reshape([])
+    sb = b_scale.astype(ember.float64)
+    sb = sb.reshape([]) if sb.numel() == 1 else sb
+    return quantize(acc * sa * sb, y_scale, y_zp, y_zp.dtype)

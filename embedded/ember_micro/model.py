@@ -1,0 +1,309 @@
+# Load an ember micro model file (written by ember.export on CPython) and run it.
+# The layout is documented in core/ember/export/format.py; the constants below mirror it.
+#
+# Memory: two ping-pong activation buffers (array('f') of the largest activation), one int8
+# buffer for quantised layer inputs, one buffer per open residual skip, small per-layer arrays
+# (bias, scales, geometry). Weights of up to `resident` bytes stay in RAM as compact arrays;
+# bigger ones are streamed from the open file in chunks of about `chunk` bytes per inference.
+import struct
+from array import array
+
+from . import kernels
+
+MAGIC = b"EMBM"
+VERSION = 1
+HEADER_FMT = "<4s8HII2fII"
+HEADER_SIZE = 44
+LAYER_FMT = "<4B6H8H4If"
+LAYER_SIZE = 52
+LINEAR, CONV2D, MAXPOOL, AVGPOOL, GAP, ACT, SOFTMAX, SAVE, ADD = range(1, 10)
+N_ACTS = 6
+
+
+class ModelError(ValueError):
+    pass
+
+
+def _crc32(f, start, n):
+    try:
+        from binascii import crc32
+    except ImportError:
+        return None
+    buf = bytearray(512)
+    mv = memoryview(buf)
+    f.seek(start)
+    crc = 0
+    while n > 0:
+        m = n if n < 512 else 512
+        got = f.readinto(mv[:m])
+        if got != m:
+            return -1
+        crc = crc32(mv[:m], crc)
+        n -= m
+    return crc & 0xFFFFFFFF
+
+
+def _zeros_f(n):
+    return array("f", bytes(4 * (n if n > 0 else 1)))
+
+
+class _Layer:
+    # plain attributes instead of a dict per layer: MicroPython stores them compactly
+    def __init__(self, rec):
+        (self.op, self.act, self.wdtype, self.lflags, self.ic, self.ih, self.iw, self.oc,
+         self.oh, self.ow, self.kh, self.kw, self.sh, self.sw, self.ph, self.pw, self.groups,
+         self.slot, self.woff, self.wlen, self.boff, self.soff, self.in_scale) = rec
+        self.n_in = self.ic * self.ih * self.iw
+        self.n_out = self.oc * self.oh * self.ow
+        self.geom = None
+        self.bias = None
+        self.mult = None
+        self.weights = None
+        self.rows = 0
+        self.row_len = 0
+        self.rpc = 0
+        self.inv_scale = 0.0
+
+
+class Model:
+    """A loaded model. `run(x)` takes 784 uint8 bytes (or an array('f') of already scaled
+    inputs) and returns the output array('f'); `predict(x)` returns the argmax.
+
+        m = Model("mnist_cnn.emb")      # tier picked at import: ulab, native, pure
+        label = m.predict(image_bytes)
+    """
+
+    def __init__(self, path, tier=None, resident=16384, chunk=8192, verify=True):
+        self.k = kernels.get(tier)
+        self.tier = self.k.name
+        self.path = path
+        try:
+            f = open(path, "rb")
+        except OSError as e:
+            raise ModelError("%s: can't open: %s" % (path, e))
+        try:
+            self._parse(f, verify, resident, chunk)
+        except BaseException:
+            f.close()
+            raise
+        self._f = f
+
+    def _err(self, msg):
+        return ModelError("%s: %s" % (self.path, msg))
+
+    def _parse(self, f, verify, resident, chunk):
+        size = f.seek(0, 2)
+        if size is None:
+            size = f.tell()
+        f.seek(0)
+        hdr = f.read(HEADER_SIZE)
+        if len(hdr) < HEADER_SIZE:
+            raise self._err("truncated: %d bytes, the header alone needs %d"
+                            % (len(hdr), HEADER_SIZE))
+        (magic, version, flags, n_layers, n_slots, c, h, w, _, max_act, max_qin, in_mul,
+         in_add, plen, crc) = struct.unpack(HEADER_FMT, hdr)
+        if magic != MAGIC:
+            raise self._err("bad magic %r: not an ember micro model" % (magic,))
+        if version != VERSION:
+            raise self._err("format version %d, this runtime reads %d" % (version, VERSION))
+        if size != HEADER_SIZE + plen:
+            raise self._err("truncated or padded: header says %d payload bytes, file has %d"
+                            % (plen, size - HEADER_SIZE))
+        if verify:
+            got = _crc32(f, HEADER_SIZE, plen)
+            if got is not None and got != crc:
+                raise self._err("CRC32 mismatch: the file is corrupt")
+        if HEADER_SIZE + n_layers * LAYER_SIZE > size or n_layers == 0:
+            raise self._err("layer table (%d layers) doesn't fit" % n_layers)
+        self.in_shape = (c, h, w)
+        self.in_size = c * h * w
+        self.in_mul, self.in_add = in_mul, in_add
+        self.flags = flags
+        # buffers first, while the heap is empty and unfragmented
+        self.a = _zeros_f(max_act)
+        self.b = _zeros_f(max_act)
+        self.q = array("b", bytes(max_qin if max_qin > 0 else 1))
+        self.slots = [_zeros_f(max_act) for _ in range(n_slots)]
+        f.seek(HEADER_SIZE)
+        table = f.read(n_layers * LAYER_SIZE)
+        layers = []
+        prev = self.in_size
+        cf = cb = 0
+        for i in range(n_layers):
+            L = _Layer(struct.unpack_from(LAYER_FMT, table, i * LAYER_SIZE))
+            self._check(L, i, prev, max_act, max_qin, n_slots, size)
+            prev = L.n_out
+            if L.op == LINEAR or L.op == CONV2D:
+                need = self._load_weights(f, L, resident, chunk)
+                if need:
+                    if L.wdtype:
+                        cb = max(cb, need)
+                    else:
+                        cf = max(cf, need)
+            layers.append(L)
+        self.layers = layers
+        self._cf = _zeros_f(cf) if cf else None
+        self._cb = array("b", bytes(cb)) if cb else None
+        self.n_out = prev
+        self.out = _zeros_f(prev)
+
+    def _check(self, L, i, prev, max_act, max_qin, n_slots, size):
+        op = L.op
+        if op < LINEAR or op > ADD or L.act >= N_ACTS or L.wdtype > 1:
+            raise self._err("layer %d: unknown opcode %d / activation %d / dtype %d"
+                            % (i, op, L.act, L.wdtype))
+        if L.n_in != prev or L.n_in == 0 or L.n_out == 0:
+            raise self._err("layer %d: input of %d values, previous layer gives %d"
+                            % (i, L.n_in, prev))
+        if L.n_in > max_act or L.n_out > max_act:
+            raise self._err("layer %d: activation larger than the header's max_act" % i)
+        if (op == SAVE or op == ADD) and L.slot >= n_slots:
+            raise self._err("layer %d: residual slot %d of %d" % (i, L.slot, n_slots))
+        if op in (CONV2D, MAXPOOL, AVGPOOL):
+            if L.sh == 0 or L.sw == 0 or L.groups == 0 or L.ic % L.groups \
+                    or L.oc % L.groups:
+                raise self._err("layer %d: bad stride/groups" % i)
+            if L.oh != (L.ih + 2 * L.ph - L.kh) // L.sh + 1 or \
+                    L.ow != (L.iw + 2 * L.pw - L.kw) // L.sw + 1:
+                raise self._err("layer %d: output shape doesn't match the kernel geometry" % i)
+            if op != CONV2D and L.oc != L.ic:
+                raise self._err("layer %d: pooling changes the channel count" % i)
+            L.geom = array("i", [L.ic, L.ih, L.iw, L.oc, L.oh, L.ow, L.kh, L.kw, L.sh, L.sw,
+                                 L.ph, L.pw, L.groups])
+        if op == LINEAR or op == CONV2D:
+            if op == LINEAR:
+                L.rows, L.row_len = L.n_out, L.n_in
+            else:
+                L.rows, L.row_len = L.oc, (L.ic // L.groups) * L.kh * L.kw
+            item = 1 if L.wdtype else 4
+            if L.wlen != L.rows * L.row_len * item or L.woff + L.wlen > size:
+                raise self._err("layer %d: weight block (%d bytes at %d) doesn't hold %dx%d %s"
+                                % (i, L.wlen, L.woff, L.rows, L.row_len,
+                                   "int8" if L.wdtype else "f32"))
+            for off in (L.boff, L.soff):
+                if off and off + 4 * L.rows > size:
+                    raise self._err("layer %d: bias/scale block runs past the end" % i)
+            if L.wdtype and (L.soff == 0 or L.n_in > max_qin or not L.in_scale > 0.0):
+                raise self._err("layer %d: int8 layer without scales" % i)
+
+    def _read_f(self, f, off, n):
+        a = _zeros_f(n)
+        f.seek(off)
+        if f.readinto(a) != 4 * n:
+            raise self._err("truncated while reading %d floats at %d" % (n, off))
+        return a
+
+    def _load_weights(self, f, L, resident, chunk):
+        if L.boff:
+            L.bias = self._read_f(f, L.boff, L.rows)
+        if L.wdtype:
+            L.mult = self._read_f(f, L.soff, L.rows)
+            for r in range(L.rows):
+                L.mult[r] *= L.in_scale
+            L.inv_scale = 1.0 / L.in_scale
+        if L.wlen <= resident:
+            L.weights = array("b", bytes(L.wlen)) if L.wdtype else _zeros_f(L.wlen // 4)
+            f.seek(L.woff)
+            if f.readinto(L.weights) != L.wlen:
+                raise self._err("truncated while reading weights at %d" % L.woff)
+            return 0
+        row_bytes = L.row_len * (1 if L.wdtype else 4)
+        L.rpc = max(1, min(L.rows, chunk // row_bytes))
+        return L.rpc * L.row_len
+
+    def close(self):
+        self._f.close()
+
+    def _weighted(self, L, x, y):
+        k = self.k
+        if L.wdtype:
+            k.quantize(self.q, x, L.n_in, L.inv_scale)
+            x = self.q
+        if L.weights is not None:
+            self._call(L, y, x, L.weights, 0, L.rows)
+            return
+        buf = self._cb if L.wdtype else self._cf
+        mv = memoryview(buf)
+        item = 1 if L.wdtype else 4
+        f = self._f
+        f.seek(L.woff)
+        r = 0
+        while r < L.rows:
+            n = L.rows - r
+            if n > L.rpc:
+                n = L.rpc
+            m = n * L.row_len
+            if f.readinto(mv[:m]) != m * item:
+                raise self._err("truncated while streaming weights")
+            self._call(L, y, x, buf, r, n)
+            r += n
+
+    def _call(self, L, y, x, w, r0, n):
+        k = self.k
+        if L.op == LINEAR:
+            if L.wdtype:
+                k.dense_q(y, r0, x, w, n, L.n_in, L.bias, L.mult, L.act)
+            else:
+                k.dense(y, r0, x, w, n, L.n_in, L.bias, L.act)
+        elif L.wdtype:
+            k.conv_q(y, x, w, L.bias, L.mult, L.geom, r0, n, L.act)
+        else:
+            k.conv(y, x, w, L.bias, L.geom, r0, n, L.act)
+
+    def run(self, inp):
+        """Run one input; returns self.out (overwritten by the next call)."""
+        k = self.k
+        cur, nxt = self.a, self.b
+        n = self.in_size
+        if len(inp) != n:
+            raise ValueError("ember_micro: input has %d values, the model takes %d"
+                             % (len(inp), n))
+        if isinstance(inp, (bytes, bytearray)):
+            k.load_u8(cur, inp, n, self.in_mul, self.in_add)
+        else:
+            k.copy(cur, inp, n)
+        for L in self.layers:
+            op = L.op
+            if op == LINEAR or op == CONV2D:
+                self._weighted(L, cur, nxt)
+                cur, nxt = nxt, cur
+            elif op == MAXPOOL or op == AVGPOOL:
+                k.pool(nxt, cur, L.geom, 0 if op == MAXPOOL else (1 if L.lflags & 1 else 2))
+                cur, nxt = nxt, cur
+            elif op == GAP:
+                k.gap(nxt, cur, L.ic, L.ih * L.iw)
+                cur, nxt = nxt, cur
+            elif op == ACT:
+                k.act(cur, L.n_in, L.act)
+            elif op == SOFTMAX:
+                _softmax(cur, L.n_in)
+            elif op == SAVE:
+                k.copy(self.slots[L.slot], cur, L.n_in)
+            else:
+                k.add(cur, self.slots[L.slot], L.n_in)
+        k.copy(self.out, cur, self.n_out)
+        return self.out
+
+    def predict(self, inp):
+        out = self.run(inp)
+        best = 0
+        for i in range(1, self.n_out):
+            if out[i] > out[best]:
+                best = i
+        return best
+
+
+def _softmax(x, n):
+    import math
+
+    m = x[0]
+    for i in range(1, n):
+        if x[i] > m:
+            m = x[i]
+    s = 0.0
+    for i in range(n):
+        e = math.exp(x[i] - m)
+        x[i] = e
+        s += e
+    for i in range(n):
+        x[i] /= s

@@ -1,0 +1,236 @@
+// Neural-network kernels (float32; the backend widens float16 first): im2col / col2im for the
+// convolutions, pooling windows, row-wise softmax / log-softmax and layer norm. One lane per
+// output element (or row): no workgroup memory and no barriers, which lavapipe punishes.
+// Inputs are strided views (offset and strides in elements live in `prm`), so transposed or
+// sliced inputs need no copy. Each section lists its own meta layout.
+
+@group(0) @binding(0) var<storage, read> prm: array<u32>;
+
+const WG: u32 = {{WG}}u;
+
+{{LIBS}}
+
+fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
+
+//! im2col
+// Columns of a convolution, laid out (G, K, N0, P) with K = (C/G)·taps, so one batched
+// matmul (G, C_out/G, K) @ (G, K, N0·P) gives (C_out, N0·P). Samples n0 .. n0+N0 only.
+// meta: [total, N0, P, K, taps, cg, nd, x_off, sN, sC, n0,
+//        per spatial dim d: in_size, out_size, kernel, stride, dilation, pad_before, x_stride]
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg, WG);
+    if (i >= prm[0]) { return; }
+    let nn = prm[1];
+    let pp = prm[2];
+    let kk = prm[3];
+    let taps = prm[4];
+    let p = i % pp;
+    let n = (i / pp) % nn + prm[10];
+    let krow = (i / (pp * nn)) % kk;
+    let g = i / (pp * nn * kk);
+    let c = g * prm[5] + krow / taps;
+    var tap = krow % taps;
+    var pos = p;
+    var off = si(7) + i32(n) * si(8) + i32(c) * si(9);
+    var inside = true;
+    for (var d = i32(prm[6]) - 1; d >= 0; d = d - 1) {
+        let b = 11u + u32(d) * 7u;
+        let k = tap % prm[b + 2u];
+        tap = tap / prm[b + 2u];
+        let o = pos % prm[b + 1u];
+        pos = pos / prm[b + 1u];
+        let coord = i32(o * prm[b + 3u] + k * prm[b + 4u]) - si(b + 5u);
+        inside = inside && coord >= 0 && coord < i32(prm[b]);
+        off = off + coord * si(b + 6u);
+    }
+    var v = 0.0;
+    if (inside) { v = src[u32(off)]; }
+    out[i] = v;
+}
+
+//! col2im
+// The transposed convolution's gather: cols (G, Cog·taps, N·P_in) from one matmul; each output
+// element (n, co, *pos) sums the taps whose input position pos + pad - k·dil is a multiple of
+// the stride inside the input. Adds the bias when has_bias.
+// meta: [total, N, C_out, cog, taps, P_in, P_out, nd, has_bias,
+//        per spatial dim d: in_size, out_size, kernel, stride, dilation, pad]
+@group(0) @binding(1) var<storage, read> cols: array<f32>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg, WG);
+    if (i >= prm[0]) { return; }
+    let nn = prm[1];
+    let cout = prm[2];
+    let cog = prm[3];
+    let taps = prm[4];
+    let pin = prm[5];
+    let pout = prm[6];
+    let nd = prm[7];
+    let p = i % pout;
+    let co = (i / pout) % cout;
+    let n = i / (pout * cout);
+    let g = co / cog;
+    let row0 = (g * cog + co % cog) * taps;
+    var acc = 0.0;
+    for (var t = 0u; t < taps; t = t + 1u) {
+        var tap = t;
+        var pos = p;
+        var q = 0u;
+        var ok = true;
+        var scale = 1u;
+        for (var d = i32(nd) - 1; d >= 0; d = d - 1) {
+            let b = 9u + u32(d) * 6u;
+            let k = tap % prm[b + 2u];
+            tap = tap / prm[b + 2u];
+            let o = pos % prm[b + 1u];
+            pos = pos / prm[b + 1u];
+            let num = i32(o) + si(b + 5u) - i32(k * prm[b + 4u]);
+            let st = i32(prm[b + 3u]);
+            let j = num / st;
+            ok = ok && num >= 0 && j * st == num && j < i32(prm[b]);
+            q = q + u32(max(j, 0)) * scale;
+            scale = scale * prm[b];
+        }
+        if (ok) { acc = acc + cols[(row0 + t) * nn * pin + n * pin + q]; }
+    }
+    if (prm[8] == 1u) { acc = acc + bias[co]; }
+    out[i] = acc;
+}
+
+//! pool
+// Max (-inf padding, NaN propagates) or average (PyTorch's divisors: windows clipped to the
+// padded input; padding counted when include_pad; div_override replaces them) over windows.
+// meta: [total, C, P, nd, x_off, sN, sC, include_pad, div_override,
+//        per spatial dim d: in_size, out_size, kernel, stride, pad, dilation, x_stride]
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg, WG);
+    if (i >= prm[0]) { return; }
+    let cc = prm[1];
+    let pp = prm[2];
+    let nd = prm[3];
+    let p = i % pp;
+    let c = (i / pp) % cc;
+    let n = i / (pp * cc);
+    let base = si(4) + i32(n) * si(5) + i32(c) * si(6);
+    var taps = 1u;
+    var div = 1;
+    var pos = p;
+    for (var d = i32(nd) - 1; d >= 0; d = d - 1) {
+        let b = 9u + u32(d) * 7u;
+        taps = taps * prm[b + 2u];
+        let o = i32(pos % prm[b + 1u]);
+        pos = pos / prm[b + 1u];
+        let start = o * si(b + 3u) - si(b + 4u);
+        let end = min(start + si(b + 2u), si(b) + si(b + 4u));
+        if (prm[7] == 1u) {
+            div = div * (end - start);
+        } else {
+            div = div * (min(end, si(b)) - max(start, 0));
+        }
+    }
+    var acc = {{INIT}};
+    for (var t = 0u; t < taps; t = t + 1u) {
+        var tap = t;
+        var pos2 = p;
+        var off = base;
+        var inside = true;
+        for (var d = i32(nd) - 1; d >= 0; d = d - 1) {
+            let b = 9u + u32(d) * 7u;
+            let k = tap % prm[b + 2u];
+            tap = tap / prm[b + 2u];
+            let o = pos2 % prm[b + 1u];
+            pos2 = pos2 / prm[b + 1u];
+            let coord = i32(o * prm[b + 3u] + k * prm[b + 5u]) - si(b + 4u);
+            inside = inside && coord >= 0 && coord < si(b);
+            off = off + coord * si(b + 6u);
+        }
+        if (inside) {
+            let v = src[u32(off)];
+            {{ACCUMULATE}}
+        }
+    }
+    if (prm[8] != 0u) { div = si(8); }
+    out[i] = {{FINISH}};
+}
+
+//! softmax
+// One lane per row along `dim` (moved last in the output): max, sum of exp, then write.
+// meta: [rows, length, nd, x_off, x_stride_dim, outer_shape[nd], outer_strides[nd]]
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = linear_id(gid, nwg, WG);
+    if (r >= prm[0]) { return; }
+    let len = prm[1];
+    let nd = prm[2];
+    let st = si(4);
+    let base = si(3) + strided_offset(r, nd, 5u, 5u + nd);
+    var m = -inf_f();
+    var nan = false;
+    for (var j = 0u; j < len; j = j + 1u) {
+        let v = src[u32(base + i32(j) * st)];
+        nan = nan || is_nan_f(v);
+        m = max(m, v);
+    }
+    var s = 0.0;
+    for (var j = 0u; j < len; j = j + 1u) {
+        s = s + f_exp(src[u32(base + i32(j) * st)] - m);
+    }
+    let o = r * len;
+    for (var j = 0u; j < len; j = j + 1u) {
+        let shifted = src[u32(base + i32(j) * st)] - m;
+        var y = {{RESULT}};
+        if (nan) { y = nan_f(); }
+        out[o + j] = y;
+    }
+}
+
+//! layer_norm
+// One lane per row of a contiguous (rows, D) input; two passes (mean, then the biased variance
+// of the centred values) like the composite's float_var.
+// meta: [rows, D, has_weight, has_bias, eps (f32 bits)]
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read> weight: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let r = linear_id(gid, nwg, WG);
+    if (r >= prm[0]) { return; }
+    let dd = prm[1];
+    let o = r * dd;
+    var s = 0.0;
+    for (var j = 0u; j < dd; j = j + 1u) { s = s + src[o + j]; }
+    let mean = s / f32(dd);
+    var q = 0.0;
+    for (var j = 0u; j < dd; j = j + 1u) {
+        let c = src[o + j] - mean;
+        q = q + c * c;
+    }
+    let inv = 1.0 / sqrt(q / f32(dd) + bitcast<f32>(prm[4]));
+    for (var j = 0u; j < dd; j = j + 1u) {
+        var y = (src[o + j] - mean) * inv;
+        if (prm[2] == 1u) { y = y * weight[j]; }
+        if (prm[3] == 1u) { y = y + bias[j]; }
+        out[o + j] = y;
+    }
+}

@@ -1,0 +1,56 @@
+"""The README's training example runs as written (and README keeps the same code)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import ember
+import numpy as np
+
+EXAMPLE = """\
+import ember
+from ember import nn, optim
+
+ember.seed(0)
+ember.set_default_backend("autodiff-numpy")          # numpy + reverse-mode autodiff
+x = ember.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+y = ember.tensor([[0.0], [1.0], [1.0], [0.0]])
+model = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = optim.Adam(model.parameters(), lr=0.05)
+for step in range(300):
+    loss = ((model(x) - y) ** 2).mean()
+    opt.step(loss.backward())                         # grads in, parameters updated
+ember.save(model, "xor.safetensors")                  # safetensors + JSON metadata, atomic
+
+twin = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
+ember.load(twin, "xor.safetensors")                   # strict: every key, every shape
+print(twin(x).tolist())                               # ≈ [[0.0], [1.0], [1.0], [0.0]]
+"""
+
+README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
+
+
+def test_readme_example_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    previous = ember.default_backend()
+    scope: dict = {}
+    try:
+        exec(compile(EXAMPLE, "README example", "exec"), scope)
+    finally:
+        ember.set_default_backend(previous)
+    assert (tmp_path / "xor.safetensors").exists()
+    printed = np.array(eval(capsys.readouterr().out.strip()))  # noqa: S307 (our own output)
+    np.testing.assert_allclose(printed.ravel(), [0.0, 1.0, 1.0, 0.0], atol=0.1)
+    assert scope["loss"].item() < 1e-2
+    np.testing.assert_array_equal(scope["twin"][2].weight.numpy(),
+                                  scope["model"][2].weight.numpy())
+
+
+def test_readme_holds_the_same_code():
+    if not os.path.exists(README):
+        return
+    text = open(README, encoding="utf-8").read()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "xor.safetensors" in b]
+    if blocks:  # once the example is in README, it must stay identical to what this test runs
+        assert blocks[0] == EXAMPLE
