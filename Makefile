@@ -14,11 +14,17 @@ TORCH := torch==2.13.0
 
 .PHONY: demo test test-fast bench lint clean
 
-demo: $(STAMP)-core $(STAMP)-npm
-	$(PY) demos/walkthrough.py
+# Train the MNIST CNN (live dashboard), then serve the drawing page with the trained model.
+demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
+	$(PY) -m ember.cli demo mnist --run-dir runs/mnist
+	$(PY) -m ember.cli demo mnist --serve --run-dir runs/mnist
 
-test: $(STAMP)-test
-	$(PY) -m pytest -q tests
+# Every suite in one pytest run: unit, the conformance suite on every backend (the wgpu ones
+# on Mesa lavapipe), the browser suite (Chromium + SwiftShader), embedded (real MicroPython).
+BACKENDS := numpy,python,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu
+
+test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded
+	$(PY) -m pytest -q tests --backend=$(BACKENDS)
 
 # Unit tests and conformance on the CPU backends only (no GPU driver, no torch needed).
 test-fast: $(STAMP)-core
@@ -39,6 +45,17 @@ $(STAMP)-core: $(PY) pyproject.toml
 	$(PIP) install -e '.[numpy]'
 	touch $@
 
+$(STAMP)-demo: $(STAMP)-core
+	$(PIP) install -e '.[train]'
+	touch $@
+
+# The offline web distribution only (Pyodide from npm + ember's wheel): what the page needs.
+$(STAMP)-webdist: $(STAMP)-core
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm >/dev/null; }
+	cd web && npm install --no-audit --no-fund --silent
+	$(PY) web/build_dist.py
+	touch $@
+
 $(STAMP)-apt:
 	@missing=""; for p in $(APT_TEST); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -56,6 +73,16 @@ $(STAMP)-npm: $(PY)
 $(STAMP)-test: $(STAMP)-core $(STAMP)-apt $(STAMP)-npm
 	$(PIP) install -e '.[test,gpu]'
 	$(PIP) install $(TORCH)
+	touch $@
+
+# Chromium, Playwright, Pyodide from npm, and the offline web distribution (web/dist).
+$(STAMP)-web: $(STAMP)-test
+	PYTHON=$(PY) web/setup.sh
+	touch $@
+
+# A real MicroPython (unix port, single-precision floats) and the native .mpy kernels.
+$(STAMP)-embedded: $(STAMP)-npm embedded/build_micropython.sh embedded/native/ember_kernels.c
+	bash embedded/setup.sh
 	touch $@
 
 clean:

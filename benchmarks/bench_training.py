@@ -16,9 +16,8 @@ import platform
 import statistics
 import time
 
-import numpy as np
-
 import ember
+import numpy as np
 from ember import nn, optim
 
 AD = "autodiff-numpy"
@@ -55,16 +54,25 @@ def median_times(fns, repeat: int) -> list[float]:
 
 # ---------------------------------------------------------------------------- models
 def ember_mlp():
-    return nn.Sequential(nn.Linear(784, 256, backend=AD), nn.ReLU(),
-                         nn.Linear(256, 256, backend=AD), nn.ReLU(),
-                         nn.Linear(256, 10, backend=AD))
+    return nn.Sequential(
+        nn.Linear(784, 256, backend=AD),
+        nn.ReLU(),
+        nn.Linear(256, 256, backend=AD),
+        nn.ReLU(),
+        nn.Linear(256, 10, backend=AD),
+    )
 
 
 def ember_cnn():
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1, backend=AD), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1, backend=AD), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 7 * 7, 10, backend=AD),
+        nn.Conv2d(1, 16, 3, padding=1, backend=AD),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1, backend=AD),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 7 * 7, 10, backend=AD),
     )
 
 
@@ -96,10 +104,16 @@ def torch_twin(torch, model):
 
 def make_opt(kind, params, torch=None):
     if torch is None:
-        return optim.Adam(params, lr=1e-3) if kind == "adam" else optim.SGD(
-            params, lr=0.01, momentum=0.9)
-    return torch.optim.Adam(params, lr=1e-3) if kind == "adam" else torch.optim.SGD(
-        params, lr=0.01, momentum=0.9)
+        return (
+            optim.Adam(params, lr=1e-3)
+            if kind == "adam"
+            else optim.SGD(params, lr=0.01, momentum=0.9)
+        )
+    return (
+        torch.optim.Adam(params, lr=1e-3)
+        if kind == "adam"
+        else torch.optim.SGD(params, lr=0.01, momentum=0.9)
+    )
 
 
 def steps(torch, name, model, x_np, y_np, kind):
@@ -127,8 +141,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
-    parser.add_argument("--only", choices=["mlp", "cnn"], default=None,
-                        help="run one model (e.g. under cProfile)")
+    parser.add_argument(
+        "--only", choices=["mlp", "cnn"], default=None, help="run one model (e.g. under cProfile)"
+    )
     parser.add_argument("--ember-only", action="store_true", help="skip PyTorch (profiling)")
     args = parser.parse_args()
 
@@ -139,12 +154,18 @@ def main() -> None:
     ember.seed(0)
     rng = np.random.default_rng(0)
     work = {
-        "mlp": ("MLP 784-256-256-10, batch 128", ember_mlp,
-                rng.standard_normal((128, 784), dtype=np.float32),
-                rng.integers(0, 10, 128).astype(np.int64)),
-        "cnn": ("CNN 2×conv3×3+pool, 1×28×28, batch 64", ember_cnn,
-                rng.standard_normal((64, 1, 28, 28), dtype=np.float32),
-                rng.integers(0, 10, 64).astype(np.int64)),
+        "mlp": (
+            "MLP 784-256-256-10, batch 128",
+            ember_mlp,
+            rng.standard_normal((128, 784), dtype=np.float32),
+            rng.integers(0, 10, 128).astype(np.int64),
+        ),
+        "cnn": (
+            "CNN 2×conv3×3+pool, 1×28×28, batch 64",
+            ember_cnn,
+            rng.standard_normal((64, 1, 28, 28), dtype=np.float32),
+            rng.integers(0, 10, 64).astype(np.int64),
+        ),
     }
     rows = []
     for key, (label, build, x_np, y_np) in work.items():
@@ -157,8 +178,10 @@ def main() -> None:
             te, tt = median_times([ember_step, torch_step], args.repeat)
         rows.append((label, te, tt))
 
-    print(f"Training step ({args.optimizer}), median of {args.repeat}; numpy {np.__version__}, "
-          f"torch {torch.__version__}, {threads} thread(s), {platform.processor() or platform.machine()}")
+    print(
+        f"Training step ({args.optimizer}), median of {args.repeat}; numpy {np.__version__}, "
+        f"torch {torch.__version__}, {threads} thread(s), {platform.processor() or platform.machine()}"
+    )
     print()
     print("| model | ember Autodiff(numpy) ms | PyTorch CPU ms | ratio |")
     print("|---|---:|---:|---:|")

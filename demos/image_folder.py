@@ -78,8 +78,10 @@ def main(argv=None) -> dict:
 
     folder = ImageFolderDataset(root, size=(args.size, args.size))
     print(f"{len(folder)} images, classes {folder.classes}")
-    # Decoding PNGs every epoch is wasted work for a small dataset: decode once, keep in memory.
-    cached = InMemoryDataset([folder[i] for i in range(len(folder))])
+    # Decoding PNGs every epoch is wasted work for a small dataset: decode once, keep in memory
+    # (as numpy arrays, which the DataLoader stacks in one call).
+    cached = InMemoryDataset([(image.to_numpy(), label) for image, label in
+                              (folder[i] for i in range(len(folder)))])
     train, valid = split(ShuffledDataset(cached, seed=args.seed), [0.8, 0.2])
 
     # Per-channel mean and std of the training images, for Normalize.

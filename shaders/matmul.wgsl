@@ -1,8 +1,12 @@
 // Batched matmul, shared-memory tiles of BM×BK / BK×BN and a TM×TN register tile per lane.
 // Operands are strided views (offset, batch/row/col strides), so transposed and broadcast
 // operands need no copy. Tile sizes come from the device's limits (kernel layer).
-// meta: [batch0, n, m, k, a_off, a_sb, a_sr, a_sc, b_off, b_sb, b_sr, b_sc, o_off, o_sb, o_sr]
-// (the output's columns are contiguous; its offset/strides let a conv write one batch chunk)
+// meta: [z0, n, m, k, a_off, a_sb, a_sr, a_sc, b_off, b_sb, b_sr, b_sc, o_off, o_sb, o_sr,
+//        splits, kc, o_ss]
+// The output's columns are contiguous; its offset/strides let a conv write one batch chunk.
+// Split-K: workgroup z covers batch z / splits and the k range of part z % splits (kc long),
+// writing its partial sums at o_ss · part (the launcher adds the parts), so a product with
+// few output tiles and a long k still fills the device.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
 @group(0) @binding(1) var<storage, read> a: array<{{CT}}>;
@@ -25,16 +29,19 @@ fn s(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 @compute @workgroup_size(LX, LY, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
-    let batch = prm[0] + wid.z;
+    let z = prm[0] + wid.z;
+    let batch = z / prm[15];
+    let part = z % prm[15];
     let n = prm[1];
     let m = prm[2];
-    let kk = prm[3];
+    let kbeg = part * prm[16];
+    let kk = min(prm[3], kbeg + prm[16]);
     let row0 = wid.y * BM;
     let col0 = wid.x * BN;
     let a_base = s(4) + i32(batch) * s(5);
     let b_base = s(8) + i32(batch) * s(9);
     var acc: array<{{CT}}, TM * TN>;
-    for (var k0 = 0u; k0 < kk; k0 = k0 + BK) {
+    for (var k0 = kbeg; k0 < kk; k0 = k0 + BK) {
         for (var e = li; e < BM * BK; e = e + LX * LY) {
             let r = e / BK;
             let c = e % BK;
@@ -72,7 +79,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         for (var j = 0u; j < TN; j = j + 1u) {
             let c = col0 + lid.x * TN + j;
             if (r < n && c < m) {
-                out[u32(s(12) + i32(batch) * s(13) + i32(r) * s(14) + i32(c))] = acc[i * TN + j];
+                out[u32(s(12) + i32(part) * s(17) + i32(batch) * s(13) + i32(r) * s(14) + i32(c))] = acc[i * TN + j];
             }
         }
     }

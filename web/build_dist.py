@@ -134,6 +134,21 @@ def build(out: Path) -> dict:
     return manifest
 
 
+def is_stale(out: Path = WEB / "dist") -> bool:
+    """True when ``out`` lacks the wheel or the bootstrap, or a source file under core/,
+    shaders/ or web/ (.py, .wgsl, .js, .html) is newer than the wheel it holds."""
+    wheels = sorted((out / "pyodide").glob("ember-*.whl"))
+    if not wheels or not (out / "ember.js").is_file():
+        return True
+    built = wheels[0].stat().st_mtime
+    for folder in (ROOT / "core", ROOT / "shaders", WEB):
+        for path in folder.rglob("*"):
+            if path.suffix in (".py", ".wgsl", ".js", ".html") and "node_modules" not in \
+                    path.parts and out not in path.parents and path.stat().st_mtime > built:
+                return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=WEB / "dist", help="output folder (web/dist)")

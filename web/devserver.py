@@ -46,12 +46,15 @@ _Handler.extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map
 class Server:
     """Static files on http://127.0.0.1:PORT (a secure context, as WebGPU requires)."""
 
-    def __init__(self, root: Path, mounts: dict[str, Path] | None = None, port: int = 0):
+    def __init__(self, root: Path, mounts: dict[str, Path] | None = None, port: int = 0,
+                 host: str = "127.0.0.1"):
         handler = type("Handler", (_Handler,), {"mounts": dict(mounts or {})})
         self.httpd = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", port), functools.partial(handler, directory=str(root))
+            (host, port), functools.partial(handler, directory=str(root))
         )
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        # 0.0.0.0 listens everywhere; the browser still needs a secure-context name
+        shown = "127.0.0.1" if host in ("", "0.0.0.0") else host
+        self.url = f"http://{shown}:{self.httpd.server_address[1]}/"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 

@@ -41,8 +41,11 @@ def _info(_: argparse.Namespace) -> int:
 def _demo_mnist(args: argparse.Namespace) -> int:
     from .demos.mnist import TARGET_ACCURACY, train_mnist
 
+    run_dir = Path(args.run_dir or Path("runs") / args.dataset)
+    if args.serve or args.embedded:
+        return _use_trained(args, run_dir)
     summary = train_mnist(dataset=args.dataset, backend=args.backend, epochs=args.epochs,
-                          batch_size=args.batch_size, run_dir=args.run_dir, resume=args.resume,
+                          batch_size=args.batch_size, run_dir=run_dir, resume=args.resume,
                           seed=args.seed)
     folder = Path(summary["files"]["model"]).parent
     acc, target = summary["test_accuracy"], TARGET_ACCURACY[args.dataset]
@@ -61,6 +64,24 @@ def _demo_mnist(args: argparse.Namespace) -> int:
     return 0
 
 
+def _use_trained(args: argparse.Namespace, run_dir: Path) -> int:
+    """``--serve`` / ``--embedded``: use the model a previous ``ember demo mnist`` saved."""
+    if not (run_dir / "model.safetensors").is_file():
+        print(f"no trained model in {run_dir}/: run `ember demo mnist --run-dir {run_dir}` first",
+              file=sys.stderr)
+        return 2
+    if args.embedded:
+        from .demos.mnist import load_trained
+        from .export.mnist import demo_embedded
+
+        demo_embedded(load_trained(run_dir), n=args.count, int8=args.int8)
+        return 0
+    from .demos.serve import serve_mnist
+
+    serve_mnist(run_dir, host=args.host, port=args.port)
+    return 0
+
+
 def _add_demo(sub) -> None:
     demo = sub.add_parser("demo", help="run a demo").add_subparsers(dest="demo", required=True)
     mnist = demo.add_parser("mnist", help="train the MNIST CNN and save the run")
@@ -71,6 +92,14 @@ def _add_demo(sub) -> None:
     mnist.add_argument("--run-dir", default=None, help="default: runs/<dataset>")
     mnist.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     mnist.add_argument("--seed", type=int, default=0)
+    mnist.add_argument("--serve", action="store_true",
+                       help="serve the drawing page with the trained model (127.0.0.1)")
+    mnist.add_argument("--host", default="127.0.0.1")
+    mnist.add_argument("--port", type=int, default=8000)
+    mnist.add_argument("--embedded", action="store_true",
+                       help="export the trained model and run it on the local MicroPython")
+    mnist.add_argument("--count", type=int, default=20, help="digits to run with --embedded")
+    mnist.add_argument("--int8", action="store_true", help="quantize for --embedded")
     mnist.set_defaults(run=_demo_mnist)
     from .demos.classify import add_subcommand as add_classify
 

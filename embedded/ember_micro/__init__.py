@@ -3,9 +3,11 @@
 #   import ember_micro
 #   m = ember_micro.Model("model.emb")        # or Model(path, tier="pure"|"native"|"ulab")
 #   print(m.tier, m.predict(image_bytes))
-from .kernels import available, get as get_kernels  # noqa: F401
-from .model import Model, ModelError  # noqa: F401
+from .kernels import available
+from .kernels import get as get_kernels
+from .model import Model, ModelError
 
+__all__ = ["Model", "ModelError", "available", "get_kernels", "load"]
 __version__ = "0.1.0"
 
 

@@ -1,6 +1,17 @@
 # The native tier: C kernels from embedded/native/ember_kernels.c, built as a .mpy for the
 # board's architecture (x64 here, armv6m/armv7emsp for Cortex-M). ImportError when absent.
-from ember_kernels import act, add, conv, conv_q, copy, dense, dense_q, gap, load_u8, pool  # noqa: F401
-from ember_kernels import quantize  # noqa: F401
+from ember_kernels import (  # noqa: F401
+    act,
+    add,
+    conv,
+    conv_q,
+    copy,
+    dense,
+    dense_q,
+    gap,
+    load_u8,
+    pool,
+    quantize,
+)
 
 name = "native"

@@ -1,4 +1,5 @@
 # Pure MicroPython kernels over array('f') / array('b'): the tier that runs everywhere.
+# ruff: noqa: FURB136, PLR1730 - MicroPython code: % formatting, inline compares
 # Every tier module has the same functions; shapes and offsets are checked once by the loader,
 # so the loops here trust them. Geometry `g` is array('i'):
 #   [cin, h, w, cout, oh, ow, kh, kw, sh, sw, ph, pw, groups]

@@ -1,4 +1,5 @@
 # The ulab tier: vectorised kernels over ulab.numpy, viewing the runtime's array('f') buffers
+# ruff: noqa: FURB136, PLR1730 - MicroPython code: % formatting, inline compares
 # in place with frombuffer. Written against ulab's documented API only, on 1-D/2-D arrays
 # (ULAB_MAX_DIMS >= 2, the default build):
 #   ulab.numpy: frombuffer, array, zeros, dot, maximum, clip, exp, tanh, floor, where, mean,

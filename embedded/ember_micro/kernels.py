@@ -1,4 +1,5 @@
 # Kernel tier selection: ulab.numpy when it imports, else the native ember_kernels .mpy, else
+# ruff: noqa: UP031 - MicroPython code: % formatting, inline compares
 # pure MicroPython. `get()` returns the tier module; `get("pure")` forces one.
 _cache = {}
 

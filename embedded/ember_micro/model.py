@@ -1,4 +1,5 @@
 # Load an ember micro model file (written by ember.export on CPython) and run it.
+# ruff: noqa: UP031, SIM115, FURB136, PLR1730 - MicroPython code: % formatting, inline compares
 # The layout is documented in core/ember/export/format.py; the constants below mirror it.
 #
 # Memory: two ping-pong activation buffers (array('f') of the largest activation), one int8
@@ -44,7 +45,9 @@ def _crc32(f, start, n):
 
 
 def _zeros_f(n):
-    return array("f", bytes(4 * (n if n > 0 else 1)))
+    # array('f', bytes(4n)) would hold a second copy while it builds; range is lazy and has a
+    # length, so the array is allocated once (contents are overwritten before use)
+    return array("f", range(n if n > 0 else 1))
 
 
 class _Layer:

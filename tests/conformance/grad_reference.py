@@ -20,7 +20,7 @@ CPython + numpy only; the result, a :class:`GradCheck`, is plain data that seria
 from __future__ import annotations
 
 import zlib
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -100,7 +100,7 @@ def _tol_factor(case: Case) -> float:
     return max(1.0, case.rtol / base) if base else 1.0
 
 
-@lru_cache(maxsize=None)
+@cache
 def _check_for(case_id: str) -> GradCheck:
     from .catalog import all_cases
 

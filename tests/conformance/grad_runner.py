@@ -116,7 +116,9 @@ def compare_grad(
     data = got.to_data()
     assert tuple(data.shape) == shape, f"{label}: gradient shape {tuple(data.shape)} != {shape}"
     want_dtype = leaf_dtype(case, check.leaves[k])
-    assert data.dtype.name == want_dtype, f"{label}: gradient dtype {data.dtype.name} != {want_dtype}"
+    assert data.dtype.name == want_dtype, (
+        f"{label}: gradient dtype {data.dtype.name} != {want_dtype}"
+    )
     got_v = data.values()
     bad = [
         i

@@ -79,7 +79,10 @@ def materialize(value: Any, backend) -> Any:
 
 def call(case: Case, backend):
     return invoke(
-        case, materialize(tuple(case.args), backend), materialize(dict(case.kwargs), backend), backend
+        case,
+        materialize(tuple(case.args), backend),
+        materialize(dict(case.kwargs), backend),
+        backend,
     )
 
 

@@ -74,10 +74,51 @@ def test_gradient_torch(grad_case, backend):
         _assert_close(case, f"torch output {k} vs reference", v, r, 1e-9, 1e-12)
     for k, (w, g, und) in enumerate(zip(want, check.grads, check.undefined)):
         defined = np.ones(w.shape, bool) if und is None else ~np.asarray(und)
-        _assert_close(
-            case, f"torch d/d args{list(check.leaves[k])} vs finite diff.", w[defined],
-            np.asarray(g)[defined], check.rtol, check.atol,
-        )  # fmt: skip
+        label = f"torch d/d args{list(check.leaves[k])} vs finite diff."
+        _assert_close(case, label, w[defined], np.asarray(g)[defined], check.rtol, check.atol)
     got = backward_grads(case, check, backend)
     for k, (g, w) in enumerate(zip(got, want)):
         compare_grad(case, check, k, g, w, source="torch")
+
+
+def test_gradient_json_replay(backend):
+    """The checks survive JSON (what a runner without numpy receives) and replay the same."""
+    from .grad_runner import dumps_checks, loads_checks
+    from .known_failures import reason
+    from .spec import dumps, loads
+
+    if GRAD_CASES:
+        _require_autodiff(GRAD_CASES[0], backend)
+    cases = [
+        c
+        for c in GRAD_CASES
+        if not missing_dtypes(c, backend) and not reason(backend.name, f"test_gradient[{c.id}]")
+    ]
+    decoded_cases = loads(dumps(cases))
+    decoded = loads_checks(dumps_checks([grad_check(c) for c in cases]))
+    assert [c.id for c in decoded] == [c.id for c in cases]
+    for case, check in zip(decoded_cases, decoded):
+        assert_grads(case, check, backward_grads(case, check, backend))
+
+
+def _case(case_id):
+    return next(c for c in GRAD_CASES if c.id == case_id)
+
+
+def test_finite_differences_match_analytic_gradients():
+    """The reference itself: sin's finite differences are cos(x) * cotangent, and relu's kink
+    at 0 is detected (and only that element)."""
+    from .build import logical
+
+    case = _case("sin/f64")
+    check = grad_check(case)
+    x = logical(case.args[0])
+    np.testing.assert_allclose(check.grads[0], np.cos(x) * check.cotangents[0], rtol=1e-8)
+    assert check.undefined == (None,)
+    case = _case("F.relu/f32")
+    check = grad_check(case)
+    x = np.asarray(case.args[0].data)
+    np.testing.assert_array_equal(check.undefined[0], x == 0)
+    defined = x != 0
+    want = np.where(x > 0, 1.0, 0.0) * check.cotangents[0]
+    np.testing.assert_allclose(check.grads[0][defined], want[defined], rtol=1e-8, atol=1e-9)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 import ember
+import numpy as np
 from ember import nn
 from ember.export import Residual
 

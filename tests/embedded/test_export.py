@@ -9,23 +9,24 @@ import struct
 import zlib
 from array import array
 
+import ember
 import numpy as np
 import pytest
 from _models import seeded, zoo
-
-import ember
 from ember import nn
 from ember.errors import RecordError, ShapeError, UnsupportedOpError
 from ember.export import (
     Residual,
     decode,
     export,
-    format as fmt,
     load,
     lower,
     model_logits,
     quantize,
     run_reference,
+)
+from ember.export import (
+    format as fmt,
 )
 
 

@@ -161,13 +161,25 @@ LIGHT = light_models()
 def test_light_cnns_match_onnxruntime(name):
     if name not in LIGHT:
         pytest.skip("no light models in this onnx wheel")
-    path = LIGHT[name]
-    feeds = inputs_for(path)
-    want = reference(path, feeds)
-    got = ember.onnx.load(path)(*feeds.values())
+    model = onnx.load(LIGHT[name])
+    last = model.graph.node[-1]
+    if last.op_type == "Softmax":
+        # these architecture-only models have constant weights that drive logits to ~1e10, where
+        # float32 summation order alone moves softmax arbitrarily: compare the logits instead
+        del model.graph.node[-1]
+        model.graph.output[0].name = last.input[0]
+        model.graph.output[0].type.tensor_type.ClearField("shape")
+    raw = model.SerializeToString()
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(raw, providers=["CPUExecutionProvider"])
+    feeds = inputs_for(LIGHT[name])
+    want = sess.run(None, feeds)
+    got = ember.onnx.load(raw)(*feeds.values())
     got = got if isinstance(got, tuple) else (got,)
     for g, w in zip(got, want):
-        np.testing.assert_allclose(g.numpy(), w, rtol=1e-3, atol=1e-5)
+        scale = float(np.abs(w).max()) or 1.0
+        np.testing.assert_allclose(g.numpy() / scale, w / scale, rtol=1e-4, atol=1e-5)
 
 
 DIRS = {os.path.relpath(d, os.path.dirname(os.path.dirname(d))): d for d in model_dirs()}

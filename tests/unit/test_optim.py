@@ -15,8 +15,12 @@ F64 = ember.float64
 
 def _weights(seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    return [rng.normal(size=(6, 4)) * 0.5, rng.normal(size=6) * 0.1,
-            rng.normal(size=(3, 6)) * 0.5, rng.normal(size=3) * 0.1]
+    return [
+        rng.normal(size=(6, 4)) * 0.5,
+        rng.normal(size=6) * 0.1,
+        rng.normal(size=(3, 6)) * 0.5,
+        rng.normal(size=3) * 0.1,
+    ]
 
 
 def _data(scale: float = 1.0):
@@ -25,8 +29,11 @@ def _data(scale: float = 1.0):
 
 
 def ember_model(backend: str = AD) -> nn.Module:
-    model = nn.Sequential(nn.Linear(4, 6, dtype=F64, backend=backend), nn.Tanh(),
-                          nn.Linear(6, 3, dtype=F64, backend=backend))
+    model = nn.Sequential(
+        nn.Linear(4, 6, dtype=F64, backend=backend),
+        nn.Tanh(),
+        nn.Linear(6, 3, dtype=F64, backend=backend),
+    )
     for p, w in zip(model.parameters(), _weights()):
         p.assign(ember.tensor(w, backend=backend))
     return model
@@ -51,8 +58,10 @@ def ember_groups(model, spec):
 def torch_groups(model, spec):
     if spec is None:
         return model.parameters()
-    return [{"params": model[0].parameters(), **spec[0]},
-            {"params": model[2].parameters(), **spec[1]}]
+    return [
+        {"params": model[0].parameters(), **spec[0]},
+        {"params": model[2].parameters(), **spec[1]},
+    ]
 
 
 def run_ember(make_opt, steps=25, scale=1.0, groups=None, fused=True, **clip):
@@ -69,8 +78,9 @@ def run_ember(make_opt, steps=25, scale=1.0, groups=None, fused=True, **clip):
     return np.array(trajectory)
 
 
-def run_torch(make_opt, steps=25, scale=1.0, groups=None, clip_norm=None, clip_value=None,
-              update=None):
+def run_torch(
+    make_opt, steps=25, scale=1.0, groups=None, clip_norm=None, clip_value=None, update=None
+):
     model = torch_model()
     opt = make_opt(torch_groups(model, groups)) if make_opt else None
     x, y = (torch.from_numpy(a) for a in _data(scale))
@@ -91,26 +101,50 @@ def run_torch(make_opt, steps=25, scale=1.0, groups=None, clip_norm=None, clip_v
 
 
 CASES = [
-    ("sgd", optim.SGD, torch.optim.SGD, dict(lr=0.1)),
-    ("sgd-momentum", optim.SGD, torch.optim.SGD, dict(lr=0.05, momentum=0.9)),
-    ("sgd-dampening-wd", optim.SGD, torch.optim.SGD,
-     dict(lr=0.05, momentum=0.8, dampening=0.3, weight_decay=0.01)),
-    ("sgd-nesterov-wd", optim.SGD, torch.optim.SGD,
-     dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-2)),
-    ("sgd-maximize", optim.SGD, torch.optim.SGD, dict(lr=0.01, momentum=0.5, maximize=True)),
-    ("adam", optim.Adam, torch.optim.Adam, dict(lr=0.01)),
-    ("adam-wd-betas", optim.Adam, torch.optim.Adam,
-     dict(lr=0.02, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)),
-    ("adam-amsgrad", optim.Adam, torch.optim.Adam, dict(lr=0.05, amsgrad=True)),
-    ("adamw", optim.AdamW, torch.optim.AdamW, dict(lr=0.01)),
-    ("adamw-wd-amsgrad", optim.AdamW, torch.optim.AdamW,
-     dict(lr=0.01, weight_decay=0.3, amsgrad=True)),
-    ("rmsprop", optim.RMSProp, torch.optim.RMSprop, dict(lr=0.01)),
-    ("rmsprop-centered-momentum-wd", optim.RMSProp, torch.optim.RMSprop,
-     dict(lr=0.005, alpha=0.9, centered=True, momentum=0.8, weight_decay=0.01)),
-    ("adagrad", optim.AdaGrad, torch.optim.Adagrad, dict(lr=0.1)),
-    ("adagrad-decay-init-wd", optim.Adagrad, torch.optim.Adagrad,
-     dict(lr=0.1, lr_decay=0.05, initial_accumulator_value=0.1, weight_decay=0.02)),
+    ("sgd", optim.SGD, torch.optim.SGD, {"lr": 0.1}),
+    ("sgd-momentum", optim.SGD, torch.optim.SGD, {"lr": 0.05, "momentum": 0.9}),
+    (
+        "sgd-dampening-wd",
+        optim.SGD,
+        torch.optim.SGD,
+        {"lr": 0.05, "momentum": 0.8, "dampening": 0.3, "weight_decay": 0.01},
+    ),
+    (
+        "sgd-nesterov-wd",
+        optim.SGD,
+        torch.optim.SGD,
+        {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-2},
+    ),
+    ("sgd-maximize", optim.SGD, torch.optim.SGD, {"lr": 0.01, "momentum": 0.5, "maximize": True}),
+    ("adam", optim.Adam, torch.optim.Adam, {"lr": 0.01}),
+    (
+        "adam-wd-betas",
+        optim.Adam,
+        torch.optim.Adam,
+        {"lr": 0.02, "betas": (0.8, 0.95), "eps": 1e-6, "weight_decay": 0.1},
+    ),
+    ("adam-amsgrad", optim.Adam, torch.optim.Adam, {"lr": 0.05, "amsgrad": True}),
+    ("adamw", optim.AdamW, torch.optim.AdamW, {"lr": 0.01}),
+    (
+        "adamw-wd-amsgrad",
+        optim.AdamW,
+        torch.optim.AdamW,
+        {"lr": 0.01, "weight_decay": 0.3, "amsgrad": True},
+    ),
+    ("rmsprop", optim.RMSProp, torch.optim.RMSprop, {"lr": 0.01}),
+    (
+        "rmsprop-centered-momentum-wd",
+        optim.RMSProp,
+        torch.optim.RMSprop,
+        {"lr": 0.005, "alpha": 0.9, "centered": True, "momentum": 0.8, "weight_decay": 0.01},
+    ),
+    ("adagrad", optim.AdaGrad, torch.optim.Adagrad, {"lr": 0.1}),
+    (
+        "adagrad-decay-init-wd",
+        optim.Adagrad,
+        torch.optim.Adagrad,
+        {"lr": 0.1, "lr_decay": 0.05, "initial_accumulator_value": 0.1, "weight_decay": 0.02},
+    ),
 ]
 
 
@@ -123,8 +157,11 @@ def test_matches_torch_trajectory(name, ours, theirs, kw, fused):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("name,ours,theirs,kw", [CASES[2], CASES[6], CASES[11], CASES[13]],
-                         ids=["sgd", "adam", "rmsprop", "adagrad"])
+@pytest.mark.parametrize(
+    "name,ours,theirs,kw",
+    [CASES[2], CASES[6], CASES[11], CASES[13]],
+    ids=["sgd", "adam", "rmsprop", "adagrad"],
+)
 def test_param_groups_match_torch(name, ours, theirs, kw):
     spec = ({"lr": kw["lr"] * 3}, {"lr": kw["lr"] / 2, "weight_decay": 0.05})
     got = run_ember(lambda p: ours(p, **kw), groups=spec)
@@ -136,10 +173,10 @@ def test_param_groups_match_torch(name, ours, theirs, kw):
 
 
 def test_clip_grad_norm_matches_torch():
-    got = run_ember(lambda p, **c: optim.SGD(p, lr=0.1, momentum=0.9, **c), scale=20.0,
-                    grad_clip_norm=0.5)
-    want = run_torch(lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), scale=20.0,
-                     clip_norm=0.5)
+    got = run_ember(
+        lambda p, **c: optim.SGD(p, lr=0.1, momentum=0.9, **c), scale=20.0, grad_clip_norm=0.5
+    )
+    want = run_torch(lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), scale=20.0, clip_norm=0.5)
     unclipped = run_torch(lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), scale=20.0)
     assert np.abs(unclipped - want).max() > 1e-2  # clipping was active
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)
@@ -149,8 +186,7 @@ def test_clip_grad_value_matches_torch():
     got = run_ember(lambda p, **c: optim.Adam(p, lr=0.01, **c), scale=20.0, grad_clip_value=0.3)
     want = run_torch(lambda p: torch.optim.Adam(p, lr=0.01), scale=20.0, clip_value=0.3)
     # SGD would show clipping better than Adam (scale-invariant); check with SGD as well.
-    got_sgd = run_ember(lambda p, **c: optim.SGD(p, lr=0.1, **c), scale=20.0,
-                        grad_clip_value=0.3)
+    got_sgd = run_ember(lambda p, **c: optim.SGD(p, lr=0.1, **c), scale=20.0, grad_clip_value=0.3)
     want_sgd = run_torch(lambda p: torch.optim.SGD(p, lr=0.1), scale=20.0, clip_value=0.3)
     unclipped = run_torch(lambda p: torch.optim.SGD(p, lr=0.1), scale=20.0)
     assert np.abs(unclipped - want_sgd).max() > 1e-2
@@ -197,8 +233,10 @@ def test_float32_model_keeps_dtype_and_tracks_torch():
     with torch.no_grad():
         tmodel.weight.copy_(torch.from_numpy(model.weight.numpy()))
         tmodel.bias.copy_(torch.from_numpy(model.bias.numpy()))
-    opt, topt = optim.AdamW(model.parameters(), lr=0.01), torch.optim.AdamW(
-        tmodel.parameters(), lr=0.01)
+    opt, topt = (
+        optim.AdamW(model.parameters(), lr=0.01),
+        torch.optim.AdamW(tmodel.parameters(), lr=0.01),
+    )
     x = np.random.default_rng(3).normal(size=(5, 4)).astype(np.float32)
     for _ in range(20):
         opt.step((model(ember.tensor(x, backend=AD)) ** 2).sum().backward())
@@ -206,8 +244,9 @@ def test_float32_model_keeps_dtype_and_tracks_torch():
         (tmodel(torch.from_numpy(x)) ** 2).sum().backward()
         topt.step()
     assert model.weight.dtype == ember.float32
-    np.testing.assert_allclose(model.weight.numpy(), tmodel.weight.detach().numpy(),
-                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        model.weight.numpy(), tmodel.weight.detach().numpy(), rtol=1e-4, atol=1e-5
+    )
 
 
 def test_unused_and_frozen_parameters_stay_put():
@@ -260,9 +299,11 @@ def test_bad_arguments():
         optim.SGD(model.parameters(), lr=0.1).step()
 
 
-@pytest.mark.parametrize("make", [lambda p: optim.Adam(p, lr=0.02, amsgrad=True),
-                                  lambda p: optim.SGD(p, lr=0.05, momentum=0.9)],
-                         ids=["adam", "sgd"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda p: optim.Adam(p, lr=0.02, amsgrad=True), lambda p: optim.SGD(p, lr=0.05, momentum=0.9)],
+    ids=["adam", "sgd"],
+)
 def test_state_dict_resume_matches_uninterrupted_run(make):
     full = run_ember(make, steps=20)
     model = ember_model()
@@ -298,5 +339,9 @@ def test_adam_amsgrad_state_names():
     model = ember_model()
     opt = optim.Adam(model.parameters(), lr=0.02, amsgrad=True)
     opt.step(model(ember.tensor(_data()[0], backend=AD)).sum().backward())
-    assert sorted(opt.state_dict()["state"][0]) == ["exp_avg", "exp_avg_sq", "max_exp_avg_sq",
-                                                    "step"]
+    assert sorted(opt.state_dict()["state"][0]) == [
+        "exp_avg",
+        "exp_avg_sq",
+        "max_exp_avg_sq",
+        "step",
+    ]

@@ -36,21 +36,23 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     previous = ember.default_backend()
     scope: dict = {}
     try:
-        exec(compile(EXAMPLE, "README example", "exec"), scope)
+        exec(compile(EXAMPLE, "README example", "exec"), scope)  # noqa: S102
     finally:
         ember.set_default_backend(previous)
     assert (tmp_path / "xor.safetensors").exists()
-    printed = np.array(eval(capsys.readouterr().out.strip()))  # noqa: S307 (our own output)
+    printed = np.array(eval(capsys.readouterr().out.strip()))
     np.testing.assert_allclose(printed.ravel(), [0.0, 1.0, 1.0, 0.0], atol=0.1)
     assert scope["loss"].item() < 1e-2
-    np.testing.assert_array_equal(scope["twin"][2].weight.numpy(),
-                                  scope["model"][2].weight.numpy())
+    np.testing.assert_array_equal(scope["twin"][2].weight.numpy(), scope["model"][2].weight.numpy())
 
 
 def test_readme_holds_the_same_code():
     if not os.path.exists(README):
         return
-    text = open(README, encoding="utf-8").read()
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "xor.safetensors" in b]
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    blocks = [
+        b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "xor.safetensors" in b
+    ]
     if blocks:  # once the example is in README, it must stay identical to what this test runs
         assert blocks[0] == EXAMPLE

@@ -44,14 +44,15 @@ def snapshot(module) -> dict[str, np.ndarray]:
 
 def assert_same(a: dict, b: dict):
     assert list(a) == list(b)
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    for k, value in a.items():
+        np.testing.assert_array_equal(value, b[k], err_msg=k)
 
 
 def trained_net() -> Net:
     net = Net()
-    net(ember.tensor(np.random.default_rng(0).normal(size=(6, 3)).astype(np.float32),
-                     backend=AD))  # moves the BatchNorm running stats off their defaults
+    net(
+        ember.tensor(np.random.default_rng(0).normal(size=(6, 3)).astype(np.float32), backend=AD)
+    )  # moves the BatchNorm running stats off their defaults
     return net
 
 
@@ -98,8 +99,12 @@ def test_loads_a_file_written_by_torch(tmp_path):
     net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
     ember.load(net, path)
     x = np.random.default_rng(1).normal(size=(2, 3)).astype(np.float32)
-    np.testing.assert_allclose(net(ember.tensor(x)).numpy(),
-                               tnet(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        net(ember.tensor(x)).numpy(),
+        tnet(torch.from_numpy(x)).detach().numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 def test_load_path_alone_returns_state_dict(saved):
@@ -198,8 +203,9 @@ def test_load_float32_file_into_float16_model(saved):
     half = Net(backend="numpy").to(dtype=ember.float16)
     ember.load(half, path)
     assert half.fc2.weight.dtype == ember.float16
-    np.testing.assert_array_equal(half.fc2.weight.numpy(),
-                                  net.fc2.weight.numpy().astype(np.float16))
+    np.testing.assert_array_equal(
+        half.fc2.weight.numpy(), net.fc2.weight.numpy().astype(np.float16)
+    )
 
 
 def test_load_path_with_dtype(saved):
@@ -211,7 +217,7 @@ def test_load_path_with_dtype(saved):
 
 # ---------------------------------------------------------------------------- damage
 def _damaged(path, tmp_path, name, edit):
-    raw = bytearray(open(path, "rb").read())
+    raw = bytearray(path.read_bytes())
     out = tmp_path / name
     out.write_bytes(bytes(edit(raw)))
     return out
@@ -258,8 +264,11 @@ def test_record_from_newer_version(tmp_path):
     from ember.store import save_file
 
     path = tmp_path / "future.safetensors"
-    save_file({"w": ember.zeros(2)}, path, metadata={"format": "ember-record", "version": "99",
-                                                     "kind": "module", "meta": "{}"})
+    save_file(
+        {"w": ember.zeros(2)},
+        path,
+        metadata={"format": "ember-record", "version": "99", "kind": "module", "meta": "{}"},
+    )
     with pytest.raises(RecordError, match="version 99.*newer Ember"):
         ember.load(path)
 
@@ -296,8 +305,10 @@ def test_wrong_kind_of_record(saved, tmp_path):
 # ---------------------------------------------------------------------------- states
 def _xy():
     rng = np.random.default_rng(5)
-    return (ember.tensor(rng.normal(size=(8, 3)).astype(np.float32), backend=AD),
-            ember.tensor(rng.normal(size=(8, 2)).astype(np.float32), backend=AD))
+    return (
+        ember.tensor(rng.normal(size=(8, 3)).astype(np.float32), backend=AD),
+        ember.tensor(rng.normal(size=(8, 2)).astype(np.float32), backend=AD),
+    )
 
 
 def _train(net, opt, sched, steps):
@@ -311,9 +322,15 @@ def _setup(seed_net=None):
     net = Net()
     if seed_net is not None:
         net.load_state_dict(seed_net.state_dict())
-    opt = optim.AdamW([{"params": net.fc1.parameters(), "lr": 0.01},
-                       {"params": list(net.norm.parameters()) + list(net.fc2.parameters())}],
-                      lr=0.003, betas=(0.8, 0.9), amsgrad=True)
+    opt = optim.AdamW(
+        [
+            {"params": net.fc1.parameters(), "lr": 0.01},
+            {"params": list(net.norm.parameters()) + list(net.fc2.parameters())},
+        ],
+        lr=0.003,
+        betas=(0.8, 0.9),
+        amsgrad=True,
+    )
     sched = S.warmup_cosine(opt, warmup_steps=3, total_steps=12)
     return net, opt, sched
 
@@ -350,8 +367,11 @@ def test_checkpoint_dict(tmp_path):
     net, opt, sched = _setup()
     _train(net, opt, sched, 4)
     path = tmp_path / "ckpt.safetensors"
-    ember.save({"model": net, "optim": opt, "sched": sched, "epoch": 4, "best": [0.5, None]},
-               path, metadata={"run": "demo"})
+    ember.save(
+        {"model": net, "optim": opt, "sched": sched, "epoch": 4, "best": [0.5, None]},
+        path,
+        metadata={"run": "demo"},
+    )
     net2, opt2, sched2 = _setup()
     out = ember.load({"model": net2, "optim": opt2, "sched": sched2}, path)
     assert out["epoch"] == 4 and out["best"] == [0.5, None]
@@ -383,8 +403,12 @@ def test_checkpoint_with_mismatched_model_changes_nothing(tmp_path):
 def test_state_tree_round_trip_of_odd_values():
     from ember.record import flatten, unflatten
 
-    state = {"a": (1, 2.5), 3: {"t": ember.tensor([1.0]), "__tensor__": "x"},
-             "nan": float("nan"), "s": "text"}
+    state = {
+        "a": (1, 2.5),
+        3: {"t": ember.tensor([1.0]), "__tensor__": "x"},
+        "nan": float("nan"),
+        "s": "text",
+    }
     tree, tensors = flatten(state)
     tree = json.loads(json.dumps(tree))
     back = unflatten(tree, {k: v for k, v in tensors.items()})

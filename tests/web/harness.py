@@ -29,45 +29,31 @@ WEBGPU_FLAGS = [
 ]
 
 
-def _load_devserver():
-    spec = importlib.util.spec_from_file_location("ember_devserver", ROOT / "web" / "devserver.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-Server = _load_devserver().Server
 
 
 class Unavailable(Exception):
     """Chromium, Playwright or the web distribution is missing (the tests skip, saying so)."""
 
 
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def ensure_dist(rebuild: bool | None = None) -> Path:
     """``web/dist`` built from this checkout (rebuilt when ``EMBER_WEB_REBUILD=1`` or missing,
-    or when any file under core/ or shaders/ is newer than the wheel)."""
+    or when a source under core/, shaders/ or web/ is newer than the wheel)."""
+    build_dist = _load("ember_build_dist", ROOT / "web" / "build_dist.py")
     if rebuild is None:
-        rebuild = os.environ.get("EMBER_WEB_REBUILD") == "1" or _stale()
+        rebuild = os.environ.get("EMBER_WEB_REBUILD") == "1" or build_dist.is_stale(DIST)
     if rebuild:
         if not (ROOT / "web" / "node_modules" / "pyodide").is_dir():
             raise Unavailable("web/node_modules/pyodide is missing: run web/setup.sh")
         subprocess.run([sys.executable, str(ROOT / "web" / "build_dist.py")], check=True,
                        stdout=subprocess.DEVNULL)
     return DIST
-
-
-def _stale() -> bool:
-    wheels = sorted((DIST / "pyodide").glob("ember-*.whl"))
-    if not wheels or not (DIST / "ember.js").is_file():
-        return True
-    built = wheels[0].stat().st_mtime
-    sources = [ROOT / "core", ROOT / "shaders", ROOT / "web"]
-    for folder in sources:
-        for path in folder.rglob("*"):
-            if path.suffix in (".py", ".wgsl", ".js") and "node_modules" not in path.parts \
-                    and "dist" not in path.parts and path.stat().st_mtime > built:
-                return True
-    return False
 
 
 def launch_chromium(playwright, webgpu: bool = True):

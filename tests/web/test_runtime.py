@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .harness import blank_page, launch_chromium, load_ember, run_python
+from .harness import blank_page, load_ember, run_python
 
 A = np.arange(12, dtype=np.float32).reshape(3, 4) / 7.0 - 0.5
 B = np.cos(np.arange(8, dtype=np.float32)).reshape(4, 2)
@@ -77,17 +77,16 @@ def test_worker_runs_ember_off_the_main_thread(browser, server):
         page.close()
 
 
-def test_cpu_fallback_when_webgpu_is_missing(playwright_instance, server):
-    browser = launch_chromium(playwright_instance, webgpu=False)
+def test_cpu_fallback_when_webgpu_is_missing(browser_without_webgpu, server):
+    page = blank_page(browser_without_webgpu, server)
     try:
-        page = blank_page(browser, server)
         info = load_ember(page, "auto")
         assert info["backend"] == "python"
         assert "navigator.gpu" in info["reason"] or "adapter" in info["reason"]
         _close(run_python(page, PROGRAM + "y.tolist()", {"BACKEND": "python"}))
         assert run_python(page, "import ember\nember.default_backend().name") == "python"
     finally:
-        browser.close()
+        page.close()
 
 
 def test_example_page_runs_python(browser, server):

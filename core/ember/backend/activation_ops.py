@@ -22,7 +22,9 @@ class ActivationOps:
         return self.float_maximum(x, _full(self, x, 0))
 
     def relu6(self, x):
-        return self.float_minimum(self.float_maximum(x, _full(self, x, 0)), _full(self, x, 6))
+        # where, not minimum/maximum: those share the gradient at ties, PyTorch gives 0 at 0 and 6
+        six = _full(self, x, 6)
+        return self.where(self.float_le(six, x), six, self.relu(x))
 
     def leaky_relu(self, x, negative_slope: float):
         """``x if x > 0 else x * negative_slope``."""
@@ -32,9 +34,11 @@ class ActivationOps:
     def elu(self, x, alpha: float):
         """``x if x > 0 else alpha * (exp(x) - 1)``."""
         zero = _full(self, x, 0)
-        # exp of the clamped value: the unused branch must not overflow to inf
-        neg = self.float_mul(self.float_expm1(self.float_minimum(x, zero)), _full(self, x, alpha))
-        return self.where(self.float_lt(zero, x), x, neg)
+        pos = self.float_lt(zero, x)
+        # exp of the clamped value: the unused branch must not overflow to inf (where, not
+        # minimum: at x == 0 the gradient must be alpha, as PyTorch, not shared with the bound)
+        neg = self.float_mul(self.float_expm1(self.where(pos, zero, x)), _full(self, x, alpha))
+        return self.where(pos, x, neg)
 
     def gelu(self, x, approximate: str = "none"):
         """``x * Φ(x)`` with the exact erf, or PyTorch's tanh approximation."""
@@ -55,9 +59,10 @@ class ActivationOps:
         """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``."""
         bx = self.float_mul(x, _full(self, x, beta))
         limit = _full(self, x, threshold)
-        soft = self.float_log1p(self.float_exp(self.float_minimum(bx, limit)))
+        linear = self.float_lt(limit, bx)
+        soft = self.float_log1p(self.float_exp(self.where(linear, limit, bx)))  # no overflow
         soft = self.float_div(soft, _full(self, x, beta))
-        return self.where(self.float_lt(limit, bx), x, soft)
+        return self.where(linear, x, soft)
 
     def hard_sigmoid(self, x):
         """``relu6(x + 3) / 6``."""

@@ -85,8 +85,8 @@ def decode(data: bytes, *, source: str = "model file") -> Program:
     if len(data) < fmt.HEADER_SIZE:
         raise RecordError(f"{source}: {len(data)} bytes is shorter than the "
                           f"{fmt.HEADER_SIZE}-byte header")
-    (magic, version, flags, n_layers, n_slots, c, h, w, _, max_act, max_qin, in_mul, in_add,
-     plen, crc) = struct.unpack_from(fmt.HEADER_FMT, data)
+    (magic, version, _flags, n_layers, n_slots, c, h, w, _, _max_act, _max_qin, in_mul,
+     in_add, plen, crc) = struct.unpack_from(fmt.HEADER_FMT, data)
     if magic != fmt.MAGIC:
         raise RecordError(f"{source}: bad magic {magic!r}, expected {fmt.MAGIC!r}: not an ember "
                           "micro model")

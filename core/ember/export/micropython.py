@@ -101,7 +101,7 @@ def run_micropython_script(args: list[str], *, heapsize: str = "256K", native: b
     exe = micropython or find_micropython()
     env = dict(os.environ, MICROPYPATH=micropython_path(native))
     return subprocess.run([exe, "-X", f"heapsize={heapsize}", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+                          text=True, timeout=timeout, env=env, check=False)
 
 
 def run_on_micropython(model, images, labels=None, *, input_shape=None, input_transform=None,

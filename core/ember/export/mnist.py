@@ -45,6 +45,7 @@ def train_briefly(model, images_u8, labels, *, steps: int = 200, batch: int = 64
     """A few hundred Adam steps on the Autodiff numpy backend (enough for ~90%+ on MNIST);
     returns the trained model (its parameters live on ``autodiff-numpy``)."""
     import ember
+
     from .. import nn, optim
 
     np = _np()
@@ -87,8 +88,9 @@ def demo_embedded(model=None, *, n: int = 20, int8: bool = False, tier: str = "a
                         evaluate=(normalize(test_x), test_y) if int8 else None)
         printer(str(report))
         run = run_on_micropython(path, test_x, test_y, tier=tier, heapsize=heapsize)
-    printer(f"MicroPython ({run.tier} kernels, heap {heapsize}): predictions {run.predictions}")
-    printer(f"labels{' ' * (len(run.tier) + 35)}{[int(v) for v in test_y]}")
+    printer(f"MicroPython, {run.tier} kernels, -X heapsize={heapsize}:")
+    printer(f"  predictions {run.predictions}")
+    printer(f"  labels      {[int(v) for v in test_y]}")
     printer(f"accuracy {100 * run.accuracy:.1f}% · {run.ms_per_image:.2f} ms/image · heap after "
             f"load {run.heap_after_load:,} bytes")
     return run

@@ -339,10 +339,12 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
     bounds = [v for v in (min, max) if v is not None]
     target = result_dtype("clamp", x, *bounds)
     out = x.astype(target)
+    # x where it is within the bounds (inclusive), so at x == bound the gradient goes to x as
+    # in PyTorch (maximum/minimum would share it); the bound's maximum/minimum keeps NaN rules.
     if min is not None:
-        out = binary("maximum", out, min, target)
+        out = where(out >= min, out, binary("maximum", out, min, target))
     if max is not None:
-        out = binary("minimum", out, max, target)
+        out = where(out <= max, out, binary("minimum", out, max, target))
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 from ..tensor import Tensor
 from .optimizer import Optimizer
@@ -11,8 +12,13 @@ from .optimizer import Optimizer
 class Adam(Optimizer):
     """>>> # opt = Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999))"""
 
-    defaults = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
-                "amsgrad": False}
+    defaults: ClassVar[dict] = {
+        "lr": 1e-3,
+        "betas": (0.9, 0.999),
+        "eps": 1e-8,
+        "weight_decay": 0.0,
+        "amsgrad": False,
+    }
     decoupled = False
 
     def update(self, value, grad, state, group):
@@ -37,7 +43,6 @@ class Adam(Optimizer):
         bias2 = 1 - beta2**step
         denom = v.sqrt() / math.sqrt(bias2) + group["eps"]
         return value - (lr / bias1) * (m / denom)
-
 
     def update_numpy(self, value, grad, state, group, backend):
         # The same operations in the same order as update(), on arrays owned by the state.
@@ -83,5 +88,5 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (default 0.01, as PyTorch)."""
 
-    defaults = {**Adam.defaults, "weight_decay": 1e-2}
+    defaults: ClassVar[dict] = {**Adam.defaults, "weight_decay": 1e-2}
     decoupled = True

@@ -27,9 +27,19 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 __all__ = [
-    "LRScheduler", "LambdaLR", "ConstantLR", "StepLR", "MultiStepLR", "ExponentialLR",
-    "LinearLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts", "NoamLR", "SequentialLR",
-    "ChainedScheduler", "warmup_cosine",
+    "ChainedScheduler",
+    "ConstantLR",
+    "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
+    "ExponentialLR",
+    "LRScheduler",
+    "LambdaLR",
+    "LinearLR",
+    "MultiStepLR",
+    "NoamLR",
+    "SequentialLR",
+    "StepLR",
+    "warmup_cosine",
 ]
 
 
@@ -38,8 +48,9 @@ class LRScheduler:
 
     def __init__(self, optimizer, last_epoch: int = -1):
         if not hasattr(optimizer, "param_groups"):
-            raise TypeError(f"{type(self).__name__}: expected an Optimizer, got "
-                            f"{type(optimizer).__name__}")
+            raise TypeError(
+                f"{type(self).__name__}: expected an Optimizer, got {type(optimizer).__name__}"
+            )
         self.optimizer = optimizer
         for i, group in enumerate(optimizer.param_groups):
             if last_epoch == -1:
@@ -78,8 +89,11 @@ class LRScheduler:
 
     def state_dict(self) -> dict:
         """Everything but the optimizer and callables (JSON-friendly numbers and lists)."""
-        return {k: v for k, v in self.__dict__.items()
-                if k != "optimizer" and not callable(v) and k != "lr_lambdas"}
+        return {
+            k: v
+            for k, v in self.__dict__.items()
+            if k != "optimizer" and not callable(v) and k != "lr_lambdas"
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.__dict__.update({k: v for k, v in state.items() if k != "lr_lambdas"})
@@ -166,8 +180,14 @@ class LinearLR(LRScheduler):
     """Linear warm-up (or decay): the factor goes from ``start_factor`` to ``end_factor``
     over ``total_iters`` steps, then stays."""
 
-    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
-                 total_iters: int = 5, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch=-1,
+    ):
         if not (0 < start_factor <= 1 and 0 <= end_factor <= 1):
             raise ValueError(
                 f"LinearLR: need 0 < start_factor <= 1 and 0 <= end_factor <= 1, got "
@@ -184,7 +204,7 @@ class LinearLR(LRScheduler):
 class CosineAnnealingLR(LRScheduler):
     """Half a cosine from ``initial_lr`` down to ``eta_min`` over ``T_max`` steps."""
 
-    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch=-1):  # noqa: N803
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch=-1):
         if T_max < 1:
             raise ValueError(f"CosineAnnealingLR: T_max must be >= 1, got {T_max}")
         self.T_max, self.eta_min = T_max, eta_min
@@ -199,8 +219,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     """SGDR: cosine cycles of ``T_0``, ``T_0 * T_mult``, ... steps, restarting at
     ``initial_lr``."""
 
-    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,  # noqa: N803
-                 last_epoch=-1):
+    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch=-1):
         if T_0 < 1 or T_mult < 1 or int(T_mult) != T_mult:
             raise ValueError(
                 f"CosineAnnealingWarmRestarts: need T_0 >= 1 and an integer T_mult >= 1, got "
@@ -240,8 +259,9 @@ class NoamLR(LRScheduler):
 
     def __init__(self, optimizer, d_model: int, warmup_steps: int = 4000, last_epoch=-1):
         if d_model < 1 or warmup_steps < 1:
-            raise ValueError(f"NoamLR: d_model and warmup_steps must be >= 1, got "
-                             f"{d_model}, {warmup_steps}")
+            raise ValueError(
+                f"NoamLR: d_model and warmup_steps must be >= 1, got {d_model}, {warmup_steps}"
+            )
         self.d_model, self.warmup_steps = d_model, warmup_steps
         super().__init__(optimizer, last_epoch)
 
@@ -267,8 +287,13 @@ class SequentialLR(LRScheduler):
     [0.25, 0.5, 0.75, 1.0, 0.854, 0.5]
     """
 
-    def __init__(self, optimizer, schedulers: Sequence[LRScheduler], milestones: Sequence[int],
-                 last_epoch: int = -1):
+    def __init__(
+        self,
+        optimizer,
+        schedulers: Sequence[LRScheduler],
+        milestones: Sequence[int],
+        last_epoch: int = -1,
+    ):
         schedulers = list(schedulers)
         if not schedulers:
             raise ValueError("SequentialLR: expected at least one scheduler")
@@ -314,8 +339,10 @@ class SequentialLR(LRScheduler):
         state = dict(state)
         subs = state.pop("_schedulers", [])
         if len(subs) != len(self._schedulers):
-            raise ValueError(f"SequentialLR.load_state_dict: saved state has {len(subs)} "
-                             f"schedulers, this one has {len(self._schedulers)}")
+            raise ValueError(
+                f"SequentialLR.load_state_dict: saved state has {len(subs)} "
+                f"schedulers, this one has {len(self._schedulers)}"
+            )
         self.__dict__.update(state)
         for s, sub in zip(self._schedulers, subs):
             s.load_state_dict(sub)
@@ -356,8 +383,9 @@ class ChainedScheduler(LRScheduler):
     load_state_dict = SequentialLR.load_state_dict
 
 
-def warmup_cosine(optimizer, warmup_steps: int, total_steps: int, start_factor: float = 1e-3,
-                  eta_min: float = 0.0) -> SequentialLR:
+def warmup_cosine(
+    optimizer, warmup_steps: int, total_steps: int, start_factor: float = 1e-3, eta_min: float = 0.0
+) -> SequentialLR:
     """Linear warm-up for ``warmup_steps``, then cosine decay to ``eta_min`` by
     ``total_steps``: the usual transformer recipe as one ``SequentialLR``.
 
@@ -368,8 +396,9 @@ def warmup_cosine(optimizer, warmup_steps: int, total_steps: int, start_factor: 
     'SequentialLR'
     """
     if not 0 < warmup_steps < total_steps:
-        raise ValueError(f"warmup_cosine: need 0 < warmup_steps < total_steps, got "
-                         f"{warmup_steps}, {total_steps}")
+        raise ValueError(
+            f"warmup_cosine: need 0 < warmup_steps < total_steps, got {warmup_steps}, {total_steps}"
+        )
     warm = LinearLR(optimizer, start_factor=start_factor, total_iters=warmup_steps)
     cos = CosineAnnealingLR(optimizer, T_max=total_steps - warmup_steps, eta_min=eta_min)
     return SequentialLR(optimizer, [warm, cos], milestones=[warmup_steps])

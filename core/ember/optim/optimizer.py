@@ -19,16 +19,22 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import ClassVar
 
 from ..errors import EmberError
 from ..tensor import Tensor
 
 
 class Optimizer:
-    defaults: dict = {}
+    defaults: ClassVar[dict] = {}
 
-    def __init__(self, params, grad_clip_norm: float | None = None,
-                 grad_clip_value: float | None = None, **hyper):
+    def __init__(
+        self,
+        params,
+        grad_clip_norm: float | None = None,
+        grad_clip_value: float | None = None,
+        **hyper,
+    ):
         unknown = set(hyper) - set(self.defaults)
         if unknown:
             raise TypeError(
@@ -124,8 +130,13 @@ class Optimizer:
         for (group, p, _), g in zip(pairs, grads_only):
             state = self.state.setdefault(id(p), {})
             value = p.inner()
-            if (self.fused and np is not None and isinstance(value._prim, np.ndarray)
-                    and isinstance(g._prim, np.ndarray) and g._prim.dtype == value._prim.dtype):
+            if (
+                self.fused
+                and np is not None
+                and isinstance(value._prim, np.ndarray)
+                and isinstance(g._prim, np.ndarray)
+                and g._prim.dtype == value._prim.dtype
+            ):
                 new = self.update_numpy(value._prim, g._prim, state, group, value.backend)
                 if new is not NotImplemented:
                     p.assign(Tensor(new, value.backend))
@@ -162,7 +173,8 @@ class Optimizer:
         # Copies: the fast path updates state tensors in place, a snapshot must not move.
         state = {
             index[pid]: {k: _copy(v) for k, v in s.items()}
-            for pid, s in self.state.items() if pid in index
+            for pid, s in self.state.items()
+            if pid in index
         }
         return {"state": state, "param_groups": groups, "steps": self.steps}
 

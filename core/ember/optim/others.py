@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from .optimizer import Optimizer
 
 
 class RMSProp(Optimizer):
     """As ``torch.optim.RMSprop`` (alpha, eps, momentum, centered, weight decay)."""
 
-    defaults = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
-                "centered": False}
+    defaults: ClassVar[dict] = {
+        "lr": 1e-2,
+        "alpha": 0.99,
+        "eps": 1e-8,
+        "weight_decay": 0.0,
+        "momentum": 0.0,
+        "centered": False,
+    }
 
     def update(self, value, grad, state, group):
         if group["weight_decay"]:
@@ -36,8 +44,13 @@ class RMSProp(Optimizer):
 class AdaGrad(Optimizer):
     """As ``torch.optim.Adagrad`` (lr decay, initial accumulator, weight decay)."""
 
-    defaults = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0,
-                "initial_accumulator_value": 0.0, "eps": 1e-10}
+    defaults: ClassVar[dict] = {
+        "lr": 1e-2,
+        "lr_decay": 0.0,
+        "weight_decay": 0.0,
+        "initial_accumulator_value": 0.0,
+        "eps": 1e-10,
+    }
 
     def update(self, value, grad, state, group):
         step = state.get("step", 0) + 1
@@ -56,7 +69,7 @@ class AdaGrad(Optimizer):
 class Lion(Optimizer):
     """Lion (Chen et al., 2023): sign of an interpolated momentum, decoupled weight decay."""
 
-    defaults = {"lr": 1e-4, "betas": (0.9, 0.99), "weight_decay": 0.0}
+    defaults: ClassVar[dict] = {"lr": 1e-4, "betas": (0.9, 0.99), "weight_decay": 0.0}
 
     def update(self, value, grad, state, group):
         beta1, beta2 = group["betas"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..tensor import Tensor
 from .optimizer import Optimizer
 
@@ -9,8 +11,14 @@ from .optimizer import Optimizer
 class SGD(Optimizer):
     """>>> # opt = SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)"""
 
-    defaults = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
-                "nesterov": False, "maximize": False}
+    defaults: ClassVar[dict] = {
+        "lr": 1e-3,
+        "momentum": 0.0,
+        "dampening": 0.0,
+        "weight_decay": 0.0,
+        "nesterov": False,
+        "maximize": False,
+    }
 
     def update(self, value, grad, state, group):
         if group["maximize"]:

@@ -17,5 +17,13 @@ state and a checksum. Writes are atomic; loads check everything before changing 
 from .api import FORMAT, VERSION, LoadResult, load, read_metadata, save
 from .tree import flatten, unflatten
 
-__all__ = ["save", "load", "read_metadata", "LoadResult", "flatten", "unflatten", "FORMAT",
-           "VERSION"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "LoadResult",
+    "flatten",
+    "load",
+    "read_metadata",
+    "save",
+    "unflatten",
+]

@@ -21,7 +21,6 @@ from .. import dtype as dt
 from ..data import TensorData
 from ..errors import RecordError
 from ..store.safetensors import SafeTensorsFile, save_file
-from ..tensor import Tensor
 from .tree import flatten, tensor_keys, unflatten
 
 FORMAT = "ember-record"
@@ -89,8 +88,14 @@ def _jsonable(value, what: str):
 
 
 # ---------------------------------------------------------------------------- save
-def save(obj: Any, path: str | os.PathLike, *, metadata: Mapping | None = None,
-         config: Any = None, dtype=None) -> None:
+def save(
+    obj: Any,
+    path: str | os.PathLike,
+    *,
+    metadata: Mapping | None = None,
+    config: Any = None,
+    dtype=None,
+) -> None:
     """Save a Module, an Optimizer, a scheduler, or a dict of them (a checkpoint), atomically.
 
     ``dtype`` (e.g. ``ember.float16``) converts the float tensors on the way out; ``config``
@@ -125,8 +130,12 @@ def save(obj: Any, path: str | os.PathLike, *, metadata: Mapping | None = None,
         tree, tensors = flatten(_to_state(obj), _to_state)
         tensors = {k: _cast(v, dtype) for k, v in tensors.items()}
     header = {
-        "format": FORMAT, "version": str(VERSION), "kind": kind, "ember": _version(),
-        "meta": json.dumps(info), "crc32": _crc(t.buffer for t in tensors.values()),
+        "format": FORMAT,
+        "version": str(VERSION),
+        "kind": kind,
+        "ember": _version(),
+        "meta": json.dumps(info),
+        "crc32": _crc(t.buffer for t in tensors.values()),
     }
     if tree is not None:
         header["tree"] = json.dumps(tree)
@@ -158,8 +167,9 @@ class _Record:
                     f"({meta.get('ember')}); this Ember reads versions up to {VERSION}"
                 )
             if self.kind == "state" and self.tree is None:
-                raise RecordError(f"load: {self.path} is a state record without its tree "
-                                  "(corrupt file)")
+                raise RecordError(
+                    f"load: {self.path} is a state record without its tree (corrupt file)"
+                )
             if "crc32" in meta:
                 self._verify(meta["crc32"])
 
@@ -177,7 +187,8 @@ class _Record:
             )
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
-        return {k: self.file.info(k)[1] for k in self.file.keys()}
+        names = self.file.keys()  # SafeTensorsFile isn't iterable
+        return {k: self.file.info(k)[1] for k in names}
 
     def read(self, key: str, dtype=None) -> TensorData:
         return _cast(self.file.get(key), dtype)
@@ -186,9 +197,8 @@ class _Record:
         from ..ops.creation import tensor
 
         if self.kind == "module":
-            return OrderedDict(
-                (k, tensor(self.read(k, dtype), backend=backend)) for k in self.file.keys()
-            )
+            names = self.file.keys()
+            return OrderedDict((k, tensor(self.read(k, dtype), backend=backend)) for k in names)
         keys = tensor_keys(self.tree)
         values = {k: tensor(self.read(k, dtype), backend=backend) for k in keys}
         return unflatten(self.tree, values)
@@ -199,8 +209,13 @@ def read_metadata(path: str | os.PathLike) -> dict:
     ``dtype``, ``user`` (what ``save(metadata=...)`` stored), ``ember`` and ``keys``."""
     rec = _Record(path)
     meta = rec.file.metadata
-    out = {"format": meta.get("format"), "version": meta.get("version"), "kind": rec.kind,
-           "ember": meta.get("ember"), "keys": rec.file.keys()}
+    out = {
+        "format": meta.get("format"),
+        "version": meta.get("version"),
+        "kind": rec.kind,
+        "ember": meta.get("ember"),
+        "keys": rec.file.keys(),
+    }
     out.update(rec.info)
     return out
 
@@ -240,21 +255,27 @@ def _plan(module, shapes: Mapping[str, tuple], rules, strict: bool, where: str):
     unexpected = [names[k] for k in names if k not in targets]
     mismatched = [
         f"{k}: file {tuple(shapes[names[k]])} vs model {tuple(targets[k].shape)}"
-        for k in targets if k in names and tuple(shapes[names[k]]) != tuple(targets[k].shape)
+        for k in targets
+        if k in names and tuple(shapes[names[k]]) != tuple(targets[k].shape)
     ]
     if mismatched or (strict and (missing or unexpected)):
-        lines = [f"load: {where} doesn't fit {type(module).__name__}"
-                 f"{' (strict)' if strict else ''}:"]
-        for label, items in (("missing keys", missing if strict else []),
-                             ("unexpected keys", unexpected if strict else []),
-                             ("shape mismatches", mismatched)):
+        lines = [
+            (f"load: {where} doesn't fit {type(module).__name__}{' (strict)' if strict else ''}:")
+        ]
+        for label, items in (
+            ("missing keys", missing if strict else []),
+            ("unexpected keys", unexpected if strict else []),
+            ("shape mismatches", mismatched),
+        ):
             if items and label == "shape mismatches":
                 lines.append(f"  {label} ({len(items)}):")
                 lines += [f"    {item}" for item in items]
             elif items:
                 lines.append(f"  {label} ({len(items)}): {', '.join(items)}")
-        lines.append("  (strict=False skips missing/unexpected keys; remap=[(regex, "
-                     "replacement)] renames file keys; shapes must always match)")
+        lines.append(
+            "  (strict=False skips missing/unexpected keys; remap=[(regex, "
+            "replacement)] renames file keys; shapes must always match)"
+        )
         raise RecordError("\n".join(lines))
     pairs = {k: names[k] for k in targets if k in names}
     return pairs, LoadResult(missing, unexpected, list(pairs))
@@ -272,16 +293,25 @@ def _prepare_module(module, read, shapes, rules, strict, where) -> tuple[dict, L
         data = read(file_key)
         if data.dtype != current.dtype:
             if data.dtype.is_float != current.dtype.is_float and not current.dtype.is_float:
-                raise RecordError(f"load: {where}: {file_key!r} is {data.dtype} but the model's "
-                                  f"{key!r} is {current.dtype}")
+                raise RecordError(
+                    f"load: {where}: {file_key!r} is {data.dtype} but the model's "
+                    f"{key!r} is {current.dtype}"
+                )
             data = data.astype(current.dtype)
         backend = getattr(current.backend, "inner", None) or current.backend
         values[key] = tensor(data, backend=backend)
     return values, result
 
 
-def load(target: Any, path: str | os.PathLike | None = None, *, strict: bool = True,
-         remap: Remap = None, backend=None, dtype=None) -> Any:
+def load(
+    target: Any,
+    path: str | os.PathLike | None = None,
+    *,
+    strict: bool = True,
+    remap: Remap = None,
+    backend=None,
+    dtype=None,
+) -> Any:
     """Load a record.
 
     * ``load(path)`` → what was saved: a module's ``state_dict`` (name → Tensor) or the
@@ -305,10 +335,11 @@ def load(target: Any, path: str | os.PathLike | None = None, *, strict: bool = T
     rules = _rules(remap)
     if _is_module(target):
         if rec.kind != "module":
-            raise RecordError(f"load: {rec.path} holds a {rec.info.get('class', 'state')} "
-                              f"state, not a module's weights; load it into that object")
-        values, result = _prepare_module(target, rec.read, rec.shapes(), rules, strict,
-                                         rec.path)
+            raise RecordError(
+                f"load: {rec.path} holds a {rec.info.get('class', 'state')} "
+                f"state, not a module's weights; load it into that object"
+            )
+        values, result = _prepare_module(target, rec.read, rec.shapes(), rules, strict, rec.path)
         target.load_state_dict(values, strict=False)
         return result
     if rec.kind == "module":
@@ -317,8 +348,7 @@ def load(target: Any, path: str | os.PathLike | None = None, *, strict: bool = T
     if isinstance(target, Mapping):
         return _load_checkpoint(target, state, rules, strict, rec.path)
     if not _has_state(target):
-        raise TypeError(f"load: can't load into a {type(target).__name__} (needs "
-                        "load_state_dict)")
+        raise TypeError(f"load: can't load into a {type(target).__name__} (needs load_state_dict)")
     target.load_state_dict(state)
     return target
 
@@ -335,8 +365,12 @@ def _load_checkpoint(targets: Mapping, state: Any, rules, strict: bool, where: s
             sub = state[name]
             shapes = {k: tuple(v.shape) for k, v in sub.items()}
             prepared[name] = _prepare_module(
-                obj, lambda k, sub=sub: sub[k].to_data(), shapes, rules, strict,
-                f"{where}[{name!r}]"
+                obj,
+                lambda k, sub=sub: sub[k].to_data(),
+                shapes,
+                rules,
+                strict,
+                f"{where}[{name!r}]",
             )
     for name, obj in targets.items():
         if _is_module(obj):

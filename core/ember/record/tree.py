@@ -19,8 +19,9 @@ from ..tensor import Tensor
 _MARKERS = ("__tensor__", "__tuple__", "__dict__")
 
 
-def flatten(state: Any, to_state: Callable[[Any], Any] | None = None
-            ) -> tuple[Any, dict[str, TensorData]]:
+def flatten(
+    state: Any, to_state: Callable[[Any], Any] | None = None
+) -> tuple[Any, dict[str, TensorData]]:
     """``(json_tree, {key: TensorData})``; ``to_state`` turns a Module/Optimizer into its
     state dict (applied to any value that isn't a plain container or leaf)."""
     tensors: dict[str, TensorData] = {}
@@ -59,8 +60,12 @@ def flatten(state: Any, to_state: Callable[[Any], Any] | None = None
                 return walk(converted, path)
         if hasattr(value, "__float__") and not hasattr(value, "__len__"):
             number = float(value)  # a numpy scalar
-            if hasattr(value, "is_integer") and not math.isnan(number) and number.is_integer() \
-                    and "int" in type(value).__name__:
+            if (
+                hasattr(value, "is_integer")
+                and not math.isnan(number)
+                and number.is_integer()
+                and "int" in type(value).__name__
+            ):
                 return int(value)
             return number
         raise RecordError(
@@ -79,14 +84,18 @@ def unflatten(tree: Any, tensors: dict[str, Any]) -> Any:
         if "__tensor__" in tree:
             key = tree["__tensor__"]
             if key not in tensors:
-                raise RecordError(f"record: the metadata names tensor {key!r} but the file "
-                                  "doesn't hold it (corrupt file)")
+                raise RecordError(
+                    f"record: the metadata names tensor {key!r} but the file "
+                    "doesn't hold it (corrupt file)"
+                )
             return tensors[key]
         if "__tuple__" in tree:
             return tuple(unflatten(v, tensors) for v in tree["__tuple__"])
         if "__dict__" in tree:
-            return {(tuple(k) if isinstance(k, list) else k): unflatten(v, tensors)
-                    for k, v in tree["__dict__"]}
+            return {
+                (tuple(k) if isinstance(k, list) else k): unflatten(v, tensors)
+                for k, v in tree["__dict__"]
+            }
         return {k: unflatten(v, tensors) for k, v in tree.items()}
     return tree
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ... import dtype as dt
 from ...shape import numel
 from .kernels import render
-from .launch import _IDENT, WG, Runtime, contiguous
+from .launch import _IDENT, WG, Runtime, contiguous, copy_region
 from .primitive import COMPUTE, STORE, WgpuTensor, collapse
 
 
@@ -100,16 +100,18 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
     """Batched ``(..., n, k) @ (..., k, m)`` with identical batch dims. ``out`` with
     ``out_view = (offset, batch stride, row stride)`` writes into part of an existing buffer
     (columns contiguous); the result is then ``out`` itself."""
-    ct = _ct(a)
     n, k = a.shape[-2:]
     m = b.shape[-1]
     batch_shape = a.shape[:-2]
-    if out is None:
+    batch = numel(batch_shape)
+    tile = _choose_tile(rt, n, m)
+    gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
+    splits, kc = _split_k(gx * gy * batch, k, tile["BK"])
+    if out is None and splits == 1:
         out = rt.empty(batch_shape + (n, m), a.dtype, "matmul")
         out_view = (0, n * m, m)
-    batch = numel(batch_shape)
     if batch == 0 or n == 0 or m == 0:
-        return out
+        return out if out is not None else rt.empty(batch_shape + (n, m), a.dtype, "matmul")
     sa, sb = _batch_view(a), _batch_view(b)
     if sa is None:
         a = contiguous(rt, a)
@@ -117,19 +119,67 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
     if sb is None:
         b = contiguous(rt, b)
         sb = k * m
-    tile = rt.tile
+    if splits == 1:
+        _matmul_dispatch(rt, a, b, sa, sb, out, out_view, 1, k, 0, tile)
+        return out
+    partial = rt.empty((splits, batch, n, m), a.dtype, "matmul")
+    _matmul_dispatch(rt, a, b, sa, sb, partial, (0, n * m, m), splits, kc, batch * n * m,
+                     tile)
+    summed = reduce(rt, partial, (0,), "sum")
+    summed = summed.view(batch_shape + (n, m), summed.strides[1:])
+    if out is None:
+        return summed
+    return _copy_into(rt, summed, out, out_view, batch_shape)
+
+
+_SMALL_TILE = {"BM": 16, "BN": 16, "BK": 16, "TM": 2, "TN": 2}
+
+
+def _choose_tile(rt, n: int, m: int) -> dict[str, int]:
+    """The device's big tile unless it would pad the output to twice its size or more."""
+    big = rt.tile
+    padded = -(-n // big["BM"]) * big["BM"] * -(-m // big["BN"]) * big["BN"]
+    return _SMALL_TILE if padded >= 2 * n * m else big
+
+
+# at most this many k-parts, each at least _MIN_KC long, to reach _TARGET_GROUPS workgroups
+_TARGET_GROUPS = 256
+_MIN_KC = 256
+
+
+def _split_k(groups: int, k: int, bk: int) -> tuple[int, int]:
+    if groups >= _TARGET_GROUPS or k < 2 * _MIN_KC:
+        return 1, k
+    splits = min(-(-_TARGET_GROUPS // groups), k // _MIN_KC)
+    kc = -(-k // splits)
+    kc = -(-kc // bk) * bk
+    return -(-k // kc), kc
+
+
+def _copy_into(rt, src, out, out_view, batch_shape):
+    off, sb, sr = out_view
+    src3 = src.view((numel(batch_shape),) + src.shape[-2:],
+                    (src.shape[-1] * src.shape[-2],) + src.strides[-2:])
+    copy_region(rt, src3, out, off, (sb, sr, 1))
+    return out
+
+
+def _matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile):
+    ct = _ct(a)
+    n, k = a.shape[-2:]
+    m = b.shape[-1]
     zero = "0.0" if ct == "f32" else "0"
     pipe = rt.lib.pipeline(("matmul", ct, tuple(tile.items())), lambda: (
         render(rt.lib.source("matmul"), CT=ct, ZERO=zero, **tile),
         ("read", "read", "read", "read_write")))
     gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
     top = rt.info.max_groups_per_dim
-    for b0 in range(0, batch, top):
-        meta = [b0, n, m, k, a.offset, sa, a.strides[-2], a.strides[-1],
-                b.offset, sb, b.strides[-2], b.strides[-1], *out_view]
+    total = numel(a.shape[:-2]) * splits
+    for z0 in range(0, total, top):
+        meta = [z0, n, m, k, a.offset, sa, a.strides[-2], a.strides[-1],
+                b.offset, sb, b.strides[-2], b.strides[-1], *out_view, splits, kc, o_ss]
         rt.engine.dispatch(pipe, meta, [a.block, b.block, out.block],
-                           (gx, gy, min(top, batch - b0)))
-    return out
+                           (gx, gy, min(top, total - z0)))
 
 
 # -------------------------------------------------------------------- sort

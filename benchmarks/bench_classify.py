@@ -1,0 +1,112 @@
+"""EfficientNet-Lite0 inference per image: ember (numpy backend) vs onnxruntime CPU, same
+ImageNet weights, side by side in one run.
+
+    python benchmarks/bench_classify.py [--repeat 10] [--batches 1,32]
+
+The ONNX model is exported from the reference PyTorch model (PyPI efficientnet-lite-pytorch)
+with torch.onnx, so torch is needed here (not by ember). onnxruntime gets as many intra-op
+threads as numpy's BLAS uses. Prints a markdown table of medians (ms per image) and the ratio
+ember / onnxruntime, after checking that both give the same logits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+import ember
+from ember.demos import efficientnet
+
+
+def blas_threads() -> int:
+    try:
+        from threadpoolctl import threadpool_info
+
+        counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+        if counts:
+            return max(counts)
+    except ImportError:
+        pass
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return os.cpu_count() or 1
+
+
+def median_times(fns, repeat: int) -> list[float]:
+    """Medians of each function, timed in alternation so both see the same machine load."""
+    for fn in fns:
+        fn()  # warm-up
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, out in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
+
+
+def export_onnx(path: str) -> None:
+    import torch
+    from efficientnet_lite_pytorch import EfficientNet
+
+    ref = EfficientNet.from_name("efficientnet-lite0")
+    ref.load_state_dict(torch.load(efficientnet.weights_path(), weights_only=True))
+    ref.eval()
+    x = torch.zeros(1, 3, 224, 224)
+    kwargs = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
+    torch.onnx.export(ref, (x,), path, input_names=["x"], output_names=["logits"],
+                      dynamic_axes={"x": {0: "n"}, "logits": {0: "n"}}, opset_version=13,
+                      **kwargs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--batches", default="1,32")
+    args = ap.parse_args()
+    import onnxruntime as ort
+
+    threads = blas_threads()
+    model = efficientnet.pretrained(backend="numpy")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "lite0.onnx")
+        export_onnx(path)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+
+    def ember_run(x):
+        with ember.no_grad():
+            return model(ember.tensor(x, backend="numpy")).numpy()
+
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in (int(b) for b in args.batches.split(",")):
+        x = rng.uniform(-1, 1, (n, 3, 224, 224)).astype(np.float32)
+        diff = np.abs(ember_run(x) - session.run(None, {"x": x})[0]).max()
+        if diff > 1e-3:
+            raise SystemExit(f"ember and onnxruntime disagree at batch {n}: max |diff| {diff}")
+        t_ember, t_ort = median_times(
+            [lambda: ember_run(x), lambda: session.run(None, {"x": x})], args.repeat
+        )
+        rows.append((n, 1e3 * t_ember / n, 1e3 * t_ort / n, t_ember / t_ort, diff))
+
+    print(f"EfficientNet-Lite0 inference, {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, {threads} BLAS/ORT threads, median of {args.repeat}, "
+          f"ember {ember.__version__}, onnxruntime {ort.__version__}\n")
+    print("| batch | ember-numpy ms/image | onnxruntime ms/image | ratio ember/ort | "
+          "max abs logit diff |")
+    print("|---:|---:|---:|---:|---:|")
+    for n, te, to, ratio, diff in rows:
+        print(f"| {n} | {te:.1f} | {to:.1f} | {ratio:.2f} | {diff:.1e} |")
+
+
+if __name__ == "__main__":
+    main()
