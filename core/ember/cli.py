@@ -2,6 +2,7 @@
 
     ember backends        list backends and whether they load here
     ember info            version, default backend, optional dependencies
+    ember onnx convert    ONNX model -> readable ember Python module + safetensors weights
     ember demo mnist      train the MNIST demo CNN (dashboard, checkpoints, run folder)
     ember demo classify   ImageNet top-5 for photos (EfficientNet-Lite0, PyTorch weights)
 """
@@ -111,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("backends", help="list backends and whether they load").set_defaults(run=_backends)
     sub.add_parser("info", help="version and optional dependencies").set_defaults(run=_info)
+    from .onnx.cli import add_subcommand as add_onnx  # argparse only; onnx loads when used
+
+    add_onnx(sub)
     _add_demo(sub)
     args = parser.parse_args(argv)
     return args.run(args)

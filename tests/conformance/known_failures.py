@@ -17,26 +17,11 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     },
     "autodiff-numpy": {},
     "autodiff-python": {},
-    # (gradient entries shared by every Autodiff backend are added below)
     "autodiff-wgpu": {
         "add/i64/overflow": "wgpu stores int64 as int32 (WGSL has no 64-bit ints); values "
         "beyond the int32 range are rejected by from_data",
     },
 }
-
-
-# Gradient-suite failures that hold on every Autodiff backend (the frontend, not a backend).
-_EMPTY_SUM = (
-    "sum over an empty tensor returns an untracked constant (ops/reduction.py _accumulate "
-    "short-circuits to full(identity)), so (out * cotangent).sum() has no graph and backward() "
-    "raises; PyTorch tracks it and gives a zero gradient"
-)
-AUTODIFF_ALL: dict[str, str] = {
-    "test_gradient[getitem/slice_empty]": _EMPTY_SUM,
-    "test_gradient_torch[getitem/slice_empty]": _EMPTY_SUM,
-}
-for _name in ("autodiff-numpy", "autodiff-python", "autodiff-wgpu"):
-    KNOWN_FAILURES[_name].update(AUTODIFF_ALL)
 
 
 def reason(backend: str, key: str) -> str | None:

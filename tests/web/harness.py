@@ -29,8 +29,6 @@ WEBGPU_FLAGS = [
 ]
 
 
-
-
 class Unavailable(Exception):
     """Chromium, Playwright or the web distribution is missing (the tests skip, saying so)."""
 
@@ -40,6 +38,9 @@ def _load(name: str, path: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+Server = _load("ember_devserver", ROOT / "web" / "devserver.py").Server
 
 
 def ensure_dist(rebuild: bool | None = None) -> Path:

@@ -86,20 +86,37 @@ def _check_mnist_layout(pixels: list[int]) -> None:
 
 
 @pytest.fixture(scope="module")
-def trained_model_url(server, trained_mnist) -> str:
-    return server.mount("/trained/", trained_mnist)
+def demo_server(server, trained_mnist):
+    """The page as ``ember demo mnist --serve`` serves it (``serve_mnist``), on a free port."""
+    from ember.demos.serve import serve_mnist
+
+    srv = serve_mnist(trained_mnist, port=0, block=False)
+    yield srv
+    srv.close()
+
+
+def test_serve_mnist_serves_the_page_the_runtime_and_the_model(demo_server, trained_mnist):
+    from urllib.request import urlopen
+
+    assert demo_server.page_url.startswith("http://127.0.0.1:")
+    with urlopen(demo_server.page_url) as r:
+        assert b'id="pad"' in r.read()
+    with urlopen(demo_server.url + "ember.js") as r:
+        assert b"export async function loadEmber" in r.read()
+    with urlopen(demo_server.page_url + "model/model.safetensors") as r:
+        assert r.read() == (trained_mnist / "model.safetensors").read_bytes()
 
 
 @pytest.mark.parametrize("variant", ["webgpu", "cpu-fallback"])
 def test_trained_model_reads_digits_drawn_with_the_mouse(request, server, trained_mnist,
-                                                         trained_model_url, variant):
+                                                         demo_server, variant):
     browser = request.getfixturevalue(
         "browser" if variant == "webgpu" else "browser_without_webgpu")
     reference = _torch_net(trained_mnist)
     samples = held_out_digits()
     page = blank_page(browser, server)
     try:
-        page.goto(f"{server.url}mnist/?model=/trained/")
+        page.goto(demo_server.page_url)
         page.wait_for_function("window.mnistDemo && (window.mnistDemo.ready || "
                                "window.mnistDemo.error)", timeout=180_000)
         assert page.evaluate("window.mnistDemo.error") is None, page.console_lines[-20:]

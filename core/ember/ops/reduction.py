@@ -112,8 +112,8 @@ def _accumulate(op: str, identity: int, input, dim, keepdim, dtype, axis) -> Ten
         x = x.astype(dtype)
     elif not x.dtype.is_float:
         x = x.astype(dt.int64)
-    if _count(x, dims) == 0:
-        return _filled(x, dims, keepdim, identity, x.dtype)
+    # empty dims reach the backend too (sum → 0, prod → 1 there), so autodiff still links
+    # the result to the input
     return _reduce(x, dims, keepdim, backend_op(x, op))
 
 
