@@ -1,0 +1,28 @@
+"""Every ```python block of the README runs (in order, one namespace) and prints what the
+comments next to it claim where they name a value."""
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def test_readme_blocks_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blocks = python_blocks()
+    assert len(blocks) >= 3
+    namespace: dict = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for block in blocks:
+            exec(compile(block, str(README), "exec"), namespace)  # noqa: S102 - our own README
+    printed = out.getvalue()
+    assert "(1, 8, 16, 16)" in printed
+    assert "float32\n" in printed
+    assert "[0, 1, 1, 0]" in printed  # the XOR model learned XOR
