@@ -1,12 +1,14 @@
 """EfficientNet-Lite0 inference per image: ember (numpy backend) vs onnxruntime CPU, same
 ImageNet weights, side by side in one run.
 
-    python benchmarks/bench_classify.py [--repeat 10] [--batches 1,32]
+    python benchmarks/bench_classify.py [--repeat 10] [--batches 1,32] [--threads 1]
 
 The ONNX model is exported from the reference PyTorch model (PyPI efficientnet-lite-pytorch)
-with torch.onnx, so torch is needed here (not by ember). onnxruntime gets as many intra-op
-threads as numpy's BLAS uses. Prints a markdown table of medians (ms per image) and the ratio
-ember / onnxruntime, after checking that both give the same logits.
+with torch.onnx, so torch is needed here (not by ember). numpy's BLAS and onnxruntime get the
+same number of threads (``--threads``, default 1: stable figures on a shared machine). ember
+runs twice: the model as loaded, and with its batch norms folded into the convolutions
+(``fold_batchnorm``, the fusion onnxruntime applies to its graph). Prints a markdown table of
+medians (ms per image) and the ratios ember / onnxruntime, after checking the logits agree.
 """
 
 from __future__ import annotations
@@ -15,13 +17,29 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 
-import numpy as np
 
-import ember
-from ember.demos import efficientnet
+def _early_threads() -> str:
+    """``--threads`` must reach BLAS before numpy is imported."""
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return "1"
+
+
+if __name__ == "__main__":
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = _early_threads()
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+from ember.demos import efficientnet  # noqa: E402
 
 
 def blas_threads() -> int:
@@ -70,11 +88,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--threads", type=int, default=1, help="BLAS and onnxruntime threads")
     args = ap.parse_args()
     import onnxruntime as ort
 
     threads = blas_threads()
     model = efficientnet.pretrained(backend="numpy")
+    folded = efficientnet.pretrained(backend="numpy", fold=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "lite0.onnx")
         export_onnx(path)
@@ -82,30 +102,33 @@ def main() -> None:
         opts.intra_op_num_threads = threads
         session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
 
-    def ember_run(x):
+    def ember_run(x, m=model):
         with ember.no_grad():
-            return model(ember.tensor(x, backend="numpy")).numpy()
+            return m(ember.tensor(x, backend="numpy")).numpy()
 
     rows = []
     rng = np.random.default_rng(0)
     for n in (int(b) for b in args.batches.split(",")):
         x = rng.uniform(-1, 1, (n, 3, 224, 224)).astype(np.float32)
-        diff = np.abs(ember_run(x) - session.run(None, {"x": x})[0]).max()
+        want = session.run(None, {"x": x})[0]
+        diff = max(np.abs(ember_run(x, m) - want).max() for m in (model, folded))
         if diff > 1e-3:
             raise SystemExit(f"ember and onnxruntime disagree at batch {n}: max |diff| {diff}")
-        t_ember, t_ort = median_times(
-            [lambda: ember_run(x), lambda: session.run(None, {"x": x})], args.repeat
+        t_ember, t_fold, t_ort = median_times(
+            [lambda: ember_run(x), lambda: ember_run(x, folded),
+             lambda: session.run(None, {"x": x})], args.repeat
         )
-        rows.append((n, 1e3 * t_ember / n, 1e3 * t_ort / n, t_ember / t_ort, diff))
+        rows.append((n, 1e3 * t_ember / n, 1e3 * t_fold / n, 1e3 * t_ort / n, diff))
 
     print(f"EfficientNet-Lite0 inference, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, {threads} BLAS/ORT threads, median of {args.repeat}, "
           f"ember {ember.__version__}, onnxruntime {ort.__version__}\n")
-    print("| batch | ember-numpy ms/image | onnxruntime ms/image | ratio ember/ort | "
-          "max abs logit diff |")
-    print("|---:|---:|---:|---:|---:|")
-    for n, te, to, ratio, diff in rows:
-        print(f"| {n} | {te:.1f} | {to:.1f} | {ratio:.2f} | {diff:.1e} |")
+    print("| batch | ember-numpy ms/image | ember-numpy, BN folded | onnxruntime CPU | "
+          "ratio ember/ort | ratio folded/ort | max abs logit diff |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for n, te, tf, to, diff in rows:
+        print(f"| {n} | {te:.1f} | {tf:.1f} | {to:.1f} | {te / to:.2f} | {tf / to:.2f} | "
+              f"{diff:.1e} |")
 
 
 if __name__ == "__main__":

@@ -28,9 +28,8 @@ import pstats
 import statistics
 import time
 
-import numpy as np
-
 import ember
+import numpy as np
 from ember import nn
 from ember.dataset import DataLoader, MnistDataset
 from ember.demos.mnist_model import MEAN, STD, mnist_cnn, preprocess
@@ -98,7 +97,7 @@ def main() -> None:
 
     train = MnistDataset("train")
     images = np.frombuffer(b"".join(train[i][0] for i in range(len(train))), np.uint8)
-    images = images.reshape(len(train), 784)
+    images = images.reshape(len(train), 784).copy()  # writable, for torch.from_numpy
     labels = np.array([train[i][1] for i in range(len(train))], dtype=np.int64)
     n = len(train)
 
@@ -158,21 +157,27 @@ def main() -> None:
         pstats.Stats(prof).sort_stats("cumtime").print_stats(args.top)
         return
 
-    pairs = [("pre-batched", ember_epoch, torch_epoch)]
+    runs = {("pre-batched", "ember"): ember_epoch, ("pre-batched", "torch"): torch_epoch}
     if not args.no_loader:
-        pairs.append(("with DataLoader", ember_loader_epoch, torch_loader_epoch))
-    rows = []
-    for label, fe, ft in pairs:
-        fe(), ft()  # warm-up epoch each (allocator, caches, lazy imports)
-        times: dict[str, list[float]] = {"ember": [], "torch": []}
-        final = {}
-        for _ in range(args.repeat):
-            for name, fn in (("ember", fe), ("torch", ft)):
-                t0 = time.perf_counter()
-                final[name] = fn()
-                times[name].append(time.perf_counter() - t0)
-        te, tt = statistics.median(times["ember"]), statistics.median(times["torch"])
-        rows.append((label, te, tt, final["ember"], final["torch"]))
+        runs[("with DataLoader", "ember")] = ember_loader_epoch
+        runs[("with DataLoader", "torch")] = torch_loader_epoch
+    for fn in runs.values():
+        fn()  # warm-up epoch each (allocator, caches, lazy imports)
+    load_before = os.getloadavg()[0]
+    # Every repeat runs every variant once, in turn, so a burst of load from elsewhere on the
+    # machine hits all of them rather than one.
+    times: dict = {key: [] for key in runs}
+    final: dict = {}
+    for _ in range(args.repeat):
+        for key, fn in runs.items():
+            t0 = time.perf_counter()
+            final[key] = fn()
+            times[key].append(time.perf_counter() - t0)
+    load_after = os.getloadavg()[0]
+    median = {key: statistics.median(t) for key, t in times.items()}
+    rows = [(label, median[(label, "ember")], median[(label, "torch")],
+             final[(label, "ember")], final[(label, "torch")])
+            for label in dict.fromkeys(label for label, _ in runs)]
 
     cpu = platform.processor() or platform.machine()
     try:
@@ -186,7 +191,8 @@ def main() -> None:
           f"warm-up")
     print(f"{datetime.date.today().isoformat()} · {cpu} · {os.cpu_count()} CPUs · "
           f"{threads} thread(s) ({how}) · Python {platform.python_version()} · "
-          f"numpy {np.__version__} · torch {torch.__version__}")
+          f"numpy {np.__version__} · torch {torch.__version__} · load average "
+          f"{load_before:.1f} before, {load_after:.1f} after")
     print()
     print("| pipeline | ember Autodiff(numpy) s | PyTorch CPU s | ratio ember/torch "
           "| mean loss ember / torch |")

@@ -26,7 +26,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "onnx"))
 
-from real_models import SHAPES, light_models, rapidocr_models  # noqa: E402
+from real_models import SHAPES, light_models, rapidocr_models
 
 
 def _cases(batch_sizes):
@@ -42,9 +42,8 @@ def _cases(batch_sizes):
 
 
 def bench(path, shape, repeat, threads):
-    import onnxruntime as ort
-
     import ember.onnx
+    import onnxruntime as ort
 
     opts = ort.SessionOptions()
     if threads:

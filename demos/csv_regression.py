@@ -17,9 +17,8 @@ import math
 import random
 from pathlib import Path
 
-import numpy as np
-
 import ember
+import numpy as np
 from ember import nn
 from ember.dataset import CsvDataset, DataLoader, ShuffledDataset, split
 from ember.optim import Adam

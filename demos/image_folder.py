@@ -26,7 +26,7 @@ from ember.optim import Adam
 from ember.train import Learner, PlainRenderer
 
 
-def make_shapes(root: Path, per_class: int = 60, size: int = 32, seed: int = 0) -> None:
+def make_shapes(root: Path, per_class: int = 100, size: int = 24, seed: int = 0) -> None:
     """Draw ``per_class`` PNGs of each shape into ``root/<shape>/``."""
     from PIL import Image, ImageDraw
 
@@ -62,10 +62,10 @@ def main(argv=None) -> dict:
     p.add_argument("--data", default="data/shapes", help="folder with one subfolder per class")
     p.add_argument("--make-shapes", action="store_true",
                    help="draw a toy shapes dataset into --data first")
-    p.add_argument("--size", type=int, default=32, help="images are resized to size×size")
-    p.add_argument("--epochs", type=int, default=8)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--size", type=int, default=24, help="images are resized to size×size")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--lr", type=float, default=5e-3)
     p.add_argument("--out", default="runs/image_folder")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

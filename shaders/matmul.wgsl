@@ -1,4 +1,7 @@
 // Batched matmul, shared-memory tiles of BM×BK / BK×BN and a TM×TN register tile per lane.
+// Lane (x, y) owns rows y + LY·i and columns x + LX·j of the tile (strided, so neighbouring
+// lanes read neighbouring shared-memory words and write neighbouring output columns); the
+// A tile is stored k-major with a padded row (AP) so its transposing store is conflict-free.
 // Operands are strided views (offset, batch/row/col strides), so transposed and broadcast
 // operands need no copy. Tile sizes come from the device's limits (kernel layer).
 // meta: [z0, n, m, k, a_off, a_sb, a_sr, a_sc, b_off, b_sb, b_sr, b_sc, o_off, o_sb, o_sr,
@@ -20,8 +23,9 @@ const TM: u32 = {{TM}}u;
 const TN: u32 = {{TN}}u;
 const LX: u32 = BN / TN;
 const LY: u32 = BM / TM;
+const AP: u32 = BM + 4u;
 
-var<workgroup> As: array<{{CT}}, BM * BK>;
+var<workgroup> As: array<{{CT}}, AP * BK>;
 var<workgroup> Bs: array<{{CT}}, BK * BN>;
 
 fn s(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
@@ -38,8 +42,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let kk = min(prm[3], kbeg + prm[16]);
     let row0 = wid.y * BM;
     let col0 = wid.x * BN;
-    let a_base = s(4) + i32(batch) * s(5);
-    let b_base = s(8) + i32(batch) * s(9);
+    let a_base = s(4) + i32(batch) * s(5) + i32(row0) * s(6);
+    let b_base = s(8) + i32(batch) * s(9) + i32(col0) * s(11);
+    let a_sr = s(6);
+    let a_sc = s(7);
+    let b_sr = s(10);
+    let b_sc = s(11);
     var acc: array<{{CT}}, TM * TN>;
     for (var k0 = kbeg; k0 < kk; k0 = k0 + BK) {
         for (var e = li; e < BM * BK; e = e + LX * LY) {
@@ -47,16 +55,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             let c = e % BK;
             var v: {{CT}} = {{ZERO}};
             if (row0 + r < n && k0 + c < kk) {
-                v = a[u32(a_base + i32(row0 + r) * s(6) + i32(k0 + c) * s(7))];
+                v = a[u32(a_base + i32(r) * a_sr + i32(k0 + c) * a_sc)];
             }
-            As[c * BM + r] = v;
+            As[c * AP + r] = v;
         }
         for (var e = li; e < BK * BN; e = e + LX * LY) {
             let r = e / BN;
             let c = e % BN;
             var v: {{CT}} = {{ZERO}};
             if (k0 + r < kk && col0 + c < m) {
-                v = b[u32(b_base + i32(k0 + r) * s(10) + i32(col0 + c) * s(11))];
+                v = b[u32(b_base + i32(k0 + r) * b_sr + i32(c) * b_sc)];
             }
             Bs[r * BN + c] = v;
         }
@@ -64,8 +72,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         for (var c = 0u; c < BK; c = c + 1u) {
             var ar: array<{{CT}}, TM>;
             var br: array<{{CT}}, TN>;
-            for (var i = 0u; i < TM; i = i + 1u) { ar[i] = As[c * BM + lid.y * TM + i]; }
-            for (var j = 0u; j < TN; j = j + 1u) { br[j] = Bs[c * BN + lid.x * TN + j]; }
+            for (var i = 0u; i < TM; i = i + 1u) { ar[i] = As[c * AP + lid.y + LY * i]; }
+            for (var j = 0u; j < TN; j = j + 1u) { br[j] = Bs[c * BN + lid.x + LX * j]; }
             for (var i = 0u; i < TM; i = i + 1u) {
                 for (var j = 0u; j < TN; j = j + 1u) {
                     acc[i * TN + j] = acc[i * TN + j] + ar[i] * br[j];
@@ -74,13 +82,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         }
         workgroupBarrier();
     }
+    let o_base = s(12) + i32(part) * s(17) + i32(batch) * s(13);
     for (var i = 0u; i < TM; i = i + 1u) {
-        let r = row0 + lid.y * TM + i;
+        let r = row0 + lid.y + LY * i;
         for (var j = 0u; j < TN; j = j + 1u) {
-            let c = col0 + lid.x * TN + j;
-            if (r < n && c < m) {
-                out[u32(s(12) + i32(part) * s(17) + i32(batch) * s(13) + i32(r) * s(14) + i32(c))] = acc[i * TN + j];
-            }
+            let c = col0 + lid.x + LX * j;
+            if (r < n && c < m) { out[u32(o_base + i32(r) * s(14) + i32(c))] = acc[i * TN + j]; }
         }
     }
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import sys
 import threading
 from pathlib import Path
 from typing import ClassVar
@@ -43,13 +44,22 @@ _Handler.extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map
                            ".wasm": "application/wasm", ".json": "application/json"}
 
 
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        # a page closed mid-download (tests, reloads) is not a server error
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class Server:
     """Static files on http://127.0.0.1:PORT (a secure context, as WebGPU requires)."""
 
     def __init__(self, root: Path, mounts: dict[str, Path] | None = None, port: int = 0,
                  host: str = "127.0.0.1"):
         handler = type("Handler", (_Handler,), {"mounts": dict(mounts or {})})
-        self.httpd = http.server.ThreadingHTTPServer(
+        self.httpd = _HTTPServer(
             (host, port), functools.partial(handler, directory=str(root))
         )
         # 0.0.0.0 listens everywhere; the browser still needs a secure-context name

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from ember.errors import DatasetError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,25 +91,26 @@ def test_csv_regression(tmp_path, capsys):
     assert "test R²" in capsys.readouterr().out
 
 
-def _draw_dataset(root: Path, per_class: int = 36, size: int = 16) -> None:
-    """Three classes told apart by shape *and* colour: red discs, green bars, blue crosses."""
+def _draw_dataset(root: Path, per_class: int = 40, size: int = 16) -> None:
+    """Three shapes in random colours (so colour alone can't tell them apart): discs,
+    vertical bars and crosses, at random places."""
     from PIL import Image, ImageDraw
 
     rng = random.Random(1)
     for name in ("bars", "crosses", "discs"):
         (root / name).mkdir(parents=True)
         for i in range(per_class):
-            img = Image.new("RGB", (size, size), tuple(rng.randrange(0, 40) for _ in range(3)))
+            img = Image.new("RGB", (size, size), tuple(rng.randrange(0, 60) for _ in range(3)))
             d = ImageDraw.Draw(img)
             c = rng.randrange(5, size - 5)
-            shade = rng.randrange(170, 256)
+            colour = tuple(rng.randrange(140, 256) for _ in range(3))
             if name == "discs":
-                d.ellipse([c - 4, c - 4, c + 4, c + 4], fill=(shade, 30, 30))
+                d.ellipse([c - 4, c - 4, c + 4, c + 4], fill=colour)
             elif name == "bars":
-                d.rectangle([c - 1, 1, c + 1, size - 2], fill=(30, shade, 30))
+                d.rectangle([c - 1, 1, c + 1, size - 2], fill=colour)
             else:
-                d.line([(2, c), (size - 3, c)], fill=(30, 30, shade), width=2)
-                d.line([(c, 2), (c, size - 3)], fill=(30, 30, shade), width=2)
+                d.line([(2, c), (size - 3, c)], fill=colour, width=2)
+                d.line([(c, 2), (c, size - 3)], fill=colour, width=2)
             img.save(root / name / f"{i:02d}.png")
 
 

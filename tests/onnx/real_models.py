@@ -14,7 +14,7 @@ def rapidocr_models() -> dict[str, str]:
     spec = importlib.util.find_spec("rapidocr_onnxruntime")
     if spec is None or not spec.submodule_search_locations:
         return {}
-    folder = os.path.join(list(spec.submodule_search_locations)[0], "models")
+    folder = os.path.join(next(iter(spec.submodule_search_locations)), "models")
     return {os.path.basename(p)[:-5]: p for p in sorted(glob.glob(os.path.join(folder, "*.onnx")))}
 
 

@@ -12,11 +12,11 @@ import pytest
 np = pytest.importorskip("numpy")
 onnx = pytest.importorskip("onnx")
 
-import ember  # noqa: E402
-import ember.onnx  # noqa: E402
-from model_dirs import data_sets, model_dirs  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
-from real_models import SHAPES, inputs_for, light_models, rapidocr_models, reference  # noqa: E402
+import ember
+import ember.onnx
+from model_dirs import data_sets, model_dirs
+from onnx import TensorProto, helper
+from real_models import SHAPES, inputs_for, light_models, rapidocr_models, reference
 
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
 needs_ort = pytest.mark.skipif(not HAS_ORT, reason="onnxruntime is the reference")

@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("numpy")
 
-import suite  # noqa: E402
-from known_failures import KNOWN_FAILURES  # noqa: E402
+import suite
+from known_failures import KNOWN_FAILURES
 
 ALL = sorted(suite.cases())
 PY_SUBSET = suite.python_subset()

@@ -46,18 +46,6 @@ def _taps(kernel, out, stride, dilation):
         )
 
 
-def _depthwise(x, weight, out, stride, dilation):
-    """Depthwise conv (groups == C_in == C_out) on padded ``x``: one multiply-add per kernel
-    tap over the whole batch; im2col would run C tiny (1, taps) GEMMs instead, ~5x slower."""
-    c, nd = x.shape[1], len(stride)
-    w = weight.reshape(c, -1)
-    y = np.zeros((x.shape[0], c, *out), dtype=x.dtype)
-    tmp = np.empty_like(y)
-    for t, (_, index) in enumerate(_taps(weight.shape[2:], out, stride, dilation)):
-        y += np.multiply(x[index], w[:, t].reshape((1, c) + (1,) * nd), out=tmp)
-    return y
-
-
 class NumpyNNOps:
     # ------------------------------------------------------------------ convolution
     def conv(self, x, weight, bias, stride, padding, dilation, groups):
@@ -66,13 +54,6 @@ class NumpyNNOps:
         c_out = weight.shape[0]
         n, c = x.shape[:2]
         x = _pad(x, padding, 0)
-        if groups == c == c_out and groups > 1:
-            out = tuple((s - d * (k - 1) - 1) // st + 1
-                        for s, k, st, d in zip(x.shape[2:], kernel, stride, dilation))
-            y = _depthwise(x, weight, out, stride, dilation)
-            if bias is not None:
-                y += bias.reshape((1, c_out) + (1,) * nd)
-            return y
         spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
         spatial_axes = tuple(range(2, 2 + nd))
         win = sliding_window_view(x, spans, axis=spatial_axes)  # (N, C, *L, *spans)

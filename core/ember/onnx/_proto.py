@@ -190,7 +190,7 @@ def read_model(source) -> Model:
         proto = onnx.ModelProto()
         try:
             proto.ParseFromString(raw)
-        except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError or RuntimeWarning kin
+        except Exception as e:
             raise OnnxLoadError(
                 f"onnx.load: '{where}' is not a valid ONNX model ({len(raw)} bytes): the "
                 f"protobuf does not parse ({type(e).__name__}: {e}); the file may be truncated "
@@ -208,7 +208,7 @@ def read_model(source) -> Model:
         graph = convert_graph(proto.graph, base_dir)
     except OnnxLoadError:
         raise
-    except Exception as e:  # noqa: BLE001 - bad tensor payloads surface as many error types
+    except Exception as e:
         raise OnnxLoadError(f"onnx.load: the graph cannot be read: {type(e).__name__}: {e}") from e
     functions = {(f.domain, f.name): f for f in proto.functions}
     return Model(graph, opset, opsets, functions, proto.producer_name)

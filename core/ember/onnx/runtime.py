@@ -18,7 +18,7 @@ from ..nn.module import Module
 from ..tensor import Tensor
 from ._proto import Graph, Model, Node, _AttrRef, convert_node, read_model
 from ._types import numpy_to_tensor
-from .ops import REGISTRY, NOT_FOLDABLE
+from .ops import NOT_FOLDABLE, REGISTRY
 
 _DOMAINS = ("", "ai.onnx")
 

@@ -10,7 +10,7 @@ from ... import dtype as dt
 from ...shape import numel
 from .kernels import render
 from .launch import _IDENT, WG, Runtime, contiguous, copy_region
-from .primitive import COMPUTE, STORE, WgpuTensor, collapse
+from .primitive import COMPUTE, STORE, WgpuTensor, collapse, contiguous_strides
 
 
 def _ct(x: WgpuTensor) -> str:
@@ -126,7 +126,8 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
     _matmul_dispatch(rt, a, b, sa, sb, partial, (0, n * m, m), splits, kc, batch * n * m,
                      tile)
     summed = reduce(rt, partial, (0,), "sum")
-    summed = summed.view(batch_shape + (n, m), summed.strides[1:])
+    # reduce's output is a fresh contiguous (1, batch, n, m) buffer: drop the split dim
+    summed = summed.view(batch_shape + (n, m), contiguous_strides(batch_shape + (n, m)))
     if out is None:
         return summed
     return _copy_into(rt, summed, out, out_view, batch_shape)

@@ -7,7 +7,7 @@ tensors for several outputs (a Python ``list`` is an ONNX sequence value).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 REGISTRY: dict[str, Callable] = {}
 # ops that must run every call (random) or carry state; never folded at load time
@@ -53,7 +53,7 @@ def op(*names: str):
     return register
 
 
-from . import (  # noqa: E402,F401  (importing registers the ops)
+from . import (  # noqa: F401  (importing registers the ops)
     control,
     elementwise,
     logic,

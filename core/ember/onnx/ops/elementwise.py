@@ -192,7 +192,7 @@ def swish(ctx, x, alpha=1.0):
 
 
 @op("Clip")
-def clip(ctx, x, lo=None, hi=None, min=None, max=None):  # noqa: A002 - ONNX attribute names
+def clip(ctx, x, lo=None, hi=None, min=None, max=None):
     lo = scalar(lo, min)
     hi = scalar(hi, max)
     if lo is not None:

@@ -119,16 +119,16 @@ def resize(ctx, x, roi=None, scales=None, sizes=None, antialias=0, axes=None,
             f = (min if keep_aspect_ratio_policy == "not_larger" else max)(
                 s / x.shape[a] for a, s in zip(ax, sz))
             sc = [f] * len(ax)
-            sz = [int(math.floor(x.shape[a] * f + 0.5)) for a in ax]
+            sz = [math.floor(x.shape[a] * f + 0.5) for a in ax]
         else:
             sc = [s / x.shape[a] for a, s in zip(ax, sz)]
     else:
-        sz = [int(math.floor(x.shape[a] * s)) for a, s in zip(ax, sc)]
-    p = dict(ctx=ctx, from_scales=sizes is None or not sizes.numel(), coordinate_transformation_mode=coordinate_transformation_mode,
-             cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside,
-             extrapolation_value=extrapolation_value, nearest_mode=nearest_mode,
-             antialias=antialias, mode={"cubic": "cubic", "linear": "linear"}.get(
-                 mode, "nearest"))
+        sz = [math.floor(x.shape[a] * s) for a, s in zip(ax, sc)]
+    p = {"ctx": ctx, "from_scales": sizes is None or not sizes.numel(),
+         "coordinate_transformation_mode": coordinate_transformation_mode,
+         "cubic_coeff_a": cubic_coeff_a, "exclude_outside": exclude_outside,
+         "extrapolation_value": extrapolation_value, "nearest_mode": nearest_mode,
+         "antialias": antialias, "mode": mode if mode in ("cubic", "linear") else "nearest"}
     n = len(ax)
     for i, (a, out_len, s) in enumerate(zip(ax, sz, sc)):
         if out_len == x.shape[a] and s == 1.0 and coordinate_transformation_mode != (

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ember
 
+from .._types import onnx_dtype
 from . import op
 from ._util import axis as _axis
-from .._types import onnx_dtype
 from .nn_conv import conv
 
 

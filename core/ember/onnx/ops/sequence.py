@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import ember
 
+from .._types import onnx_dtype
 from . import op
 from ._util import axis as _axis
 from ._util import const, ints, scalar
-from .._types import onnx_dtype
 
 
 @op("SequenceEmpty")
@@ -77,7 +77,7 @@ def sequence_map(ctx, seq, *extra, body):
 
 
 @op("Optional")
-def optional(ctx, x=None, type=None):  # noqa: A002
+def optional(ctx, x=None, type=None):
     return x
 
 

@@ -174,7 +174,7 @@ def _scatter_reduce(x, index, upd, dim, reduction):
 
 @op("ScatterND")
 def scatter_nd(ctx, x, idx, updates, reduction="none"):
-    lin, flat, rest = _nd_flat(x, idx, 0)
+    lin, flat, _ = _nd_flat(x, idx, 0)
     upd = updates.reshape(lin.shape[0], flat.shape[1]).astype(x.dtype)
     return _scatter_rows(flat, lin, upd, reduction).reshape(x.shape)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ember
 
-from . import op
 from .._types import numpy_to_tensor, onnx_dtype
+from . import op
 from ._util import axis as _axis
 from ._util import const, ints, scalar
 
@@ -93,7 +93,7 @@ def non_zero(ctx, x):
 
 
 @op("TopK")
-def top_k(ctx, x, k_in=None, axis=-1, largest=1, sorted=1, k=None):  # noqa: A002
+def top_k(ctx, x, k_in=None, axis=-1, largest=1, sorted=1, k=None):
     kk = int(scalar(k_in)) if k_in is not None else k
     a = _axis(axis, x.ndim)
     # a stable sort gives ONNX's tie rule: the lower index first
@@ -104,7 +104,7 @@ def top_k(ctx, x, k_in=None, axis=-1, largest=1, sorted=1, k=None):  # noqa: A00
 
 
 @op("Unique")
-def unique(ctx, x, axis=None, sorted=1):  # noqa: A002
+def unique(ctx, x, axis=None, sorted=1):
     if axis is None:
         flat = x.reshape(-1)
         u, inv, counts = ember.unique(flat, return_inverse=True, return_counts=True)
@@ -162,7 +162,7 @@ def matmul(ctx, a, b):
 
 
 @op("Gemm")
-def gemm(ctx, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):  # noqa: N803
+def gemm(ctx, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
     a = a.permute(1, 0) if transA else a
     b = b.permute(1, 0) if transB else b
     y = ember.matmul(a, b)
