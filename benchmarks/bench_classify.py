@@ -36,10 +36,9 @@ if __name__ == "__main__":
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = _early_threads()
 
-import numpy as np  # noqa: E402
-
-import ember  # noqa: E402
-from ember.demos import efficientnet  # noqa: E402
+import ember
+import numpy as np
+from ember.demos import efficientnet
 
 
 def blas_threads() -> int:

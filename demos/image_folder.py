@@ -85,7 +85,7 @@ def main(argv=None) -> dict:
     train, valid = split(ShuffledDataset(cached, seed=args.seed), [0.8, 0.2])
 
     # Per-channel mean and std of the training images, for Normalize.
-    pixels = DataLoader(train, batch_size=len(train)).__iter__().__next__()[0]  # (N, C, H, W)
+    pixels, _ = next(iter(DataLoader(train, batch_size=len(train))))  # (N, C, H, W)
     mean = pixels.mean(dim=(0, 2, 3)).tolist()
     std = pixels.std(dim=(0, 2, 3)).tolist()
     normalize = Normalize(mean, std)

@@ -125,6 +125,8 @@ def test_image_folder(tmp_path, capsys):
     assert result["accuracy"] >= 0.9  # chance is 1/3
     valid = [h for h in result["history"] if h["split"] == "valid"]
     assert len(valid) == 6 and all(math.isfinite(h["loss"]) for h in valid)
+    train = [h["loss"] for h in result["history"] if h["split"] == "train"]
+    assert train[-1] < train[0] / 2  # it learns, epoch after epoch
 
 
 def test_image_folder_draws_its_own_shapes(tmp_path):

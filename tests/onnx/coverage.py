@@ -1,6 +1,7 @@
 """Run the ONNX backend node suite through ember.onnx and write the coverage table.
 
-    python tests/onnx/coverage.py                    # writes docs/onnx_coverage.md
+    python tests/onnx/coverage.py                    # writes docs/onnx_coverage.md and the
+                                                     # compact table in README.md
     python tests/onnx/coverage.py --known-failures   # also rewrites tests/onnx/known_failures.py
 
 The known-failures file is regenerated from the run with a reason per case, derived from why
@@ -109,6 +110,33 @@ def write_table(results: dict, py_results: dict | None, path: str) -> None:
         f.write("\n".join(lines) + "\n")
 
 
+README_START, README_END = "<!-- onnx-coverage:start -->", "<!-- onnx-coverage:end -->"
+
+
+def readme_section(table: dict, passed: int, total: int, columns: int = 4) -> str:
+    """The compact per-operator table shown in README.md (generated, never hand-edited)."""
+    lines = [README_START, "",
+             f"**{passed} / {total} ONNX backend node test cases pass** "
+             f"({100 * passed / total:.1f}%, numpy backend; `python tests/onnx/coverage.py` "
+             "regenerates this table, `tests/onnx/test_coverage_table.py` checks it). "
+             "Details and failure reasons: [docs/onnx_coverage.md](docs/onnx_coverage.md).", "",
+             "| " + " | ".join(["operator", "pass"] * columns) + " |",
+             "|" + "---|---:|" * columns]
+    cells = [f"{op} | {ok}/{n}" for op, (ok, n) in sorted(table.items())]
+    for i in range(0, len(cells), columns):
+        row = cells[i:i + columns] + [" | "] * (columns - len(cells[i:i + columns]))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines + ["", README_END])
+
+
+def write_readme(section: str, path: str = os.path.join(ROOT, "README.md")) -> None:
+    with open(path) as f:
+        text = f.read()
+    start, end = text.index(README_START), text.index(README_END) + len(README_END)
+    with open(path, "w") as f:
+        f.write(text[:start] + section + text[end:])
+
+
 def write_known(results: dict, py_results: dict, path: str) -> None:
     lines = ['"""Known failures of the ONNX node suite: case name -> reason, per backend.',
              "",
@@ -135,6 +163,8 @@ def main() -> int:
     py_results = suite.run_all("python", names=set(py_names))
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     write_table(results, py_results, args.out)
+    write_readme(readme_section(per_op(results), sum(e is None for e in results.values()),
+                                len(results)))
     if args.known_failures:
         write_known(results, py_results, os.path.join(HERE, "known_failures.py"))
     passed = sum(e is None for e in results.values())
