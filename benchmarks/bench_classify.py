@@ -114,8 +114,8 @@ def main() -> None:
         if diff > 1e-3:
             raise SystemExit(f"ember and onnxruntime disagree at batch {n}: max |diff| {diff}")
         t_ember, t_fold, t_ort = median_times(
-            [lambda: ember_run(x), lambda: ember_run(x, folded),
-             lambda: session.run(None, {"x": x})], args.repeat
+            [lambda x=x: ember_run(x), lambda x=x: ember_run(x, folded),
+             lambda x=x: session.run(None, {"x": x})], args.repeat
         )
         rows.append((n, 1e3 * t_ember / n, 1e3 * t_fold / n, 1e3 * t_ort / n, diff))
 

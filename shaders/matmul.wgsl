@@ -1,7 +1,7 @@
 // Batched matmul, shared-memory tiles of BM×BK / BK×BN and a TM×TN register tile per lane.
-// Lane (x, y) owns rows y + LY·i and columns x + LX·j of the tile (strided, so neighbouring
-// lanes read neighbouring shared-memory words and write neighbouring output columns); the
-// A tile is stored k-major with a padded row (AP) so its transposing store is conflict-free.
+// Both tiles live in shared memory as vec4 words (A k-major with a padded row, AP), so each
+// k step is TM/4 + TN/4 128-bit loads and TM·TN/4 vec4 multiply-adds per lane; neighbouring
+// lanes read neighbouring words. The register tile is unrolled by the launcher.
 // Operands are strided views (offset, batch/row/col strides), so transposed and broadcast
 // operands need no copy. Tile sizes come from the device's limits (kernel layer).
 // meta: [z0, n, m, k, a_off, a_sb, a_sr, a_sc, b_off, b_sb, b_sr, b_sc, o_off, o_sb, o_sr,
@@ -25,8 +25,9 @@ const LX: u32 = BN / TN;
 const LY: u32 = BM / TM;
 const AP: u32 = BM + 4u;
 
-var<workgroup> As: array<{{CT}}, AP * BK>;
-var<workgroup> Bs: array<{{CT}}, BK * BN>;
+// vec4 words: lane (x, y) owns rows 4(y + LY·i) .. +3 and columns 4(x + LX·j) .. +3
+var<workgroup> As: array<vec4<{{CT}}>, AP / 4u * BK>;
+var<workgroup> Bs: array<vec4<{{CT}}>, BK * BN / 4u>;
 
 fn s(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 
@@ -48,7 +49,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let a_sc = s(7);
     let b_sr = s(10);
     let b_sc = s(11);
-    var acc: array<{{CT}}, TM * TN>;
+    // the register tile: TM·TN/4 vec4 accumulators, named and unrolled by the launcher
+    // (Naga keeps indexed local arrays in memory on some drivers)
+{{ACC_DECL}}
     for (var k0 = kbeg; k0 < kk; k0 = k0 + BK) {
         for (var e = li; e < BM * BK; e = e + LX * LY) {
             let r = e / BK;
@@ -57,7 +60,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             if (row0 + r < n && k0 + c < kk) {
                 v = a[u32(a_base + i32(r) * a_sr + i32(k0 + c) * a_sc)];
             }
-            As[c * AP + r] = v;
+            As[c * (AP / 4u) + r / 4u][r % 4u] = v;
         }
         for (var e = li; e < BK * BN; e = e + LX * LY) {
             let r = e / BN;
@@ -66,28 +69,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
             if (k0 + r < kk && col0 + c < m) {
                 v = b[u32(b_base + i32(k0 + r) * b_sr + i32(c) * b_sc)];
             }
-            Bs[r * BN + c] = v;
+            Bs[r * (BN / 4u) + c / 4u][c % 4u] = v;
         }
         workgroupBarrier();
-        for (var c = 0u; c < BK; c = c + 1u) {
-            var ar: array<{{CT}}, TM>;
-            var br: array<{{CT}}, TN>;
-            for (var i = 0u; i < TM; i = i + 1u) { ar[i] = As[c * AP + lid.y + LY * i]; }
-            for (var j = 0u; j < TN; j = j + 1u) { br[j] = Bs[c * BN + lid.x + LX * j]; }
-            for (var i = 0u; i < TM; i = i + 1u) {
-                for (var j = 0u; j < TN; j = j + 1u) {
-                    acc[i * TN + j] = acc[i * TN + j] + ar[i] * br[j];
-                }
-            }
-        }
+{{INNER}}
         workgroupBarrier();
     }
     let o_base = s(12) + i32(part) * s(17) + i32(batch) * s(13);
-    for (var i = 0u; i < TM; i = i + 1u) {
-        let r = row0 + lid.y + LY * i;
-        for (var j = 0u; j < TN; j = j + 1u) {
-            let c = col0 + lid.x + LX * j;
-            if (r < n && c < m) { out[u32(o_base + i32(r) * s(14) + i32(c))] = acc[i * TN + j]; }
-        }
-    }
+{{STORE}}
 }

@@ -42,8 +42,10 @@ from .errors import (
 from .random import Generator, seed
 from .tensor import Tensor
 from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.where, ...)
-from .ops import __all__ as _ops_all
 from .autodiff import Autodiff, no_grad
+from . import optim, record
+from .record import load, save
+from .store import load_weights
 
 bool = bool_  # noqa: A001  (ember.bool, like torch.bool)
 half = float16
@@ -53,5 +55,3 @@ int = int32  # noqa: A001
 long = int64
 
 __version__ = "0.1.0"
-from . import optim, record
-from .record import load, save

@@ -77,7 +77,7 @@ def load_image(image) -> object:
 
 @lru_cache(maxsize=4)
 def _model(backend: str | None):
-    return pretrained(backend=backend)
+    return pretrained(backend=backend, fold=True)
 
 
 def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: int = 8

@@ -24,6 +24,7 @@ import importlib.util
 import math
 import os
 from collections import OrderedDict
+from itertools import pairwise
 
 from .. import nn
 from ..errors import DatasetError
@@ -146,7 +147,7 @@ def fold_batchnorm(model: nn.Module) -> nn.Module:
         if type(seq) is not nn.Sequential:
             continue
         children = list(seq.named_children())
-        for (_, conv), (bn_name, bn) in zip(children, children[1:]):
+        for (_, conv), (bn_name, bn) in pairwise(children):
             if not (isinstance(conv, nn.Conv2d) and isinstance(bn, nn.BatchNorm2d)
                     and bn.running_mean is not None):
                 continue

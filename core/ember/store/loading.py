@@ -97,7 +97,7 @@ def load_weights(model, source, *, remap: Remap = None, strict: bool = True,
     else:
         where = os.fspath(source)
         f = open_weights(source, format)
-        shapes = {k: f.info(k)[1] for k in f.keys()}
+        shapes = {k: f.info(k)[1] for k in f.keys()}  # noqa: SIM118 - f is not a dict
         read, close = f.get, getattr(f, "close", None)
     try:
         prepared, result = _prepare_module(model, read, shapes, _rules(remap), strict, where)

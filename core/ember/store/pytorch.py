@@ -403,7 +403,7 @@ class PyTorchFile:
         if z is not None:
             z.close()
 
-    def __enter__(self) -> PyTorchFile:
+    def __enter__(self) -> PyTorchFile:  # noqa: PYI034
         return self
 
     def __exit__(self, *exc) -> None:

@@ -133,7 +133,33 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
     return _copy_into(rt, summed, out, out_view, batch_shape)
 
 
-_SMALL_TILE = {"BM": 16, "BN": 16, "BK": 16, "TM": 2, "TN": 2}
+def _unrolled(ct: str, tile: dict[str, int]) -> dict[str, str]:
+    """The register tile's statements, unrolled (TM and TN multiples of 4): accumulator
+    declarations, the BK steps of products, and the guarded stores."""
+    tm4, tn4 = tile["TM"] // 4, tile["TN"] // 4
+    rows = [(g, q) for g in range(tm4) for q in range(4)]
+    decl = [f"    var acc{g}_{q}_{j}: vec4<{ct}>;" for g, q in rows for j in range(tn4)]
+    inner = []
+    for c in range(tile["BK"]):
+        inner += [f"        let b{c}_{j} = Bs[{c}u * (BN / 4u) + lid.x + LX * {j}u];"
+                  for j in range(tn4)]
+        inner += [f"        let a{c}_{g} = As[{c}u * (AP / 4u) + lid.y + LY * {g}u];"
+                  for g in range(tm4)]
+        inner += [f"        acc{g}_{q}_{j} = acc{g}_{q}_{j} + a{c}_{g}[{q}] * b{c}_{j};"
+                  for g, q in rows for j in range(tn4)]
+    store = []
+    for g, q in rows:
+        r = f"r{g}_{q}"
+        store.append(f"    let {r} = row0 + (lid.y + LY * {g}u) * 4u + {q}u;")
+        for j in range(tn4):
+            for w in range(4):
+                col = f"col0 + (lid.x + LX * {j}u) * 4u + {w}u"
+                store.append(f"    if ({r} < n && {col} < m) {{ out[u32(o_base + i32({r}) * s(14)"
+                             f" + i32({col}))] = acc{g}_{q}_{j}[{w}]; }}")
+    return {"ACC_DECL": "\n".join(decl), "INNER": "\n".join(inner), "STORE": "\n".join(store)}
+
+
+_SMALL_TILE = {"BM": 16, "BN": 32, "BK": 16, "TM": 4, "TN": 4}
 
 
 def _choose_tile(rt, n: int, m: int) -> dict[str, int]:
@@ -171,7 +197,7 @@ def _matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile):
     m = b.shape[-1]
     zero = "0.0" if ct == "f32" else "0"
     pipe = rt.lib.pipeline(("matmul", ct, tuple(tile.items())), lambda: (
-        render(rt.lib.source("matmul"), CT=ct, ZERO=zero, **tile),
+        render(rt.lib.source("matmul"), CT=ct, ZERO=zero, **_unrolled(ct, tile), **tile),
         ("read", "read", "read", "read_write")))
     gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
     top = rt.info.max_groups_per_dim
