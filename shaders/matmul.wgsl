@@ -31,6 +31,28 @@ var<workgroup> Bs: array<vec4<{{CT}}>, BK * BN / 4u>;
 
 fn s(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 
+var<private> a_base: i32;
+var<private> b_base: i32;
+var<private> a_sr: i32;
+var<private> a_sc: i32;
+var<private> b_sr: i32;
+var<private> b_sc: i32;
+
+// element (r, c) of the A tile (rows row0.., k k0..) or B tile, zero outside the operand
+fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> {{CT}} {
+    if (full || (row0 + r < n && k0 + c < kk)) {
+        return a[u32(a_base + i32(r) * a_sr + i32(k0 + c) * a_sc)];
+    }
+    return {{ZERO}};
+}
+
+fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> {{CT}} {
+    if (full || (k0 + r < kk && col0 + c < m)) {
+        return b[u32(b_base + i32(k0 + r) * b_sr + i32(c) * b_sc)];
+    }
+    return {{ZERO}};
+}
+
 @compute @workgroup_size(LX, LY, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
@@ -43,34 +65,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let kk = min(prm[3], kbeg + prm[16]);
     let row0 = wid.y * BM;
     let col0 = wid.x * BN;
-    let a_base = s(4) + i32(batch) * s(5) + i32(row0) * s(6);
-    let b_base = s(8) + i32(batch) * s(9) + i32(col0) * s(11);
-    let a_sr = s(6);
-    let a_sc = s(7);
-    let b_sr = s(10);
-    let b_sc = s(11);
+    a_base = s(4) + i32(batch) * s(5) + i32(row0) * s(6);
+    b_base = s(8) + i32(batch) * s(9) + i32(col0) * s(11);
+    a_sr = s(6);
+    a_sc = s(7);
+    b_sr = s(10);
+    b_sc = s(11);
     // the register tile: TM·TN/4 vec4 accumulators, named and unrolled by the launcher
     // (Naga keeps indexed local arrays in memory on some drivers)
 {{ACC_DECL}}
     for (var k0 = kbeg; k0 < kk; k0 = k0 + BK) {
-        for (var e = li; e < BM * BK; e = e + LX * LY) {
-            let r = e / BK;
-            let c = e % BK;
-            var v: {{CT}} = {{ZERO}};
-            if (row0 + r < n && k0 + c < kk) {
-                v = a[u32(a_base + i32(r) * a_sr + i32(k0 + c) * a_sc)];
-            }
-            As[c * (AP / 4u) + r / 4u][r % 4u] = v;
-        }
-        for (var e = li; e < BK * BN; e = e + LX * LY) {
-            let r = e / BN;
-            let c = e % BN;
-            var v: {{CT}} = {{ZERO}};
-            if (k0 + r < kk && col0 + c < m) {
-                v = b[u32(b_base + i32(k0 + r) * b_sr + i32(c) * b_sc)];
-            }
-            Bs[r * (BN / 4u) + c / 4u][c % 4u] = v;
-        }
+        // tile loads (unrolled by the launcher: BM·BK / lanes and BK·BN / lanes per lane)
+        let full = row0 + BM <= n && col0 + BN <= m && k0 + BK <= kk;
+{{LOADS}}
         workgroupBarrier();
 {{INNER}}
         workgroupBarrier();

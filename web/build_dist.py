@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -90,10 +91,25 @@ def lock_entry(base: dict, wheel: Path, **extra) -> dict:
 
 
 def build(out: Path) -> dict:
+    """Build into a sibling folder, then swap it in, so that a page or a test served from
+    ``out`` meanwhile (or a second build) never sees a half-written distribution."""
     if not (PYODIDE_NPM / "pyodide-lock.json").is_file():
         raise SystemExit("build_dist: web/node_modules/pyodide is missing; run web/setup.sh")
-    if out.exists():
-        shutil.rmtree(out)
+    fresh = out.with_name(f".{out.name}.new-{os.getpid()}")
+    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+    shutil.rmtree(fresh, ignore_errors=True)
+    try:
+        manifest = _build_into(fresh)
+        if out.exists():
+            out.rename(old)
+        fresh.rename(out)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return manifest
+
+
+def _build_into(out: Path) -> dict:
     pyo = out / "pyodide"
     pyo.mkdir(parents=True)
     for name in CORE_FILES:

@@ -64,16 +64,27 @@ class NumpyNNOps:
         ]  # (N, C, *out, *kernel)
         out = win.shape[2 : 2 + nd]
         taps, positions, cg = math.prod(kernel), math.prod(out), c // groups
+        if taps == 1 and groups == 1:
+            # pointwise: no im2col at all, one (C_out, C) @ (C, positions) per sample
+            xs = np.ascontiguousarray(win.reshape(n, c, positions))
+            y = np.matmul(weight.reshape(c_out, c), xs).reshape((n, c_out) + out)
+        else:
+            y = self._conv_gemm(win, weight, n, c, c_out, out, taps, positions, groups, nd)
+        if bias is not None:
+            y += bias.reshape((1, c_out) + (1,) * nd)
+        return y
+
+    @staticmethod
+    def _conv_gemm(win, weight, n, c, c_out, out, taps, positions, groups, nd):
+        spatial_axes = tuple(range(2, 2 + nd))
+        cg = c // groups
         # the one copy (im2col), laid out (g, C_g * taps, N * positions): one GEMM per group
         # (a matmul batched over N calls BLAS N times on small matrices: much slower)
         cols = win.transpose((1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + spatial_axes)
         cols = cols.reshape(groups, cg * taps, n * positions)
         w = weight.reshape(groups, c_out // groups, cg * taps)
         y = np.matmul(w, cols).reshape(groups, c_out // groups, n, positions)
-        y = y.transpose(2, 0, 1, 3).reshape((n, c_out) + out)
-        if bias is not None:
-            y += bias.reshape((1, c_out) + (1,) * nd)
-        return y
+        return y.transpose(2, 0, 1, 3).reshape((n, c_out) + out)
 
     def conv_transpose(self, x, weight, bias, stride, padding, output_padding, dilation, groups):
         nd = len(stride)

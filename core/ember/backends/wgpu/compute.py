@@ -156,7 +156,18 @@ def _unrolled(ct: str, tile: dict[str, int]) -> dict[str, str]:
                 col = f"col0 + (lid.x + LX * {j}u) * 4u + {w}u"
                 store.append(f"    if ({r} < n && {col} < m) {{ out[u32(o_base + i32({r}) * s(14)"
                              f" + i32({col}))] = acc{g}_{q}_{j}[{w}]; }}")
-    return {"ACC_DECL": "\n".join(decl), "INNER": "\n".join(inner), "STORE": "\n".join(store)}
+    lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
+    loads = []
+    for t in range(-(-tile["BM"] * tile["BK"] // lanes)):
+        e = f"(li + {t * lanes}u)"
+        loads.append(f"        if ({e} < BM * BK) {{ As[({e} % BK) * (AP / 4u) + {e} / BK / 4u]"
+                     f"[({e} / BK) % 4u] = load_a(full, {e} / BK, {e} % BK, row0, k0, n, kk); }}")
+    for t in range(-(-tile["BK"] * tile["BN"] // lanes)):
+        e = f"(li + {t * lanes}u)"
+        loads.append(f"        if ({e} < BK * BN) {{ Bs[({e} / BN) * (BN / 4u) + ({e} % BN) / 4u]"
+                     f"[{e} % 4u] = load_b(full, {e} / BN, {e} % BN, col0, k0, m, kk); }}")
+    return {"ACC_DECL": "\n".join(decl), "INNER": "\n".join(inner), "STORE": "\n".join(store),
+            "LOADS": "\n".join(loads)}
 
 
 _SMALL_TILE = {"BM": 16, "BN": 32, "BK": 16, "TM": 4, "TN": 4}
