@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set-up of Ember's browser runtime and browser tests, idempotent (each step checks first):
 # Debian's chromium (ships SwiftShader for WebGPU), Playwright for Python (drives
-# /usr/bin/chromium; never `playwright install`), npm packages (pyodide) into web/node_modules,
+# /usr/bin/chromium; never `playwright install`), npm packages (pyodide; onnxruntime-web for
+# benchmarks/bench_browser.py) into web/node_modules,
 # then web/dist (python web/build_dist.py).
 #
 #   PYTHON=.venv/bin/python web/setup.sh

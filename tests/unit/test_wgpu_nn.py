@@ -247,3 +247,16 @@ def test_matmul_split_k(n, k, m, batch):
     # writes into a slice of the output buffer)
     x, w = f32(2, 64, 6, 6), f32(2, 64, 3, 3)
     close(F.conv2d(T(x), T(w)), conv_ref(x, w, None, (1, 1), [(0, 0)] * 2, (1, 1), 1), tol=1e-4)
+
+
+def test_matmul_large_tile():
+    """Enough output tiles select the 128×128 kernel where the device allows it; ragged edges
+    and a transposed operand included."""
+    from ember.backends.wgpu.compute import _choose_tile
+
+    rt = B.rt
+    if rt.large_tile is None:
+        pytest.skip("this device has no room for the large tile")
+    assert _choose_tile(rt, 100, 130, 260) is rt.large_tile
+    a, b = f32(260, 100, 40), f32(260, 130, 40)
+    close(T(a) @ T(b).transpose(1, 2), a @ b.transpose(0, 2, 1), tol=1e-4)

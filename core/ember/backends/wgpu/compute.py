@@ -104,7 +104,7 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
     m = b.shape[-1]
     batch_shape = a.shape[:-2]
     batch = numel(batch_shape)
-    tile = _choose_tile(rt, n, m)
+    tile = _choose_tile(rt, n, m, batch)
     gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
     splits, kc = _split_k(gx * gy * batch, k, tile["BK"])
     if out is None and splits == 1:
@@ -173,8 +173,12 @@ def _unrolled(ct: str, tile: dict[str, int]) -> dict[str, str]:
 _SMALL_TILE = {"BM": 16, "BN": 32, "BK": 16, "TM": 4, "TN": 4}
 
 
-def _choose_tile(rt, n: int, m: int) -> dict[str, int]:
-    """The device's big tile unless it would pad the output to twice its size or more."""
+def _choose_tile(rt, n: int, m: int, batch: int = 1) -> dict[str, int]:
+    """The large tile when it still gives enough workgroups to fill a big GPU, else the
+    device's default tile unless that would pad the output to twice its size or more."""
+    large = getattr(rt, "large_tile", None)
+    if large and -(-n // large["BM"]) * -(-m // large["BN"]) * batch >= _TARGET_GROUPS:
+        return large
     big = rt.tile
     padded = -(-n // big["BM"]) * big["BM"] * -(-m // big["BN"]) * big["BN"]
     return _SMALL_TILE if padded >= 2 * n * m else big
