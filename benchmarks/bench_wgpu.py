@@ -28,8 +28,8 @@ import numpy as np
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
-import ember  # noqa: E402
-from ember.data import TensorData  # noqa: E402
+import ember
+from ember.data import TensorData
 
 
 def median_time(fn, repeat: int, budget_s: float = 20.0) -> float:

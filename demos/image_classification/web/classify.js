@@ -1,0 +1,120 @@
+// Image classification in the page: EfficientNet-Lite0 run by ember in a Web Worker (WebGPU,
+// or the pure-Python CPU backend). Pick or drop an image: it is centre-cropped and scaled in a
+// canvas (shorter side, 224/256 crop, as the CPython demo) and the top-5 labels come back.
+// Query parameters: ?ember=<dist URL> (default: the site root) &model=<model folder>
+// (default: ./model/) &backend=auto|wgpu|python &size=<input pixels> (default: 224 on
+// WebGPU, CPU_SIZE on the CPU backend).
+const params = new URLSearchParams(location.search);
+const EMBER = new URL(params.get("ember") ?? "../", location.href);
+const MODEL = new URL(params.get("model") ?? "./model/", location.href);
+const CPU_SIZE = 128; // the pure-Python backend takes ~3x longer per image at 224
+const { loadEmber } = await import(new URL("ember.js", EMBER).href);
+
+const $ = (id) => document.getElementById(id);
+const demo = (window.classifyDemo = { ready: false, runs: 0, busy: false, last: null, error: null });
+let ember = null, size = 224;
+
+// ---------------------------------------------------------------- top-5 rows
+const rows = [];
+for (let i = 0; i < 5; i++) {
+  const name = document.createElement("span");
+  const bar = document.createElement("div");
+  bar.className = "bar";
+  bar.append(document.createElement("div"));
+  const value = document.createElement("span");
+  $("top5").append(name, bar, value);
+  rows.push([name, bar, value]);
+}
+
+function show(result) {
+  result.top.forEach(([label, p], i) => {
+    const [name, bar, value] = rows[i];
+    name.textContent = label;
+    bar.firstChild.style.width = `${(100 * p).toFixed(1)}%`;
+    value.textContent = `${(100 * p).toFixed(1)}%`;
+    for (const el of rows[i]) el.classList.toggle("top", i === 0);
+  });
+  $("label").textContent = result.top[0][0];
+  $("latency").textContent = `${result.ms.toFixed(0)} ms`;
+}
+
+// ---------------------------------------------------------------- preprocessing
+// The centre square of side 224/256 of the shorter side, scaled to size×size: the same crop as
+// resize(shorter side = size·256/224) + centre crop, in one high-quality drawImage.
+function crop(bitmap) {
+  const side = Math.min(bitmap.width, bitmap.height) * (224 / 256);
+  const sx = (bitmap.width - side) / 2, sy = (bitmap.height - side) / 2;
+  const canvas = new OffscreenCanvas(size, size);
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  ctx.imageSmoothingEnabled = true;
+  ctx.imageSmoothingQuality = "high";
+  ctx.drawImage(bitmap, sx, sy, side, side, 0, 0, size, size);
+  const view = $("view");
+  view.width = view.height = size;
+  view.getContext("2d").drawImage(canvas, 0, 0);
+  view.classList.remove("empty");
+  $("hint").hidden = true;
+  return ctx.getImageData(0, 0, size, size).data;
+}
+
+async function classify(file) {
+  if (!demo.ready || !file) return;
+  demo.busy = true;
+  $("status").textContent = `classifying ${file.name}…`;
+  try {
+    const bitmap = await createImageBitmap(file);
+    const pixels = new Uint8Array(crop(bitmap).buffer);
+    bitmap.close();
+    const t0 = performance.now();
+    const result = await ember.run("classify(PIXELS, SIZE)", { PIXELS: pixels, SIZE: size });
+    result.total_ms = performance.now() - t0;
+    show(result);
+    demo.last = { ...result, file: file.name };
+    demo.runs++;
+    $("status").textContent = `${file.name}: ${result.top[0][0]} ` +
+      `(${(100 * result.top[0][1]).toFixed(1)}%)`;
+  } catch (e) {
+    demo.error = String(e.message ?? e);
+    $("status").textContent = `error: ${demo.error}`;
+  } finally {
+    demo.busy = false;
+  }
+}
+
+$("file").addEventListener("change", (e) => classify(e.target.files[0]));
+const drop = $("drop");
+drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
+drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+drop.addEventListener("drop", (e) => {
+  e.preventDefault();
+  drop.classList.remove("over");
+  const file = [...e.dataTransfer.files].find((f) => f.type.startsWith("image/"));
+  if (file) classify(file);
+});
+
+// ---------------------------------------------------------------- start
+try {
+  const status = (s) => ($("status").textContent = s);
+  ember = await loadEmber({ worker: true, baseURL: EMBER.href,
+                            backend: params.get("backend") ?? "auto", onStatus: status });
+  status("loading EfficientNet-Lite0 (9 MB of float16 weights)");
+  const code = await (await fetch(new URL("classify.py", import.meta.url))).text();
+  const loaded = await ember.run(code + "\nawait load_model(MODEL_BASE)", { MODEL_BASE: MODEL.href });
+  const info = ember.info;
+  const gpu = info.backend === "wgpu";
+  size = Number(params.get("size") ?? (gpu ? 224 : CPU_SIZE));
+  $("backend").textContent = gpu ? `WebGPU (${info.adapter})` : "CPU (Python backend)";
+  $("size").textContent = `${size}×${size}`;
+  $("why").textContent = info.reason;
+  if (size !== 224) {
+    $("note").textContent = `Input ${size}×${size} instead of the model's 224×224` +
+      (gpu ? "." : ": the pure-Python CPU backend is slow at full size.") +
+      " Accuracy is a little lower.";
+  }
+  status(`ready (ember started in ${(info.startup_ms / 1000).toFixed(1)} s): ` +
+         "pick or drop an image");
+  Object.assign(demo, { backend: info.backend, size, model: loaded, ready: true });
+} catch (e) {
+  demo.error = String(e.message ?? e);
+  $("status").textContent = `error: ${demo.error}`;
+}
