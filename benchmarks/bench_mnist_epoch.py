@@ -13,7 +13,10 @@ Rows:
   PyTorch through ``torch.utils.data.DataLoader`` over a ``TensorDataset`` (the whole input
   pipeline included).
 
-PyTorch gets as many threads as numpy's BLAS uses (``threadpoolctl`` when installed).
+PyTorch gets as many threads as numpy's BLAS uses (``threadpoolctl`` when installed);
+``--threads N`` sets both. On a machine shared with other work, spinning BLAS/OpenMP threads
+collapse when cores are oversubscribed (both frameworks slow down 5-10× and erratically);
+``--threads 1`` then gives steady numbers. The load average is printed with the table.
 ``--profile`` runs one ember epoch under cProfile and prints the top costs.
 """
 
@@ -86,11 +89,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed epochs per framework")
     parser.add_argument("--profile", action="store_true", help="cProfile one ember epoch")
     parser.add_argument("--top", type=int, default=30, help="rows of the profile")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="set numpy's BLAS threads (threadpoolctl) and torch's to this; "
+                        "1 gives steady figures on a busy machine")
     parser.add_argument("--no-loader", action="store_true", help="skip the DataLoader rows")
     args = parser.parse_args()
 
     import torch
 
+    if args.threads:
+        # threadpoolctl sets the BLAS pool at run time (env vars only work before numpy loads)
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads, user_api="blas")
     threads, how = numpy_threads()
     torch.set_num_threads(threads)
     ember.seed(0)

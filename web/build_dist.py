@@ -95,17 +95,18 @@ def build(out: Path) -> dict:
     ``out`` meanwhile (or a second build) never sees a half-written distribution."""
     if not (PYODIDE_NPM / "pyodide-lock.json").is_file():
         raise SystemExit("build_dist: web/node_modules/pyodide is missing; run web/setup.sh")
-    fresh = out.with_name(f".{out.name}.new-{os.getpid()}")
-    old = out.with_name(f".{out.name}.old-{os.getpid()}")
-    shutil.rmtree(fresh, ignore_errors=True)
+    # web/.build-PID/{new,old}/dist: a folder named dist is git-ignored wherever it is
+    scratch = out.parent / f".build-{os.getpid()}"
+    fresh, old = scratch / "new" / out.name, scratch / "old" / out.name
+    shutil.rmtree(scratch, ignore_errors=True)
     try:
         manifest = _build_into(fresh)
+        old.parent.mkdir(parents=True)
         if out.exists():
             out.rename(old)
         fresh.rename(out)
     finally:
-        shutil.rmtree(fresh, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     return manifest
 
 

@@ -13,6 +13,8 @@ from sys import byteorder
 
 from .allocator import Allocator, size_class
 
+_BIG_ENDIAN = byteorder != "little"
+
 
 class Engine:
     def __init__(self, adapter, allocator: Allocator, arena_size: int = 1 << 18,
@@ -32,17 +34,22 @@ class Engine:
 
     def dispatch(self, pipeline, meta: list[int], buffers: list, groups: tuple[int, int, int]):
         """Record one dispatch; ``buffers`` are allocator blocks bound after the meta words."""
-        words = array("I", [w & 0xFFFFFFFF for w in meta] or [0])
-        if byteorder != "little":
+        try:
+            words = array("i", meta or (0,))
+        except OverflowError:  # words above 2**31 (seeds, bit patterns): wrap them
+            words = array("I", [w & 0xFFFFFFFF for w in meta])
+        if _BIG_ENDIAN:
             words.byteswap()
-        data = words.tobytes()
-        offset = -(-len(self._meta) // self.align) * self.align
-        if offset + len(data) > self.arena_size or self._pending >= self.max_batch:
+        arena = self._meta
+        offset = -(-len(arena) // self.align) * self.align
+        size = len(words) * 4
+        if offset + size > self.arena_size or self._pending >= self.max_batch:
             self.flush()
             offset = 0
-        self._meta.extend(bytes(offset - len(self._meta)))
-        self._meta.extend(data)
-        bindings = [(self._arena, offset, len(data))]
+        elif offset > len(arena):
+            arena.extend(bytes(offset - len(arena)))
+        arena.extend(words)
+        bindings = [(self._arena, offset, size)]
         bindings += [(b.buffer, 0, b.size) for b in buffers]
         self.adapter.dispatch(pipeline, bindings, groups)
         self._pending += 1

@@ -97,6 +97,8 @@ def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str
         return out
     if body == "elementwise":
         cshape, cstrides = collapse(shape, *(x.strides for x in inputs))
+        if len(cshape) <= 1 and _map_flat(rt, inputs, cstrides, out, n, expr):
+            return out
     else:
         cshape, cstrides = shape, [x.strides for x in inputs]
     contig = contiguous_strides(cshape)
@@ -132,6 +134,77 @@ def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str
     words = -(-n // PACK[out_dtype])
     rt.engine.dispatch(pipe, meta, [x.block for x in inputs] + [out.block], rt.groups(words))
     return out
+
+
+_VEC = {"f32", "i32"}
+
+
+def _map_flat(rt: Runtime, inputs: list[WgpuTensor], cstrides, out: WgpuTensor, n: int,
+              expr: str) -> bool:
+    """The dense fast path (``map_flat.wgsl``) when every input is dense or one broadcast
+    value; False (nothing dispatched) when some input needs the strided kernel."""
+    padded = -(-n // 4) * 4
+    if nbytes(padded, out.dtype) > out.block.size:  # a block capped at the binding limit
+        return False
+    modes, meta = [], [n]
+    for x, st in zip(inputs, cstrides):
+        if not st or st[0] == 0:  # one element, or one value broadcast everywhere
+            modes.append("s")
+            meta.append(x.offset)
+        elif st[0] != 1:
+            return False
+        elif (STORE[x.dtype] in _VEC and x.offset % 4 == 0
+              and (x.offset + padded) * 4 <= x.block.size):
+            modes.append("v")
+            meta.append(x.offset >> 2)
+        else:
+            modes.append("e")
+            meta.append(x.offset)
+    dtypes, out_dtype = tuple(x.dtype for x in inputs), out.dtype
+    key = ("map_flat", expr, dtypes, tuple(modes), out_dtype)
+
+    def build():
+        lines, loaders, args, loads = [], [], [], []
+        lanes = [[] for _ in range(4)]
+        for k, (d, mode) in enumerate(zip(dtypes, modes)):
+            st = STORE[d]
+            elem = f"vec4<{st}>" if mode == "v" else st
+            lines.append(f"@group(0) @binding({k + 1}) var<storage, read> in{k}: "
+                         f"array<{elem}>;")
+            args.append(f"x{k}: {COMPUTE[d]}")
+            if mode != "v":
+                loaders.append(rt.lib.snippet("lib_dtypes", LOADER[d], NAME=f"in{k}"))
+            if mode == "v":
+                loads.append(f"    let a{k} = in{k}[prm[{k + 1}u] + w];")
+            elif mode == "s":
+                loads.append(f"    let a{k} = load_in{k}(prm[{k + 1}u]);")
+            else:
+                loads.append(f"    let o{k} = prm[{k + 1}u] + i;")
+            for j in range(4):
+                lanes[j].append(f"a{k}[{j}]" if mode == "v" else f"a{k}" if mode == "s"
+                                else f"load_in{k}(o{k} + {j}u)")
+        ct, pack = COMPUTE[out_dtype], PACK[out_dtype]
+        res = [f"compute({', '.join(lane)})" for lane in lanes]
+        out_elem = f"vec4<{ct}>" if pack == 1 else "u32"
+        lines.append(f"@group(0) @binding({len(dtypes) + 1}) var<storage, read_write> out: "
+                     f"array<{out_elem}>;")
+        if pack == 1:
+            store = f"    out[w] = vec4<{ct}>({', '.join(res)});"
+        else:
+            loaders.append(rt.lib.snippet("lib_dtypes", STORER[out_dtype]))
+            words = [f"store_out(array<{ct}, {pack}>({', '.join(res[j:j + pack])}))"
+                     for j in range(0, 4, pack)]
+            store = "\n".join(f"    out[w * {len(words)}u + {j}u] = {word};"
+                              for j, word in enumerate(words))
+        code = render(rt.lib.source("map_flat"), BINDINGS="\n".join(lines), WG=WG,
+                      LIBS=rt.libs(*loaders), ARGS=", ".join(args), OUT_CT=ct, EXPR=expr,
+                      LOADS="\n".join(loads), STORE=store)
+        return code, ("read",) * (len(dtypes) + 1) + ("read_write",)
+
+    pipe = rt.lib.pipeline(key, build)
+    rt.engine.dispatch(pipe, meta, [x.block for x in inputs] + [out.block],
+                       rt.groups(padded >> 2))
+    return True
 
 
 _CONVERT = {

@@ -50,6 +50,7 @@ class NativeAdapter(GpuAdapter):
         self._queue = self._device.queue
         self._encoder = None
         self._pass = None
+        self._last_pipe = None
         self._layouts: dict[tuple[str, ...], tuple] = {}
         # Bind groups cost more Python time than anything else in a dispatch; recycled buffers
         # make the same (layout, buffers, offsets) come back often in loops.
@@ -83,12 +84,15 @@ class NativeAdapter(GpuAdapter):
     # ---------------------------------------------------------------- pipelines
     def _layout(self, access: tuple[str, ...]):
         if access not in self._layouts:
+            # Binding 0 (the engine's meta words in its arena) takes a dynamic offset, so one
+            # bind group serves a kernel's dispatches wherever their words lie in the arena.
             entries = [
                 {
                     "binding": i,
                     "visibility": wgpu.ShaderStage.COMPUTE,
                     "buffer": {"type": wgpu.BufferBindingType.read_only_storage
-                               if a == "read" else wgpu.BufferBindingType.storage},
+                               if a == "read" else wgpu.BufferBindingType.storage,
+                               "has_dynamic_offset": i == 0},
                 }
                 for i, a in enumerate(access)
             ]
@@ -111,28 +115,31 @@ class NativeAdapter(GpuAdapter):
             self._encoder = self._device.create_command_encoder()
         if self._pass is None:
             self._pass = self._encoder.begin_compute_pass()
+            self._last_pipe = None
         return self._pass
 
     def dispatch(self, pipeline, bindings, groups) -> None:
         pipe, bgl = pipeline
-        key = (id(bgl), *((id(buf), off, size) for buf, off, size in bindings))
-        group = self._groups.get(key)
+        (meta, meta_off, meta_size), rest = bindings[0], bindings[1:]
+        key = (bgl, id(meta), meta_size, *[(id(b), off, size) for b, off, size in rest])
+        groups_cache = self._groups
+        group = groups_cache.get(key)
         if group is None:
-            group = self._device.create_bind_group(
-                layout=bgl,
-                entries=[
-                    {"binding": i, "resource": {"buffer": buf, "offset": off, "size": size}}
-                    for i, (buf, off, size) in enumerate(bindings)
-                ],
-            )
-            self._groups[key] = group
-            if len(self._groups) > self.max_groups:
-                self._groups.popitem(last=False)
+            entries = [{"binding": 0, "resource": {"buffer": meta, "offset": 0,
+                                                   "size": meta_size}}]
+            entries += [{"binding": i, "resource": {"buffer": b, "offset": off, "size": size}}
+                        for i, (b, off, size) in enumerate(rest, 1)]
+            group = self._device.create_bind_group(layout=bgl, entries=entries)
+            groups_cache[key] = group
+            if len(groups_cache) > self.max_groups:
+                groups_cache.popitem(last=False)
         else:
-            self._groups.move_to_end(key)
-        p = self._compute_pass()
-        p.set_pipeline(pipe)
-        p.set_bind_group(0, group)
+            groups_cache.move_to_end(key)
+        p = self._pass or self._compute_pass()
+        if pipe is not self._last_pipe:
+            p.set_pipeline(pipe)
+            self._last_pipe = pipe
+        p.set_bind_group(0, group, (meta_off,))
         p.dispatch_workgroups(*groups)
 
     def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
