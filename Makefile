@@ -82,7 +82,7 @@ $(STAMP)-test: $(STAMP)-core $(STAMP)-apt $(STAMP)-npm
 
 # Chromium, Playwright, Pyodide from npm, and the offline web distribution (web/dist).
 $(STAMP)-web: $(STAMP)-test
-	PYTHON=$(PY) web/setup.sh
+	PYTHON=$(abspath $(PY)) web/setup.sh
 	touch $@
 
 # A real MicroPython (unix port, single-precision floats) and the native .mpy kernels.
