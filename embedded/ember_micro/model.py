@@ -166,8 +166,10 @@ class Model:
             if L.sh == 0 or L.sw == 0 or L.groups == 0 or L.ic % L.groups \
                     or L.oc % L.groups:
                 raise self._err("layer %d: bad stride/groups" % i)
-            if L.oh != (L.ih + 2 * L.ph - L.kh) // L.sh + 1 or \
-                    L.ow != (L.iw + 2 * L.pw - L.kw) // L.sw + 1:
+            # lflags bits 1/2: one more zero row/column after than before (TF "SAME"); the
+            # kernels skip reads outside the input, so only the output size carries it
+            if L.oh != (L.ih + 2 * L.ph + ((L.lflags >> 1) & 1) - L.kh) // L.sh + 1 or \
+                    L.ow != (L.iw + 2 * L.pw + ((L.lflags >> 2) & 1) - L.kw) // L.sw + 1:
                 raise self._err("layer %d: output shape doesn't match the kernel geometry" % i)
             if op != CONV2D and L.oc != L.ic:
                 raise self._err("layer %d: pooling changes the channel count" % i)

@@ -128,8 +128,8 @@ def load_web_model(path: str | os.PathLike, backend=None) -> nn.Sequential:
                            f"{f.metadata.get('format')!r}, expected {FORMAT!r})")
     model = folded_lite0(backend)
     backend = model.classifier.weight.backend
-    model.load_state_dict({name: tensor(_widen(f.get(name)), backend=backend)
-                           for name in f.keys()})
+    model.load_state_dict({name: tensor(_widen(data), backend=backend)
+                           for name, data in f.items()})
     return model
 
 

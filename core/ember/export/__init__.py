@@ -18,6 +18,7 @@ Supported layers and the file layout: see :mod:`ember.export.format` and :func:`
 
 from .api import ExportReport, export, model_logits
 from .binary import decode, encode, load, save
+from .budget import BudgetError, MemoryEstimate, check_budget, estimate_memory
 from .ir import Layer, Program, lower
 from .micropython import (
     MicroRun,
@@ -31,14 +32,18 @@ from .reference import run as run_reference
 from .residual import Residual
 
 __all__ = [
+    "BudgetError",
     "ExportReport",
     "Layer",
+    "MemoryEstimate",
     "MicroRun",
     "Program",
     "Residual",
+    "check_budget",
     "decode",
     "embedded_dir",
     "encode",
+    "estimate_memory",
     "export",
     "find_micropython",
     "load",

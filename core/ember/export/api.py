@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from . import binary, reference
+from .budget import MemoryEstimate, check_budget, estimate_memory
 from .ir import Program, _np, lower
 
 
@@ -23,10 +24,18 @@ class ExportReport:
     accuracy_int8: float | None = None
     agreement: float | None = None
     max_abs_logit_diff: float | None = None
+    memory: MemoryEstimate | None = None
+
+    @property
+    def ram_bytes(self) -> int | None:
+        """Estimated RAM on the board (see :mod:`ember.export.budget`)."""
+        return self.memory.ram_bytes if self.memory is not None else None
 
     def __str__(self) -> str:
         lines = [f"{self.path}: {self.size_bytes:,} bytes, {len(self.layers)} layers"
                  + (f" (int8; f32 would be {self.float_size_bytes:,})" if self.int8 else "")]
+        if self.memory is not None:
+            lines.append(f"  board memory: {self.memory}")
         lines += [f"  {d}" for d in self.layers]
         if self.int8 and self.n_eval:
             acc = ""
@@ -75,7 +84,8 @@ def model_logits(model, x):
 
 def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
            calibration=None, evaluate=None, input_transform=None,
-           percentile: float = 100.0) -> ExportReport:
+           percentile: float = 100.0, budget_bytes: int | None = None,
+           flash_budget_bytes: int | None = None) -> ExportReport:
     """Write ``model`` as a micro model file for ``embedded/ember_micro``.
 
     ``input_shape`` excludes the batch dim: ``(1, 28, 28)`` or ``(784,)``. ``int8=True``
@@ -83,6 +93,10 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
     (a batch of float inputs, numpy or Tensor). ``evaluate=(x, labels)`` measures the accuracy
     change (labels may be None: then only agreement with f32). ``input_transform=(mul, add)``
     tells the board how to scale uint8 inputs: ``x = byte * mul + add``.
+
+    ``budget_bytes`` (RAM) and ``flash_budget_bytes`` (the model file) state the board's
+    memory: a model over either raises :class:`~ember.export.budget.BudgetError` naming what
+    exceeds it, before anything is written. The report's ``memory`` has the estimate either way.
 
     >>> import os, tempfile
     >>> from ember import nn
@@ -93,6 +107,8 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
     """
     model.eval()
     program = lower(model, input_shape)
+    memory = estimate_memory(program, int8=int8)
+    check_budget(memory, budget_bytes, flash_budget_bytes)
     if input_transform is not None:
         program.in_mul, program.in_add = float(input_transform[0]), float(input_transform[1])
     float_bytes = len(binary.encode(program))
@@ -122,4 +138,4 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
             acc_q = float(np.mean(yq.argmax(1) == labels))
     return ExportReport(os.fspath(path), size, float_bytes,
                         [layer.describe() for layer in program.layers], int8, n_eval, acc_f,
-                        acc_q, agree, diff)
+                        acc_q, agree, diff, memory)

@@ -50,7 +50,9 @@ def encode(program: Program) -> bytes:
                 soff = put(np.asarray(layer.w_scale, dtype="<f4").tobytes())
         table += struct.pack(
             fmt.LAYER_FMT, layer.op, layer.act, wdtype,
-            fmt.LFLAG_COUNT_PAD if layer.count_pad else 0,
+            (fmt.LFLAG_COUNT_PAD if layer.count_pad else 0)
+            | (fmt.LFLAG_PAD_BOTTOM if layer.extra_h else 0)
+            | (fmt.LFLAG_PAD_RIGHT if layer.extra_w else 0),
             *layer.in_shape, *layer.out_shape,
             layer.kh, layer.kw, layer.sh, layer.sw, layer.ph, layer.pw, layer.groups, layer.slot,
             woff, wlen, boff, soff, float(layer.in_scale),
@@ -107,7 +109,8 @@ def decode(data: bytes, *, source: str = "model file") -> Program:
         layer = Layer(op, tuple(rec[4:7]), tuple(rec[7:10]), f"layer{i}", act=act,
                       kh=rec[10], kw=rec[11], sh=rec[12], sw=rec[13], ph=rec[14], pw=rec[15],
                       groups=rec[16], slot=rec[17], count_pad=bool(lflags & fmt.LFLAG_COUNT_PAD),
-                      in_scale=float(rec[22]))
+                      extra_h=int(bool(lflags & fmt.LFLAG_PAD_BOTTOM)),
+                      extra_w=int(bool(lflags & fmt.LFLAG_PAD_RIGHT)), in_scale=float(rec[22]))
         woff, wlen, boff, soff = rec[18:22]
         if layer.weighted:
             cout = layer.out_shape[0]

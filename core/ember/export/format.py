@@ -20,14 +20,19 @@ Header (44 bytes, ``HEADER_FMT``)::
 
 Then ``n_layers`` records of ``LAYER_FMT`` (52 bytes), then the weight blocks::
 
-    op, act, wdtype, lflags   4×B   opcode, fused activation, 0 = f32 / 1 = int8, bit 0 =
-                                    avg pool counts padding
+    op, act, wdtype, lflags   4×B   opcode, fused activation, 0 = f32 / 1 = int8; lflags
+                                    bit 0: avg pool counts padding, bit 1 / bit 2: one more
+                                    zero row after (bottom) / column after (right) than the
+                                    ph / pw before (TensorFlow's lopsided "SAME" padding)
     in_c, in_h, in_w          3×H
     out_c, out_h, out_w       3×H
     kh, kw, sh, sw, ph, pw, groups, slot   8×H   (conv/pool geometry; slot for SAVE/ADD)
     woff, wlen, boff, soff    4×I   weights, their byte length, f32 bias (0: none), f32
                                     per-output-channel int8 weight scales (0: f32 weights)
     in_scale                  f     int8 layers: the calibrated input activation scale
+
+Window geometry: ``out = (in + before + after - k) // stride + 1`` with ``before = ph`` and
+``after = ph + (lflags bit 1)`` (likewise for the width); reads outside the input are zeros.
 
 Weights are row-major: Linear (out, in), Conv2d (out, in/groups, kh, kw); int8 weights w_q
 mean ``w_q * scale[out]``; an int8 layer quantises its input as
@@ -57,5 +62,7 @@ ACT_NAMES = {NONE: "none", RELU: "relu", RELU6: "relu6", SIGMOID: "sigmoid", TAN
              HARDSWISH: "hardswish"}
 F32, INT8 = 0, 1
 LFLAG_COUNT_PAD = 1
+LFLAG_PAD_BOTTOM = 2
+LFLAG_PAD_RIGHT = 4
 
 assert HEADER_SIZE == 44 and LAYER_SIZE == 52

@@ -2,6 +2,8 @@
 
 BatchNorm folds into the Conv2d/Linear before it (or becomes a 1×1 depthwise conv when nothing
 precedes it); activations fuse into the Conv2d/Linear before them; Dropout and Identity vanish.
+A zero-padding layer (``SamePad2d``, TensorFlow's lopsided "SAME" padding, or ``ZeroPad2d``)
+folds into the Conv2d after it, whose record then pads one more row/column after than before.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class Layer:
     sw: int = 1
     ph: int = 0
     pw: int = 0
+    extra_h: int = 0  # 1: one more zero row after (bottom) than ph before (TF "SAME")
+    extra_w: int = 0  # 1: one more zero column after (right) than pw before
     groups: int = 1
     slot: int = 0
     count_pad: bool = True
@@ -111,6 +115,7 @@ class _Lowering:
         self.unsupported: list[str] = []
         self.slots = 0
         self.open_slots = 0
+        self.pad = None  # (top, bottom, left, right, name) waiting for the next Conv2d
 
     def emit(self, layer: Layer) -> tuple[int, int, int]:
         self.layers.append(layer)
@@ -123,6 +128,8 @@ class _Lowering:
     def walk(self, m, name: str, shape):
         kind = type(m).__name__
         handler = getattr(self, "do_" + kind, None)
+        if self.pad is not None and kind not in ("Conv2d", "Sequential", *_SKIP):
+            self.unpadded(f"{kind} {name}")
         if kind in _ACTS:
             return self.activation(_ACTS[kind], name, shape)
         if kind in _SKIP:
@@ -131,6 +138,28 @@ class _Lowering:
             self.unsupported.append(f"{name or '<model>'} ({kind})")
             return shape
         return handler(m, name, shape)
+
+    def unpadded(self, what: str) -> None:
+        pad_name = self.pad[4]
+        self.pad = None
+        self.unsupported.append(f"{pad_name} (zero padding followed by {what}: only a Conv2d "
+                                "can take it)")
+
+    def _zero_pad(self, name, shape, top, bottom, left, right):
+        if self.pad is not None:
+            self.unpadded(name)
+        c, h, w = shape
+        self.pad = (top, bottom, left, right, name)
+        return (c, h + top + bottom, w + left + right)
+
+    def do_SamePad2d(self, m, name, shape):
+        # pads() is SamePad2d's own rule (ember.demos.efficientnet): ceil(size / stride) outputs
+        return self._zero_pad(name, shape, *m.pads(shape[1]), *m.pads(shape[2]))
+
+    def do_ZeroPad2d(self, m, name, shape):
+        p = m.padding
+        left, right, top, bottom = (p,) * 4 if isinstance(p, int) else tuple(p)
+        return self._zero_pad(name, shape, top, bottom, left, right)
 
     def do_Sequential(self, m, name, shape):
         for child_name, child in m.named_children():
@@ -185,12 +214,28 @@ class _Lowering:
         if c != m.in_channels:
             raise ShapeError(f"export: {name} Conv2d expects {m.in_channels} channels but gets "
                              f"shape {shape}")
-        oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        extra_h = extra_w = 0
+        if self.pad is not None:  # fold the zero padding before: the record pads instead
+            top, bottom, left, right, pad_name = self.pad
+            self.pad = None
+            h, w = h - top - bottom, w - left - right
+            extra_h, extra_w = bottom - top, right - left
+            if extra_h not in (0, 1) or extra_w not in (0, 1):
+                self.unsupported.append(
+                    f"{pad_name} (padding top/bottom {top}/{bottom}, left/right {left}/{right}: "
+                    "the micro runtime pads after by at most one more than before)")
+                extra_h, extra_w = max(0, min(extra_h, 1)), max(0, min(extra_w, 1))
+            ph, pw = ph + top, pw + left
+            shape = (c, h, w)
+            name = f"{pad_name}+{name}"
+        oh = (h + 2 * ph + extra_h - kh) // sh + 1
+        ow = (w + 2 * pw + extra_w - kw) // sw + 1
         if oh < 1 or ow < 1:
             raise ShapeError(f"export: {name} Conv2d kernel {kh}x{kw} doesn't fit {shape}")
         return self.emit(Layer(fmt.CONV2D, shape, (m.out_channels, oh, ow), name,
                                weight=_array(m.weight), bias=_array(m.bias), kh=kh, kw=kw,
-                               sh=sh, sw=sw, ph=ph, pw=pw, groups=m.groups))
+                               sh=sh, sw=sw, ph=ph, pw=pw, extra_h=extra_h, extra_w=extra_w,
+                               groups=m.groups))
 
     def _batchnorm(self, m, name, shape):
         np = _np()
@@ -273,12 +318,15 @@ def lower(model, input_shape) -> Program:
     """
     lw = _Lowering(input_shape)
     lw.walk(model, "", lw.input_shape)
+    if lw.pad is not None:
+        lw.unpadded("the end of the model")
     if lw.unsupported:
         raise UnsupportedOpError(
             "export: the micro runtime can't run " + ", ".join(lw.unsupported) + ". Supported: "
             "Linear, Conv2d (groups, stride, padding), MaxPool2d, AvgPool2d, "
             "AdaptiveAvgPool2d(1), BatchNorm1d/2d, ReLU, ReLU6, Sigmoid, Tanh, Softmax, "
-            "Hardswish, Flatten, Dropout, Identity, ember.export.Residual, nested Sequential."
+            "Hardswish, Flatten, Dropout, Identity, ember.export.Residual, nested Sequential, "
+            "SamePad2d/ZeroPad2d before a Conv2d."
         )
     if not lw.layers:
         raise UnsupportedOpError("export: the model has no layers to run")

@@ -36,8 +36,8 @@ def _act(code: int, y):
 
 def _windows(x, layer: Layer, fill: float):
     np = _np()
-    xp = np.pad(x, ((0, 0), (0, 0), (layer.ph, layer.ph), (layer.pw, layer.pw)),
-                constant_values=fill)
+    xp = np.pad(x, ((0, 0), (0, 0), (layer.ph, layer.ph + layer.extra_h),
+                    (layer.pw, layer.pw + layer.extra_w)), constant_values=fill)
     win = np.lib.stride_tricks.sliding_window_view(xp, (layer.kh, layer.kw), axis=(2, 3))
     oh, ow = layer.out_shape[1:]
     return win[:, :, ::layer.sh, ::layer.sw][:, :, :oh, :ow]  # (N, C, OH, OW, kh, kw)

