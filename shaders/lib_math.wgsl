@@ -134,7 +134,9 @@ fn i_floordiv(a: i32, b: i32) -> i32 {
 
 fn i_rem(a: i32, b: i32) -> i32 {
     if (b == 0 || b == -1) { return 0; }
-    let r = a % b;
+    // a - (a / b) * b rather than `%`: NVIDIA's Vulkan driver gave divisor-signed results for
+    // `%` on negative i32 (seen on an H200), while signed `/` truncates everywhere
+    let r = a - (a / b) * b;
     if (r != 0 && ((r < 0) != (b < 0))) { return r + b; }
     return r;
 }

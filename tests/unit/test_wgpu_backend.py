@@ -96,8 +96,9 @@ def test_float_binary(op, ref):
     with np.errstate(all="ignore"):
         want = ref(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
     got = down(getattr(B, f"float_{op}")(up(a), up(b)))
-    # GPUs may flush f32 subnormals to zero (2.5 ** -100 is one)
-    close(got, want.astype(np.float64), rtol=3e-6, atol=1.2e-38)
+    # GPUs may flush f32 subnormals to zero (2.5 ** -100 is one); pow is exp2(b * log2(a))
+    # in hardware, whose error grows with the exponent (1e-5 relative on an H200)
+    close(got, want.astype(np.float64), rtol=2e-5 if op == "pow" else 3e-6, atol=1.2e-38)
 
 
 @pytest.mark.parametrize("op,ref", [("eq", np.equal), ("lt", np.less), ("le", np.less_equal),
@@ -122,8 +123,10 @@ UNARY = {
 def test_float_unary(op):
     x = np.concatenate([SPECIAL, np.linspace(-6, 6, 61, dtype=np.float32),
                         np.array([0.5, 1.5, 2.5, -0.5, -1.5, 1e-5, -1e-5, 20.0], np.float32)])
-    if op in ("sin", "cos"):  # WGSL's sin/cos are accurate near the principal range
-        x = x[~(np.abs(x) > 100)]
+    if op in ("sin", "cos"):
+        # WGSL only bounds sin/cos error near the principal range; NVIDIA's driver is off by
+        # 7e-6 at x = 100 (seen on an H200), lavapipe is exact there
+        x = x[~(np.abs(x) > 10)]
     with np.errstate(all="ignore"):
         want = UNARY[op](x.astype(np.float64)).astype(np.float32).astype(np.float64)
     got = down(getattr(B, f"float_{op}")(up(x)))
