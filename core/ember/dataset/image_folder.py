@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from array import array
 from pathlib import Path
 
 from ..errors import DatasetError
@@ -64,7 +66,13 @@ def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None, mod
     except (OSError, UnidentifiedImageError, ValueError) as e:
         raise DatasetError(f"can't read image {path}: {e}") from e
     channels = len(img.getbands())
-    # bytes are interleaved HWC; reorder to CHW
-    values = [raw[(y * width + x) * channels + c] / 255.0
-              for c in range(channels) for y in range(height) for x in range(width)]
-    return TensorData.from_values(values, (channels, height, width), dt.float32)
+    # bytes are interleaved HWC: every channel-th byte from c on is plane c (CHW order)
+    planes = b"".join(raw[c::channels] for c in range(channels))
+    scaled = array("f", (v * (1.0 / 255.0) for v in planes))
+    return TensorData(scaled.tobytes() if sys.byteorder == "little" else _swapped(scaled),
+                      (channels, height, width), dt.float32)
+
+
+def _swapped(values: array) -> bytes:
+    values.byteswap()
+    return values.tobytes()

@@ -61,9 +61,14 @@ class Batcher:
             raw = b"".join(items)
             return tensor(TensorData(raw, (len(items), len(first)), dt.uint8), backend=self.backend)
         if isinstance(first, TensorData):
-            shape = (len(items), *first.shape)
-            flat = [v for it in items for v in it.values()]
-            return tensor(TensorData.from_values(flat, shape, first.dtype), backend=self.backend)
+            if any(it.shape != first.shape or it.dtype != first.dtype for it in items):
+                raise ValueError(
+                    f"Batcher: items differ in shape/dtype ({first.shape} {first.dtype} vs "
+                    f"others); resize or pad them to one shape"
+                )
+            raw = b"".join(it.buffer for it in items)  # bytes are already in the final layout
+            return tensor(TensorData(raw, (len(items), *first.shape), first.dtype),
+                          backend=self.backend)
         if isinstance(first, (int, float, bool)):
             kind = float if any(isinstance(v, float) for v in items) else type(first)
             d = self.float_dtype if kind is float else (dt.bool_ if kind is bool else dt.int64)

@@ -11,6 +11,9 @@ Parameter groups take their own hyper-parameters::
     ember.optim.SGD([{"params": body.parameters()}, {"params": head.parameters(), "lr": 0.1}],
                     lr=0.01, momentum=0.9)
 
+Read gradients *before* ``opt.step(grads)``: the step replaces each parameter with a fresh
+tracked leaf (Burn's model), so ``p.grad(grads)`` afterwards finds nothing and returns None.
+
 A subclass implements :meth:`update` for one parameter; the math runs on the parameter's
 inner (non-autodiff) backend, so the update itself is never recorded.
 """
