@@ -25,7 +25,6 @@ core, micropip, ember's wheel, backend choice), files from a local server, no HT
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
@@ -36,19 +35,14 @@ import warnings
 from datetime import date
 from pathlib import Path
 
+from ember.demos.serve import load_source
+
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "web"
 ORT_DIST = WEB / "node_modules" / "onnxruntime-web" / "dist"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-harness = _load("ember_web_harness", ROOT / "tests" / "web" / "harness.py")
+harness = load_source("ember_web_harness", ROOT / "tests" / "web" / "harness.py")
 
 
 # ---------------------------------------------------------------- model files

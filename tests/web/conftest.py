@@ -143,25 +143,25 @@ def server(staging):
     srv.close()
 
 
-@pytest.fixture(scope="session")
-def browser(playwright_instance):
+def _chromium(playwright_instance, webgpu: bool):
+    """A launched Chromium, closed after the session (skips when it cannot start)."""
     try:
-        b = launch_chromium(playwright_instance, webgpu=True)
+        b = launch_chromium(playwright_instance, webgpu=webgpu)
     except Unavailable as e:
         pytest.skip(str(e))
     yield b
     b.close()
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_instance):
+    yield from _chromium(playwright_instance, webgpu=True)
 
 
 @pytest.fixture(scope="session")
 def browser_without_webgpu(playwright_instance):
     """A second Chromium with WebGPU disabled (``--disable-webgpu``): the CPU fallback."""
-    try:
-        b = launch_chromium(playwright_instance, webgpu=False)
-    except Unavailable as e:
-        pytest.skip(str(e))
-    yield b
-    b.close()
+    yield from _chromium(playwright_instance, webgpu=False)
 
 
 @pytest.fixture(scope="session")

@@ -7,12 +7,13 @@ Python; never ``playwright install``) runs with WebGPU on SwiftShader.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from ember.demos.serve import load_source
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "web" / "dist"
@@ -33,20 +34,13 @@ class Unavailable(Exception):
     """Chromium, Playwright or the web distribution is missing (the tests skip, saying so)."""
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-Server = _load("ember_devserver", ROOT / "web" / "devserver.py").Server
+Server = load_source("ember_devserver", ROOT / "web" / "devserver.py").Server
 
 
 def ensure_dist(rebuild: bool | None = None) -> Path:
     """``web/dist`` built from this checkout (rebuilt when ``EMBER_WEB_REBUILD=1`` or missing,
     or when a source under core/, shaders/ or web/ is newer than the wheel)."""
-    build_dist = _load("ember_build_dist", ROOT / "web" / "build_dist.py")
+    build_dist = load_source("ember_build_dist", ROOT / "web" / "build_dist.py")
     if rebuild is None:
         rebuild = os.environ.get("EMBER_WEB_REBUILD") == "1" or build_dist.is_stale(DIST)
     if rebuild:

@@ -15,7 +15,6 @@ In the page, :func:`load_web_model` rebuilds the folded network without numpy an
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import struct
@@ -176,31 +175,11 @@ def serve_classifier(host: str = "127.0.0.1", port: int = 8000, block: bool = Tr
     Blocks until Ctrl-C when ``block``; otherwise returns the running server (``.url``,
     ``.page_url``, ``.close()``). A taken port falls back to a free one; ``port=0`` picks one.
     """
-    from .serve import WEB, _load, ensure_web_dist
+    from .serve import serve_mounts
 
     if not (PAGE / "index.html").is_file():
         raise RuntimeError(f"serve_classifier: the page lives in the repository checkout "
                            f"({PAGE} is missing): run ember from a checkout (pip install -e .)")
     model_dir = export_web_model(Path(model_dir).resolve())
-    dist = ensure_web_dist()
-    server_cls = _load("ember_devserver", WEB / "devserver.py").Server
-    mounts = {"/classify/model/": model_dir, "/classify/": PAGE}
-    try:
-        server = server_cls(dist, mounts, port=port, host=host)
-    except OSError as e:
-        if e.errno != errno.EADDRINUSE:
-            raise
-        server = server_cls(dist, mounts, port=0, host=host)
-        print(f"port {port} is in use; using {server.url}", flush=True)
-    server.page_url = server.url + "classify/"
-    print(f"image classifier: {server.page_url}   (model: {model_dir}; Ctrl-C stops)",
-          flush=True)
-    if not block:
-        return server
-    try:
-        server.thread.join()
-    except KeyboardInterrupt:
-        print("stopped", flush=True)
-    finally:
-        server.close()
-    return None
+    return serve_mounts({"/classify/model/": model_dir, "/classify/": PAGE}, "classify/",
+                        "image classifier", model_dir, host=host, port=port, block=block)

@@ -26,7 +26,9 @@ WEB = ROOT / "web"
 PAGE = ROOT / "demos" / "mnist" / "web"
 
 
-def _load(name: str, path: Path):
+def load_source(name: str, path: Path):
+    """The Python file at ``path`` imported as a module called ``name`` (web/ and tests/web/
+    hold scripts, not packages)."""
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -41,7 +43,7 @@ def ensure_web_dist(log=print) -> Path:
             f"serve: the web runtime and the demo page live in the repository checkout "
             f"(web/, demos/mnist/web/), not found next to {Path(__file__).resolve()}; "
             f"run ember from a checkout (pip install -e .)")
-    build_dist = _load("ember_build_dist", WEB / "build_dist.py")
+    build_dist = load_source("ember_build_dist", WEB / "build_dist.py")
     dist = WEB / "dist"
     if not build_dist.is_stale(dist):
         return dist
@@ -72,9 +74,20 @@ def serve_mnist(run_dir: str | os.PathLike = "runs/mnist", host: str = "127.0.0.
         raise FileNotFoundError(
             f"serve_mnist: {', '.join(missing)} missing in {run_dir}: train the model first "
             f"with `ember demo mnist --run-dir {run_dir}`")
+    return serve_mounts({"/mnist/model/": run_dir, "/mnist/": PAGE}, "mnist/",
+                        "MNIST drawing demo", run_dir, host=host, port=port, block=block)
+
+
+def serve_mounts(mounts: dict[str, Path], page: str, title: str, model: Path, *,
+                 host: str = "127.0.0.1", port: int = 8000, block: bool = True):
+    """Serve ``web/dist`` (rebuilt when stale) with ``mounts`` (URL prefix -> folder) and print
+    the page URL (server URL + ``page``) after ``title``, naming the ``model`` folder.
+
+    Blocks until Ctrl-C when ``block`` (then returns None); otherwise returns the running
+    server (``.url``, ``.page_url``, ``.close()``). A taken ``port`` falls back to a free one.
+    """
     dist = ensure_web_dist()
-    server_cls = _load("ember_devserver", WEB / "devserver.py").Server
-    mounts = {"/mnist/model/": run_dir, "/mnist/": PAGE}
+    server_cls = load_source("ember_devserver", WEB / "devserver.py").Server
     try:
         server = server_cls(dist, mounts, port=port, host=host)
     except OSError as e:
@@ -82,8 +95,8 @@ def serve_mnist(run_dir: str | os.PathLike = "runs/mnist", host: str = "127.0.0.
             raise
         server = server_cls(dist, mounts, port=0, host=host)
         print(f"port {port} is in use; using {server.url}", flush=True)
-    server.page_url = server.url + "mnist/"
-    print(f"MNIST drawing demo: {server.page_url}   (model: {run_dir}; Ctrl-C stops)", flush=True)
+    server.page_url = server.url + page
+    print(f"{title}: {server.page_url}   (model: {model}; Ctrl-C stops)", flush=True)
     if not block:
         return server
     try:
