@@ -23,10 +23,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import tempfile
-import time
 
 
 def _early_threads() -> str:
@@ -45,35 +43,8 @@ if __name__ == "__main__":
 
 import ember
 import numpy as np
+from _common import blas_threads, median_times
 from ember.demos import efficientnet
-
-
-def blas_threads() -> int:
-    try:
-        from threadpoolctl import threadpool_info
-
-        counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
-        if counts:
-            return max(counts)
-    except ImportError:
-        pass
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return os.cpu_count() or 1
-
-
-def median_times(fns, repeat: int) -> list[float]:
-    """Medians of each function, timed in alternation so both see the same machine load."""
-    for fn in fns:
-        fn()  # warm-up
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
-        for fn, out in zip(fns, times):
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
 
 
 def export_onnx(path: str) -> None:
@@ -161,7 +132,7 @@ def main() -> None:
         return
     import onnxruntime as ort
 
-    threads = blas_threads()
+    threads = blas_threads()[0]
     model = efficientnet.pretrained(backend="numpy")
     folded = efficientnet.pretrained(backend="numpy", fold=True)
     with tempfile.TemporaryDirectory() as tmp:

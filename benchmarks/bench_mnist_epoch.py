@@ -33,50 +33,13 @@ import time
 
 import ember
 import numpy as np
+from _common import blas_threads, torch_twin
 from ember import nn
 from ember.dataset import DataLoader, MnistDataset
 from ember.demos.mnist_model import MEAN, STD, mnist_cnn, preprocess
 from ember.optim import Adam
 
 BATCH, LR = 64, 2e-3
-
-
-def numpy_threads() -> tuple[int, str]:
-    try:
-        from threadpoolctl import threadpool_info
-
-        blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-        if blas:
-            return max(i["num_threads"] for i in blas), f"threadpoolctl: {blas[0]['internal_api']}"
-    except ImportError:
-        pass
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var]), var
-    return os.cpu_count() or 1, "cpu count"
-
-
-def torch_twin(torch, model):
-    """``mnist_cnn`` in torch.nn with the ember model's weights copied in."""
-    T = torch.nn
-    layers = []
-    for layer in model:
-        kind = type(layer).__name__
-        if kind == "Conv2d":
-            out_c, in_c, k, _ = layer.weight.shape
-            layers.append(T.Conv2d(in_c, out_c, k, padding=1))
-        elif kind == "Linear":
-            layers.append(T.Linear(layer.in_features, layer.out_features))
-        else:
-            layers.append({"ReLU": T.ReLU, "Flatten": T.Flatten}.get(kind, lambda: T.MaxPool2d(2))())
-    twin = T.Sequential(*layers)
-    ours = list(model.state_dict().values())
-    theirs = list(twin.parameters())
-    assert len(ours) == len(theirs), (len(ours), len(theirs))
-    with torch.no_grad():
-        for v, p in zip(ours, theirs):
-            p.copy_(torch.from_numpy(np.ascontiguousarray(v.numpy())))
-    return twin
 
 
 def epoch_order(n: int, epoch: int) -> list[np.ndarray]:
@@ -102,7 +65,7 @@ def main() -> None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(args.threads, user_api="blas")
-    threads, how = numpy_threads()
+    threads, how = blas_threads()
     torch.set_num_threads(threads)
     ember.seed(0)
 

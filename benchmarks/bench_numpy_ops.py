@@ -10,24 +10,13 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import time
-
-import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 import ember
 import ember.nn.functional as F
-
-
-def median_time(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+import numpy as np
+from _common import median_time
+from numpy.lib.stride_tricks import sliding_window_view
 
 
 def numpy_conv2d(x: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -11,45 +11,14 @@ PyTorch gets as many threads as numpy's BLAS uses (``threadpoolctl`` when instal
 from __future__ import annotations
 
 import argparse
-import os
 import platform
-import statistics
-import time
 
 import ember
 import numpy as np
+from _common import blas_threads, median_times, torch_twin
 from ember import nn, optim
 
 AD = "autodiff-numpy"
-
-
-def numpy_threads() -> int:
-    try:
-        from threadpoolctl import threadpool_info
-
-        counts = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
-        if counts:
-            return max(counts)
-    except ImportError:
-        pass
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return os.cpu_count() or 1
-
-
-def median_times(fns, repeat: int) -> list[float]:
-    """Medians of each function, timed in alternation so both see the same machine load."""
-    for fn in fns:
-        for _ in range(3):
-            fn()  # warm-up (allocator, caches)
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeat):
-        for fn, out in zip(fns, times):
-            t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
 
 
 # ---------------------------------------------------------------------------- models
@@ -74,32 +43,6 @@ def ember_cnn():
         nn.Flatten(),
         nn.Linear(32 * 7 * 7, 10, backend=AD),
     )
-
-
-def torch_twin(torch, model):
-    """The same architecture in torch.nn, with the ember model's weights copied in."""
-    T = torch.nn
-    layers = []
-    for layer in model:
-        name = type(layer).__name__
-        if name == "Linear":
-            layers.append(T.Linear(layer.in_features, layer.out_features))
-        elif name == "Conv2d":
-            w = layer.weight
-            layers.append(T.Conv2d(w.shape[1], w.shape[0], w.shape[2], padding=1))
-        elif name == "ReLU":
-            layers.append(T.ReLU())
-        elif name == "MaxPool2d":
-            layers.append(T.MaxPool2d(2))
-        elif name == "Flatten":
-            layers.append(T.Flatten())
-        else:
-            raise ValueError(name)
-    twin = T.Sequential(*layers)
-    with torch.no_grad():
-        for (k, v), p in zip(model.state_dict().items(), twin.parameters()):
-            p.copy_(torch.from_numpy(v.numpy()))
-    return twin
 
 
 def make_opt(kind, params, torch=None):
@@ -149,7 +92,7 @@ def main() -> None:
 
     import torch
 
-    threads = numpy_threads()
+    threads = blas_threads()[0]
     torch.set_num_threads(threads)
     ember.seed(0)
     rng = np.random.default_rng(0)
@@ -173,9 +116,9 @@ def main() -> None:
             continue
         ember_step, torch_step = steps(torch, label, build(), x_np, y_np, args.optimizer)
         if args.ember_only:
-            te, tt = median_times([ember_step], args.repeat)[0], float("nan")
+            te, tt = median_times([ember_step], args.repeat, warmup=3)[0], float("nan")
         else:
-            te, tt = median_times([ember_step, torch_step], args.repeat)
+            te, tt = median_times([ember_step, torch_step], args.repeat, warmup=3)
         rows.append((label, te, tt))
 
     print(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import time
 import traceback
@@ -29,21 +28,34 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember
+from _common import median_time
 from ember.data import TensorData
 
+BUDGET_S = 20.0  # per timed case: fewer repeats when one call is slow
 
-def median_time(fn, repeat: int, budget_s: float = 20.0) -> float:
-    """Median of ``repeat`` timed calls after one warm-up (fewer when one call is slow)."""
-    t0 = time.perf_counter()
-    fn()  # warm up: compiles pipelines, fills the allocator's pool
-    first = time.perf_counter() - t0
-    repeat = max(1, min(repeat, int(budget_s / max(first, 1e-6))))
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+
+def mnist_train_step(backend, batch: int):
+    """One Adam step of the MNIST demo CNN on ``Autodiff(backend)`` with a random batch, as a
+    function returning the loss."""
+    from ember.autodiff import Autodiff
+    from ember.demos.mnist_model import mnist_cnn
+    from ember.nn.loss import cross_entropy
+    from ember.optim import Adam
+
+    ad = Autodiff(backend)
+    with ember.use_backend(ad):
+        model = mnist_cnn()
+    opt = Adam(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal((batch, 1, 28, 28), dtype=np.float32), backend=ad)
+    y = ember.tensor(rng.integers(0, 10, batch), backend=ad)
+
+    def step():
+        loss = cross_entropy(model(x), y)
+        opt.step(loss.backward())
+        return loss.item()
+
+    return step
 
 
 # ---------------------------------------------------------------------- libraries
@@ -78,28 +90,23 @@ class Ember:
         return self.b.conv(x, w, None, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
 
     def train_step(self, batch: int):
-        from ember.autodiff import Autodiff
-        from ember.demos.mnist_model import mnist_cnn
-        from ember.nn.loss import cross_entropy
-        from ember.optim import Adam
-
-        ad = Autodiff(self.b)
-        with ember.use_backend(ad):
-            model = mnist_cnn()
-        opt = Adam(model.parameters(), lr=1e-3)
-        rng = np.random.default_rng(0)
-        x = ember.tensor(rng.standard_normal((batch, 1, 28, 28), dtype=np.float32), backend=ad)
-        y = ember.tensor(rng.integers(0, 10, batch), backend=ad)
-
-        def step():
-            loss = cross_entropy(model(x), y)
-            opt.step(loss.backward())
-            return loss.item()
-
-        return step
+        return mnist_train_step(self.b, batch)
 
 
-class Torch:
+class _Operators:
+    """matmul/add/mul through Python's operators (torch tensors, numpy arrays)."""
+
+    def matmul(self, a, b):
+        return a @ b
+
+    def add(self, a, b):
+        return a + b
+
+    def mul(self, a, b):
+        return a * b
+
+
+class Torch(_Operators):
     name = "torch cuda"
 
     def __init__(self):
@@ -119,15 +126,6 @@ class Torch:
 
     def free(self):
         self.t.cuda.empty_cache()
-
-    def matmul(self, a, b):
-        return a @ b
-
-    def add(self, a, b):
-        return a + b
-
-    def mul(self, a, b):
-        return a * b
 
     def conv(self, x, w):
         return self.t.nn.functional.conv2d(x, w, padding=1)
@@ -154,7 +152,7 @@ class Torch:
         return step
 
 
-class Numpy:
+class Numpy(_Operators):
     name = "numpy"
     device = platform.processor() or "cpu"
 
@@ -167,40 +165,13 @@ class Numpy:
     def free(self):
         pass
 
-    def matmul(self, a, b):
-        return a @ b
-
-    def add(self, a, b):
-        return a + b
-
-    def mul(self, a, b):
-        return a * b
-
     def conv(self, x, w):
         xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
         win = np.lib.stride_tricks.sliding_window_view(xp, w.shape[2:], axis=(2, 3))
         return np.einsum("nchwij,ocij->nohw", win, w, optimize=True)
 
     def train_step(self, batch: int):
-        from ember.autodiff import Autodiff
-        from ember.demos.mnist_model import mnist_cnn
-        from ember.nn.loss import cross_entropy
-        from ember.optim import Adam
-
-        ad = Autodiff(ember.get_backend("numpy"))
-        with ember.use_backend(ad):
-            model = mnist_cnn()
-        opt = Adam(model.parameters(), lr=1e-3)
-        rng = np.random.default_rng(0)
-        x = ember.tensor(rng.standard_normal((batch, 1, 28, 28), dtype=np.float32), backend=ad)
-        y = ember.tensor(rng.integers(0, 10, batch), backend=ad)
-
-        def step():
-            loss = cross_entropy(model(x), y)
-            opt.step(loss.backward())
-            return loss.item()
-
-        return step
+        return mnist_train_step(ember.get_backend("numpy"), batch)
 
 
 def peer():
@@ -224,7 +195,7 @@ def sections(small: bool):
         def matmul(lib, repeat, n=n):
             a = lib.up(rng.standard_normal((n, n), dtype=np.float32))
             b = lib.up(rng.standard_normal((n, n), dtype=np.float32))
-            t = median_time(lambda: lib.wait(lib.matmul(a, b)), repeat)
+            t = median_time(lambda: lib.wait(lib.matmul(a, b)), repeat, BUDGET_S)
             return 2 * n**3 / t / 1e9
 
         out.append((f"matmul {n}×{n} f32", "GFLOP/s", True, matmul))
@@ -235,7 +206,7 @@ def sections(small: bool):
             a = lib.up(rng.standard_normal(size, dtype=np.float32))
             b = lib.up(rng.standard_normal(size, dtype=np.float32))
             fn = getattr(lib, op)
-            t = median_time(lambda: lib.wait(fn(a, b)), repeat)
+            t = median_time(lambda: lib.wait(fn(a, b)), repeat, BUDGET_S)
             return 3 * 4 * size / t / 1e9  # two reads, one write
 
         out.append((f"{op} {size >> 20}M f32", "GB/s", True, elementwise))
@@ -251,7 +222,7 @@ def sections(small: bool):
                 x = lib.add(x, x0)
             lib.wait(x)
 
-        return median_time(run, max(1, repeat // 2)) / steps * 1e6
+        return median_time(run, max(1, repeat // 2), BUDGET_S) / steps * 1e6
 
     out.append((f"{steps}-op elementwise chain (1K floats)", "µs/op", False, chain))
 
@@ -260,7 +231,7 @@ def sections(small: bool):
     def conv(lib, repeat):
         x = lib.up(rng.standard_normal((n, c, hw, hw), dtype=np.float32))
         w = lib.up(rng.standard_normal((c, c, 3, 3), dtype=np.float32))
-        t = median_time(lambda: lib.wait(lib.conv(x, w)), repeat)
+        t = median_time(lambda: lib.wait(lib.conv(x, w)), repeat, BUDGET_S)
         return 2 * n * c * c * 9 * hw * hw / t / 1e9
 
     out.append((f"conv2d N={n} {c}→{c}ch {hw}×{hw} 3×3", "GFLOP/s", True, conv))
@@ -270,7 +241,7 @@ def sections(small: bool):
     def train(lib, repeat):
         step = lib.train_step(batch)
         step()
-        return median_time(step, repeat) * 1e3
+        return median_time(step, repeat, BUDGET_S) * 1e3
 
     out.append((f"MNIST CNN train step (batch {batch}, Adam)", "ms", False, train))
     return out

@@ -234,3 +234,167 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         out[o + j] = y;
     }
 }
+
+//! conv_direct
+// A grouped convolution with few input channels per group (depthwise: cg = 1), computed
+// directly: each output element (n, co, *pos) loops over its group's cg channels and the kernel
+// taps; out-of-bounds taps are the zero padding. The weight is contiguous (C_out, cg, *kernel);
+// the output contiguous (N, C_out, *out).
+// meta: [total, C_out, P, taps, cog, cg, nd, x_off, sN, sC, has_bias,
+//        per spatial dim d: in_size, out_size, kernel, stride, dilation, pad_before, x_stride]
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read> weight: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg, WG);
+    if (i >= prm[0]) { return; }
+    let cout = prm[1];
+    let pp = prm[2];
+    let taps = prm[3];
+    let cg = prm[5];
+    let nd = prm[6];
+    let p = i % pp;
+    let co = (i / pp) % cout;
+    let n = i / (pp * cout);
+    let c0 = (co / prm[4]) * cg;
+    let base = si(7) + i32(n) * si(8);
+    var acc = 0.0;
+    for (var t = 0u; t < taps; t = t + 1u) {
+        var tap = t;
+        var pos = p;
+        var off = base;
+        var inside = true;
+        for (var d = i32(nd) - 1; d >= 0; d = d - 1) {
+            let b = 11u + u32(d) * 7u;
+            let k = tap % prm[b + 2u];
+            tap = tap / prm[b + 2u];
+            let o = pos % prm[b + 1u];
+            pos = pos / prm[b + 1u];
+            let coord = i32(o * prm[b + 3u] + k * prm[b + 4u]) - si(b + 5u);
+            inside = inside && coord >= 0 && coord < si(b);
+            off = off + coord * si(b + 6u);
+        }
+        if (inside) {
+            for (var j = 0u; j < cg; j = j + 1u) {
+                let v = src[u32(off + i32(c0 + j) * si(9))];
+                acc = acc + v * weight[(co * cg + j) * taps + t];
+            }
+        }
+    }
+    if (prm[10] == 1u) { acc = acc + bias[co]; }
+    out[i] = acc;
+}
+
+//! conv_transpose_direct
+// A grouped transposed convolution with few input channels per group (the adjoint of a
+// depthwise conv: cig = channel multiplier, cog = 1), computed directly: each output element
+// (n, co, *pos) sums x[n, ci, q] * w[ci, co % cog, k] over its group's channels ci and the taps
+// k whose input position q = (pos + pad - k·dil) / stride is exact and inside the input.
+// The weight is contiguous (C_in, cog, *kernel); the output contiguous (N, C_out, *out).
+// meta: [total, C_out, P_out, taps, cog, cig, nd, x_off, sN, sC, has_bias,
+//        per spatial dim d: in_size, out_size, kernel, stride, dilation, pad, x_stride]
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read> weight: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg, WG);
+    if (i >= prm[0]) { return; }
+    let cout = prm[1];
+    let pp = prm[2];
+    let taps = prm[3];
+    let cog = prm[4];
+    let cig = prm[5];
+    let nd = prm[6];
+    let p = i % pp;
+    let co = (i / pp) % cout;
+    let n = i / (pp * cout);
+    let ci0 = (co / cog) * cig;
+    let col = co % cog;
+    let base = si(7) + i32(n) * si(8);
+    var acc = 0.0;
+    for (var t = 0u; t < taps; t = t + 1u) {
+        var tap = t;
+        var pos = p;
+        var off = base;
+        var ok = true;
+        for (var d = i32(nd) - 1; d >= 0; d = d - 1) {
+            let b = 11u + u32(d) * 7u;
+            let k = tap % prm[b + 2u];
+            tap = tap / prm[b + 2u];
+            let o = pos % prm[b + 1u];
+            pos = pos / prm[b + 1u];
+            let num = i32(o) + si(b + 5u) - i32(k * prm[b + 4u]);
+            let st = si(b + 3u);
+            let j = num / st;
+            ok = ok && num >= 0 && j * st == num && j < si(b);
+            off = off + j * si(b + 6u);
+        }
+        if (ok) {
+            for (var c = 0u; c < cig; c = c + 1u) {
+                let ci = ci0 + c;
+                acc = acc + src[u32(off + i32(ci) * si(9))] * weight[(ci * cog + col) * taps + t];
+            }
+        }
+    }
+    if (prm[10] == 1u) { acc = acc + bias[co]; }
+    out[i] = acc;
+}
+
+//! conv_weight_grad_direct
+// The weight gradient of a grouped convolution with few input channels per group, one lane per
+// weight element (co, j, *k): the sum over samples and output positions of
+// grad[n, co, pos] * x[n, g·cg + j, pos·stride + k·dil - pad] (zero outside the input).
+// grad is contiguous (N, C_out, *out); the result contiguous (C_out, cg, *kernel).
+// meta: [total, N, C_out, P, taps, cog, cg, nd, x_off, sN, sC,
+//        per spatial dim d: in_size, out_size, kernel, stride, dilation, pad_before, x_stride]
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read> grad: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = linear_id(gid, nwg, WG);
+    if (i >= prm[0]) { return; }
+    let nn = prm[1];
+    let cout = prm[2];
+    let pp = prm[3];
+    let taps = prm[4];
+    let cg = prm[6];
+    let nd = prm[7];
+    let t = i % taps;
+    let j = (i / taps) % cg;
+    let co = i / (taps * cg);
+    let c = (co / prm[5]) * cg + j;
+    var acc = 0.0;
+    for (var p = 0u; p < pp; p = p + 1u) {
+        var tap = t;
+        var pos = p;
+        var off = si(8) + i32(c) * si(10);
+        var inside = true;
+        for (var d = i32(nd) - 1; d >= 0; d = d - 1) {
+            let b = 11u + u32(d) * 7u;
+            let k = tap % prm[b + 2u];
+            tap = tap / prm[b + 2u];
+            let o = pos % prm[b + 1u];
+            pos = pos / prm[b + 1u];
+            let coord = i32(o * prm[b + 3u] + k * prm[b + 4u]) - si(b + 5u);
+            inside = inside && coord >= 0 && coord < si(b);
+            off = off + coord * si(b + 6u);
+        }
+        if (inside) {
+            for (var n = 0u; n < nn; n = n + 1u) {
+                acc = acc + grad[(n * cout + co) * pp + p] * src[u32(off + i32(n) * si(9))];
+            }
+        }
+    }
+    out[i] = acc;
+}

@@ -97,8 +97,22 @@ def _cols(lo_pad, k, size, stride, n_out):
     return lo, hi
 
 
+def _taps(g, oy):
+    # the kernel taps (ky, kx) of output row oy that read inside the input: output columns
+    # lo..hi take the flat (C, H*W) input columns start:stop:sw
+    _, h, wd, _, _, ow, kh, kw, sh, sw, ph, pw, _ = g
+    for ky in range(kh):
+        iy = oy * sh - ph + ky
+        if iy < 0 or iy >= h:
+            continue
+        for kx in range(kw):
+            lo, hi = _cols(pw, kx, wd, sw, ow)
+            if lo <= hi:
+                yield ky, kx, lo, hi, iy * wd + lo * sw - pw + kx, iy * wd + hi * sw - pw + kx + 1
+
+
 def _conv(out, x2, w2, bias, mult, g, oc0, noc, act_code):
-    cin, h, wd, cout, oh, ow, kh, kw, sh, sw, ph, pw, groups = g
+    cin, _, _, cout, oh, ow, kh, kw, _, sw, _, _, groups = g
     cin_g = cin // groups
     cout_g = cout // groups
     kk = kh * kw
@@ -109,27 +123,18 @@ def _conv(out, x2, w2, bias, mult, g, oc0, noc, act_code):
     m = None if mult is None else _f(mult, noc, oc0).reshape((noc, 1))
     for oy in range(oh):
         acc = np.zeros((noc, ow), dtype=np.float)
-        for ky in range(kh):
-            iy = oy * sh - ph + ky
-            if iy < 0 or iy >= h:
+        for ky, kx, lo, hi, start, stop in _taps(g, oy):
+            wk = w2[:, ky * kw + kx::kk]  # (noc, cin_g)
+            if depthwise:
+                acc[:, lo:hi + 1] = acc[:, lo:hi + 1] + wk * x2[oc0:oc0 + noc, start:stop:sw]
                 continue
-            for kx in range(kw):
-                lo, hi = _cols(pw, kx, wd, sw, ow)
-                if lo > hi:
-                    continue
-                start = iy * wd + lo * sw - pw + kx
-                stop = iy * wd + hi * sw - pw + kx + 1
-                wk = w2[:, ky * kw + kx::kk]  # (noc, cin_g)
-                if depthwise:
-                    acc[:, lo:hi + 1] = acc[:, lo:hi + 1] + wk * x2[oc0:oc0 + noc, start:stop:sw]
-                    continue
-                r = 0
-                while r < noc:
-                    grp = (oc0 + r) // cout_g
-                    end = min(noc, (grp + 1) * cout_g - oc0)
-                    xs = x2[grp * cin_g:(grp + 1) * cin_g, start:stop:sw]
-                    acc[r:end, lo:hi + 1] = acc[r:end, lo:hi + 1] + np.dot(wk[r:end], xs)
-                    r = end
+            r = 0
+            while r < noc:
+                grp = (oc0 + r) // cout_g
+                end = min(noc, (grp + 1) * cout_g - oc0)
+                xs = x2[grp * cin_g:(grp + 1) * cin_g, start:stop:sw]
+                acc[r:end, lo:hi + 1] = acc[r:end, lo:hi + 1] + np.dot(wk[r:end], xs)
+                r = end
         if m is not None:
             acc = acc * m
         if b is not None:
@@ -153,7 +158,7 @@ def conv_q(out, xq, wq, bias, mult, g, oc0, noc, act_code):
 
 
 def pool(out, x, g, kind):
-    c, h, wd, _, oh, ow, kh, kw, sh, sw, ph, pw, _ = g
+    c, h, wd, _, oh, ow, kh, kw, _, sw, _, _, _ = g
     x2 = _f(x, c * h * wd).reshape((c, h * wd))
     out2 = _f(out, c * oh * ow).reshape((c, oh * ow))
     for oy in range(oh):
@@ -162,21 +167,13 @@ def pool(out, x, g, kind):
         else:
             row = np.zeros((c, ow), dtype=np.float)
         cnt = np.zeros(ow, dtype=np.float)
-        for ky in range(kh):
-            iy = oy * sh - ph + ky
-            if iy < 0 or iy >= h:
-                continue
-            for kx in range(kw):
-                lo, hi = _cols(pw, kx, wd, sw, ow)
-                if lo > hi:
-                    continue
-                start = iy * wd + lo * sw - pw + kx
-                xs = x2[:, start:iy * wd + hi * sw - pw + kx + 1:sw]
-                if kind == 0:
-                    row[:, lo:hi + 1] = np.maximum(row[:, lo:hi + 1], xs)
-                else:
-                    row[:, lo:hi + 1] = row[:, lo:hi + 1] + xs
-                    cnt[lo:hi + 1] = cnt[lo:hi + 1] + 1.0
+        for _, _, lo, hi, start, stop in _taps(g, oy):
+            xs = x2[:, start:stop:sw]
+            if kind == 0:
+                row[:, lo:hi + 1] = np.maximum(row[:, lo:hi + 1], xs)
+            else:
+                row[:, lo:hi + 1] = row[:, lo:hi + 1] + xs
+                cnt[lo:hi + 1] = cnt[lo:hi + 1] + 1.0
         if kind == 1:
             row = row / (kh * kw)
         elif kind == 2:

@@ -148,6 +148,12 @@ def write_known(results: dict, py_results: dict, path: str) -> None:
         for name in sorted(k for k, v in res.items() if v):
             lines.append(f"        {name!r}: {reason(name, res[name])!r},")
         lines.append("    },")
+    from known_failures import KNOWN_FAILURES  # the wgpu list is kept as reviewed by hand
+
+    lines.append('    "wgpu": {')
+    for name, why in sorted(KNOWN_FAILURES.get("wgpu", {}).items()):
+        lines.append(f"        {name!r}: {why!r},")
+    lines.append("    },")
     lines.append("}")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

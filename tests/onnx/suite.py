@@ -22,11 +22,6 @@ def cases() -> dict:
         return {c.name: c for c in collect_testcases(None)}
 
 
-def ops_of(case) -> list[str]:
-    """The operator a case tests (its name minus test_/variant), with all ops in its graph."""
-    return sorted({n.op_type for n in case.model.graph.node})
-
-
 def tested_op(case) -> str:
     """The op under test: the graph's op when it has one; the last node otherwise."""
     nodes = case.model.graph.node

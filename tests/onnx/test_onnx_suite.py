@@ -1,7 +1,7 @@
 """The official ONNX backend node test cases, run through ember.onnx.load.
 
 Every case runs on the numpy backend; a spread-out sample of the passing ones runs on the
-pure-Python backend. Known failures carry a reason (known_failures.py); a listed case that
+pure-Python backend and, where wgpu-py finds an adapter (lavapipe in CI), on the wgpu backend. Known failures carry a reason (known_failures.py); a listed case that
 passes fails the run. ``python tests/onnx/coverage.py`` writes the per-operator table.
 """
 
@@ -17,6 +17,16 @@ from known_failures import KNOWN_FAILURES
 
 ALL = sorted(suite.cases())
 PY_SUBSET = suite.python_subset()
+
+
+def _wgpu_available() -> bool:
+    try:
+        import ember
+
+        ember.get_backend("wgpu")
+    except Exception:  # noqa: BLE001 - no wgpu-py or no adapter: the wgpu subset skips
+        return False
+    return True
 
 
 def _run(name: str, backend: str) -> None:
@@ -39,6 +49,13 @@ def test_node_numpy(name):
 @pytest.mark.parametrize("name", PY_SUBSET)
 def test_node_python(name):
     _run(name, "python")
+
+
+@pytest.mark.parametrize("name", PY_SUBSET)
+def test_node_wgpu(name):
+    if not _wgpu_available():
+        pytest.skip("wgpu backend unavailable (pip install 'ember[gpu]' and a Vulkan driver)")
+    _run(name, "wgpu")
 
 
 def test_suite_is_large():

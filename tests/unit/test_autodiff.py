@@ -11,24 +11,16 @@ import weakref
 import ember
 import numpy as np
 import pytest
+from _python_ready import python_ready
 from ember import dtype as dt
 from ember.autodiff import Autodiff, Gradients, checkpoint, graph_stats, no_grad
 from ember.tensor import Tensor
-
-
-def _python_ready() -> bool:
-    try:
-        from ember.backends.python import PythonBackend
-    except ImportError:
-        return False
-    return not PythonBackend.missing_ops()
-
 
 BACKENDS = [
     "autodiff-numpy",
     pytest.param(
         "autodiff-python",
-        marks=pytest.mark.skipif(not _python_ready(), reason="python backend incomplete"),
+        marks=pytest.mark.skipif(not python_ready(), reason="python backend incomplete"),
     ),
 ]
 

@@ -71,6 +71,18 @@ def close(t, expected, tol=1e-10):
 
 
 # ---------------------------------------------------------------------- references
+def conv_pads(padding, kernel, dilation) -> list[tuple[int, int]]:
+    """The (low, high) padding per spatial dim that a conv's ``padding`` argument means
+    ('same', 'valid', an int or a tuple), for ``conv_ref``."""
+    if padding == "same":
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return [(t // 2, t - t // 2) for t in totals]
+    if padding == "valid":
+        return [(0, 0)] * len(kernel)
+    per_dim = (padding,) * len(kernel) if isinstance(padding, int) else padding
+    return [(p, p) for p in per_dim]
+
+
 def conv_ref(x, w, b, stride, pads, dil, groups):
     nd = x.ndim - 2
     xp = np.pad(x, [(0, 0), (0, 0)] + [tuple(p) for p in pads])
@@ -265,16 +277,7 @@ def test_conv2d(backend, stride, padding, dilation, groups, bias):
     k = (3, 2) if padding != "same" else (3, 4)
     w = rng.standard_normal((4, 4 // groups) + k)
     b = rng.standard_normal(4) if bias else None
-    s2 = (stride,) * 2 if isinstance(stride, int) else stride
-    d2 = (dilation,) * 2 if isinstance(dilation, int) else dilation
-    if padding == "same":
-        tot = [d * (kk - 1) for kk, d in zip(k, d2)]
-        pads = [(t // 2, t - t // 2) for t in tot]
-    elif padding == "valid":
-        pads = [(0, 0)] * 2
-    else:
-        p2 = (padding,) * 2 if isinstance(padding, int) else padding
-        pads = [(p, p) for p in p2]
+    s2, d2 = pair(stride), pair(dilation)
     y = F.conv2d(
         T(backend, x),
         T(backend, w),
@@ -284,7 +287,7 @@ def test_conv2d(backend, stride, padding, dilation, groups, bias):
         dilation,
         groups,
     )
-    expected = conv_ref(x, w, b, s2, pads, d2, groups)
+    expected = conv_ref(x, w, b, s2, conv_pads(padding, k, d2), d2, groups)
     close(y, expected)
     if padding == "same":
         assert y.shape[2:] == x.shape[2:]
@@ -313,12 +316,8 @@ def test_conv1d(backend, stride, padding, dilation, groups):
     x = rng.standard_normal((2, 6, 11))
     w = rng.standard_normal((3, 6 // groups, 4))
     b = rng.standard_normal(3)
-    if padding == "same":
-        t = dilation * 3
-        pads = [(t // 2, t - t // 2)]
-    else:
-        pads = [(padding, padding)]
     y = F.conv1d(T(backend, x), T(backend, w), T(backend, b), stride, padding, dilation, groups)
+    pads = conv_pads(padding, (4,), (dilation,))
     close(y, conv_ref(x, w, b, (stride,), pads, (dilation,), groups))
 
 
@@ -403,17 +402,17 @@ def test_conv2d_larger_float32(fast_backend):
 
 
 # ---------------------------------------------------------------------- pooling
-@pytest.mark.parametrize(
-    "kernel,stride,padding,dilation,ceil_mode",
-    [
-        (2, None, 0, 1, False),
-        (3, 2, 1, 1, False),
-        (3, 2, 1, 1, True),
-        ((3, 2), (2, 3), (1, 1), (1, 2), True),
-        (2, 2, 0, 1, True),
-        ((2, 3), 1, (1, 0), 2, False),
-    ],
-)
+MAX_POOL2D = [  # kernel, stride, padding, dilation, ceil_mode
+    (2, None, 0, 1, False),
+    (3, 2, 1, 1, False),
+    (3, 2, 1, 1, True),
+    ((3, 2), (2, 3), (1, 1), (1, 2), True),
+    (2, 2, 0, 1, True),
+    ((2, 3), 1, (1, 0), 2, False),
+]
+
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", MAX_POOL2D)
 def test_max_pool2d(backend, kernel, stride, padding, dilation, ceil_mode):
     x = rng.standard_normal((2, 3, 7, 8))
     y = F.max_pool2d(T(backend, x), kernel, stride, padding, dilation, ceil_mode)

@@ -8,20 +8,12 @@ import math
 import ember
 import numpy as np
 import pytest
+from _python_ready import python_ready
 from ember.errors import DimensionError, DTypeError, ShapeError
-
-
-def _python_ready() -> bool:
-    try:
-        from ember.backends.python import PythonBackend
-    except ImportError:
-        return False
-    return not PythonBackend.missing_ops()
-
 
 BACKENDS = [
     "numpy",
-    pytest.param("python", marks=pytest.mark.skipif(not _python_ready(),
+    pytest.param("python", marks=pytest.mark.skipif(not python_ready(),
                                                      reason="python backend not complete")),
 ]
 
@@ -257,7 +249,7 @@ def test_eye(bk):
 # ----------------------------------------------------------------------- random
 @pytest.mark.parametrize("fn", ["rand", "randn"])
 def test_random_same_seed_same_numbers_on_every_backend(fn):
-    if not _python_ready():
+    if not python_ready():
         pytest.skip("python backend not complete")
     draw = getattr(ember, fn)
     a = draw(3, 5, generator=ember.Generator(seed=7), backend="numpy")
@@ -352,10 +344,6 @@ def test_bernoulli_normal_uniform(bk):
 # ======================================================================= reductions
 X3 = RNG.standard_normal((2, 3, 4)).astype(np.float32)
 DIMS = [None, 0, -1, 1, (0, 2), (-1, 0), (0, 1, 2)]
-
-
-def _np_kwargs(dim):
-    return {"axis": dim}
 
 
 @pytest.mark.parametrize("bk", BACKENDS)

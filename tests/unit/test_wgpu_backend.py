@@ -4,37 +4,16 @@
 from __future__ import annotations
 
 import math
-import os
-
-import pytest
-
-np = pytest.importorskip("numpy")
-pytest.importorskip("wgpu")
-os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 import ember
-from ember.data import TensorData
+import pytest
+from _wgpu import B, down, np, up
+from ember.backends.wgpu import WgpuBackend
 from ember.errors import DTypeError, EmberError, UnsupportedOpError
-
-try:
-    from ember.backends.wgpu import WgpuBackend
-
-    B = ember.get_backend("wgpu")
-except (EmberError, ImportError, RuntimeError) as e:  # no adapter / driver
-    pytest.skip(f"no wgpu adapter: {e}", allow_module_level=True)
 
 I32 = np.iinfo(np.int32)
 SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.5, 3.0, -3.0, 1e-3, 1e4, -1e4,
                     np.inf, -np.inf, np.nan, 100.0, -100.0, 7.25], np.float32)
-
-
-def up(a, dtype=None):
-    a = np.asarray(a) if dtype is None else np.asarray(a, dtype=dtype)
-    return B.from_data(TensorData.from_numpy(a))
-
-
-def down(p):
-    return B.to_data(p).to_numpy()
 
 
 def close(got, want, rtol=2e-6, atol=1e-6):

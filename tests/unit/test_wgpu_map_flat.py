@@ -4,34 +4,12 @@ multiples of 4. Skipped when wgpu-py or an adapter is missing."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-np = pytest.importorskip("numpy")
-pytest.importorskip("wgpu")
-os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
-
-import ember
+from _wgpu import B, down, np, up
 from ember import dtype as dt
-from ember.data import TensorData
-from ember.errors import EmberError
-
-try:
-    B = ember.get_backend("wgpu")
-except (EmberError, ImportError, RuntimeError) as e:  # no adapter / driver
-    pytest.skip(f"no wgpu adapter: {e}", allow_module_level=True)
 
 RNG = np.random.default_rng(7)
 SIZES = [1, 3, 4, 5, 255, 1027]
-
-
-def up(a):
-    return B.from_data(TensorData.from_numpy(np.ascontiguousarray(a)))
-
-
-def down(p):
-    return B.to_data(p).to_numpy()
 
 
 def flat_dispatches(fn):

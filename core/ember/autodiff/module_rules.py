@@ -1,6 +1,7 @@
 """Convolution and pooling: run the inner backend's (fast) op forward, with dedicated backward
-rules written with inner ops (conv backward is a conv_transpose and a conv with the batch and
-channel roles swapped; pooling backward scatters the window gradients back tap by tap)."""
+rules written with inner ops (conv backward is a conv_transpose and the backend's
+``conv_weight_grad``; max-pool backward is the backend's ``max_pool_grad``; avg-pool backward
+scatters the window gradients back tap by tap)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from ..backend.module_ops import (
     avg_pool_divisors,
     pad_spatial,
     pool_output_size,
-    window_slices,
 )
 from .rules import full, like, rule
 
@@ -46,34 +46,10 @@ def _conv(c, g):
         gxp = _fit(b, gxp, padded[2:])
         gx = pad_spatial(b, gxp, [(-lo, -hi) for lo, hi in padding], 0.0)
     if c.wants(1):
-        # dW[o, i, k] = sum_n,p g[n, o, p] * xpad[n, i, p*s + k*d]: a conv over the batch
-        xp = pad_spatial(b, c.x(0), padding, 0.0)
-        perm = (1, 0) + tuple(range(2, 2 + nd))
-        cg, og = xshape[1] // groups, wshape[0] // groups
-        parts = []
-        for gi in range(groups):
-            xs = _channels(b, xp, gi * cg, cg)
-            gs = _channels(b, g, gi * og, og)
-            dw = b.conv(
-                b.permute(xs, perm), b.permute(gs, perm), None, dilation, ((0, 0),) * nd, stride, 1
-            )  # (C_in/g, C_out/g, *K')
-            dw = b.slice(
-                dw, tuple((0, s, 1) for s in b.shape(dw)[:2]) + tuple((0, k, 1) for k in wshape[2:])
-            )
-            parts.append(b.permute(dw, perm))
-        gw = b.cat(parts, 0) if len(parts) > 1 else parts[0]
+        gw = b.conv_weight_grad(c.x(0), g, tuple(wshape), stride, padding, dilation, groups)
     if len(c.node.parents) > 2 and c.wants(2):
         gbias = b.reshape(b.float_sum(g, (0,) + tuple(range(2, 2 + nd))), (wshape[0],))
     return gx, gw, gbias
-
-
-def _channels(b, x, start, n):
-    shape = tuple(b.shape(x))
-    if start == 0 and n == shape[1]:
-        return x
-    return b.slice(
-        x, tuple((start, start + n, 1) if d == 1 else (0, s, 1) for d, s in enumerate(shape))
-    )
 
 
 def _scatter_windows(b, gxp, contribs, out, kernel, stride, dilation):
@@ -111,21 +87,7 @@ def _pool_geometry(xshape, kernel, stride, padding, dilation, ceil_mode):
 
 @rule("max_pool", inputs=(0,), out=True)
 def _max_pool(c, g):
-    # like PyTorch, each window's gradient goes to its first maximum
-    b = c.b
-    kernel, stride, padding, dilation, ceil_mode = c.params
-    out, pairs = _pool_geometry(c.shape(0), kernel, stride, padding, dilation, ceil_mode)
-    xp = pad_spatial(b, c.x(0), pairs, -math.inf)
-    y, zero = c.out, like(b, g, 0.0)
-    taken = b.float_lt(y, y)  # all False
-    contribs = []
-    for w in window_slices(b, xp, out, kernel, stride, dilation):
-        hit = b.bool_and(b.float_eq(w, y), b.bool_not(taken))
-        taken = b.bool_or(taken, hit)
-        contribs.append(b.where(hit, g, zero))
-    gxp = full(b, tuple(b.shape(xp)), 0.0, b.dtype(g))
-    gxp = _scatter_windows(b, gxp, contribs, out, kernel, stride, dilation)
-    return (pad_spatial(b, gxp, [(-lo, -hi) for lo, hi in pairs], 0.0),)
+    return (c.b.max_pool_grad(c.x(0), c.out, g, *c.params),)
 
 
 @rule("avg_pool")

@@ -1,4 +1,4 @@
-"""Backend base class, capabilities and the ``@required`` marker."""
+"""Backend base class and capabilities (the ``@required`` marker lives in required.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from .bool_ops import BoolOps
 from .float_ops import FloatOps
 from .int_ops import IntOps
 from .module_ops import ModuleOps
-from .required import required
 from .tensor_ops import TensorOps
 
 

@@ -135,6 +135,16 @@ def _scalar(b, x, value):
     return b.full(tuple(b.shape(x)), value, b.dtype(x))
 
 
+def _channels(b, x, start: int, n: int):
+    """Channels ``start:start+n`` of ``x`` (no slice when that is all of them)."""
+    shape = tuple(b.shape(x))
+    if start == 0 and n == shape[1]:
+        return x
+    return b.slice(
+        x, tuple((start, start + n, 1) if d == 1 else (0, s, 1) for d, s in enumerate(shape))
+    )
+
+
 def pad_spatial(b, x, pairs, value):
     """Pad the trailing ``len(pairs)`` dims by ``(before, after)`` with ``value``; negative
     amounts crop instead."""
@@ -194,6 +204,44 @@ class ModuleOps:
             y = self.float_add(y, _along(self, bias, tuple(self.shape(y)), 1, self.dtype(y)))
         return y
 
+    def conv_weight_grad(
+        self,
+        x,
+        grad,
+        weight_shape: tuple,
+        stride: tuple,
+        padding: tuple,
+        dilation: tuple,
+        groups: int,
+    ):
+        """The gradient of ``conv(x, weight, ...)`` with respect to ``weight`` (of shape
+        ``weight_shape``), given the output's gradient ``grad``; Autodiff's conv rule calls it.
+        The default is a conv over the batch: ``dW[o, i, k] = sum_n,p grad[n, o, p] *
+        xpad[n, i, p*stride + k*dilation]``; backends override it with one GEMM on the
+        im2col columns."""
+        nd = len(stride)
+        xshape = tuple(self.shape(x))
+        xp = pad_spatial(self, x, padding, 0.0)
+        perm = (1, 0) + tuple(range(2, 2 + nd))
+        cg, og = xshape[1] // groups, weight_shape[0] // groups
+        parts = []
+        for gi in range(groups):
+            xs = _channels(self, xp, gi * cg, cg)
+            gs = _channels(self, grad, gi * og, og)
+            dw = self.conv(
+                self.permute(xs, perm),
+                self.permute(gs, perm),
+                None,
+                dilation,
+                ((0, 0),) * nd,
+                stride,
+                1,
+            )  # (C_in/g, C_out/g, *K'), K' >= kernel
+            ranges = tuple((0, s, 1) for s in tuple(self.shape(dw))[:2])
+            dw = self.slice(dw, ranges + tuple((0, k, 1) for k in weight_shape[2:]))
+            parts.append(self.permute(dw, perm))
+        return self.cat(parts, 0) if len(parts) > 1 else parts[0]
+
     def conv_transpose(
         self,
         x,
@@ -245,6 +293,43 @@ class ModuleOps:
         for w in window_slices(self, xp, out, kernel, stride, dilation):
             acc = w if acc is None else self.float_maximum(acc, w)
         return acc
+
+    def max_pool_grad(
+        self,
+        x,
+        out,
+        grad,
+        kernel: tuple,
+        stride: tuple,
+        padding: tuple,
+        dilation: tuple,
+        ceil_mode: bool,
+    ):
+        """The gradient of ``out = max_pool(x, ...)`` with respect to ``x``, given ``out``'s
+        gradient ``grad``: as in PyTorch, each window's gradient goes to its first maximum
+        (windows whose maximum is NaN pass none); Autodiff's max_pool rule calls it."""
+        spatial = tuple(self.shape(x))[2:]
+        out_size = tuple(self.shape(out))[2:]
+        pairs = [
+            (p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
+            for size, o, k, s, p, d in zip(spatial, out_size, kernel, stride, padding, dilation)
+        ]
+        xp = pad_spatial(self, x, pairs, -math.inf)
+        zero = _scalar(self, grad, 0.0)
+        taken = self.float_lt(out, out)  # all False
+        gxp = self.full(tuple(self.shape(xp)), 0.0, self.dtype(grad))
+        lead = [(0, s, 1) for s in tuple(self.shape(xp))[:2]]
+        taps = itertools.product(*(range(k) for k in kernel))
+        for offsets, w in zip(taps, window_slices(self, xp, out_size, kernel, stride, dilation)):
+            hit = self.bool_and(self.float_eq(w, out), self.bool_not(taken))
+            taken = self.bool_or(taken, hit)
+            ranges = tuple(lead) + tuple(
+                (k * d, k * d + (n - 1) * s + 1, s)
+                for k, n, s, d in zip(offsets, out_size, stride, dilation)
+            )
+            added = self.float_add(self.slice(gxp, ranges), self.where(hit, grad, zero))
+            gxp = self.slice_assign(gxp, ranges, added)
+        return pad_spatial(self, gxp, [(-lo, -hi) for lo, hi in pairs], 0.0)
 
     def avg_pool(
         self,

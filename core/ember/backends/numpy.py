@@ -119,7 +119,21 @@ class NumpyBackend(NumpyNNOps, Backend):
         return np.take(x, index, axis=dim)
 
     def where(self, cond, a, b):
-        return np.where(cond, a, b)
+        bits = _BITS.get(a.dtype.itemsize)
+        if cond.size < 1024 or bits is None or cond.dtype != np.bool_:
+            return np.where(cond, a, b)
+        # np.where branches per element: ~20x slower than a bit select on unpredictable masks
+        # (ReLU / max-pool backward). Exact: each result keeps a's or b's bits.
+        m = np.negative(cond.view(np.int8), dtype=bits)  # all ones where cond
+        ab, bb = a.view(bits), b.view(bits)
+        if _is_zero_fill(b):
+            return np.bitwise_and(ab, m, out=m).view(a.dtype)
+        if _is_zero_fill(a):
+            return np.bitwise_and(bb, np.invert(m, out=m), out=m).view(a.dtype)
+        out = np.bitwise_xor(ab, bb)
+        out &= m
+        out ^= bb
+        return out.view(a.dtype)
 
     @staticmethod
     def _check_index(op, index, size):
@@ -194,6 +208,14 @@ class NumpyBackend(NumpyNNOps, Backend):
 
     def int_sort(self, x, dim, descending):
         return _sort(x, dim, descending)
+
+
+_BITS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _is_zero_fill(x) -> bool:
+    """A broadcast scalar (``full``) whose bits are all zero (+0.0, 0, False)."""
+    return not any(x.strides) and not x.view(_BITS[x.dtype.itemsize]).flat[0]
 
 
 def _slices(ranges) -> tuple:

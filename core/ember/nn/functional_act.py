@@ -236,22 +236,3 @@ def _log_softmax_method(self, dim: int, dtype=None) -> Tensor:
     """Log-softmax along ``dim`` (``ember.nn.functional.log_softmax``)."""
     return log_softmax(self, dim, dtype)
 
-
-__all__ = [
-    "elu",
-    "gelu",
-    "hard_sigmoid",
-    "hard_swish",
-    "hardsigmoid",
-    "hardswish",
-    "leaky_relu",
-    "log_softmax",
-    "mish",
-    "relu",
-    "relu6",
-    "sigmoid",
-    "silu",
-    "softmax",
-    "softplus",
-    "tanh",
-]

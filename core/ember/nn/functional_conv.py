@@ -139,16 +139,8 @@ def _conv_transpose(
             f"{padding} gives a non-positive output size {tuple(out)}"
         )
     b = x.backend
-    prim = b.conv_transpose(
-        x._prim,
-        weight._prim,
-        None if bias is None else bias._prim,
-        stride,
-        padding,
-        output_padding,
-        dilation,
-        groups,
-    )
+    prim = b.conv_transpose(x._prim, weight._prim, None if bias is None else bias._prim, stride,
+                            padding, output_padding, dilation, groups)
     return unbatch(result(x, prim), unbatched)
 
 
@@ -163,18 +155,8 @@ def conv_transpose1d(
     >>> F.conv_transpose1d(ember.ones(1, 1, 3), ember.ones(1, 1, 2), stride=2).tolist()
     [[[1.0, 1.0, 1.0, 1.0, 1.0, 1.0]]]
     """
-    return _conv_transpose(
-        "conv_transpose1d",
-        1,
-        input,
-        weight,
-        bias,
-        stride,
-        padding,
-        output_padding,
-        groups,
-        dilation,
-    )
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
 
 
 def conv_transpose2d(
@@ -188,15 +170,5 @@ def conv_transpose2d(
     ...                    padding=1, output_padding=1).shape
     (1, 2, 10, 10)
     """
-    return _conv_transpose(
-        "conv_transpose2d",
-        2,
-        input,
-        weight,
-        bias,
-        stride,
-        padding,
-        output_padding,
-        groups,
-        dilation,
-    )
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)

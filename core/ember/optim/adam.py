@@ -21,8 +21,9 @@ class Adam(Optimizer):
     }
     decoupled = False
 
-    def update(self, value, grad, state, group):
-        beta1, beta2 = group["betas"]
+    def _decay_and_count(self, value, grad, state, group):
+        """Weight decay (into the gradient, or decoupled for AdamW) and the new step count; the
+        same operations on Tensors (update) and on numpy arrays (update_numpy)."""
         lr, wd = group["lr"], group["weight_decay"]
         if wd and self.decoupled:
             value = value * (1 - lr * wd)
@@ -30,6 +31,12 @@ class Adam(Optimizer):
             grad = grad + wd * value
         step = state.get("step", 0) + 1
         state["step"] = step
+        return value, grad, step
+
+    def update(self, value, grad, state, group):
+        beta1, beta2 = group["betas"]
+        lr = group["lr"]
+        value, grad, step = self._decay_and_count(value, grad, state, group)
         m = state.get("exp_avg")
         v = state.get("exp_avg_sq")
         m = grad * (1 - beta1) if m is None else m * beta1 + grad * (1 - beta1)
@@ -49,13 +56,8 @@ class Adam(Optimizer):
         import numpy as np
 
         beta1, beta2 = group["betas"]
-        lr, wd = group["lr"], group["weight_decay"]
-        if wd and self.decoupled:
-            value = value * (1 - lr * wd)
-        elif wd:
-            grad = grad + wd * value
-        step = state.get("step", 0) + 1
-        state["step"] = step
+        lr = group["lr"]
+        value, grad, step = self._decay_and_count(value, grad, state, group)
         m, v = state.get("exp_avg"), state.get("exp_avg_sq")
         if m is None:
             m = state["exp_avg"] = Tensor(grad * (1 - beta1), backend)

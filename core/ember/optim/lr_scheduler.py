@@ -26,22 +26,6 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-__all__ = [
-    "ChainedScheduler",
-    "ConstantLR",
-    "CosineAnnealingLR",
-    "CosineAnnealingWarmRestarts",
-    "ExponentialLR",
-    "LRScheduler",
-    "LambdaLR",
-    "LinearLR",
-    "MultiStepLR",
-    "NoamLR",
-    "SequentialLR",
-    "StepLR",
-    "warmup_cosine",
-]
-
 
 class LRScheduler:
     """Base class: a subclass defines :meth:`lr_at` (the lr of one group at step ``t``)."""

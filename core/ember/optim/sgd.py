@@ -20,11 +20,18 @@ class SGD(Optimizer):
         "maximize": False,
     }
 
-    def update(self, value, grad, state, group):
+    @staticmethod
+    def _signed_decayed(value, grad, group):
+        """The gradient negated for ``maximize`` and with L2 weight decay; the same operations on
+        Tensors (update) and on numpy arrays (update_numpy)."""
         if group["maximize"]:
             grad = -grad
         if group["weight_decay"]:
             grad = grad + group["weight_decay"] * value
+        return grad
+
+    def update(self, value, grad, state, group):
+        grad = self._signed_decayed(value, grad, group)
         momentum = group["momentum"]
         if momentum:
             buf = state.get("momentum_buffer")
@@ -35,10 +42,7 @@ class SGD(Optimizer):
 
     def update_numpy(self, value, grad, state, group, backend):
         # update() on arrays: the momentum buffer is updated in place.
-        if group["maximize"]:
-            grad = -grad
-        if group["weight_decay"]:
-            grad = grad + group["weight_decay"] * value
+        grad = self._signed_decayed(value, grad, group)
         momentum = group["momentum"]
         if momentum:
             buf = state.get("momentum_buffer")

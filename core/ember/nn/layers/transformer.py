@@ -25,15 +25,11 @@ def _activation(act: str | Callable) -> Callable:
     raise ValueError(f"Transformer: activation must be 'relu', 'gelu' or a callable, got {act!r}")
 
 
-class TransformerEncoderLayer(Module):
-    """Self-attention + feed-forward block (post-norm, or pre-norm with ``norm_first``).
+class _TransformerLayer(Module):
+    """The submodules (torch's names and order, so state dicts match) and blocks shared by the
+    encoder layer and, with ``_cross`` attention over ``memory``, the decoder layer."""
 
-    >>> import ember
-    >>> from ember import nn
-    >>> layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
-    >>> layer(ember.zeros(2, 3, 8)).shape
-    (2, 3, 8)
-    """
+    _cross: bool = False
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: str | Callable = "relu",
@@ -42,14 +38,21 @@ class TransformerEncoderLayer(Module):
         super().__init__()
         kw = {"backend": backend, "dtype": dtype}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, **kw)
+        if self._cross:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first,
+                                                     **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias, **kw)
         self.norm_first = norm_first
         self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
         self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
+        if self._cross:
+            self.norm3 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
+        if self._cross:
+            self.dropout3 = Dropout(dropout)
         self.activation = _activation(activation)
 
     def _sa_block(self, x, mask, key_padding_mask, is_causal):
@@ -58,7 +61,19 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(x)
 
     def _ff_block(self, x):
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        last = self.dropout3 if self._cross else self.dropout2
+        return last(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerEncoderLayer(_TransformerLayer):
+    """Self-attention + feed-forward block (post-norm, or pre-norm with ``norm_first``).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+    >>> layer(ember.zeros(2, 3, 8)).shape
+    (2, 3, 8)
+    """
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
@@ -70,42 +85,15 @@ class TransformerEncoderLayer(Module):
         return self.norm2(x + self._ff_block(x))
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_TransformerLayer):
     """Self-attention, cross-attention over ``memory``, feed-forward."""
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation: str | Callable = "relu",
-                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, backend=None, dtype=None):
-        super().__init__()
-        kw = {"backend": backend, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, **kw)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first,
-                                                 **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
-
-    def _sa_block(self, x, mask, kpm, is_causal):
-        x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=kpm, need_weights=False,
-                           is_causal=is_causal)[0]
-        return self.dropout1(x)
+    _cross = True
 
     def _mha_block(self, x, mem, mask, kpm, is_causal):
         x = self.multihead_attn(x, mem, mem, attn_mask=mask, key_padding_mask=kpm,
                                 need_weights=False, is_causal=is_causal)[0]
         return self.dropout2(x)
-
-    def _ff_block(self, x):
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ... import dtype as dt
 from ...ops.creation import tensor as _tensor
 from ...tensor import Tensor
 
@@ -44,11 +43,3 @@ def axes(values, ndim: int) -> list[int]:
 def like(x: Tensor, value) -> Tensor:
     """A 0-d tensor of x's dtype and backend (for where/maximum with a constant)."""
     return _tensor(value, dtype=x.dtype, backend=x.backend)
-
-
-def is_float(x: Tensor) -> bool:
-    return x.dtype.is_float
-
-
-def work_float(x: Tensor) -> Tensor:
-    return x if x.dtype.is_float else x.astype(dt.float32)

@@ -58,7 +58,8 @@ def pow_(ctx, x, y, broadcast=0, axis=None):
     y = _same(x, y, broadcast, axis) if broadcast else y
     if x.dtype.is_float:
         return ember.pow(x, y.astype(x.dtype))
-    return ember.pow(x.astype(ember.float64), y.astype(ember.float64)).round().astype(x.dtype)
+    wide = ember.float64 if ember.float64 in x.backend.caps.dtypes else ember.float32
+    return ember.pow(x.astype(wide), y.astype(wide)).round().astype(x.dtype)
 
 
 def _variadic(fn):

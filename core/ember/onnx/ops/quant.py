@@ -1,7 +1,8 @@
 """Quantization: (De)QuantizeLinear, DynamicQuantizeLinear and the integer conv/matmul ops.
 
-Integer arithmetic runs in float64 (exact for 8-bit products summed over < 2**37 terms) so the
-float conv kernels serve ConvInteger/QLinearConv on every backend.
+Integer arithmetic runs in the widest float the backend holds — float64 (exact for 8-bit
+products summed over < 2**37 terms), or float32 on backends without it such as wgpu (exact up
+to 2**24) — so the float conv kernels serve ConvInteger/QLinearConv on every backend.
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from .._types import onnx_dtype
 from . import op
 from ._util import axis as _axis
 from .nn_conv import conv
+
+
+def _wide(t):
+    """The widest float dtype ``t``'s backend holds."""
+    return ember.float64 if ember.float64 in t.backend.caps.dtypes else ember.float32
 
 
 def _per_axis(v, x, axis, block_size=0):
@@ -37,9 +43,9 @@ def _saturate(y, dtype):
 def quantize(x, scale, zp, dtype):
     # divide in the scale's precision (float32 usually), as ONNX's reference does
     work = ember.float64 if ember.float64 in (x.dtype, scale.dtype) else ember.float32
-    y = ember.round(x.astype(work) / scale.astype(work)).astype(ember.float64)
+    y = ember.round(x.astype(work) / scale.astype(work)).astype(_wide(x))
     if zp is not None:
-        y = y + zp.astype(ember.float64)
+        y = y + zp.astype(_wide(x))
     return _saturate(y, dtype)
 
 
@@ -57,10 +63,11 @@ def quantize_linear(ctx, x, y_scale, y_zero_point=None, axis=1, block_size=0, sa
 def dequantize_linear(ctx, x, x_scale, x_zero_point=None, axis=1, block_size=0,
                       output_dtype=0):
     s = _per_axis(x_scale, x, axis, block_size)
-    y = x.astype(ember.float64)
+    wide = _wide(x)
+    y = x.astype(wide)
     if x_zero_point is not None:
-        y = y - _per_axis(x_zero_point, x, axis, block_size).astype(ember.float64)
-    return (y * s.astype(ember.float64)).astype(x_scale.dtype)
+        y = y - _per_axis(x_zero_point, x, axis, block_size).astype(wide)
+    return (y * s.astype(wide)).astype(x_scale.dtype)
 
 
 @op("DynamicQuantizeLinear")
@@ -74,10 +81,10 @@ def dynamic_quantize_linear(ctx, x):
 
 
 def _centered(x, zp, rowwise=False):
-    y = x.astype(ember.float64)
+    y = x.astype(_wide(x))
     if zp is None:
         return y
-    z = zp.astype(ember.float64)
+    z = zp.astype(_wide(x))
     if rowwise and z.ndim == 1 and z.numel() > 1:
         z = z.reshape(-1, 1)
     return y - z
@@ -90,10 +97,10 @@ def matmul_integer(ctx, a, b, a_zero_point=None, b_zero_point=None):
 
 
 def _w_centered(w, zp):
-    y = w.astype(ember.float64)
+    y = w.astype(_wide(w))
     if zp is None:
         return y
-    z = zp.astype(ember.float64)
+    z = zp.astype(_wide(w))
     if z.numel() > 1:
         z = z.reshape([-1] + [1] * (w.ndim - 1))
     return y - z.reshape([]) if z.numel() == 1 else y - z
@@ -108,19 +115,20 @@ def conv_integer(ctx, x, w, x_zero_point=None, w_zero_point=None, **attrs):
 @op("QLinearConv")
 def qlinear_conv(ctx, x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, b=None, **attrs):
     acc = conv(ctx, _centered(x, x_zp), _w_centered(w, w_zp), None, **attrs)
-    ws = w_scale.astype(ember.float64)
+    wide = _wide(x)
+    ws = w_scale.astype(wide)
     ws = ws.reshape([-1] + [1] * (x.ndim - 2)) if ws.numel() > 1 else ws.reshape([])
     if b is not None:
-        acc = acc + b.astype(ember.float64).reshape([-1] + [1] * (x.ndim - 2))
-    real = acc * (x_scale.astype(ember.float64).reshape([]) * ws)
+        acc = acc + b.astype(wide).reshape([-1] + [1] * (x.ndim - 2))
+    real = acc * (x_scale.astype(wide).reshape([]) * ws)
     return quantize(real, y_scale, y_zp, y_zp.dtype)
 
 
 @op("QLinearMatMul")
 def qlinear_matmul(ctx, a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
     acc = ember.matmul(_centered(a, a_zp, rowwise=True), _centered(b, b_zp))
-    sa = a_scale.astype(ember.float64)
+    sa = a_scale.astype(_wide(a))
     sa = sa.reshape(-1, 1) if sa.numel() > 1 else sa.reshape([])
-    sb = b_scale.astype(ember.float64)
+    sb = b_scale.astype(_wide(a))
     sb = sb.reshape([]) if sb.numel() == 1 else sb
     return quantize(acc * sa * sb, y_scale, y_zp, y_zp.dtype)
