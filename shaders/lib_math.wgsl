@@ -38,14 +38,56 @@ fn f_sqrt(x: f32) -> f32 {
     return sqrt(x);
 }
 
+// sin/cos of f32: the builtins are only accurate near [-pi, pi] (SwiftShader ~1e-4, NVIDIA
+// 7e-6 at x = 100), so reduce by k = round(x·2/pi) with Cody-Waite: pi/2 = P1 + P2 + P3 + P4,
+// P1..P3 of 8 significant bits so k·Pi is exact for k < 2^16 (|x| <= 1e5), then the cephes
+// sinf/cosf polynomials on [-pi/4, pi/4] (~1 ulp) and the quadrant k mod 4 picks sin or cos.
+// Beyond 1e5 (k·P1 no longer exact) the builtins take over.
+struct TrigRed { r: f32, q: u32 }
+
+fn trig_reduce(x: f32) -> TrigRed {
+    let k = round(x * 0.63661975);
+    let a = x - k * 1.5703125;
+    let b = a - k * 4.825592041015625e-4;
+    let c = b - k * 1.2665987014770508e-6;
+    let r = c - k * 9.920936e-10;
+    // k mod 4 from the float (exact: k is an integer below 2^16)
+    let q = u32(k - 4.0 * floor(k * 0.25));
+    return TrigRed(r, q);
+}
+
+fn sin_poly(r: f32) -> f32 {
+    let z = r * r;
+    let p = (-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1;
+    return r + r * z * p;
+}
+
+fn cos_poly(r: f32) -> f32 {
+    let z = r * r;
+    let p = (2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2;
+    return 1.0 - 0.5 * z + z * z * p;
+}
+
 fn f_sin(x: f32) -> f32 {
     if (is_nan_f(x) || is_inf_f(x)) { return nan_f(); }
-    return sin(x);
+    if (abs(x) > 1e5) { return sin(x); }
+    // sin(x) rounds to x here; also keeps the sign of -0.0, which the reduction loses
+    if (abs(x) < 1e-4) { return x; }
+    let t = trig_reduce(x);
+    var v: f32;
+    if ((t.q & 1u) == 0u) { v = sin_poly(t.r); } else { v = cos_poly(t.r); }
+    if (t.q >= 2u) { v = -v; }
+    return v;
 }
 
 fn f_cos(x: f32) -> f32 {
     if (is_nan_f(x) || is_inf_f(x)) { return nan_f(); }
-    return cos(x);
+    if (abs(x) > 1e5) { return cos(x); }
+    let t = trig_reduce(x);
+    var v: f32;
+    if ((t.q & 1u) == 0u) { v = cos_poly(t.r); } else { v = sin_poly(t.r); }
+    if (t.q == 1u || t.q == 2u) { v = -v; }
+    return v;
 }
 
 fn f_atan(x: f32) -> f32 {

@@ -116,6 +116,84 @@ def test_conv_transpose1d(stride, padding, output_padding, dilation, groups):
                                 (dilation,), groups))
 
 
+# depthwise (groups == C_in) convs run the direct kernels: (stride, (lo, hi) padding per dim,
+# dilation, channel multiplier C_out / C_in, bias)
+DEPTHWISE = [
+    ((1, 1), ((1, 1), (1, 1)), (1, 1), 1, True),
+    ((2, 2), ((1, 1), (1, 1)), (1, 1), 1, False),
+    ((2, 2), ((0, 1), (0, 1)), (1, 1), 1, True),  # TF-style "same" for stride 2
+    ((1, 2), ((2, 2), (0, 1)), (2, 2), 1, True),
+    ((1, 1), ((0, 0), (2, 1)), (2, 1), 2, True),
+    ((2, 1), ((1, 0), (1, 1)), (1, 1), 2, False),
+]
+
+
+def weight_grad_ref(x, g, wshape, stride, pads, dil, groups):
+    """dW[o, j, k] = sum over n, p of g[n, o, p] * xpad[n, group(o)·cg + j, p·s + k·d]."""
+    import itertools
+
+    xp = np.pad(x, [(0, 0), (0, 0)] + [tuple(p) for p in pads])
+    cg, cog = wshape[1], wshape[0] // groups
+    out = g.shape[2:]
+    dw = np.zeros(wshape)
+    for o, j in itertools.product(range(wshape[0]), range(cg)):
+        c = o // cog * cg + j
+        for kk in itertools.product(*map(range, wshape[2:])):
+            win = tuple(slice(kk[i] * dil[i], kk[i] * dil[i] + (out[i] - 1) * stride[i] + 1,
+                              stride[i]) for i in range(len(out)))
+            dw[(o, j) + kk] = (g[:, o] * xp[(slice(None), c) + win]).sum()
+    return dw
+
+
+@pytest.mark.parametrize("stride,pads,dilation,mult,bias", DEPTHWISE)
+def test_depthwise_conv2d_and_its_adjoints(stride, pads, dilation, mult, bias):
+    c = 5
+    x, w = f32(2, c, 9, 8), f32(c * mult, 1, 3, 3)
+    b = f32(c * mult) if bias else None
+    xt = T(x.transpose(0, 1, 3, 2)).transpose(2, 3)  # a strided input view
+    y = B.conv(xt._prim, T(w)._prim, None if b is None else T(b)._prim, stride, pads, dilation, c)
+    want = conv_ref(x, w, b, stride, pads, dilation, c)
+    close(ember.Tensor(y, B), want)
+    # backward: the input gradient is a transposed depthwise conv (cig = mult, cog = 1) ...
+    g = f32(*want.shape)
+    gx = F.conv_transpose2d(T(g), T(w), None, stride, 0, 0, c, dilation)
+    gx_ref = conv_transpose_ref(g, w, None, stride, (0, 0), (0, 0), dilation, c)
+    close(gx, gx_ref)
+    # ... and the weight gradient a direct reduction over samples and positions
+    dw = B.conv_weight_grad(xt._prim, T(g)._prim, w.shape, stride, pads, dilation, c)
+    close(ember.Tensor(dw, B), weight_grad_ref(x, g, w.shape, stride, pads, dilation, c),
+          tol=1e-4)
+
+
+def test_depthwise_conv1d_transpose_with_bias_and_float16():
+    x, w, b = f32(2, 4, 10), f32(4, 2, 3), f32(8)  # transposed: C_in 4, groups 4, cog 2
+    y = F.conv_transpose1d(T(x), T(w), T(b), 2, 1, 1, 4, 2)
+    close(y, conv_transpose_ref(x, w, b, (2,), (1,), (1,), (2,), 4))
+    y = F.conv1d(T(x), T(w.reshape(8, 1, 3)), T(b), 2, 1, 1, 4)
+    close(y, conv_ref(x, w.reshape(8, 1, 3), b, (2,), [(1, 1)], (1,), 4))
+    if ember.float16 in B.caps.dtypes:
+        y = F.conv1d(T(x, "float16"), T(w.reshape(8, 1, 3), "float16"), None, 1, 1, 1, 4)
+        assert y.dtype == ember.float16
+        ref = conv_ref(x.astype(np.float16).astype(np.float64),
+                       w.reshape(8, 1, 3).astype(np.float16).astype(np.float64), None, (1,),
+                       [(1, 1)], (1,), 4)
+        close(y, ref, tol=3e-2)
+
+
+def test_depthwise_gradients_match_numpy():
+    x, w, b = f32(2, 6, 9, 9), f32(12, 1, 3, 3), f32(12)
+    grads = []
+    for inner, dtype in ((B, "float32"), (ember.get_backend("numpy"), "float64")):
+        ad = Autodiff(inner)
+        tx, tw, tb = (T(v, dtype, ad).require_grad() for v in (x, w, b))
+        y = F.conv2d(tx, tw, tb, stride=2, padding=1, groups=6)
+        loss = (F.relu(y) * y).sum() * 0.1
+        g = loss.backward()
+        grads.append([t.grad(g).numpy().astype(np.float64) for t in (tx, tw, tb)])
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
 @pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", MAX_POOL2D)
 def test_max_pool2d(kernel, stride, padding, dilation, ceil_mode):
     x = f32(2, 3, 7, 8)

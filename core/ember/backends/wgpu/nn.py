@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 
 from ... import dtype as dt
-from ...backend.module_ops import conv_transpose_output_size, pool_output_size
+from ...backend.module_ops import ModuleOps, conv_transpose_output_size, pool_output_size
 from ...shape import numel
 from . import compute
 from .kernels import render
@@ -23,6 +23,8 @@ from .primitive import WgpuTensor, collapse, contiguous_strides
 
 # the column buffer of one conv chunk stays under this many bytes (and the binding limit)
 _COLS_BYTES = 1 << 28
+# grouped convs with at most this many (input) channels per group use the direct kernels
+_DIRECT_MAX_CHANNELS = 8
 
 
 def _pipe(rt: Runtime, section: str, n_buffers: int, **keys):
@@ -42,6 +44,38 @@ def _shaped(x: WgpuTensor, shape) -> WgpuTensor:
     return x.view(shape, contiguous_strides(shape))
 
 
+def _direct(groups: int, per_group: int) -> bool:
+    """Whether a grouped (de)convolution runs the direct kernels rather than im2col + a batched
+    matmul: with one or a few channels per group (depthwise) the matmul has tiny dimensions and
+    one group per batch entry, far slower than looping over the taps."""
+    return groups > 1 and per_group <= _DIRECT_MAX_CHANNELS
+
+
+def _geometry(spatial, out, kernel, stride, dilation, pads, strides) -> list[int]:
+    words: list[int] = []
+    for d in range(len(kernel)):
+        words += [spatial[d], out[d], kernel[d], stride[d], dilation[d], pads[d], strides[d]]
+    return words
+
+
+def _conv_direct(rt: Runtime, x, weight, bias, stride, padding, dilation, groups, out):
+    n, c_out = x.shape[0], weight.shape[0]
+    kernel = weight.shape[2:]
+    y = rt.empty((n, c_out) + out, dt.float32, "conv")
+    total = numel(y.shape)
+    if total:
+        b = _f32(rt, bias) if bias is not None else None
+        b = contiguous(rt, b) if b is not None else None
+        meta = [total, c_out, numel(out), numel(kernel), c_out // groups, weight.shape[1],
+                len(kernel), x.offset, x.strides[0], x.strides[1], int(b is not None),
+                *_geometry(x.shape[2:], out, kernel, stride, dilation,
+                           [lo for lo, _ in padding], x.strides[2:])]
+        rt.engine.dispatch(_pipe(rt, "conv_direct", 3), meta,
+                           [x.block, weight.block, (b if b is not None else weight).block,
+                            y.block], rt.groups(total))
+    return y
+
+
 def conv(rt: Runtime, x, weight, bias, stride, padding, dilation, groups):
     dtype = x.dtype
     x, weight = _f32(rt, x), contiguous(rt, _f32(rt, weight))
@@ -52,6 +86,9 @@ def conv(rt: Runtime, x, weight, bias, stride, padding, dilation, groups):
                 for size, (lo, hi), k, s, d in zip(spatial, padding, kernel, stride, dilation))
     positions, taps = numel(out), numel(kernel)
     cg, cog = c // groups, c_out // groups
+    if _direct(groups, cg):
+        return narrow(rt, _conv_direct(rt, x, weight, bias, stride, padding, dilation, groups,
+                                       out), dtype)
     kk = cg * taps
     y = rt.empty((c_out, n, positions), dt.float32, "conv")
     if numel(y.shape) and kk:
@@ -96,6 +133,15 @@ def conv_transpose(rt: Runtime, x, weight, bias, stride, padding, output_padding
     y = rt.empty((n, c_out) + out, dt.float32, "conv_transpose")
     if not numel(y.shape):
         return narrow(rt, y, dtype)
+    if _direct(groups, cig):
+        b = contiguous(rt, _f32(rt, bias)) if bias is not None else None
+        meta = [numel(y.shape), c_out, p_out, taps, cog, cig, nd, x.offset, x.strides[0],
+                x.strides[1], int(b is not None),
+                *_geometry(spatial, out, kernel, stride, dilation, padding, x.strides[2:])]
+        rt.engine.dispatch(_pipe(rt, "conv_transpose_direct", 3), meta,
+                           [x.block, weight.block, (b if b is not None else weight).block,
+                            y.block], rt.groups(numel(y.shape)))
+        return narrow(rt, y, dtype)
     # x as (G, C_in/G, N·P_in): channels first, then one contiguous copy
     perm = (1, 0) + tuple(range(2, 2 + nd))
     xt = map_op(rt, [x.view(tuple(x.shape[a] for a in perm), tuple(x.strides[a] for a in perm))],
@@ -115,6 +161,24 @@ def conv_transpose(rt: Runtime, x, weight, bias, stride, padding, output_padding
     pipe = _pipe(rt, "col2im", 2)
     rt.engine.dispatch(pipe, meta, [cols.block, (b if b is not None else cols).block, y.block],
                        rt.groups(numel(y.shape)))
+    return narrow(rt, y, dtype)
+
+
+def conv_weight_grad(rt: Runtime, x, grad, weight_shape, stride, padding, dilation, groups):
+    """The direct weight gradient of a grouped conv with few channels per group."""
+    dtype = x.dtype
+    x, grad = _f32(rt, x), contiguous(rt, _f32(rt, grad))
+    n, c_out = grad.shape[:2]
+    out, kernel = grad.shape[2:], tuple(weight_shape[2:])
+    y = rt.empty(tuple(weight_shape), dt.float32, "conv_weight_grad")
+    total = numel(y.shape)
+    if total:
+        meta = [total, n, c_out, numel(out), numel(kernel), c_out // groups, weight_shape[1],
+                len(kernel), x.offset, x.strides[0], x.strides[1],
+                *_geometry(x.shape[2:], out, kernel, stride, dilation,
+                           [lo for lo, _ in padding], x.strides[2:])]
+        rt.engine.dispatch(_pipe(rt, "conv_weight_grad_direct", 2), meta,
+                           [x.block, grad.block, y.block], rt.groups(total))
     return narrow(rt, y, dtype)
 
 
@@ -194,6 +258,14 @@ class WgpuNNOps:
     def conv(self, x, weight, bias, stride: tuple, padding: tuple, dilation: tuple, groups: int):
         return conv(self.rt, x, weight, bias, tuple(stride), tuple(tuple(p) for p in padding),
                     tuple(dilation), groups)
+
+    def conv_weight_grad(self, x, grad, weight_shape: tuple, stride: tuple, padding: tuple,
+                         dilation: tuple, groups: int):
+        if not _direct(groups, weight_shape[1]):
+            return ModuleOps.conv_weight_grad(self, x, grad, weight_shape, stride, padding,
+                                              dilation, groups)
+        return conv_weight_grad(self.rt, x, grad, tuple(weight_shape), tuple(stride),
+                                tuple(tuple(p) for p in padding), tuple(dilation), groups)
 
     def conv_transpose(self, x, weight, bias, stride: tuple, padding: tuple,
                        output_padding: tuple, dilation: tuple, groups: int):
