@@ -1,6 +1,7 @@
 // Neural-network kernels (float32; the backend widens float16 first): im2col / col2im for the
-// convolutions, pooling windows, row-wise softmax / log-softmax and layer norm. One lane per
-// output element (or row): no workgroup memory and no barriers, which lavapipe punishes.
+// convolutions, direct kernels for depthwise (few channels per group) convolutions, pooling
+// windows, row-wise softmax / log-softmax and layer norm. One lane per output element (or
+// row): no workgroup memory and no barriers, which lavapipe punishes.
 // Inputs are strided views (offset and strides in elements live in `prm`), so transposed or
 // sliced inputs need no copy. Each section lists its own meta layout.
 

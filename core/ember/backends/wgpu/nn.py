@@ -4,7 +4,10 @@ Each method keeps the exact semantics (and signature) of the default body it rep
 ``ember.backend.module_ops`` / ``activation_ops``; the conformance suite and
 tests/unit/test_wgpu_backend.py run both on the same cases. Convolution is im2col + the tiled
 matmul, in batch chunks so the column buffer stays inside one storage binding; the transposed
-convolution is the adjoint: one matmul then a col2im gather (no atomics). Pooling, softmax and
+convolution is the adjoint: one matmul then a col2im gather (no atomics). Grouped convolutions
+with few channels per group (depthwise, as in MobileNet/EfficientNet) instead run direct
+kernels, one lane per output element looping over the taps, for conv, conv_transpose and the
+weight gradient (those batched matmuls would have one tiny matrix per group). Pooling, softmax and
 layer norm are one lane per output element or row. Everything computes in float32; float16
 inputs are widened and the result narrowed.
 """
