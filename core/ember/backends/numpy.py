@@ -153,7 +153,13 @@ class NumpyBackend(NumpyNNOps, Backend):
 
     def where(self, cond, a, b):
         bits = _BITS.get(a.dtype.itemsize)
-        if cond.size < 1024 or bits is None or cond.dtype != np.bool_:
+        if (
+            cond.size < 1024
+            or bits is None
+            or cond.dtype != np.bool_
+            or a.dtype != b.dtype
+            or not cond.shape == a.shape == b.shape
+        ):
             return np.where(cond, a, b)
         # np.where branches per element: ~20x slower than a bit select on unpredictable masks
         # (ReLU / max-pool backward). Exact: each result keeps a's or b's bits.

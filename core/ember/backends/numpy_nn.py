@@ -30,7 +30,12 @@ def _pad(x: np.ndarray, pairs, value) -> np.ndarray:
         pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
     if not any(p for pair in pairs for p in pair):
         return x
-    return np.pad(x, ((0, 0),) * lead + tuple(tuple(p) for p in pairs), constant_values=value)
+    # np.pad is generic and slow; a filled array keeps x's memory order (K) for the copy
+    shape = x.shape[:lead] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[lead:], pairs))
+    out = np.empty_like(x, shape=shape)
+    out.fill(value)
+    out[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[lead:], pairs))] = x
+    return out
 
 
 def _taps(kernel, out, stride, dilation):
@@ -166,9 +171,9 @@ class NumpyNNOps:
         crop = tuple(
             slice(p, length - p + op) for p, length, op in zip(padding, natural, output_padding)
         )
-        y = np.ascontiguousarray(y[(Ellipsis,) + crop].swapaxes(0, 1))
+        y = y[(Ellipsis,) + crop].swapaxes(0, 1)  # stays channels-first in memory
         if bias is not None:
-            y += bias.reshape((1, c_out) + (1,) * nd)
+            y = y + bias.reshape((1, c_out) + (1,) * nd)
         return y
 
     # ------------------------------------------------------------------ pooling
@@ -185,7 +190,7 @@ class NumpyNNOps:
         acc = None
         for _, index in _taps(kernel, out, stride, dilation):
             if acc is None:
-                acc = xp[index].copy()
+                acc = xp[index].copy(order="K")  # keep x's memory order
             else:
                 np.maximum(acc, xp[index], out=acc)
         return acc
@@ -197,7 +202,7 @@ class NumpyNNOps:
             for length, o, k, s, p, d in zip(spatial, size, kernel, stride, padding, dilation)
         ]
         xp = _pad(x, pairs, -np.inf)
-        gxp = np.zeros(xp.shape, dtype=grad.dtype)
+        gxp = np.zeros_like(xp, dtype=grad.dtype)  # x's memory order: writes follow reads
         # windows no wider than the stride (the usual kernel == stride) never overlap: each
         # tap writes its slots directly instead of adding
         disjoint = all(d * (k - 1) + 1 <= s for k, s, d in zip(kernel, stride, dilation))
@@ -231,7 +236,7 @@ class NumpyNNOps:
         acc = None
         for _, index in _taps(kernel, out, stride, ones):
             if acc is None:
-                acc = xp[index].copy()
+                acc = xp[index].copy(order="K")  # keep x's memory order
             else:
                 np.add(acc, xp[index], out=acc)
         if divisor_override:
