@@ -24,6 +24,12 @@ def _backends(_: argparse.Namespace) -> int:
             print(f"{name:16} ok       {backend.device}")
         except Exception as e:  # noqa: BLE001 - report why a backend can't load, keep going
             print(f"{name:16} missing  {type(e).__name__}: {e}")
+    if importlib.util.find_spec("wgpu") is not None:
+        from .backends.wgpu.device import list_adapters
+
+        print("GPU adapters (EMBER_WGPU_ADAPTER picks one by name):")
+        for label in list_adapters() or ["none found"]:
+            print(f"  {label}")
     return 0
 
 
