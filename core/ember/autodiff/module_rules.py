@@ -157,8 +157,10 @@ class ModuleMethods:
             count_include_pad,
             divisor_override,
         )
-        if divisor_override is None:
-            fwd = lambda v: inner.avg_pool(v, *params[:5])
-        else:
-            fwd = lambda v: inner.avg_pool(v, *params)
+        # backends without divisor_override support keep their five-argument signature
+        forwarded = params[:5] if divisor_override is None else params
+
+        def fwd(v):
+            return inner.avg_pool(v, *forwarded)
+
         return self._apply("avg_pool", (x,), params, fwd)

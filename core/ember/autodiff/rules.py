@@ -335,7 +335,10 @@ def _cumprod(c, g):
     # at the first zero, the same sums with that zero taken as 1; after it, 0. Exact with zeros.
     b, dim = c.b, c.params[0]
     x = c.x(0)
-    rev_cumsum = lambda v: b.flip(b.float_cumsum(b.flip(v, (dim,)), dim), (dim,))
+
+    def rev_cumsum(v):
+        return b.flip(b.float_cumsum(b.flip(v, (dim,)), dim), (dim,))
+
     zero = b.float_eq(x, like(b, x, 0.0))
     seen = b.float_cumsum(b.cast(zero, b.dtype(x)), dim)
     before = b.float_eq(seen, like(b, seen, 0.0))
