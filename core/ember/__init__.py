@@ -43,7 +43,7 @@ from .random import Generator, seed
 from .tensor import Tensor
 from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.where, ...)
 from .autodiff import Autodiff, no_grad
-from . import optim, record
+from . import limits, optim, record
 from .record import load, save
 from .store import load_weights
 
