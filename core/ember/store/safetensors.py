@@ -22,12 +22,12 @@ from array import array
 from collections.abc import Mapping
 
 from .. import dtype as dt
+from .. import limits
 from ..data import TensorData
 from ..errors import RecordError
 from ..shape import numel
 from .atomic import atomic_write
-
-MAX_HEADER = 100 * 1024 * 1024  # the reference implementation's limit
+from .untrusted import parse_json, reading
 
 # safetensors code → (ember dtype it loads as, bytes per element in the file)
 _LOADS_AS = {
@@ -57,57 +57,100 @@ class SafeTensorsFile:
 
     ``keys()``, ``metadata``, ``info(name)`` → (safetensors dtype, shape), ``get(name)`` →
     TensorData (F16 stays float16; BF16 becomes float32; I16/U16 become int32; U32 int64).
+    Opening checks the whole header as the format requires (every entry well-typed, the
+    tensors back to back from byte 0 to the end of the file, each exactly its shape's size)
+    within :mod:`ember.limits`; any problem is a :class:`~ember.errors.RecordError`.
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
+        with reading(f"safetensors: {self.path}"):
+            self._open()
+
+    def _open(self) -> None:
         try:
             size = os.path.getsize(self.path)
+            with open(self.path, "rb") as f:
+                head = f.read(8)
+                if len(head) < 8:
+                    raise RecordError(f"safetensors: {self.path} is truncated (no header size)")
+                (n,) = struct.unpack("<Q", head)
+                if 8 + n > size:
+                    raise RecordError(
+                        f"safetensors: {self.path} declares a {n}-byte header but the file has "
+                        f"{size} bytes (truncated or not a safetensors file)"
+                    )
+                limits.check(RecordError, f"safetensors: {self.path}: header size", n,
+                             "max_header_bytes")
+                raw = f.read(n)
         except OSError as e:
             raise RecordError(f"safetensors: can't open {self.path}: {e.strerror}") from e
-        with open(self.path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                raise RecordError(f"safetensors: {self.path} is truncated (no header size)")
-            (n,) = struct.unpack("<Q", head)
-            if n > MAX_HEADER or 8 + n > size:
-                raise RecordError(
-                    f"safetensors: {self.path} declares a {n}-byte header but the file has "
-                    f"{size} bytes (truncated or not a safetensors file)"
-                )
-            raw = f.read(n)
-        try:
-            header = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise RecordError(f"safetensors: {self.path} has a corrupt JSON header: {e}") from e
+        header = parse_json(raw, f"safetensors: {self.path}: header")
         if not isinstance(header, dict):
             raise RecordError(f"safetensors: {self.path}: header is not a JSON object")
-        self.metadata: dict[str, str] = header.pop("__metadata__", None) or {}
+        self.metadata: dict[str, str] = self._check_metadata(header.pop("__metadata__", None))
+        limits.check(RecordError, f"safetensors: {self.path}: tensors", len(header),
+                     "max_tensors")
+        self.header_size = n
         self._data_start = 8 + n
-        self._entries = {name: self._check(name, e, size - 8 - n) for name, e in header.items()}
+        data_size = size - 8 - n
+        self._entries = {name: self._check(name, e, data_size) for name, e in header.items()}
+        self._check_layout(data_size)
+
+    def _check_metadata(self, metadata: object) -> dict[str, str]:
+        if metadata is None:
+            return {}
+        if not (isinstance(metadata, dict)
+                and all(isinstance(v, str) for v in metadata.values())):
+            raise RecordError(
+                f"safetensors: {self.path}: __metadata__ must be an object of strings, got "
+                f"{str(metadata)[:80]}"
+            )
+        return metadata
 
     def _check(self, name: str, entry: object, data_size: int) -> tuple[str, tuple, int, int]:
         where = f"safetensors: {self.path}: tensor {name!r}"
         if not isinstance(entry, dict):
             raise RecordError(f"{where}: entry is not an object")
         code, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-        if code not in _LOADS_AS:
+        if not isinstance(code, str) or code not in _LOADS_AS:
             raise RecordError(
                 f"{where}: unsupported dtype {code!r} (supported: {', '.join(_LOADS_AS)})"
             )
-        if not (isinstance(shape, list) and all(isinstance(s, int) and s >= 0 for s in shape)):
-            raise RecordError(f"{where}: bad shape {shape!r}")
+        if not (isinstance(shape, list) and all(_is_count(s) for s in shape)):
+            raise RecordError(f"{where}: bad shape {shape!r} (a list of integers >= 0)")
         if not (isinstance(offsets, list) and len(offsets) == 2
-                and all(isinstance(o, int) for o in offsets)):
-            raise RecordError(f"{where}: bad data_offsets {offsets!r}")
-        begin, end = offsets
-        expected = numel(shape) * _LOADS_AS[code][1]
-        if not 0 <= begin <= end <= data_size or end - begin != expected:
+                and all(_is_count(o) for o in offsets) and offsets[0] <= offsets[1]):
             raise RecordError(
-                f"{where}: data_offsets {offsets} don't fit {expected} bytes of {code}{shape} "
-                f"inside a {data_size}-byte data section (truncated or corrupt file)"
+                f"{where}: bad data_offsets {offsets!r} ([begin, end], 0 <= begin <= end)"
+            )
+        begin, end = offsets
+        expected = _nbytes(shape, _LOADS_AS[code][1], data_size)
+        if end > data_size or end - begin != expected:
+            takes = "more than that" if expected is None else f"{expected} bytes"
+            raise RecordError(
+                f"{where}: data_offsets {offsets} span {end - begin} bytes of a "
+                f"{data_size}-byte data section, but {code}{shape} takes {takes} "
+                "(truncated or corrupt file)"
             )
         return code, tuple(shape), begin, end
+
+    def _check_layout(self, data_size: int) -> None:
+        """The format's rule: tensors back to back, no gap or overlap, covering the data."""
+        position = 0
+        for begin, end, name in sorted((b, e, k) for k, (_, _, b, e) in self._entries.items()):
+            if begin != position:
+                raise RecordError(
+                    f"safetensors: {self.path}: tensor {name!r} starts at byte {begin} of the "
+                    f"data section where byte {position} was expected (tensors must be stored "
+                    "back to back, without gaps or overlaps; corrupt file)"
+                )
+            position = end
+        if position != data_size:
+            raise RecordError(
+                f"safetensors: {self.path}: the tensors cover {position} bytes but the data "
+                f"section has {data_size} (a wrong header size, or a truncated or padded file)"
+            )
 
     def keys(self) -> list[str]:
         return list(self._entries)
@@ -127,22 +170,42 @@ class SafeTensorsFile:
 
     def get(self, name: str) -> TensorData:
         code, shape, begin, end = self._entry(name)
-        with open(self.path, "rb") as f:
-            f.seek(self._data_start + begin)
-            raw = f.read(end - begin)
-        if len(raw) != end - begin:
-            raise RecordError(f"safetensors: {self.path}: tensor {name!r} is truncated")
         target = _LOADS_AS[code][0]
-        if code == "BF16":
-            raw = _bf16_to_f32(raw)
-        elif code in _WIDEN:
-            values = struct.unpack(f"<{numel(shape)}{_WIDEN[code]}", raw)
-            return TensorData.from_values(values, shape, target)
-        return TensorData(raw, shape, target)
+        where = f"safetensors: {self.path}: tensor {name!r}"
+        limits.check(RecordError, f"{where}: bytes", numel(shape) * target.itemsize,
+                     "max_tensor_bytes")
+        with reading(where):
+            with open(self.path, "rb") as f:
+                f.seek(self._data_start + begin)
+                raw = f.read(end - begin)
+            if len(raw) != end - begin:
+                raise RecordError(f"{where} is truncated (the file shrank after it was opened)")
+            if code == "BF16":
+                raw = _bf16_to_f32(raw)
+            elif code in _WIDEN:
+                values = struct.unpack(f"<{numel(shape)}{_WIDEN[code]}", raw)
+                return TensorData.from_values(values, shape, target)
+            return TensorData(raw, shape, target)
 
     def items(self):
         for name in self._entries:
             yield name, self.get(name)
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0  # not bool, not float
+
+
+def _nbytes(shape: list[int], itemsize: int, cap: int) -> int | None:
+    """``prod(shape) * itemsize``, or None once it passes ``cap`` (huge dims stay cheap)."""
+    if 0 in shape:
+        return 0
+    n = itemsize
+    for s in shape:
+        n *= s
+        if n > cap:
+            return None
+    return n
 
 
 def load_file(path: str | os.PathLike, backend=None) -> dict:
@@ -157,6 +220,12 @@ def save_file(
     tensors: Mapping[str, object], path: str | os.PathLike, metadata: Mapping[str, str] | None = None
 ) -> None:
     """Write tensors (ember Tensors or TensorData) atomically; ``metadata`` is str → str."""
+    write_parts(path, encode(tensors, metadata))
+
+
+def encode(tensors: Mapping[str, object], metadata: Mapping[str, str] | None = None) -> list:
+    """The file as a list of byte strings: the header size and header, then each tensor's
+    data (what :func:`save_file` writes; records patch the header before writing)."""
     header: dict[str, object] = {}
     if metadata:
         bad = [k for k, v in metadata.items() if not isinstance(k, str) or not isinstance(v, str)]
@@ -167,7 +236,7 @@ def save_file(
     offset = 0
     for name, value in tensors.items():
         data = value if isinstance(value, TensorData) else value.to_data()
-        if data.dtype not in _CODE:
+        if data.dtype not in _CODE or name == "__metadata__":
             raise RecordError(f"safetensors: can't store {name!r} of dtype {data.dtype}")
         header[name] = {
             "dtype": _CODE[data.dtype], "shape": list(data.shape),
@@ -177,8 +246,11 @@ def save_file(
         offset += len(data.buffer)
     raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
     raw += b" " * (-len(raw) % 8)  # align the data section to 8 bytes, as the reference does
+    return [struct.pack("<Q", len(raw)) + raw, *blobs]
+
+
+def write_parts(path: str | os.PathLike, parts: list) -> None:
+    """Write ``parts`` one after the other to ``path``, atomically."""
     with atomic_write(path) as f:
-        f.write(struct.pack("<Q", len(raw)))
-        f.write(raw)
-        for blob in blobs:
-            f.write(blob)
+        for part in parts:
+            f.write(part)

@@ -1,0 +1,75 @@
+"""Reading files that may be hostile: bounded JSON, and one error type for every failure.
+
+``json.loads`` alone recurses once per ``[`` (a 100 000-deep array is a RecursionError) and
+turns a 5 000-digit number into a ValueError; :func:`parse_json` checks size, nesting and
+integer digits against :mod:`ember.limits` first, in time linear in the input.
+:func:`reading` wraps a whole parse so that whatever a malformed file trips over surfaces as a
+:class:`~ember.errors.RecordError`.
+
+>>> parse_json(b'{"a": [1, 2]}', "demo")
+{'a': [1, 2]}
+>>> nesting_depth(b'[{"a": "]]]]"}]')
+2
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterator
+from itertools import accumulate
+from typing import Any
+
+from .. import limits
+from ..errors import RecordError
+
+# A JSON string, or an unterminated one up to the end: always matching at a quote keeps the
+# scan linear (a failed match would be retried from every later quote).
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+# brackets become +1 / -1 (as signed bytes), every other byte is deleted
+_DEPTH_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def nesting_depth(raw: bytes) -> int:
+    """The deepest bracket nesting of ``raw`` JSON, ignoring brackets inside strings."""
+    steps = _STRING.sub(b"", raw).translate(_DEPTH_STEP, _NOT_BRACKET)
+    return max(accumulate(memoryview(steps).cast("b")), default=0)
+
+
+def parse_json(raw: bytes | str, what: str) -> Any:
+    """``raw`` parsed as JSON, after checking its nesting and, while parsing, each integer's
+    digits against :mod:`ember.limits`; RecordError (naming ``what``) for anything invalid."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    bounds = limits.current()
+    limits.check(RecordError, f"{what}: JSON size in bytes", len(data), "max_header_bytes")
+    if data.count(b"[") + data.count(b"{") > bounds.max_nesting:  # else the depth can't pass
+        limits.check(RecordError, f"{what}: JSON nesting depth", nesting_depth(data),
+                     "max_nesting")
+
+    def parse_int(digits: str) -> int:
+        limits.check(RecordError, f"{what}: digits in a JSON integer", len(digits.lstrip("-")),
+                     "max_int_digits")
+        return int(digits)
+
+    try:
+        return json.loads(data.decode("utf-8"), parse_int=parse_int)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RecordError(f"{what}: corrupt JSON: {e}") from e
+
+
+@contextlib.contextmanager
+def reading(what: str) -> Iterator[None]:
+    """Re-raise any unexpected exception inside the block as a RecordError naming ``what``.
+
+    A reader's own checks raise RecordError with a precise message; this catches the rest (a
+    TypeError from a value of the wrong type nobody anticipated), so callers handle one error
+    type. MemoryError and KeyboardInterrupt are not about the file and pass through.
+    """
+    try:
+        yield
+    except (RecordError, MemoryError):
+        raise
+    except Exception as e:
+        raise RecordError(f"{what}: corrupt or malformed file ({type(e).__name__}: {e})") from e
