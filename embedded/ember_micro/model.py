@@ -1,6 +1,8 @@
 # Load an ember micro model file (written by ember.export on CPython) and run it.
 # ruff: noqa: UP031, SIM115, FURB136, PLR1730 - MicroPython code: % formatting, inline compares
-# The layout is documented in core/ember/export/format.py; the constants below mirror it.
+# format.py is a link to core/ember/export/format.py: the writer, the CPython decoder and this
+# runtime share one layout and one Checker, which runs over every record before anything the
+# header declares is allocated.
 #
 # Memory: two ping-pong activation buffers (array('f') of the largest activation), one int8
 # buffer for quantised layer inputs, one buffer per open residual skip, small per-layer arrays
@@ -9,31 +11,25 @@
 import struct
 from array import array
 
+from . import format as fmt
 from . import kernels
-
-MAGIC = b"EMBM"
-VERSION = 1
-HEADER_FMT = "<4s8HII2fII"
-HEADER_SIZE = 44
-LAYER_FMT = "<4B6H8H4If"
-LAYER_SIZE = 52
-LINEAR, CONV2D, MAXPOOL, AVGPOOL, GAP, ACT, SOFTMAX, SAVE, ADD = range(1, 10)
-N_ACTS = 6
+from .format import ACT, AVGPOOL, CONV2D, GAP, LINEAR, MAXPOOL, SAVE, SOFTMAX
 
 
 class ModelError(ValueError):
     pass
 
 
-def _crc32(f, start, n):
+def _crc32(f, head, n):
+    # the header's bytes before the checksum field, then the n payload bytes after the header
     try:
         from binascii import crc32
     except ImportError:
         return None
+    crc = crc32(head[:fmt.CRC_OFFSET])
     buf = bytearray(512)
     mv = memoryview(buf)
-    f.seek(start)
-    crc = 0
+    f.seek(fmt.HEADER_SIZE)
     while n > 0:
         m = n if n < 512 else 512
         got = f.readinto(mv[:m])
@@ -42,6 +38,17 @@ def _crc32(f, start, n):
         crc = crc32(mv[:m], crc)
         n -= m
     return crc & 0xFFFFFFFF
+
+
+def _heap_free():
+    # MicroPython's free heap; None on CPython, whose gc can't say
+    try:
+        import gc
+
+        gc.collect()
+        return gc.mem_free()
+    except (ImportError, AttributeError):
+        return None
 
 
 def _zeros_f(n):
@@ -99,25 +106,30 @@ class Model:
         if size is None:
             size = f.tell()
         f.seek(0)
-        hdr = f.read(HEADER_SIZE)
-        if len(hdr) < HEADER_SIZE:
+        hdr = f.read(fmt.HEADER_SIZE)
+        if len(hdr) < fmt.HEADER_SIZE:
             raise self._err("truncated: %d bytes, the header alone needs %d"
-                            % (len(hdr), HEADER_SIZE))
-        (magic, version, flags, n_layers, n_slots, c, h, w, _, max_act, max_qin, in_mul,
-         in_add, plen, crc) = struct.unpack(HEADER_FMT, hdr)
-        if magic != MAGIC:
-            raise self._err("bad magic %r: not an ember micro model" % (magic,))
-        if version != VERSION:
-            raise self._err("format version %d, this runtime reads %d" % (version, VERSION))
-        if size != HEADER_SIZE + plen:
-            raise self._err("truncated or padded: header says %d payload bytes, file has %d"
-                            % (plen, size - HEADER_SIZE))
+                            % (len(hdr), fmt.HEADER_SIZE))
+        header = struct.unpack(fmt.HEADER_FMT, hdr)
+        fmt.check_envelope(header, size, self._err)
         if verify:
-            got = _crc32(f, HEADER_SIZE, plen)
-            if got is not None and got != crc:
+            got = _crc32(f, hdr, size - fmt.HEADER_SIZE)
+            if got is not None and got != header[-1]:
                 raise self._err("CRC32 mismatch: the file is corrupt")
-        if HEADER_SIZE + n_layers * LAYER_SIZE > size or n_layers == 0:
-            raise self._err("layer table (%d layers) doesn't fit" % n_layers)
+        (_, _, flags, n_layers, n_slots, c, h, w, _, max_act, max_qin, n_out, in_mul, in_add,
+         _, _) = header
+        rec = bytearray(fmt.LAYER_SIZE)
+        # every record is checked before the header's sizes are trusted to allocate with
+        check = fmt.Checker(header, self._err)
+        for i in range(n_layers):
+            check.layer(i, self._record(f, i, rec))
+        check.finish()
+        ram = 4 * max_act * (2 + n_slots) + max_qin + 4 * n_out
+        free = _heap_free()
+        if free is not None and ram > free:
+            raise self._err("the activation buffers need %d bytes (max_act %d values, %d "
+                            "residual slots), the heap has %d free" % (ram, max_act, n_slots,
+                                                                        free))
         self.in_shape = (c, h, w)
         self.in_size = c * h * w
         self.in_mul, self.in_add = in_mul, in_add
@@ -127,15 +139,19 @@ class Model:
         self.b = _zeros_f(max_act)
         self.q = array("b", bytes(max_qin if max_qin > 0 else 1))
         self.slots = [_zeros_f(max_act) for _ in range(n_slots)]
-        f.seek(HEADER_SIZE)
-        table = f.read(n_layers * LAYER_SIZE)
+        # the records are read again; checking them again is cheap and means nothing
+        # unchecked reaches the kernels even if the file changed in between
+        check = fmt.Checker(header, self._err)
         layers = []
-        prev = self.in_size
         cf = cb = 0
         for i in range(n_layers):
-            L = _Layer(struct.unpack_from(LAYER_FMT, table, i * LAYER_SIZE))
-            self._check(L, i, prev, max_act, max_qin, n_slots, size)
-            prev = L.n_out
+            r = self._record(f, i, rec)
+            rows, row_len = check.layer(i, r)
+            L = _Layer(r)
+            L.rows, L.row_len = rows, row_len
+            if L.op == CONV2D or L.op == MAXPOOL or L.op == AVGPOOL:
+                L.geom = array("i", [L.ic, L.ih, L.iw, L.oc, L.oh, L.ow, L.kh, L.kw, L.sh,
+                                     L.sw, L.ph, L.pw, L.groups])
             if L.op == LINEAR or L.op == CONV2D:
                 need = self._load_weights(f, L, resident, chunk)
                 if need:
@@ -144,52 +160,18 @@ class Model:
                     else:
                         cf = max(cf, need)
             layers.append(L)
+        check.finish()
         self.layers = layers
         self._cf = _zeros_f(cf) if cf else None
         self._cb = array("b", bytes(cb)) if cb else None
-        self.n_out = prev
-        self.out = _zeros_f(prev)
+        self.n_out = n_out
+        self.out = _zeros_f(n_out)
 
-    def _check(self, L, i, prev, max_act, max_qin, n_slots, size):
-        op = L.op
-        if op < LINEAR or op > ADD or L.act >= N_ACTS or L.wdtype > 1:
-            raise self._err("layer %d: unknown opcode %d / activation %d / dtype %d"
-                            % (i, op, L.act, L.wdtype))
-        if L.n_in != prev or L.n_in == 0 or L.n_out == 0:
-            raise self._err("layer %d: input of %d values, previous layer gives %d"
-                            % (i, L.n_in, prev))
-        if L.n_in > max_act or L.n_out > max_act:
-            raise self._err("layer %d: activation larger than the header's max_act" % i)
-        if (op == SAVE or op == ADD) and L.slot >= n_slots:
-            raise self._err("layer %d: residual slot %d of %d" % (i, L.slot, n_slots))
-        if op in (CONV2D, MAXPOOL, AVGPOOL):
-            if L.sh == 0 or L.sw == 0 or L.groups == 0 or L.ic % L.groups \
-                    or L.oc % L.groups:
-                raise self._err("layer %d: bad stride/groups" % i)
-            # lflags bits 1/2: one more zero row/column after than before (TF "SAME"); the
-            # kernels skip reads outside the input, so only the output size carries it
-            if L.oh != (L.ih + 2 * L.ph + ((L.lflags >> 1) & 1) - L.kh) // L.sh + 1 or \
-                    L.ow != (L.iw + 2 * L.pw + ((L.lflags >> 2) & 1) - L.kw) // L.sw + 1:
-                raise self._err("layer %d: output shape doesn't match the kernel geometry" % i)
-            if op != CONV2D and L.oc != L.ic:
-                raise self._err("layer %d: pooling changes the channel count" % i)
-            L.geom = array("i", [L.ic, L.ih, L.iw, L.oc, L.oh, L.ow, L.kh, L.kw, L.sh, L.sw,
-                                 L.ph, L.pw, L.groups])
-        if op == LINEAR or op == CONV2D:
-            if op == LINEAR:
-                L.rows, L.row_len = L.n_out, L.n_in
-            else:
-                L.rows, L.row_len = L.oc, (L.ic // L.groups) * L.kh * L.kw
-            item = 1 if L.wdtype else 4
-            if L.wlen != L.rows * L.row_len * item or L.woff + L.wlen > size:
-                raise self._err("layer %d: weight block (%d bytes at %d) doesn't hold %dx%d %s"
-                                % (i, L.wlen, L.woff, L.rows, L.row_len,
-                                   "int8" if L.wdtype else "f32"))
-            for off in (L.boff, L.soff):
-                if off and off + 4 * L.rows > size:
-                    raise self._err("layer %d: bias/scale block runs past the end" % i)
-            if L.wdtype and (L.soff == 0 or L.n_in > max_qin or not L.in_scale > 0.0):
-                raise self._err("layer %d: int8 layer without scales" % i)
+    def _record(self, f, i, rec):
+        f.seek(fmt.HEADER_SIZE + i * fmt.LAYER_SIZE)
+        if f.readinto(rec) != fmt.LAYER_SIZE:
+            raise self._err("truncated while reading layer %d" % i)
+        return struct.unpack(fmt.LAYER_FMT, rec)
 
     def _read_f(self, f, off, n):
         a = _zeros_f(n)

@@ -9,7 +9,6 @@ the recommended heap size by running the model in exactly that heap.
 
 from __future__ import annotations
 
-import struct
 from array import array
 
 import numpy as np
@@ -230,16 +229,15 @@ def test_lopsided_padding_on_the_pure_micropython_tier(micropython, tmp_path):
 def test_runtime_rejects_a_pad_flag_that_disagrees_with_the_shape(tmp_path):
     """The runtime derives the output size from the flags: a record whose flag disagrees with
     its output shape is refused (never read out of bounds)."""
-    import zlib
-
     import ember_micro
+    from _tamper import LFLAGS, patch
 
     model, shape = same_pad_net()
     path = tmp_path / "same.emb"
     export(model, path, shape)
-    data = bytearray(path.read_bytes())
-    data[fmt.HEADER_SIZE + 3] &= ~fmt.LFLAG_PAD_RIGHT & 0xFF
-    struct.pack_into("<I", data, 40, zlib.crc32(data[fmt.HEADER_SIZE:]) & 0xFFFFFFFF)
-    (tmp_path / "bad.emb").write_bytes(bytes(data))
-    with pytest.raises(ember_micro.ModelError, match="layer 0: output shape doesn't match"):
+    data = path.read_bytes()
+    flags = data[fmt.HEADER_SIZE + 3] & ~fmt.LFLAG_PAD_RIGHT & 0xFF
+    (tmp_path / "bad.emb").write_bytes(patch(data, LFLAGS, flags, layer=0))
+    with pytest.raises(ember_micro.ModelError, match=r"layer 0 \(conv2d\): output 6x7 doesn't "
+                       "match the kernel geometry, which gives 6x6"):
         ember_micro.Model(str(tmp_path / "bad.emb"), "pure")

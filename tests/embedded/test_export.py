@@ -80,20 +80,23 @@ def test_file_header_layout_and_checksum(tmp_path):
     data = path.read_bytes()
     assert report.size_bytes == len(data)
     magic, version, flags, n_layers, n_slots, c, h, w = struct.unpack_from("<4s7H", data)
-    assert (magic, version, flags, n_slots, (c, h, w)) == (b"EMBM", 1, 0, 2, shape)
+    assert (magic, version, flags, n_slots, (c, h, w)) == (b"EMBM", 2, 0, 2, shape)
     assert n_layers == len(report.layers) == 20
-    plen, crc = struct.unpack_from("<II", data, 36)
-    assert plen == len(data) - 44 and crc == zlib.crc32(data[44:])
-    assert struct.unpack_from("<2f", data, 28) == (0.5, -1.0)
+    max_act, max_qin, n_out = struct.unpack_from("<3I", data, 20)
+    assert (max_act, max_qin, n_out) == (2 * 13 * 11, 0, 5)  # the input is the largest
+    plen, crc = struct.unpack_from("<II", data, 40)
+    assert plen == len(data) - 48 and crc == zlib.crc32(data[:44] + data[48:])
+    assert struct.unpack_from("<2f", data, 32) == (0.5, -1.0)
     x = _inputs(shape)
     np.testing.assert_allclose(run_reference(load(path), x), model_logits(model, x),
                                rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda d: d[:30], "shorter than the 44-byte header"),
+    (lambda d: d[:30], "shorter than the 48-byte header"),
     (lambda d: b"XXXX" + d[4:], "bad magic"),
-    (lambda d: d[:4] + b"\x09\x00" + d[6:], "format version 9"),
+    (lambda d: d[:4] + b"\x09\x00" + d[6:], "format version 9 is newer"),
+    (lambda d: d[:4] + b"\x01\x00" + d[6:], "format version 1 .* re-export the model"),
     (lambda d: d[:-7], "truncated"),
     (lambda d: d[:200] + bytes([d[200] ^ 1]) + d[201:], "CRC32 mismatch"),
 ])

@@ -6,6 +6,7 @@ import os
 import struct
 import zlib
 
+from .. import limits
 from ..errors import RecordError
 from ..store import atomic_write
 from . import format as fmt
@@ -14,6 +15,16 @@ from .ir import Layer, Program, _np
 
 def _act_size(shape) -> int:
     return shape[0] * shape[1] * shape[2]
+
+
+def _crc(data) -> int:
+    """The file's CRC-32: every byte except the checksum field itself."""
+    head = zlib.crc32(data[: fmt.CRC_OFFSET])
+    return zlib.crc32(memoryview(data)[fmt.HEADER_SIZE :], head) & 0xFFFFFFFF
+
+
+def _with_crc(data: bytes) -> bytes:
+    return data[: fmt.CRC_OFFSET] + struct.pack("<I", _crc(data)) + data[fmt.HEADER_SIZE :]
 
 
 def encode(program: Program) -> bytes:
@@ -61,10 +72,10 @@ def encode(program: Program) -> bytes:
     header = struct.pack(
         fmt.HEADER_FMT, fmt.MAGIC, fmt.FORMAT_VERSION,
         fmt.FLAG_INT8 if program.quantized else 0, len(program.layers), program.n_slots,
-        *program.input_shape, 0, max_act, max_qin, program.in_mul, program.in_add,
-        len(payload), zlib.crc32(payload) & 0xFFFFFFFF,
+        *program.input_shape, 0, max_act, max_qin, _act_size(program.output_shape),
+        program.in_mul, program.in_add, len(payload), 0,
     )
-    return header + payload
+    return _with_crc(header + payload)
 
 
 def save(program: Program, path: str | os.PathLike) -> int:
@@ -76,64 +87,75 @@ def save(program: Program, path: str | os.PathLike) -> int:
 
 
 def decode(data: bytes, *, source: str = "model file") -> Program:
-    """Parse and verify a model file's bytes (magic, version, length, CRC32, layer table).
+    """Parse and verify a model file's bytes: magic, version, length, the CRC-32 over the whole
+    file, then every rule of :class:`ember.export.format.Checker` (geometry, shapes layer to
+    layer, weight blocks, the header's sizes against what the layers need) and
+    ``ember.limits`` ``max_activation_elements``. Any malformed file raises
+    :class:`~ember.errors.RecordError` naming the problem.
 
     >>> decode(b"nope")
     Traceback (most recent call last):
     ...
-    ember.errors.RecordError: model file: 4 bytes is shorter than the 44-byte header
+    ember.errors.RecordError: model file: 4 bytes is shorter than the 48-byte header
     """
+    try:
+        return _decode(data, source)
+    except RecordError:
+        raise
+    except (ArithmeticError, LookupError, ValueError, TypeError, struct.error) as e:
+        # a rule Checker misses must still surface as the reader's error, never a crash
+        raise RecordError(f"{source}: malformed model file ({type(e).__name__}: {e})") from e
+
+
+def _decode(data: bytes, source: str) -> Program:
     np = _np()
+
+    def fail(message: str) -> RecordError:
+        return RecordError(f"{source}: {message}")
+
     if len(data) < fmt.HEADER_SIZE:
-        raise RecordError(f"{source}: {len(data)} bytes is shorter than the "
-                          f"{fmt.HEADER_SIZE}-byte header")
-    (magic, version, _flags, n_layers, n_slots, c, h, w, _, _max_act, _max_qin, in_mul,
-     in_add, plen, crc) = struct.unpack_from(fmt.HEADER_FMT, data)
-    if magic != fmt.MAGIC:
-        raise RecordError(f"{source}: bad magic {magic!r}, expected {fmt.MAGIC!r}: not an ember "
-                          "micro model")
-    if version != fmt.FORMAT_VERSION:
-        raise RecordError(f"{source}: format version {version}, this reader knows "
-                          f"{fmt.FORMAT_VERSION}")
-    if len(data) != fmt.HEADER_SIZE + plen:
-        raise RecordError(f"{source}: truncated or padded: header says {plen} payload bytes, "
-                          f"file has {len(data) - fmt.HEADER_SIZE}")
-    if zlib.crc32(data[fmt.HEADER_SIZE:]) & 0xFFFFFFFF != crc:
-        raise RecordError(f"{source}: CRC32 mismatch: the file is corrupt")
+        raise fail(f"{len(data)} bytes is shorter than the {fmt.HEADER_SIZE}-byte header")
+    header = struct.unpack_from(fmt.HEADER_FMT, data)
+    fmt.check_envelope(header, len(data), fail)
+    if _crc(data) != header[-1]:
+        raise fail("CRC32 mismatch: the file is corrupt")
+    check = fmt.Checker(header, fail)
+    limits.check(RecordError, f"{source}: max_act", check.max_act, "max_activation_elements")
+    (_, _, _, n_layers, n_slots, c, h, w, _, _, _, _, in_mul, in_add, _, _) = header
     layers = []
     for i in range(n_layers):
         rec = struct.unpack_from(fmt.LAYER_FMT, data, fmt.HEADER_SIZE + i * fmt.LAYER_SIZE)
+        rows, row_len = check.layer(i, rec)
         op, act, wdtype, lflags = rec[:4]
-        if op not in fmt.OP_NAMES or act not in fmt.ACT_NAMES:
-            raise RecordError(f"{source}: layer {i}: unknown opcode {op} or activation {act}")
         layer = Layer(op, tuple(rec[4:7]), tuple(rec[7:10]), f"layer{i}", act=act,
                       kh=rec[10], kw=rec[11], sh=rec[12], sw=rec[13], ph=rec[14], pw=rec[15],
                       groups=rec[16], slot=rec[17], count_pad=bool(lflags & fmt.LFLAG_COUNT_PAD),
                       extra_h=int(bool(lflags & fmt.LFLAG_PAD_BOTTOM)),
                       extra_w=int(bool(lflags & fmt.LFLAG_PAD_RIGHT)), in_scale=float(rec[22]))
-        woff, wlen, boff, soff = rec[18:22]
         if layer.weighted:
-            cout = layer.out_shape[0]
-            if layer.op == fmt.LINEAR:
-                wshape = (cout, _act_size(layer.in_shape))
-            else:
-                wshape = (cout, layer.in_shape[0] // layer.groups, layer.kh, layer.kw)
-            dt = "<i1" if wdtype == fmt.INT8 else "<f4"
-            count = int(np.prod(wshape))
-            if wlen != count * np.dtype(dt).itemsize or woff + wlen > len(data):
-                raise RecordError(f"{source}: layer {i}: weight block ({woff}, {wlen}) doesn't "
-                                  f"hold {wshape} {dt}")
-            arr = np.frombuffer(data, dt, count, woff).reshape(wshape)
-            if boff:
-                layer.bias = np.frombuffer(data, "<f4", cout, boff).astype(np.float64)
-            if wdtype == fmt.INT8:
-                layer.w_q = arr.copy()
-                layer.w_scale = np.frombuffer(data, "<f4", cout, soff).astype(np.float64)
-                layer.weight = layer.w_q * layer.w_scale.reshape((-1,) + (1,) * (arr.ndim - 1))
-            else:
-                layer.weight = arr.astype(np.float64)
+            _read_weights(np, data, layer, rec[18:22], rows, row_len, wdtype)
         layers.append(layer)
+    check.finish()
     return Program(layers, (c, h, w), n_slots, float(in_mul), float(in_add))
+
+
+def _read_weights(np, data, layer: Layer, offsets, rows: int, row_len: int, wdtype: int):
+    """Fill ``layer``'s arrays from blocks the Checker has placed inside the file."""
+    woff, _, boff, soff = offsets
+    if layer.op == fmt.LINEAR:
+        wshape = (rows, row_len)
+    else:
+        wshape = (rows, layer.in_shape[0] // layer.groups, layer.kh, layer.kw)
+    arr = np.frombuffer(data, "<i1" if wdtype == fmt.INT8 else "<f4", rows * row_len, woff)
+    arr = arr.reshape(wshape)
+    if boff:
+        layer.bias = np.frombuffer(data, "<f4", rows, boff).astype(np.float64)
+    if wdtype == fmt.INT8:
+        layer.w_q = arr.copy()
+        layer.w_scale = np.frombuffer(data, "<f4", rows, soff).astype(np.float64)
+        layer.weight = layer.w_q * layer.w_scale.reshape((-1,) + (1,) * (arr.ndim - 1))
+    else:
+        layer.weight = arr.astype(np.float64)
 
 
 def load(path: str | os.PathLike) -> Program:

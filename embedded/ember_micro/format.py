@@ -1,0 +1,1 @@
+../../core/ember/export/format.py
