@@ -95,3 +95,67 @@ def infer_reshape(
             f"{op}: can't reshape {what} into shape {shape} ({numel(shape)} elements)"
         )
     return shape
+
+
+# ---------------------------------------------------------------- sliding-window geometry
+def conv_output_size(
+    size: int,
+    kernel: int,
+    stride: int,
+    padding: tuple[int, int] = (0, 0),
+    dilation: int = 1,
+    ceil_mode: bool = False,
+) -> int:
+    """Output length along one dim of a convolution or pooling window grid (PyTorch's and
+    ONNX's formula); ``padding`` is ``(before, after)``. May be < 1 for inputs too small.
+    With ``ceil_mode`` a partial last window counts if it starts inside the input or the
+    padding before it.
+
+    >>> conv_output_size(5, 3, 2, (1, 1))
+    3
+    >>> conv_output_size(5, 2, 2, ceil_mode=True)
+    3
+    """
+    before, after = padding
+    span = size + before + after - dilation * (kernel - 1) - 1
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + before:
+        out -= 1
+    return out
+
+
+def conv_transpose_output_size(
+    size: int, kernel: int, stride: int, padding: int, output_padding: int, dilation: int
+) -> int:
+    """Output length along one dim of a transposed convolution (PyTorch's formula).
+
+    >>> conv_transpose_output_size(3, 3, 2, 1, 1, 1)
+    6
+    """
+    return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
+
+
+def pool_output_size(
+    size: int, kernel: int, stride: int, padding: int, dilation: int, ceil_mode: bool
+) -> int:
+    """:func:`conv_output_size` with PyTorch pooling's symmetric ``padding``."""
+    return conv_output_size(size, kernel, stride, (padding, padding), dilation, ceil_mode)
+
+
+def pool_geometry(
+    spatial: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    ceil_mode: bool,
+) -> tuple[Shape, list[tuple[int, int]]]:
+    """``(out, pairs)`` for pooling the trailing dims ``spatial``: the output sizes, and per dim
+    the ``(before, after)`` padding whose window grid covers them (``after`` grows past
+    ``padding`` when ceil_mode's last window runs off the end)."""
+    out, pairs = [], []
+    for size, k, s, p, d in zip(spatial, kernel, stride, padding, dilation):
+        o = pool_output_size(size, k, s, p, d, ceil_mode)
+        out.append(o)
+        pairs.append((p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p)))
+    return tuple(out), pairs

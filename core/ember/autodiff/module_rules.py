@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import math
 
-from ..backend.module_ops import (
-    avg_pool_divisors,
-    pad_spatial,
-    pool_output_size,
-)
+from ..backend.module_ops import avg_pool_divisors, pad_spatial
+from ..shape import pool_geometry
 from .rules import full, like, rule
 
 
@@ -73,18 +70,6 @@ def _taps(kernel):
     return itertools.product(*(range(k) for k in kernel))
 
 
-def _pool_geometry(xshape, kernel, stride, padding, dilation, ceil_mode):
-    spatial = xshape[2:]
-    out = tuple(
-        pool_output_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, padding, dilation)
-    )
-    pairs = [
-        (p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
-        for size, o, k, s, p, d in zip(spatial, out, kernel, stride, padding, dilation)
-    ]
-    return out, pairs
-
-
 @rule("max_pool", inputs=(0,), out=True)
 def _max_pool(c, g):
     return (c.b.max_pool_grad(c.x(0), c.out, g, *c.params),)
@@ -96,7 +81,7 @@ def _avg_pool(c, g):
     kernel, stride, padding, ceil_mode, count_include_pad, divisor_override = c.params
     xshape = c.shape(0)
     ones = (1,) * len(kernel)
-    out, pairs = _pool_geometry(xshape, kernel, stride, padding, ones, ceil_mode)
+    out, pairs = pool_geometry(xshape[2:], kernel, stride, padding, ones, ceil_mode)
     if divisor_override:
         share = b.float_div(g, like(b, g, divisor_override))
     else:

@@ -12,9 +12,10 @@ grouped like Burn's:
 - ``ActivationOps`` relu, gelu, softmax, ...
 
 Each group marks its **required primitives** with ``@required``: a new backend must implement
-those. Every other method is a **composite** with a default body written with primitives (often
-through the Tensor API, see :meth:`Backend.wrap`); a backend overrides a composite only for
-speed, and the override must pass the same conformance cases.
+those. Every other method is a **composite** with a default body written with primitives only
+(helpers in ``prim_helpers``; the contract sits below the Tensor API and never imports it); a
+backend overrides a composite only for speed, and the override must pass the same conformance
+cases.
 
 Conventions every primitive can rely on (the Tensor front end guarantees them):
 

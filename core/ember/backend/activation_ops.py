@@ -6,67 +6,61 @@ from __future__ import annotations
 
 import math
 
-
-def _full(b, x, value):
-    return b.full(tuple(b.shape(x)), value, b.dtype(x))
-
-
-def _sigmoid(b, x):
-    # primitives only: FloatOps.float_sigmoid's default body needs the Tensor math API
-    one = _full(b, x, 1.0)
-    return b.float_div(one, b.float_add(one, b.float_exp(b.float_neg(x))))
+from .prim_helpers import scalar, sigmoid
 
 
 class ActivationOps:
     def relu(self, x):
-        return self.float_maximum(x, _full(self, x, 0))
+        return self.float_maximum(x, scalar(self, x, 0))
 
     def relu6(self, x):
         # where, not minimum/maximum: those share the gradient at ties, PyTorch gives 0 at 0 and 6
-        six = _full(self, x, 6)
+        six = scalar(self, x, 6)
         return self.where(self.float_le(six, x), six, self.relu(x))
 
     def leaky_relu(self, x, negative_slope: float):
         """``x if x > 0 else x * negative_slope``."""
-        neg = self.float_mul(x, _full(self, x, negative_slope))
-        return self.where(self.float_lt(_full(self, x, 0), x), x, neg)
+        neg = self.float_mul(x, scalar(self, x, negative_slope))
+        return self.where(self.float_lt(scalar(self, x, 0), x), x, neg)
 
     def elu(self, x, alpha: float):
         """``x if x > 0 else alpha * (exp(x) - 1)``."""
-        zero = _full(self, x, 0)
+        zero = scalar(self, x, 0)
         pos = self.float_lt(zero, x)
         # exp of the clamped value: the unused branch must not overflow to inf (where, not
         # minimum: at x == 0 the gradient must be alpha, as PyTorch, not shared with the bound)
-        neg = self.float_mul(self.float_expm1(self.where(pos, zero, x)), _full(self, x, alpha))
+        neg = self.float_mul(self.float_expm1(self.where(pos, zero, x)), scalar(self, x, alpha))
         return self.where(pos, x, neg)
 
     def gelu(self, x, approximate: str = "none"):
         """``x * Φ(x)`` with the exact erf, or PyTorch's tanh approximation."""
         if approximate == "tanh":
             cube = self.float_mul(self.float_mul(x, x), x)
-            inner = self.float_add(x, self.float_mul(cube, _full(self, x, 0.044715)))
-            inner = self.float_mul(inner, _full(self, x, math.sqrt(2.0 / math.pi)))
-            cdf = self.float_add(self.float_tanh(inner), _full(self, x, 1.0))
+            inner = self.float_add(x, self.float_mul(cube, scalar(self, x, 0.044715)))
+            inner = self.float_mul(inner, scalar(self, x, math.sqrt(2.0 / math.pi)))
+            cdf = self.float_add(self.float_tanh(inner), scalar(self, x, 1.0))
         else:
-            cdf = self.float_erf(self.float_mul(x, _full(self, x, 1.0 / math.sqrt(2.0))))
-            cdf = self.float_add(cdf, _full(self, x, 1.0))
-        return self.float_mul(self.float_mul(x, cdf), _full(self, x, 0.5))
+            cdf = self.float_erf(self.float_mul(x, scalar(self, x, 1.0 / math.sqrt(2.0))))
+            cdf = self.float_add(cdf, scalar(self, x, 1.0))
+        return self.float_mul(self.float_mul(x, cdf), scalar(self, x, 0.5))
 
     def silu(self, x):
-        return self.float_mul(x, _sigmoid(self, x))
+        # the primitive formula, not float_sigmoid: a backend's own sigmoid (or Autodiff's
+        # sigmoid rule) would change silu's rounding
+        return self.float_mul(x, sigmoid(self, x))
 
     def softplus(self, x, beta: float = 1.0, threshold: float = 20.0):
         """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``."""
-        bx = self.float_mul(x, _full(self, x, beta))
-        limit = _full(self, x, threshold)
+        bx = self.float_mul(x, scalar(self, x, beta))
+        limit = scalar(self, x, threshold)
         linear = self.float_lt(limit, bx)
         soft = self.float_log1p(self.float_exp(self.where(linear, limit, bx)))  # no overflow
-        soft = self.float_div(soft, _full(self, x, beta))
+        soft = self.float_div(soft, scalar(self, x, beta))
         return self.where(linear, x, soft)
 
     def hard_sigmoid(self, x):
         """``relu6(x + 3) / 6``."""
-        return self.float_div(self.relu6(self.float_add(x, _full(self, x, 3))), _full(self, x, 6))
+        return self.float_div(self.relu6(self.float_add(x, scalar(self, x, 3))), scalar(self, x, 6))
 
     def hard_swish(self, x):
         """``x * relu6(x + 3) / 6``."""

@@ -52,11 +52,5 @@ class Backend(TensorOps, FloatOps, IntOps, BoolOps, ModuleOps, ActivationOps):
         """Required primitives this backend class still lacks."""
         return [n for n in cls.required_ops() if getattr(getattr(cls, n), "is_required", False)]
 
-    def wrap(self, primitive):
-        """A Tensor view of one of this backend's primitives (for composite default bodies)."""
-        from ..tensor import Tensor
-
-        return Tensor(primitive, self)
-
     def __repr__(self) -> str:
         return f"<ember backend {self.name} on {self.device}>"

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import math
 
+from ..shape import numel
+from .prim_helpers import scalar, sigmoid
 from .required import required
-
-
-def where(cond, a, b):
-    """``ember.where`` (imported late: the ops package imports the backend package)."""
-    from ..ops.where import where as where_
-
-    return where_(cond, a, b)
 
 
 class FloatOps:
@@ -149,32 +144,34 @@ class FloatOps:
 
     def float_remainder(self, a, b):
         """Python/numpy ``%``: the result takes the sign of the divisor."""
-        a_, b_ = self.wrap(a), self.wrap(b)
-        r = a_ - b_ * (a_ / b_).floor()
+        r = self.float_sub(a, self.float_mul(b, self.float_floor(self.float_div(a, b))))
         # rounding in a/b can leave r with the dividend's sign: move it into b's range
-        return where((r != 0) & ((r < 0) != (b_ < 0)), r + b_, r)._prim
+        zero = scalar(self, r, 0)
+        sign_differs = self.bool_ne(self.float_lt(r, zero), self.float_lt(b, zero))
+        fix = self.bool_and(self.float_ne(r, zero), sign_differs)
+        return self.where(fix, self.float_add(r, b), r)
 
     def float_atan2(self, y, x):
-        y_, x_ = self.wrap(y), self.wrap(x)
-        base = (y_ / x_).atan()
-        # constants as tensors of the input dtype: two Python scalars in `where` would make
-        # a float32 tensor and cost float64 inputs their precision
-        pi = self.wrap(self.full(self.shape(y), math.pi, self.dtype(y)))
-        adj = where(x_ >= 0, base, base + where(y_ >= 0, pi, -pi))
-        at_zero_x = where(y_ > 0, pi / 2, where(y_ < 0, -pi / 2, pi * 0))
-        return where(x_ != 0, adj, at_zero_x)._prim
+        base = self.float_atan(self.float_div(y, x))
+        zero, two, pi = scalar(self, y, 0), scalar(self, y, 2), scalar(self, y, math.pi)
+        neg_pi = self.float_neg(pi)
+        turn = self.where(self.float_ge(y, zero), pi, neg_pi)
+        adj = self.where(self.float_ge(x, zero), base, self.float_add(base, turn))
+        down = self.where(self.float_lt(y, zero), self.float_div(neg_pi, two), zero)
+        at_zero_x = self.where(self.float_gt(y, zero), self.float_div(pi, two), down)
+        return self.where(self.float_ne(x, zero), adj, at_zero_x)
 
     def float_expm1(self, x):
-        return self.wrap(self.float_exp(x)).sub(1.0)._prim
+        return self.float_sub(self.float_exp(x), scalar(self, x, 1.0))
 
     def float_log1p(self, x):
-        return self.float_log(self.wrap(x).add(1.0)._prim)
+        return self.float_log(self.float_add(x, scalar(self, x, 1.0)))
 
     def float_log2(self, x):
-        return (self.wrap(self.float_log(x)) * (1.0 / math.log(2.0)))._prim
+        return self.float_mul(self.float_log(x), scalar(self, x, 1.0 / math.log(2.0)))
 
     def float_reciprocal(self, x):
-        return (1.0 / self.wrap(x))._prim
+        return self.float_div(scalar(self, x, 1.0), x)
 
     def float_rsqrt(self, x):
         return self.float_reciprocal(self.float_sqrt(x))
@@ -183,56 +180,56 @@ class FloatOps:
         return self.float_div(self.float_sin(x), self.float_cos(x))
 
     def float_sinh(self, x):
-        e = self.wrap(self.float_exp(x))
-        return ((e - 1.0 / e) * 0.5)._prim
+        e = self.float_exp(x)
+        inv = self.float_div(scalar(self, x, 1.0), e)
+        return self.float_mul(self.float_sub(e, inv), scalar(self, x, 0.5))
 
     def float_cosh(self, x):
-        e = self.wrap(self.float_exp(x))
-        return ((e + 1.0 / e) * 0.5)._prim
+        e = self.float_exp(x)
+        inv = self.float_div(scalar(self, x, 1.0), e)
+        return self.float_mul(self.float_add(e, inv), scalar(self, x, 0.5))
 
     def float_asin(self, x):
-        x_ = self.wrap(x)
-        return (x_ / (1.0 - x_ * x_).sqrt()).atan()._prim
+        one_minus_sq = self.float_sub(scalar(self, x, 1.0), self.float_mul(x, x))
+        return self.float_atan(self.float_div(x, self.float_sqrt(one_minus_sq)))
 
     def float_acos(self, x):
-        return (math.pi / 2 - self.wrap(self.float_asin(x)))._prim
+        return self.float_sub(scalar(self, x, math.pi / 2), self.float_asin(x))
 
     def float_sigmoid(self, x):
-        return (1.0 / (1.0 + (-self.wrap(x)).exp()))._prim
+        return sigmoid(self, x)
 
     def float_sign(self, x):
-        x_ = self.wrap(x)
-        s = where(x_ > 0, 1.0, where(x_ < 0, -1.0, 0.0)).to(x_.dtype)
-        return where(x_.isnan(), x_, s)._prim
+        zero = scalar(self, x, 0.0)
+        neg = self.where(self.float_lt(x, zero), scalar(self, x, -1.0), zero)
+        s = self.where(self.float_gt(x, zero), scalar(self, x, 1.0), neg)
+        return self.where(self.float_isnan(x), x, s)
 
     def float_trunc(self, x):
-        x_ = self.wrap(x)
-        return where(x_ >= 0, x_.floor(), x_.ceil())._prim
+        at_or_above = self.float_ge(x, scalar(self, x, 0))
+        return self.where(at_or_above, self.float_floor(x), self.float_ceil(x))
 
     def float_isinf(self, x):
-        return self.wrap(self.float_abs(x)).eq(math.inf)._prim
+        return self.float_eq(self.float_abs(x), scalar(self, x, math.inf))
 
     def float_mean(self, x, dims: tuple[int, ...]):
         shape = self.shape(x)
-        count = 1
-        for d in dims:
-            count *= shape[d]
-        total = self.wrap(self.float_sum(x, dims))
-        return (total / count if count else total * math.nan)._prim
+        n = numel(shape[d] for d in dims)
+        total = self.float_sum(x, dims)
+        if n:
+            return self.float_div(total, scalar(self, total, n))
+        return self.float_mul(total, scalar(self, total, math.nan))
 
     def float_var(self, x, dims: tuple[int, ...], correction: float):
-        x_ = self.wrap(x)
-        mean = self.wrap(self.float_mean(x, dims))
-        shape = self.shape(x)
-        count = 1
-        for d in dims:
-            count *= shape[d]
-        sq = self.wrap(self.float_sum(((x_ - mean) ** 2)._prim, dims))
-        return (sq / max(count - correction, 0))._prim
+        shape = tuple(self.shape(x))
+        centered = self.float_sub(x, self.expand(self.float_mean(x, dims), shape))
+        sq = self.float_sum(self.float_pow(centered, scalar(self, centered, 2)), dims)
+        dof = max(numel(shape[d] for d in dims) - correction, 0)
+        return self.float_div(sq, scalar(self, sq, dof))
 
     def float_logsumexp(self, x, dims: tuple[int, ...]):
-        x_ = self.wrap(x)
-        m = self.wrap(self.float_max(x, dims))
-        m = where(m.isfinite(), m, 0.0)  # all -inf (or inf) rows: shift by 0
-        s = self.wrap(self.float_sum((x_ - m).exp()._prim, dims))
-        return (s.log() + m)._prim
+        m = self.float_max(x, dims)
+        finite = self.bool_not(self.bool_or(self.float_isnan(m), self.float_isinf(m)))
+        m = self.where(finite, m, scalar(self, m, 0.0))  # all -inf (or inf) rows: shift by 0
+        shifted = self.float_sub(x, self.expand(m, tuple(self.shape(x))))
+        return self.float_add(self.float_log(self.float_sum(self.float_exp(shifted), dims)), m)

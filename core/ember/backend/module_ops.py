@@ -19,43 +19,17 @@ import struct
 
 from .. import dtype as dt
 from ..data import TensorData
+from ..shape import conv_output_size, numel, pool_geometry
+from .prim_helpers import scalar
 
-
-def _prod(xs) -> int:
-    n = 1
-    for v in xs:
-        n *= v
-    return n
+# Re-exported (``as``) for nn/ and backends/ until they import them from ember.shape.
+from ..shape import conv_transpose_output_size as conv_transpose_output_size
+from ..shape import pool_output_size as pool_output_size
 
 
 def _f32(v: float) -> float:
     """``v`` rounded to float32 (PyTorch computes nearest-neighbour indices in float32)."""
     return struct.unpack("<f", struct.pack("<f", v))[0]
-
-
-def conv_output_size(
-    size: int, kernel: int, stride: int, pad: tuple[int, int], dilation: int
-) -> int:
-    """Output length of a convolution along one dim (may be < 1 for inputs too small)."""
-    return (size + pad[0] + pad[1] - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def conv_transpose_output_size(
-    size: int, kernel: int, stride: int, pad: int, output_padding: int, dilation: int
-) -> int:
-    return (size - 1) * stride - 2 * pad + dilation * (kernel - 1) + output_padding + 1
-
-
-def pool_output_size(
-    size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool
-) -> int:
-    """PyTorch's pooling output length; with ``ceil_mode`` the last window must start inside
-    the input or its left padding."""
-    span = size + 2 * pad - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
-    out = span // stride + 1
-    if ceil_mode and (out - 1) * stride >= size + pad:
-        out -= 1
-    return out
 
 
 def avg_pool_divisors(
@@ -131,10 +105,6 @@ def _int64(b, values: list[int]):
     return b.from_data(TensorData.from_values(values, (len(values),), dt.int64))
 
 
-def _scalar(b, x, value):
-    return b.full(tuple(b.shape(x)), value, b.dtype(x))
-
-
 def _channels(b, x, start: int, n: int):
     """Channels ``start:start+n`` of ``x`` (no slice when that is all of them)."""
     shape = tuple(b.shape(x))
@@ -185,11 +155,9 @@ class ModuleOps:
         wshape = tuple(self.shape(weight))
         c_out, kernel = wshape[0], wshape[2:]
         xp = pad_spatial(self, x, padding, 0)
-        padded = tuple(self.shape(xp))[2:]
-        out = tuple(
-            (p - d * (k - 1) - 1) // s + 1 for p, k, s, d in zip(padded, kernel, stride, dilation)
-        )
-        positions, taps, cg = _prod(out), _prod(kernel), c // groups
+        spatial = tuple(self.shape(x))[2:]
+        out = tuple(conv_output_size(*a) for a in zip(spatial, kernel, stride, padding, dilation))
+        positions, taps, cg = numel(out), numel(kernel), c // groups
         # im2col: (N, C, taps, positions), ordered like the weight's (C_in, *kernel) flattening
         cols = [
             self.reshape(w, (n, c, 1, positions))
@@ -281,13 +249,7 @@ class ModuleOps:
         """Max over windows; ``padding`` one int per spatial dim, counting as -inf; NaN
         propagates."""
         spatial = tuple(self.shape(x))[2:]
-        out = tuple(
-            pool_output_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, padding, dilation)
-        )
-        pairs = [
-            (p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
-            for size, o, k, s, p, d in zip(spatial, out, kernel, stride, padding, dilation)
-        ]
+        out, pairs = pool_geometry(spatial, kernel, stride, padding, dilation, ceil_mode)
         xp = pad_spatial(self, x, pairs, -math.inf)
         acc = None
         for w in window_slices(self, xp, out, kernel, stride, dilation):
@@ -309,13 +271,9 @@ class ModuleOps:
         gradient ``grad``: as in PyTorch, each window's gradient goes to its first maximum
         (windows whose maximum is NaN pass none); Autodiff's max_pool rule calls it."""
         spatial = tuple(self.shape(x))[2:]
-        out_size = tuple(self.shape(out))[2:]
-        pairs = [
-            (p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
-            for size, o, k, s, p, d in zip(spatial, out_size, kernel, stride, padding, dilation)
-        ]
+        out_size, pairs = pool_geometry(spatial, kernel, stride, padding, dilation, ceil_mode)
         xp = pad_spatial(self, x, pairs, -math.inf)
-        zero = _scalar(self, grad, 0.0)
+        zero = scalar(self, grad, 0.0)
         taken = self.float_lt(out, out)  # all False
         gxp = self.full(tuple(self.shape(xp)), 0.0, self.dtype(grad))
         lead = [(0, s, 1) for s in tuple(self.shape(xp))[:2]]
@@ -344,26 +302,20 @@ class ModuleOps:
         """Mean over windows (PyTorch's divisor rules; ``divisor_override`` replaces them)."""
         spatial = tuple(self.shape(x))[2:]
         ones = (1,) * len(kernel)
-        out = tuple(
-            pool_output_size(*a, 1, ceil_mode) for a in zip(spatial, kernel, stride, padding)
-        )
-        pairs = [
-            (p, max(p, (o - 1) * s + k - size - p))
-            for size, o, k, s, p in zip(spatial, out, kernel, stride, padding)
-        ]
+        out, pairs = pool_geometry(spatial, kernel, stride, padding, ones, ceil_mode)
         xp = pad_spatial(self, x, pairs, 0)
         acc = None
         for w in window_slices(self, xp, out, kernel, stride, ones):
             acc = w if acc is None else self.float_add(acc, w)
         if divisor_override:
-            return self.float_div(acc, _scalar(self, acc, divisor_override))
+            return self.float_div(acc, scalar(self, acc, divisor_override))
         per_dim = [
             avg_pool_divisors(*a, count_include_pad)
             for a in zip(spatial, out, kernel, stride, padding)
         ]
         if all(len(set(d)) == 1 for d in per_dim):
-            return self.float_div(acc, _scalar(self, acc, _prod(d[0] for d in per_dim)))
-        values = [_prod(combo) for combo in itertools.product(*per_dim)]
+            return self.float_div(acc, scalar(self, acc, numel(d[0] for d in per_dim)))
+        values = [numel(combo) for combo in itertools.product(*per_dim)]
         div = self.from_data(TensorData.from_values(values, out, self.dtype(acc)))
         return self.float_div(acc, _trailing(self, div, tuple(self.shape(acc))))
 
@@ -422,7 +374,7 @@ class ModuleOps:
         dims = tuple(range(len(shape) - normalized_ndim, len(shape)))
         mean = self.expand(self.float_mean(x, dims), shape)
         var = self.float_var(x, dims, 0)
-        inv = self.float_rsqrt(self.float_add(var, _scalar(self, var, eps)))
+        inv = self.float_rsqrt(self.float_add(var, scalar(self, var, eps)))
         y = self.float_mul(self.float_sub(x, mean), self.expand(inv, shape))
         if weight is not None:
             y = self.float_mul(y, _trailing(self, weight, shape))
@@ -433,7 +385,7 @@ class ModuleOps:
     def batch_norm(self, x, mean, var, weight, bias, eps: float):
         """Inference-form batch norm over dim 1 with given (C,) statistics."""
         shape, dtype = tuple(self.shape(x)), self.dtype(x)
-        inv = self.float_rsqrt(self.float_add(var, _scalar(self, var, eps)))
+        inv = self.float_rsqrt(self.float_add(var, scalar(self, var, eps)))
         y = self.float_sub(x, _along(self, mean, shape, 1, dtype))
         y = self.float_mul(y, _along(self, inv, shape, 1, dtype))
         if weight is not None:
