@@ -122,7 +122,7 @@ def test_metadata_config_and_user(tmp_path):
     assert meta["class"] == "Linear" and meta["dtype"] == "float32"
     assert meta["config"]["d_in"] == 3 and meta["config"]["type"] == "LinearConfig"
     assert meta["user"] == {"epoch": 4, "note": "x"}
-    assert meta["format"] == "ember-record" and meta["version"] == "1"
+    assert meta["format"] == "ember-record" and meta["version"] == "2"
     assert sorted(meta["keys"]) == ["bias", "weight"]
 
 

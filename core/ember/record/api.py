@@ -2,7 +2,14 @@
 
 The file is plain safetensors (any safetensors reader opens the tensors) with Ember's
 metadata in the header: format name and version, what was saved, the module's class and
-config, the dtype, a JSON tree for non-tensor state and a CRC-32 of the data.
+config, the dtype, a JSON tree for non-tensor state and a checksum.
+
+The checksum (``crc32``, 8 hex digits) is a CRC-32 of the whole file — size prefix, header and
+data — computed with its own 8 digits written as ``00000000``, so a flipped bit anywhere (a
+tensor's dtype in the header as much as its data) fails the load. Version 1 records had a
+checksum of the data only; they still load, verified as before. The checksum catches damage,
+not tampering: whoever edits a file can recompute it. What keeps a hostile file harmless is
+the reader's checks within :mod:`ember.limits`.
 """
 
 from __future__ import annotations
@@ -10,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import struct
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -20,11 +26,14 @@ from typing import Any
 from .. import dtype as dt
 from ..data import TensorData
 from ..errors import RecordError
-from ..store.safetensors import SafeTensorsFile, save_file
+from ..store.safetensors import SafeTensorsFile, encode, write_parts
+from ..store.untrusted import parse_json, reading
 from .tree import flatten, tensor_keys, unflatten
 
 FORMAT = "ember-record"
-VERSION = 1
+#: 2: the checksum covers the whole file; 1: it covered the tensor data only
+VERSION = 2
+_UNSET_CRC = "0" * 8
 
 Remap = Iterable[tuple[str, str]] | Mapping[str, str] | None
 
@@ -66,6 +75,12 @@ def _crc(blobs: Iterable) -> str:
     for blob in blobs:
         crc = zlib.crc32(blob, crc)
     return f"{crc:08x}"
+
+
+def _crc_field(value: str) -> bytes:
+    """How the checksum appears in the header's JSON (an unescaped quote can only be JSON
+    syntax, so this byte string can't occur inside another string)."""
+    return b'"crc32":"%s"' % value.encode("ascii")
 
 
 def _version() -> str:
@@ -135,11 +150,13 @@ def save(
         "kind": kind,
         "ember": _version(),
         "meta": json.dumps(info),
-        "crc32": _crc(t.buffer for t in tensors.values()),
+        "crc32": _UNSET_CRC,
     }
     if tree is not None:
         header["tree"] = json.dumps(tree)
-    save_file(tensors, path, metadata=header)
+    parts = encode(tensors, metadata=header)
+    parts[0] = parts[0].replace(_crc_field(_UNSET_CRC), _crc_field(_crc(parts)), 1)
+    write_parts(path, parts)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -152,37 +169,58 @@ class _Record:
             raise RecordError(f"load: {self.path} is a directory, not a record file")
         self.file = SafeTensorsFile(self.path)
         meta = self.file.metadata
-        self.native = meta.get("format") == FORMAT
-        self.kind = meta.get("kind", "module") if self.native else "module"
-        try:
-            self.info = json.loads(meta.get("meta", "{}")) if self.native else {}
-            self.tree = json.loads(meta["tree"]) if "tree" in meta else None
-        except json.JSONDecodeError as e:
-            raise RecordError(f"load: {self.path} has corrupt Ember metadata: {e}") from None
+        # a damaged "format" value must not turn a record into an unchecked plain file
+        self.native = meta.get("format") == FORMAT or {"ember", "crc32"} <= meta.keys()
+        self.kind, self.info, self.tree = "module", {}, None
         if self.native:
-            version = int(meta.get("version", "0") or 0)
-            if version > VERSION:
-                raise RecordError(
-                    f"load: {self.path} is record version {version}, written by a newer Ember "
-                    f"({meta.get('ember')}); this Ember reads versions up to {VERSION}"
-                )
-            if self.kind == "state" and self.tree is None:
-                raise RecordError(
-                    f"load: {self.path} is a state record without its tree (corrupt file)"
-                )
-            if "crc32" in meta:
-                self._verify(meta["crc32"])
+            self._check_native(meta)
 
-    def _verify(self, expected: str) -> None:
+    def _check_native(self, meta: dict[str, str]) -> None:
+        where = f"load: {self.path}"
+        version = meta.get("version", "0")
+        if not re.fullmatch(r"[0-9]{1,6}", version):
+            raise RecordError(f"{where}: record version {version!r} is not a number (corrupt)")
+        if int(version) > VERSION:
+            raise RecordError(
+                f"{where} is record version {version}, written by a newer Ember "
+                f"({meta.get('ember')}); this Ember reads versions up to {VERSION}"
+            )
+        if "crc32" in meta:
+            self._verify(meta["crc32"], whole_file=int(version) >= 2)
+        elif int(version) >= 2:
+            raise RecordError(f"{where} has no checksum (corrupt header)")
+        self.kind = meta.get("kind", "module")
+        if self.kind not in ("module", "state"):
+            raise RecordError(f"{where}: unknown record kind {self.kind!r} (corrupt header)")
+        self.info = parse_json(meta.get("meta", "{}"), f"{where}: metadata")
+        if not isinstance(self.info, dict):
+            raise RecordError(f"{where}: metadata is not a JSON object (corrupt header)")
+        if self.kind == "state":
+            if "tree" not in meta:
+                raise RecordError(f"{where} is a state record without its tree (corrupt file)")
+            self.tree = parse_json(meta["tree"], f"{where}: state tree")
+            absent = [k for k in tensor_keys(self.tree) if k not in self.file]
+            if absent:
+                raise RecordError(
+                    f"{where}: the state tree names tensors the file doesn't hold: "
+                    f"{absent[:5]} (corrupt file)"
+                )
+
+    def _verify(self, expected: str, whole_file: bool) -> None:
+        if not re.fullmatch(r"[0-9a-f]{8}", expected):
+            raise RecordError(f"load: {self.path}: checksum {expected!r} is not 8 hex digits")
         with open(self.path, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            f.seek(8 + n)
-            crc = 0
+            head = f.read(8 + self.file.header_size)
+            field = _crc_field(expected)
+            if whole_file and head.count(field) != 1:
+                raise RecordError(f"load: {self.path}: checksum field is damaged (corrupt file)")
+            crc = zlib.crc32(head.replace(field, _crc_field(_UNSET_CRC))) if whole_file else 0
             while chunk := f.read(1 << 20):
                 crc = zlib.crc32(chunk, crc)
         if f"{crc:08x}" != expected:
+            covered = "file" if whole_file else "tensor data"
             raise RecordError(
-                f"load: {self.path} is corrupt: the tensor data's checksum is {crc:08x}, the "
+                f"load: {self.path} is corrupt: the {covered}'s checksum is {crc:08x}, the "
                 f"header says {expected} (the file was damaged after it was written)"
             )
 
@@ -207,7 +245,8 @@ class _Record:
 def read_metadata(path: str | os.PathLike) -> dict:
     """The header of a record: ``format``, ``version``, ``kind``, ``class``, ``config``,
     ``dtype``, ``user`` (what ``save(metadata=...)`` stored), ``ember`` and ``keys``."""
-    rec = _Record(path)
+    with reading(f"read_metadata: {os.fspath(path)}"):
+        rec = _Record(path)
     meta = rec.file.metadata
     out = {
         "format": meta.get("format"),
@@ -326,13 +365,25 @@ def load(
     * ``load({"model": model, "optim": opt, ...}, path)`` → restores each object from a
       checkpoint saved as ``save({"model": model, "optim": opt, "epoch": 3}, path)`` and
       returns the whole loaded checkpoint (``["epoch"]`` …).
+
+    Whatever is wrong with the file raises :class:`~ember.errors.RecordError` (a bad argument
+    raises TypeError or ValueError first).
     """
     if path is None:
         if not isinstance(target, (str, os.PathLike)):
             raise TypeError("load: pass a path, or an object and a path: load(model, path)")
-        return _Record(target).state(backend, None if dtype is None else dt.as_dtype(dtype))
-    rec = _Record(path)
+        target, path = None, target
+    elif not (_is_module(target) or isinstance(target, Mapping) or _has_state(target)):
+        raise TypeError(f"load: can't load into a {type(target).__name__} (needs load_state_dict)")
     rules = _rules(remap)
+    dtype = None if dtype is None else dt.as_dtype(dtype)
+    with reading(f"load: {os.fspath(path)}"):
+        return _load(target, _Record(path), rules, strict, backend, dtype)
+
+
+def _load(target: Any, rec: _Record, rules, strict: bool, backend, dtype) -> Any:
+    if target is None:
+        return rec.state(backend, dtype)
     if _is_module(target):
         if rec.kind != "module":
             raise RecordError(
@@ -347,8 +398,6 @@ def load(
     state = rec.state(backend)
     if isinstance(target, Mapping):
         return _load_checkpoint(target, state, rules, strict, rec.path)
-    if not _has_state(target):
-        raise TypeError(f"load: can't load into a {type(target).__name__} (needs load_state_dict)")
     target.load_state_dict(state)
     return target
 

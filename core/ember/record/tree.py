@@ -77,43 +77,63 @@ def flatten(
 
 
 def unflatten(tree: Any, tensors: dict[str, Any]) -> Any:
-    """The inverse of :func:`flatten`; ``tensors`` maps keys to loaded values."""
+    """The inverse of :func:`flatten`; ``tensors`` maps keys to loaded values. A tree that
+    flatten could not have written raises RecordError (it comes from a file)."""
     if isinstance(tree, list):
         return [unflatten(v, tensors) for v in tree]
-    if isinstance(tree, dict):
-        if "__tensor__" in tree:
-            key = tree["__tensor__"]
-            if key not in tensors:
-                raise RecordError(
-                    f"record: the metadata names tensor {key!r} but the file "
-                    "doesn't hold it (corrupt file)"
-                )
-            return tensors[key]
-        if "__tuple__" in tree:
-            return tuple(unflatten(v, tensors) for v in tree["__tuple__"])
-        if "__dict__" in tree:
-            return {
-                (tuple(k) if isinstance(k, list) else k): unflatten(v, tensors)
-                for k, v in tree["__dict__"]
-            }
-        return {k: unflatten(v, tensors) for k, v in tree.items()}
-    return tree
+    if not isinstance(tree, dict):
+        return tree
+    if "__tensor__" in tree:
+        key = tree["__tensor__"]
+        if key not in tensors:
+            raise RecordError(
+                f"record: the metadata names tensor {key!r} but the file doesn't hold it "
+                "(corrupt file)"
+            )
+        return tensors[key]
+    if "__tuple__" in tree:
+        return tuple(unflatten(v, tensors) for v in _marked(tree, "__tuple__"))
+    if "__dict__" in tree:
+        return {k: unflatten(v, tensors) for k, v in _pairs(tree)}
+    return {k: unflatten(v, tensors) for k, v in tree.items()}
 
 
 def tensor_keys(tree: Any) -> list[str]:
-    """Every tensor key the tree refers to."""
+    """Every tensor key the tree refers to (RecordError for a key that isn't a string)."""
     out: list[str] = []
-    if isinstance(tree, list):
-        for v in tree:
-            out += tensor_keys(v)
-    elif isinstance(tree, dict):
-        if "__tensor__" in tree:
-            return [tree["__tensor__"]]
-        for v in tree.get("__tuple__", []):
-            out += tensor_keys(v)
-        for _, v in tree.get("__dict__", []):
-            out += tensor_keys(v)
-        for k, v in tree.items():
-            if k not in _MARKERS:
-                out += tensor_keys(v)
+    pending = [tree]
+    while pending:  # a stack, not recursion: the list grows once per tensor (linear time)
+        node = pending.pop()
+        if isinstance(node, list):
+            pending += node
+        elif isinstance(node, dict):
+            if "__tensor__" in node:
+                if not isinstance(node["__tensor__"], str):
+                    raise RecordError(f"record: tensor key {node['__tensor__']!r} is not a string")
+                out.append(node["__tensor__"])
+            elif "__tuple__" in node:
+                pending += _marked(node, "__tuple__")
+            elif "__dict__" in node:
+                pending += [v for _, v in _pairs(node)]
+            else:
+                pending += node.values()
     return out
+
+
+def _marked(tree: dict, marker: str) -> list:
+    value = tree[marker]
+    if not isinstance(value, list):
+        raise RecordError(f"record: {marker} holds a {type(value).__name__}, not a list "
+                          "(corrupt file)")
+    return value
+
+
+def _pairs(tree: dict) -> list[tuple[Any, Any]]:
+    """The ``[[key, value], ...]`` of a tagged dict, each key a scalar as flatten wrote it."""
+    pairs = _marked(tree, "__dict__")
+    for pair in pairs:
+        if not (isinstance(pair, list) and len(pair) == 2
+                and (pair[0] is None or isinstance(pair[0], (str, int, float)))):
+            raise RecordError(f"record: a __dict__ entry {str(pair)[:60]} is not a [scalar key, "
+                              "value] pair (corrupt file)")
+    return [tuple(pair) for pair in pairs]
