@@ -102,9 +102,12 @@ class NumpyBackend(NumpyNNOps, Backend):
             return x.astype(_NP[dtype])
 
     def full(self, shape, value, dtype):
-        # a read-only broadcast view: scalar operands cost nothing at any size (primitives
-        # are never written in place)
-        return np.broadcast_to(np.array(value, dtype=_NP[dtype]), shape)
+        # one element seen through zero strides: scalar operands cost nothing at any size
+        # (a third of np.broadcast_to's time); read-only, as primitives are never written
+        one = np.array(value, dtype=_NP[dtype])
+        out = np.ndarray(shape, one.dtype, one, 0, (0,) * len(shape))
+        out.flags.writeable = False
+        return out
 
     def arange(self, n, dtype):
         return np.arange(n, dtype=_NP[dtype])

@@ -1,37 +1,25 @@
 """How the Tensor API reaches the backend: scalar lifting, dtype promotion, broadcasting and
-the kind prefix (``float_``/``int_``/``bool_``) of backend method names."""
+the choice of the backend op by dtype kind (an op :class:`~ember.contract.families.Family`).
+
+``x + y`` runs ``binary(ADD, x, y)``: same-shape, same-dtype tensors and tensor-scalar pairs
+that keep the tensor's dtype take a fast path straight to ``backend.float_add``; everything
+else is lifted, promoted and broadcast by :func:`prepare` first.
+"""
 
 from __future__ import annotations
 
 from .. import dtype as dt
-from ..errors import DTypeError, UnsupportedOpError
+from ..contract.families import Family
+from ..errors import DTypeError
 from ..shape import broadcast_shapes
 from ..tensor import Tensor, check_same_backend
 
 Scalar = bool | int | float
 
 
-_KIND = {"f": "float", "b": "bool", "i": "int", "u": "int"}
-
-
-def kind(dtype: dt.DType) -> str:
-    """The backend method prefix for a dtype: 'float', 'int' or 'bool'."""
-    if dtype.is_float:
-        return "float"
-    if dtype.is_bool:
-        return "bool"
-    return "int"
-
-
-def backend_op(t: Tensor, op: str, dtype: dt.DType | None = None):
-    """The bound backend method ``<kind>_<op>`` for ``dtype`` (default: ``t``'s dtype)."""
-    name = f"{kind(dtype or t.dtype)}_{op}"
-    fn = getattr(t.backend, name, None)
-    if fn is None:
-        raise UnsupportedOpError(
-            f"{op}: not defined for {(dtype or t.dtype).name} tensors (no backend op {name})"
-        )
-    return fn
+def backend_op(t: Tensor, family: Family, dtype: dt.DType | None = None):
+    """The bound backend method of ``family`` for ``dtype`` (default: ``t``'s dtype)."""
+    return getattr(t.backend, family.require(dtype or t.dtype))
 
 
 def is_scalar(x: object) -> bool:
@@ -115,27 +103,51 @@ def prepare(op: str, *operands: object, dtype: dt.DType | None = None) -> list[T
     return out
 
 
-def binary(op: str, a: object, b: object, dtype: dt.DType | None = None) -> Tensor:
-    """Run the backend op ``<kind>_<op>`` on ``a`` and ``b`` after ``prepare``."""
-    if (
-        type(a) is Tensor and type(b) is Tensor and a.backend is b.backend
-        and (dtype is None or dtype == a.dtype)
-    ):
-        pa, pb, backend = a._prim, b._prim, a.backend
+def binary(family: Family, a: object, b: object, dtype: dt.DType | None = None,
+           promote=None) -> Tensor:
+    """Run ``family``'s backend op on ``a`` and ``b`` in ``dtype``; without one, in
+    ``promote(name, a, b)`` (default: :func:`result_dtype`), which only runs when the operands
+    don't already share a dtype."""
+    if type(a) is Tensor:
+        backend, pa = a.backend, a._prim
         da = backend.dtype(pa)
-        if da == backend.dtype(pb) and backend.shape(pa) == backend.shape(pb):
-            return Tensor(getattr(backend, f"{_KIND[da.kind]}_{op}")(pa, pb), backend)
-    x, y = prepare(op, a, b, dtype=dtype)
-    return Tensor(backend_op(x, op)(x._prim, y._prim), x.backend)
+        if dtype is None or dtype is da:
+            kind_b = type(b)
+            if kind_b is Tensor:
+                pb = b._prim
+                if (b.backend is backend and backend.dtype(pb) is da
+                        and backend.shape(pa) == backend.shape(pb)):
+                    name = family.method(da)
+                    if name is not None:
+                        return Tensor(getattr(backend, name)(pa, pb), backend)
+            elif (kind_b is float and da.kind == "f") or (kind_b is int and da.kind in "fiu"
+                                                          and _fits(b, da)):
+                # a weak scalar that keeps the tensor's dtype: no promotion, no broadcast
+                name = family.method(da)
+                if name is not None:
+                    pb = backend.full(backend.shape(pa), b, da)
+                    return Tensor(getattr(backend, name)(pa, pb), backend)
+    if dtype is None and promote is not None:
+        dtype = promote(family.name, a, b)
+    x, y = prepare(family.name, a, b, dtype=dtype)
+    return Tensor(backend_op(x, family)(x._prim, y._prim), x.backend)
 
 
-def unary(op: str, x: Tensor, float_only: bool = True) -> Tensor:
-    """Run ``<kind>_<op>``; with ``float_only`` integer/bool inputs become the default float."""
+def _fits(value: int, dtype: dt.DType) -> bool:
+    if dtype.kind == "f":
+        return True
+    lo, hi = dtype.int_range
+    return lo <= value <= hi
+
+
+def unary(family: Family, x: Tensor, float_only: bool = True) -> Tensor:
+    """Run ``family``'s backend op; with ``float_only`` int/bool inputs become the default
+    float."""
     if not isinstance(x, Tensor):
         x = as_tensor(x)
     if float_only and not x.dtype.is_float:
         x = x.astype(dt.default_float)
-    return Tensor(backend_op(x, op)(x._prim), x.backend)
+    return Tensor(backend_op(x, family)(x._prim), x.backend)
 
 
 def wrap(t: Tensor, prim) -> Tensor:

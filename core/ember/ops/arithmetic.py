@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from ..errors import DTypeError
+from ..contract import families as fam
 from ..tensor import Tensor, tensor_method
-from ._dispatch import binary, prepare, result_dtype, unary, wrap
+from ._dispatch import as_tensor, backend_op, binary, full_like_shape, prepare, result_dtype
+from ._dispatch import unary, wrap
 
 
 def _arith_dtype(op: str, a, b) -> dt.DType:
@@ -14,24 +16,30 @@ def _arith_dtype(op: str, a, b) -> dt.DType:
     return dt.int64 if out.is_bool else out
 
 
+def _div_dtype(op: str, a, b) -> dt.DType:
+    """True division of ints gives the default float."""
+    out = result_dtype(op, a, b)
+    return out if out.is_float else dt.default_float
+
+
 @tensor_method
 def add(self, other, alpha=1) -> Tensor:
     """``self + alpha * other`` with broadcasting and promotion."""
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
-    return binary("add", self, other, _arith_dtype("add", self, other))
+    return binary(fam.ADD, self, other, promote=_arith_dtype)
 
 
 @tensor_method
 def sub(self, other, alpha=1) -> Tensor:
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
-    return binary("sub", self, other, _arith_dtype("sub", self, other))
+    return binary(fam.SUB, self, other, promote=_arith_dtype)
 
 
 @tensor_method
 def mul(self, other) -> Tensor:
-    return binary("mul", self, other, _arith_dtype("mul", self, other))
+    return binary(fam.MUL, self, other, promote=_arith_dtype)
 
 
 @tensor_method
@@ -43,10 +51,7 @@ def div(self, other, rounding_mode: str | None = None) -> Tensor:
         return div(self, other).trunc().astype(result_dtype("div", self, other))
     if rounding_mode is not None:
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
-    target = result_dtype("div", self, other)
-    if not target.is_float:
-        target = dt.default_float
-    return binary("div", self, other, target)
+    return binary(fam.DIV, self, other, promote=_div_dtype)
 
 
 true_divide = tensor_method(div, name="true_divide")
@@ -54,95 +59,93 @@ true_divide = tensor_method(div, name="true_divide")
 
 @tensor_method
 def floor_divide(self, other) -> Tensor:
-    return binary("floor_divide", self, other, _arith_dtype("floor_divide", self, other))
+    return binary(fam.FLOOR_DIVIDE, self, other, promote=_arith_dtype)
 
 
 @tensor_method
 def remainder(self, other) -> Tensor:
     """Python's ``%``: the result has the sign of the divisor."""
-    return binary("remainder", self, other, _arith_dtype("remainder", self, other))
+    return binary(fam.REMAINDER, self, other, promote=_arith_dtype)
 
 
 @tensor_method
 def pow(self, exponent) -> Tensor:
-    return binary("pow", self, exponent, _arith_dtype("pow", self, exponent))
+    return binary(fam.POW, self, exponent, promote=_arith_dtype)
 
 
 @tensor_method
 def neg(self) -> Tensor:
     if self.dtype.is_bool:
         raise DTypeError("neg: negation of a bool tensor is not defined; use ~ (logical_not)")
-    return unary("neg", self, float_only=False)
+    return unary(fam.NEG, self, float_only=False)
 
 
 @tensor_method
 def maximum(self, other) -> Tensor:
     """Elementwise max (NaN propagates)."""
-    return binary("maximum", self, other, _arith_dtype("maximum", self, other))
+    return binary(fam.MAXIMUM, self, other, promote=_arith_dtype)
 
 
 @tensor_method
 def minimum(self, other) -> Tensor:
-    return binary("minimum", self, other, _arith_dtype("minimum", self, other))
+    return binary(fam.MINIMUM, self, other, promote=_arith_dtype)
 
 
-def _compare(op: str, a, b) -> Tensor:
-    x, y = prepare(op, a, b)
-    if x.dtype.is_bool and op in ("lt", "le", "gt", "ge"):
+def _compare(family: fam.Family, a, b) -> Tensor:
+    x, y = prepare(family.name, a, b)
+    if x.dtype.is_bool and family.method(x.dtype) is None:  # lt/le/gt/ge order False < True
         x, y = x.astype(dt.uint8), y.astype(dt.uint8)
-    from ._dispatch import backend_op
-
-    return wrap(x, backend_op(x, op)(x._prim, y._prim))
+    return wrap(x, backend_op(x, family)(x._prim, y._prim))
 
 
 @tensor_method
 def eq(self, other) -> Tensor:
-    return _compare("eq", self, other)
+    return _compare(fam.EQ, self, other)
 
 
 @tensor_method
 def ne(self, other) -> Tensor:
-    return _compare("ne", self, other)
+    return _compare(fam.NE, self, other)
 
 
 @tensor_method
 def lt(self, other) -> Tensor:
-    return _compare("lt", self, other)
+    return _compare(fam.LT, self, other)
 
 
 @tensor_method
 def le(self, other) -> Tensor:
-    return _compare("le", self, other)
+    return _compare(fam.LE, self, other)
 
 
 @tensor_method
 def gt(self, other) -> Tensor:
-    return _compare("gt", self, other)
+    return _compare(fam.GT, self, other)
 
 
 @tensor_method
 def ge(self, other) -> Tensor:
-    return _compare("ge", self, other)
+    return _compare(fam.GE, self, other)
 
 
-def _logical(op: str, a, b) -> Tensor:
-    x, y = prepare(op, a, b, dtype=dt.bool_)
-    return wrap(x, getattr(x.backend, f"bool_{op}")(x._prim, y._prim))
+def _logical(family: fam.Family, a, b) -> Tensor:
+    x, y = prepare(family.name, a, b, dtype=dt.bool_)
+    return wrap(x, backend_op(x, family)(x._prim, y._prim))
 
 
 @tensor_method
 def logical_and(self, other) -> Tensor:
-    return _logical("and", self, other)
+    return _logical(fam.AND, self, other)
 
 
 @tensor_method
 def logical_or(self, other) -> Tensor:
-    return _logical("or", self, other)
+    return _logical(fam.OR, self, other)
 
 
 @tensor_method
 def logical_xor(self, other) -> Tensor:
-    return _logical("xor", self, other)
+    return _logical(fam.XOR, self, other)
 
 
 @tensor_method
@@ -151,12 +154,12 @@ def logical_not(self) -> Tensor:
     return wrap(x, x.backend.bool_not(x._prim))
 
 
-def _bitwise_or_logical(op: str):
+def _bitwise_or_logical(family: fam.Family):
     def operator(self, other):
         if self.dtype.is_bool and (not isinstance(other, Tensor) or other.dtype.is_bool):
-            return _logical(op, self, other)
+            return _logical(family, self, other)
         raise DTypeError(
-            f"{op}: bitwise ops on {self.dtype} are not supported; &, |, ^ work on bool tensors"
+            f"{family.name}: bitwise ops on {self.dtype} are not supported; &, |, ^ work on bool tensors"
         )
 
     return operator
@@ -164,8 +167,6 @@ def _bitwise_or_logical(op: str):
 
 def _reflected(fn):
     def reflected(self, other):
-        from ._dispatch import as_tensor
-
         return fn(as_tensor(other, self) if not isinstance(other, (bool, int, float)) else
                   _scalar_tensor(other, self), self)
 
@@ -174,9 +175,7 @@ def _reflected(fn):
 
 def _scalar_tensor(value, like: Tensor) -> Tensor:
     """A weak scalar as a 0-d tensor of the dtype it would promote to against ``like``."""
-    from ._dispatch import full_like_shape
-
-    return full_like_shape(like, value, dt.result_type_with_scalar(like.dtype, value), ())
+    return full_like_shape(like, value, dt.result_type_with_scalar(like.dtype, value))
 
 
 Tensor.__add__ = add
@@ -201,9 +200,9 @@ Tensor.__lt__ = lt
 Tensor.__le__ = le
 Tensor.__gt__ = gt
 Tensor.__ge__ = ge
-Tensor.__and__ = _bitwise_or_logical("and")
-Tensor.__or__ = _bitwise_or_logical("or")
-Tensor.__xor__ = _bitwise_or_logical("xor")
+Tensor.__and__ = _bitwise_or_logical(fam.AND)
+Tensor.__or__ = _bitwise_or_logical(fam.OR)
+Tensor.__xor__ = _bitwise_or_logical(fam.XOR)
 Tensor.__rand__ = Tensor.__and__
 Tensor.__ror__ = Tensor.__or__
 Tensor.__rxor__ = Tensor.__xor__

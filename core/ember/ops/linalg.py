@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from ..errors import DimensionError, ShapeError
 from ..shape import broadcast_shapes, normalize_dim, numel
+from ..contract import families as fam
 from ..tensor import Tensor, check_same_backend, tensor_method
 from ._dispatch import as_tensor, backend_op, broadcast_to, full_like_shape, result_dtype, wrap
 from .shape_ops import permute, reshape
@@ -55,7 +56,7 @@ def matmul(self: Tensor, other: Tensor) -> Tensor:
         ) from None
     a2 = broadcast_to(a2, batch + a2.shape[-2:], "matmul")
     b2 = broadcast_to(b2, batch + b2.shape[-2:], "matmul")
-    out = wrap(a2, backend_op(a2, "matmul")(a2._prim, b2._prim))
+    out = wrap(a2, backend_op(a2, fam.MATMUL)(a2._prim, b2._prim))
     shape = batch + a.shape[-2:-1] + (b.shape[-1:] if b.ndim > 1 else ())
     return reshape(out, shape)
 
@@ -194,7 +195,7 @@ def _sum(x: Tensor, dims: tuple[int, ...]) -> Tensor:
         return x
     if x.dtype.is_bool:
         x = x.astype(dt.int64)
-    out = wrap(x, backend_op(x, "sum")(x._prim, tuple(sorted(dims))))
+    out = wrap(x, backend_op(x, fam.SUM)(x._prim, tuple(sorted(dims))))
     return reshape(out, tuple(s for i, s in enumerate(x.shape) if i not in dims))
 
 

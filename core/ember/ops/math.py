@@ -16,6 +16,7 @@ import math as _m
 import sys
 
 from .. import dtype as dt
+from ..contract import families as fam
 from ..errors import DTypeError
 from ..tensor import Tensor, tensor_method
 from ._dispatch import as_tensor, binary, full_like_shape, result_dtype, unary, wrap
@@ -68,8 +69,9 @@ def _float_unary(name: str, doc: str):
     """A float-only elementwise function ``name`` that is also a Tensor method."""
 
     def fn(input: Tensor) -> Tensor:
-        return unary(name, input)
+        return unary(family, input)
 
+    family = fam.FLOAT_UNARY[name]
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return tensor_method(fn)
@@ -103,7 +105,7 @@ arctan = tensor_method(atan, name="arctan")
 @tensor_method
 def reciprocal(input: Tensor) -> Tensor:
     """``1 / x`` (integers give the default float, as in PyTorch)."""
-    return unary("reciprocal", input)
+    return unary(fam.FLOAT_UNARY["reciprocal"], input)
 
 
 @tensor_method
@@ -133,7 +135,7 @@ def atan2(input: Tensor, other) -> Tensor:
     [3.1415927410125732, 1.5707963705062866]
     """
     target = result_dtype("atan2", input, other)
-    return binary("atan2", input, other, target if target.is_float else dt.default_float)
+    return binary(fam.ATAN2, input, other, target if target.is_float else dt.default_float)
 
 
 arctan2 = tensor_method(atan2, name="arctan2")
@@ -143,7 +145,7 @@ arctan2 = tensor_method(atan2, name="arctan2")
 def _keep_int(input: Tensor, name: str) -> Tensor:
     x = as_tensor(input)
     if x.dtype.is_float:
-        return unary(name, x)
+        return unary(fam.FLOAT_UNARY[name], x)
     return Tensor(x._prim, x.backend)  # integers are already whole numbers
 
 
@@ -189,15 +191,18 @@ def round(input: Tensor, decimals: int = 0) -> Tensor:
     return _round_decimals(x, decimals)
 
 
+_ROUND = fam.FLOAT_UNARY["round"]
+
+
 def _round_decimals(x: Tensor, decimals: int) -> Tensor:
     if decimals == 0:
-        return unary("round", x)
+        return unary(_ROUND, x)
     # torch's formula: scale, round half to even, unscale (dividing by 10**-d is more exact)
     if decimals > 0:
         scale = 10.0**decimals
-        return unary("round", x * scale) / scale
+        return unary(_ROUND, x * scale) / scale
     scale = 10.0 ** (-decimals)
-    return unary("round", x / scale) * scale
+    return unary(_ROUND, x / scale) * scale
 
 
 Tensor.__round__ = lambda self, ndigits=None: round(self, ndigits or 0)
@@ -214,7 +219,7 @@ def abs(input: Tensor) -> Tensor:
     x = as_tensor(input)
     if x.dtype.is_bool:
         return Tensor(x._prim, x.backend)
-    return unary("abs", x, float_only=False)
+    return unary(fam.ABS, x, float_only=False)
 
 
 absolute = tensor_method(abs, name="absolute")
@@ -232,7 +237,7 @@ def sign(input: Tensor) -> Tensor:
     x = as_tensor(input)
     if x.dtype.is_bool:
         return Tensor(x._prim, x.backend)
-    return unary("sign", x, float_only=False)
+    return unary(fam.SIGN, x, float_only=False)
 
 
 @tensor_method
@@ -342,9 +347,9 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
     # x where it is within the bounds (inclusive), so at x == bound the gradient goes to x as
     # in PyTorch (maximum/minimum would share it); the bound's maximum/minimum keeps NaN rules.
     if min is not None:
-        out = where(out >= min, out, binary("maximum", out, min, target))
+        out = where(out >= min, out, binary(fam.MAXIMUM, out, min, target))
     if max is not None:
-        out = where(out <= max, out, binary("minimum", out, max, target))
+        out = where(out <= max, out, binary(fam.MINIMUM, out, max, target))
     return out
 
 

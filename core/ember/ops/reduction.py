@@ -26,6 +26,7 @@ from collections.abc import Callable
 from .. import dtype as dt
 from ..errors import DimensionError, ShapeError, UnsupportedOpError
 from ..shape import normalize_dim, normalize_dims, numel
+from ..contract import families as fam
 from ..tensor import Tensor, tensor_method
 from ._dispatch import as_tensor, backend_op, full_like_shape
 from .arithmetic import maximum, minimum
@@ -114,7 +115,14 @@ def _accumulate(op: str, identity: int, input, dim, keepdim, dtype, axis) -> Ten
         x = x.astype(dt.int64)
     # empty dims reach the backend too (sum → 0, prod → 1 there), so autodiff still links
     # the result to the input
-    return _reduce(x, dims, keepdim, backend_op(x, op))
+    return _reduce(x, dims, keepdim, backend_op(x, _FAMILIES[op]))
+
+
+_FAMILIES = {
+    "sum": fam.SUM, "prod": fam.PROD, "max": fam.MAX, "min": fam.MIN, "argmax": fam.ARGMAX,
+    "argmin": fam.ARGMIN, "cumsum": fam.CUMSUM, "cumprod": fam.CUMPROD, "any": fam.ANY,
+    "all": fam.ALL,
+}
 
 
 @tensor_method
@@ -220,7 +228,7 @@ def _extreme(x: Tensor, dims: tuple[int, ...], keepdim: bool, which: str, op: st
     if x.dtype.is_bool:  # max of bools is any, min is all
         fn = x.backend.bool_any if which == "max" else x.backend.bool_all
     else:
-        fn = backend_op(x, which)
+        fn = backend_op(x, _FAMILIES[which])
     return _reduce(x, dims, keepdim, fn)
 
 
@@ -247,7 +255,7 @@ def _arg(input, dim, keepdim: bool, which: str, op: str) -> Tensor:
     x = as_tensor(input)
     if x.dtype.is_bool:
         x = x.astype(dt.int32)
-    fn = backend_op(x, f"arg{which}")
+    fn = backend_op(x, _FAMILIES[f"arg{which}"])
     b = x.backend
     if dim is None:  # an index into the flattened tensor
         flat = Tensor(b.reshape(x._prim, (x.numel(),)), b)
@@ -324,7 +332,7 @@ def _logic(input, dim, keepdim: bool, which: str, empty_value: bool, axis) -> Te
     dims = _dims(x, _dim(dim, axis, which), which)
     if _count(x, dims) == 0:
         return _filled(x, dims, keepdim, empty_value, dt.bool_)
-    return _reduce(x, dims, keepdim, getattr(x.backend, f"bool_{which}"))
+    return _reduce(x, dims, keepdim, backend_op(x, _FAMILIES[which]))
 
 
 @tensor_method
@@ -373,7 +381,8 @@ def _scan(op: str, input, dim: int, dtype) -> Tensor:
     d = _single_dim(x, dim, op)
     if x.numel() == 0:
         return x
-    return _reduce(x, (d,), True, lambda p, ds: backend_op(x, op)(p, ds[0]))
+    fn = backend_op(x, _FAMILIES[op])
+    return _reduce(x, (d,), True, lambda p, ds: fn(p, ds[0]))
 
 
 @tensor_method

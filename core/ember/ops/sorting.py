@@ -15,6 +15,7 @@ from collections import namedtuple
 from .. import dtype as dt
 from ..errors import ShapeError, TensorIndexError
 from ..shape import normalize_dim
+from ..contract import families as fam
 from ..tensor import Tensor, tensor_method
 from ._dispatch import as_tensor, backend_op, wrap
 from .shape_ops import flatten, int_tensor, reshape, squeeze
@@ -28,7 +29,7 @@ MedianResult = namedtuple("median", ["values", "indices"])
 def _sort(x: Tensor, d: int, descending: bool) -> tuple[Tensor, Tensor]:
     """Backend sort along non-negative ``d`` (x has at least one dim)."""
     work = x.astype(dt.uint8) if x.dtype.is_bool else x
-    values, indices = backend_op(work, "sort")(work._prim, d, descending)
+    values, indices = backend_op(work, fam.SORT)(work._prim, d, descending)
     return wrap(x, values).astype(x.dtype), wrap(x, indices)
 
 

@@ -1,0 +1,1 @@
+"""The Backend contract: the op registry, the Backend base class and its caps (work in progress)."""

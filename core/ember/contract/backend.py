@@ -1,0 +1,75 @@
+"""The Backend base class and its capabilities.
+
+``Backend`` has one method per declared op (:mod:`ember.contract.registry`): the op's default
+body for composites, a method raising :class:`~ember.errors.UnsupportedOpError` for required
+primitives. A backend overrides them by defining methods of the ops' names, or with
+:meth:`Backend.implement`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import dtype as dt
+from ..errors import DTypeError
+from . import registry
+from .registry import Op
+
+# the op families: importing them declares every op
+from . import float_math, int_bool, movement, reductions  # noqa: F401,E402
+from . import activations, convolution, normalization, pooling  # noqa: F401,E402
+
+
+@dataclass(frozen=True)
+class Caps:
+    """What a backend can do; code branches on caps, never on backend names."""
+
+    dtypes: frozenset = field(default_factory=lambda: frozenset(dt.ALL))
+    #: reads need ``await t.to_data_async()`` (the browser's WebGPU without JSPI)
+    asynchronous: bool = False
+
+    def check_dtype(self, dtype: dt.DType, op: str, backend: str) -> None:
+        if dtype not in self.dtypes:
+            valid = ", ".join(sorted(d.name for d in self.dtypes))
+            raise DTypeError(f"{op}: backend '{backend}' has no {dtype.name} (it has: {valid})")
+
+
+class Backend:
+    """Base of every backend; see :mod:`ember.contract` for the contract."""
+
+    name: str = "abstract"
+    caps: Caps = Caps()
+    device: str = "cpu"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for attr in vars(cls):
+            if attr.startswith(("float_", "int_", "bool_")) and attr not in registry.REGISTRY:
+                raise TypeError(
+                    f"{cls.__name__}.{attr}: no op of that name is declared in "
+                    "ember.contract (declare it there first, or fix the name)"
+                )
+
+    @classmethod
+    def implement(cls, op: Op, fn) -> None:
+        """Use ``fn(self, *args)`` as this backend's implementation of ``op``."""
+        if registry.REGISTRY.get(op.name) is not op:
+            raise TypeError(f"implement: {op!r} is not a declared op")
+        setattr(cls, op.name, fn)
+
+    @classmethod
+    def required_ops(cls) -> list[str]:
+        """Names of the required primitives (those a new backend must implement)."""
+        return sorted(op.name for op in registry.ops() if op.required)
+
+    @classmethod
+    def missing_ops(cls) -> list[str]:
+        """Required primitives this backend class still lacks."""
+        return [n for n in cls.required_ops() if getattr(getattr(cls, n), "is_required", False)]
+
+    def __repr__(self) -> str:
+        return f"<ember backend {self.name} on {self.device}>"
+
+
+for _op in registry.ops():
+    setattr(Backend, _op.name, _op.default if _op.default is not None else _op.missing())

@@ -1,0 +1,237 @@
+"""Elementwise ``float_*`` ops: arithmetic, comparisons and math functions.
+
+Binary ops get operands of one shape and one dtype (the front end broadcasts and promotes).
+Each op: its declaration, then its default body (composites only), then its gradient.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import infer
+from .grad_helpers import like, mask, scale
+from .registry import Kind, declare
+
+E = Kind.ELEMENTWISE
+
+
+def _binary(name: str, doc: str = "", differentiable: bool = True, wgsl: str | None = None):
+    result = infer.to_bool if not differentiable else infer.binary
+    return declare(name, E, "a, b", result, differentiable=differentiable, doc=doc, wgsl=wgsl)
+
+
+def _unary(name: str, doc: str = "", differentiable: bool = True, wgsl: str | None = None):
+    result = infer.to_bool if not differentiable else infer.same
+    return declare(name, E, "x", result, differentiable=differentiable, doc=doc, wgsl=wgsl)
+
+
+# ---------------------------------------------------------------------- binary primitives
+float_add = _binary("float_add")
+float_sub = _binary("float_sub")
+float_mul = _binary("float_mul")
+float_div = _binary("float_div", "IEEE division: x/0 is ±inf, 0/0 is NaN.")
+float_pow = _binary(
+    "float_pow", "``a ** b`` with IEEE/C ``pow`` semantics (negative base, fractional exponent → NaN)."
+)
+float_maximum = _binary("float_maximum", "Elementwise max; NaN if either is NaN.")
+float_minimum = _binary("float_minimum", "Elementwise min; NaN if either is NaN.")
+float_eq = _binary("float_eq", "Bool result; NaN compares unequal to everything.", False)
+float_lt = _binary("float_lt", differentiable=False)
+float_le = _binary("float_le", differentiable=False)
+
+# ---------------------------------------------------------------------- binary composites
+float_ne = _binary("float_ne", differentiable=False)
+float_gt = _binary("float_gt", differentiable=False)
+float_ge = _binary("float_ge", differentiable=False)
+float_floor_divide = _binary("float_floor_divide", "``floor(a / b)``.")
+float_remainder = _binary("float_remainder", "Python/numpy ``%``: the sign of the divisor.")
+float_atan2 = _binary("float_atan2", "``atan(a / b)`` in the right quadrant (numpy's arctan2).")
+
+# ---------------------------------------------------------------------- unary primitives
+float_neg = _unary("float_neg")
+float_abs = _unary("float_abs")
+float_exp = _unary("float_exp")
+float_log = _unary("float_log", "Natural log: log(0) = -inf, log(<0) = NaN.")
+float_sqrt = _unary("float_sqrt")
+float_sin = _unary("float_sin")
+float_cos = _unary("float_cos")
+float_atan = _unary("float_atan")
+float_tanh = _unary("float_tanh")
+float_erf = _unary("float_erf")
+float_floor = _unary("float_floor")
+float_ceil = _unary("float_ceil")
+float_round = _unary("float_round", "Round half to even (numpy/PyTorch).")
+float_isnan = _unary("float_isnan", "Bool result.", differentiable=False)
+
+# ---------------------------------------------------------------------- unary composites
+float_expm1 = _unary("float_expm1")
+float_log1p = _unary("float_log1p")
+float_log2 = _unary("float_log2")
+float_reciprocal = _unary("float_reciprocal")
+float_rsqrt = _unary("float_rsqrt")
+float_tan = _unary("float_tan")
+float_sinh = _unary("float_sinh")
+float_cosh = _unary("float_cosh")
+float_asin = _unary("float_asin")
+float_acos = _unary("float_acos")
+float_sigmoid = _unary("float_sigmoid")
+float_sign = _unary("float_sign", "-1, 0 or 1 (NaN stays NaN).")
+float_trunc = _unary("float_trunc", "Round toward zero.")
+float_isinf = _unary("float_isinf", "Bool result.", differentiable=False)
+
+
+# ---------------------------------------------------------------------- gradients
+@float_add.gradient(cheap=True)
+def _(c, g):
+    return g, g
+
+
+@float_sub.gradient(cheap=True)
+def _(c, g):
+    return g, c.b.float_neg(g) if c.wants(1) else None
+
+
+@float_mul.gradient(inputs=(0, 1), cheap=True)
+def _(c, g):
+    b = c.b
+    return (
+        b.float_mul(g, c.x(1)) if c.wants(0) else None,
+        b.float_mul(g, c.x(0)) if c.wants(1) else None,
+    )
+
+
+@float_div.gradient(inputs=(0, 1), cheap=True)
+def _(c, g):
+    b = c.b
+    y = c.x(1)
+    gx = b.float_div(g, y)
+    gy = b.float_neg(b.float_div(b.float_mul(gx, c.x(0)), y)) if c.wants(1) else None
+    return gx, gy
+
+
+@float_pow.gradient(inputs=(0, 1), out=True, cheap=True)
+def _(c, g):
+    # PyTorch's conventions: d/da is 0 where the exponent is 0; d/de is 0 where a == 0, e >= 0
+    b = c.b
+    a, e = c.x(0), c.x(1)
+    ga = gb = None
+    if c.wants(0):
+        d = b.float_mul(e, b.float_pow(a, b.float_sub(e, like(b, e, 1.0))))
+        ga = mask(b, b.bool_not(b.float_eq(e, like(b, e, 0.0))), b.float_mul(g, d))
+    if c.wants(1):
+        d = b.float_mul(c.out, b.float_log(a))
+        zero_base = b.bool_and(b.float_eq(a, like(b, a, 0.0)), b.float_le(like(b, e, 0.0), e))
+        gb = mask(b, b.bool_not(zero_base), b.float_mul(g, d))
+    return ga, gb
+
+
+@float_atan2.gradient(inputs=(0, 1), cheap=True)
+def _(c, g):
+    b = c.b
+    y, x = c.x(0), c.x(1)
+    gr = b.float_div(g, b.float_add(b.float_mul(x, x), b.float_mul(y, y)))
+    return (
+        b.float_mul(gr, x) if c.wants(0) else None,
+        b.float_neg(b.float_mul(gr, y)) if c.wants(1) else None,
+    )
+
+
+def _select_grads(c, g, first_wins):
+    """maximum/minimum: the gradient goes to the selected operand; ties split it evenly
+    (as PyTorch does)."""
+    b = c.b
+    x, y = c.x(0), c.x(1)
+    half = b.where(b.float_eq(x, y), like(b, g, 0.5), like(b, g, 0.0))
+    to_x = b.where(first_wins(b, x, y), like(b, g, 1.0), half)
+    to_y = b.where(first_wins(b, y, x), like(b, g, 1.0), half)
+    return b.float_mul(g, to_x), b.float_mul(g, to_y)
+
+
+@float_maximum.gradient(inputs=(0, 1), cheap=True)
+def _(c, g):
+    return _select_grads(c, g, lambda b, p, q: b.float_lt(q, p))
+
+
+@float_minimum.gradient(inputs=(0, 1), cheap=True)
+def _(c, g):
+    return _select_grads(c, g, lambda b, p, q: b.float_lt(p, q))
+
+
+@float_neg.gradient(cheap=True)
+def _(c, g):
+    return (c.b.float_neg(g),)
+
+
+@float_abs.gradient(inputs=(0,), cheap=True)
+def _(c, g):
+    b = c.b
+    x = c.x(0)
+    zero = like(b, x, 0.0)
+    sign = b.where(
+        b.float_lt(zero, x), like(b, x, 1.0), b.where(b.float_lt(x, zero), like(b, x, -1.0), zero)
+    )
+    return (b.float_mul(g, sign),)
+
+
+@float_exp.gradient(out=True, cheap=True)
+def _(c, g):
+    return (c.b.float_mul(g, c.out),)
+
+
+@float_log.gradient(inputs=(0,), cheap=True)
+def _(c, g):
+    return (c.b.float_div(g, c.x(0)),)
+
+
+@float_sqrt.gradient(out=True, cheap=True)
+def _(c, g):
+    b = c.b
+    return (b.float_div(g, scale(b, c.out, 2.0)),)
+
+
+@float_sin.gradient(inputs=(0,), cheap=True)
+def _(c, g):
+    return (c.b.float_mul(g, c.b.float_cos(c.x(0))),)
+
+
+@float_cos.gradient(inputs=(0,), cheap=True)
+def _(c, g):
+    b = c.b
+    return (b.float_neg(b.float_mul(g, b.float_sin(c.x(0)))),)
+
+
+@float_atan.gradient(inputs=(0,), cheap=True)
+def _(c, g):
+    b = c.b
+    x = c.x(0)
+    return (b.float_div(g, b.float_add(like(b, x, 1.0), b.float_mul(x, x))),)
+
+
+@float_tanh.gradient(out=True, cheap=True)
+def _(c, g):
+    b = c.b
+    y = c.out
+    return (b.float_mul(g, b.float_sub(like(b, y, 1.0), b.float_mul(y, y))),)
+
+
+@float_erf.gradient(inputs=(0,), cheap=True)
+def _(c, g):
+    b = c.b
+    x = c.x(0)
+    d = scale(b, b.float_exp(b.float_neg(b.float_mul(x, x))), 2.0 / math.sqrt(math.pi))
+    return (b.float_mul(g, d),)
+
+
+def _zero(c, g):
+    return (like(c.b, g, 0.0),)
+
+
+for _step in (float_floor, float_ceil, float_round):
+    _step.gradient(cheap=True)(_zero)
+
+
+@float_sigmoid.gradient(out=True, cheap=True)
+def _(c, g):
+    b = c.b
+    y = c.out
+    return (b.float_mul(g, b.float_mul(y, b.float_sub(like(b, y, 1.0), y))),)
