@@ -28,6 +28,7 @@ from ..errors import RecordError
 from ..tensor import Tensor
 from .pytorch import PyTorchFile
 from .safetensors import SafeTensorsFile
+from .untrusted import reading
 
 if TYPE_CHECKING:
     from ..record.api import LoadResult
@@ -57,12 +58,14 @@ def detect_format(path: str | os.PathLike) -> str:
 
 def open_weights(path: str | os.PathLike, format: str | None = None):
     """The file opened for lazy reads: ``keys()``, ``info(name)`` → (dtype, shape), ``get``."""
+    _check_format(format)
     format = format or detect_format(path)
-    if format == "pytorch":
-        return PyTorchFile(path)
-    if format == "safetensors":
-        return SafeTensorsFile(path)
-    raise ValueError(f"load_weights: format must be one of {FORMATS} or None, got {format!r}")
+    return PyTorchFile(path) if format == "pytorch" else SafeTensorsFile(path)
+
+
+def _check_format(format: str | None) -> None:
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"load_weights: format must be one of {FORMATS} or None, got {format!r}")
 
 
 def load_weights(model, source, *, remap: Remap = None, strict: bool = True,
@@ -74,8 +77,9 @@ def load_weights(model, source, *, remap: Remap = None, strict: bool = True,
     ``name → Tensor/TensorData``. ``remap`` is a list of ``(regex, replacement)`` applied in
     order to every source key (``[(r"^module\\.", ""), (r"\\.gamma$", ".weight")]``).
     ``strict=False`` skips missing and unexpected keys (listed in the result); shape
-    mismatches always fail. One :class:`~ember.errors.RecordError` lists every problem, and
-    the module is untouched unless the whole load succeeds. Values are converted to each
+    mismatches always fail. One :class:`~ember.errors.RecordError` lists every problem (and a
+    malformed file raises nothing else), and the module is untouched unless the whole load
+    succeeds. Values are converted to each
     parameter's dtype and moved to its backend.
 
     >>> import ember
@@ -87,23 +91,24 @@ def load_weights(model, source, *, remap: Remap = None, strict: bool = True,
     # imported here: the records module itself imports ember.store
     from ..record.api import _prepare_module, _rules
 
+    rules = _rules(remap)
     if isinstance(source, Mapping):
-        where = "the given state dict"
         values = {k: v if isinstance(v, TensorData) else _as_data(k, v)
                   for k, v in source.items()}
         shapes = {k: v.shape for k, v in values.items()}
-        read = values.__getitem__
-        close = None
+        prepared, result = _prepare_module(model, values.__getitem__, shapes, rules, strict,
+                                           "the given state dict")
     else:
+        _check_format(format)
         where = os.fspath(source)
-        f = open_weights(source, format)
-        shapes = {k: f.info(k)[1] for k in f.keys()}  # noqa: SIM118 - f is not a dict
-        read, close = f.get, getattr(f, "close", None)
-    try:
-        prepared, result = _prepare_module(model, read, shapes, _rules(remap), strict, where)
-    finally:
-        if close is not None:
-            close()
+        with reading(f"load_weights: {where}"):
+            f = open_weights(source, format)
+            try:
+                shapes = {k: f.info(k)[1] for k in f.keys()}  # noqa: SIM118 - f is not a dict
+                prepared, result = _prepare_module(model, f.get, shapes, rules, strict, where)
+            finally:
+                if callable(close := getattr(f, "close", None)):
+                    close()
     model.load_state_dict(prepared, strict=False)
     return result
 
