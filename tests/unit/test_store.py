@@ -1,7 +1,11 @@
 """safetensors read/write against the reference `safetensors` package; malformed files."""
 
 import os
+import signal
 import struct
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -95,3 +99,57 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path):
     assert path.read_bytes() == raw
     assert [p.name for p in tmp_path.iterdir()] == ["ok.safetensors"]
     assert not any(n.startswith(".tmp-") for n in os.listdir(tmp_path))
+
+
+_HOLD_WRITE = """
+import sys, time
+from ember.store import atomic_write
+with atomic_write(sys.argv[1]) as f:
+    f.write(bytes(1 << 20))
+    f.flush()
+    print("writing", flush=True)
+    time.sleep(120)
+"""
+
+
+def _writer(path):
+    """A real process stopped in the middle of an atomic write to ``path``."""
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_WRITE, str(path)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "writing"
+    return proc
+
+
+def test_temporaries_of_killed_writers_are_removed_by_the_next_write(tmp_path):
+    path = tmp_path / "net.safetensors"
+    killed = _writer(path)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    left_behind = set(os.listdir(tmp_path))
+    assert len(left_behind) == 1  # the killed writer's temporary file
+    live = _writer(path)
+    try:
+        live_temporary = set(os.listdir(tmp_path)) - left_behind
+        save_file({"w": ember.ones(3)}, path)
+        assert set(os.listdir(tmp_path)) == live_temporary | {"net.safetensors"}
+    finally:
+        live.kill()
+        live.wait()
+    save_file({"w": ember.full((3,), 2.0)}, path)
+    assert os.listdir(tmp_path) == ["net.safetensors"]
+    assert load_file(path)["w"].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_old_unknown_temporaries_are_removed_and_others_kept(tmp_path):
+    from ember.store.atomic import STALE_AFTER_S
+
+    other_host = tmp_path / ".ember-tmp-00000000-1-abcdefgh"  # a pid we can't check
+    recent = tmp_path / ".ember-tmp-00000000-2-abcdefgh"
+    foreign = tmp_path / ".tmp-not-ours"
+    for p in (other_host, recent, foreign):
+        p.write_bytes(b"x")
+    old = time.time() - STALE_AFTER_S - 60
+    os.utime(other_host, (old, old))
+    os.utime(foreign, (old, old))
+    save_file({"w": ember.ones(1)}, tmp_path / "w.safetensors")
+    assert sorted(os.listdir(tmp_path)) == sorted([recent.name, foreign.name, "w.safetensors"])
