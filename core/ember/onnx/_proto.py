@@ -2,7 +2,9 @@
 
 The ``onnx`` package is optional: it is imported here, lazily, with an error naming the extra.
 Everything downstream (the runtime, the op registry, the code generator) sees only
-:class:`Graph` and :class:`Node` objects holding Python values and numpy arrays.
+:class:`Graph`, :class:`Node` and :class:`Function` objects holding Python values and numpy
+arrays. Reading is bounded by ``ember.limits`` before anything is allocated (see ``_checks``),
+and every way a file can fail to read raises :class:`OnnxLoadError`.
 """
 
 from __future__ import annotations
@@ -11,11 +13,18 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EmberError
+from ..errors import EmberError, UnsupportedOpError
+
+# protobuf cannot encode a larger message: bigger models keep their weights in external files
+PROTOBUF_MAX_BYTES = (2 << 30) - 1
 
 
 class OnnxLoadError(EmberError, ValueError):
     """An ONNX file that cannot be read: missing, truncated, not a model, or a bad graph."""
+
+
+class OnnxUnsupportedError(OnnxLoadError, UnsupportedOpError):
+    """A readable model that uses operators or features ember does not implement."""
 
 
 def require_onnx():
@@ -39,6 +48,19 @@ class Node:
     domain: str = ""
     name: str = ""
 
+    def subgraphs(self) -> list[Graph]:
+        """The graphs among the attributes (If/Loop/Scan bodies)."""
+        return [g for v in self.attrs.values() for g in (v if isinstance(v, list) else [v])
+                if isinstance(g, Graph)]
+
+
+def walk(nodes: list[Node]):
+    """Every node of ``nodes``, and of the subgraphs they hold."""
+    for n in nodes:
+        yield n
+        for g in n.subgraphs():
+            yield from walk(g.nodes)
+
 
 @dataclass
 class Graph:
@@ -54,12 +76,17 @@ class Graph:
 
     def walk(self):
         """Every node, including those in subgraphs (If/Loop/Scan bodies)."""
-        for n in self.nodes:
-            yield n
-            for v in n.attrs.values():
-                for g in v if isinstance(v, list) else [v]:
-                    if isinstance(g, Graph):
-                        yield from g.walk()
+        return walk(self.nodes)
+
+
+@dataclass
+class Function:
+    """A model-local function (or an ONNX schema's function body): an op defined by nodes."""
+
+    inputs: list[str]
+    outputs: list[str]
+    defaults: dict[str, Any]  # attribute name -> default value
+    nodes: list[Node]
 
 
 @dataclass
@@ -67,8 +94,29 @@ class Model:
     graph: Graph
     opset: int  # version of the default (ai.onnx) domain
     opsets: dict[str, int]
-    functions: dict[tuple[str, str], Any]  # (domain, name) -> FunctionProto
+    functions: dict[tuple[str, str], Function]  # (domain, name) -> body
     producer: str = ""
+
+
+@dataclass(frozen=True)
+class _AttrRef:
+    """An attribute of a function body that refers to the caller's attribute."""
+
+    name: str
+
+
+def text(value, what: str) -> str:
+    """A protobuf string field as ``str``: protobuf hands back ``bytes`` when the file's bytes
+    are not UTF-8, which ONNX names must be."""
+    if isinstance(value, str):
+        return value
+    raise OnnxLoadError(f"onnx.load: {what} is not UTF-8 text: {bytes(value)[:40]!r}; ONNX "
+                        "names and strings must be valid UTF-8")
+
+
+def _domain(value, what: str) -> str:
+    d = text(value, what)
+    return "" if d == "ai.onnx" else d
 
 
 def _value_info(vi) -> tuple:
@@ -83,132 +131,203 @@ def _value_info(vi) -> tuple:
     return (tt.elem_type, shape)
 
 
+class Reader:
+    """Converts protobuf messages of one file; ``base_dir`` is where external data lives."""
+
+    def __init__(self, base_dir: str | None = None, file_bytes: int = 0):
+        self.base_dir = base_dir
+        self.file_bytes = file_bytes
+        self.dense_bytes = 0  # what sparse tensors expand to, against max_expansion_bytes
+
+    def tensor(self, t, what: str = "tensor"):
+        """A TensorProto as a numpy array, its declared size checked against its data first."""
+        from onnx import numpy_helper
+
+        from ._checks import check_tensor_data, tensor_bytes
+
+        what = f"{what} '{text(t.name, what + ' name')}'"
+        tensor_bytes(t, what)
+        if t.data_location == require_onnx().TensorProto.EXTERNAL:
+            if self.base_dir is None:
+                raise OnnxLoadError(f"onnx.load: {what} has external data but no directory "
+                                    "is known")
+            from onnx.external_data_helper import load_external_data_for_tensor
+
+            load_external_data_for_tensor(t, self.base_dir)
+        check_tensor_data(t, what)
+        return numpy_helper.to_array(t)
+
+    def sparse(self, st, what: str = "sparse tensor"):
+        """A SparseTensorProto, densified once its dense size fits the limits."""
+        from onnx import numpy_helper
+
+        from .. import limits
+        from ._checks import dense_bytes
+
+        self.tensor(st.values, what)
+        self.tensor(st.indices, what)
+        self.dense_bytes += dense_bytes(st, what)
+        limits.check(OnnxLoadError, f"onnx.load: sparse tensors expand the {self.file_bytes}"
+                     "-byte file by", self.dense_bytes - self.file_bytes, "max_expansion_bytes")
+        return numpy_helper.to_array(st)
+
+    def attr(self, a, what: str):
+        A = require_onnx().AttributeProto
+        if a.ref_attr_name:
+            return _AttrRef(text(a.ref_attr_name, f"{what}: a referenced attribute name"))
+        kind = a.type
+        if kind == A.FLOAT:
+            return float(a.f)
+        if kind == A.INT:
+            return int(a.i)
+        if kind == A.STRING:
+            return a.s.decode("utf-8", "replace")
+        if kind == A.TENSOR:
+            return self.tensor(a.t, what)
+        if kind == A.GRAPH:
+            return self.graph(a.g)
+        if kind == A.FLOATS:
+            return [float(v) for v in a.floats]
+        if kind == A.INTS:
+            return [int(v) for v in a.ints]
+        if kind == A.STRINGS:
+            return [s.decode("utf-8", "replace") for s in a.strings]
+        if kind == A.TENSORS:
+            return [self.tensor(t, what) for t in a.tensors]
+        if kind == A.GRAPHS:
+            return [self.graph(g) for g in a.graphs]
+        if kind in (A.TYPE_PROTO, A.TYPE_PROTOS):
+            return None  # only Optional's 'type' uses these; the value carries its own type
+        if kind == A.SPARSE_TENSOR:
+            return self.tensor(a.sparse_tensor.values, what)
+        raise OnnxUnsupportedError(f"onnx.load: {what} has an unsupported type {kind}")
+
+    def attrs(self, protos, what: str) -> dict[str, Any]:
+        out = {}
+        for a in protos:
+            name = text(a.name, f"{what}: an attribute name")
+            out[name] = self.attr(a, f"{what}, attribute '{name}'")
+        return out
+
+    def node(self, n) -> Node:
+        op_type = text(n.op_type, "a node's op_type")
+        name = text(n.name, f"the name of a {op_type} node")
+        what = f"node '{name}' ({op_type})"
+        return Node(
+            op_type=op_type,
+            inputs=[text(i, f"{what}: an input name") for i in n.input],
+            outputs=[text(o, f"{what}: an output name") for o in n.output],
+            attrs=self.attrs(n.attribute, what),
+            domain=_domain(n.domain, f"{what}: the domain"),
+            name=name,
+        )
+
+    def graph(self, g) -> Graph:
+        name = text(g.name, "a graph name")
+        inits = {text(t.name, f"graph '{name}': an initializer name"):
+                 self.tensor(t, f"graph '{name}': initializer") for t in g.initializer}
+        for st in g.sparse_initializer:
+            key = text(st.values.name, f"graph '{name}': a sparse initializer name")
+            inits[key] = self.sparse(st, f"graph '{name}': sparse initializer")
+        ins = {text(i.name, f"graph '{name}': an input name"): i for i in g.input}
+        outs = {text(o.name, f"graph '{name}': an output name"): o for o in g.output}
+        return Graph(
+            name=name,
+            nodes=[self.node(n) for n in g.node],
+            inputs=[i for i in ins if i not in inits],
+            outputs=list(outs),
+            initializers=inits,
+            input_info={k: _value_info(v) for k, v in ins.items()},
+            output_info={k: _value_info(v) for k, v in outs.items()},
+        )
+
+    def function(self, f) -> Function:
+        what = f"function '{text(f.name, 'a function name')}'"
+        return Function(
+            inputs=[text(i, f"{what}: an input name") for i in f.input],
+            outputs=[text(o, f"{what}: an output name") for o in f.output],
+            defaults=self.attrs(f.attribute_proto, what),
+            nodes=[self.node(n) for n in f.node],
+        )
+
+    def model(self, proto) -> Model:
+        opsets = {_domain(o.domain, "an opset domain"): int(o.version) for o in proto.opset_import}
+        opset = opsets.get("", 1 if proto.ir_version < 3 else 21)
+        graph = self.graph(proto.graph)
+        functions = {(_domain(f.domain, "a function domain"), text(f.name, "a function name")):
+                     self.function(f) for f in proto.functions}
+        return Model(graph, opset, opsets, functions, text(proto.producer_name, "producer_name"))
+
+
 def tensor_to_numpy(t, base_dir: str | None = None):
     """A TensorProto as a numpy array (external data read from ``base_dir``)."""
+    return Reader(base_dir).tensor(t)
+
+
+def _read(where: str) -> bytes:
+    try:
+        with open(where, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            # read one byte past the ceiling: fstat says 0 for pipes and /proc files
+            raw = f.read(PROTOBUF_MAX_BYTES + 1) if size <= PROTOBUF_MAX_BYTES else b""
+    except OSError as e:
+        raise OnnxLoadError(f"onnx.load: cannot read '{where}': {e}") from e
+    _check_file_size(max(size, len(raw)), where)
+    return raw
+
+
+def _check_file_size(size: int, where: str) -> None:
+    if size > PROTOBUF_MAX_BYTES:
+        raise OnnxLoadError(
+            f"onnx.load: '{where}' is {size} bytes; an ONNX protobuf holds at most "
+            f"{PROTOBUF_MAX_BYTES} (larger models keep their weights in external data files)")
+
+
+def _parse(source):
+    """``(ModelProto, where, base_dir, size in bytes)`` for a path, bytes or a ModelProto."""
     onnx = require_onnx()
-    from onnx import numpy_helper
-
-    if t.data_location == onnx.TensorProto.EXTERNAL:
-        if base_dir is None:
-            raise OnnxLoadError(f"tensor '{t.name}' has external data but no directory is known")
-        from onnx.external_data_helper import load_external_data_for_tensor
-
-        load_external_data_for_tensor(t, base_dir)
-    return numpy_helper.to_array(t)
-
-
-def _attr(a, base_dir):
-    onnx = require_onnx()
-    A = onnx.AttributeProto
-    if a.ref_attr_name:
-        return _AttrRef(a.ref_attr_name)
-    kind = a.type
-    if kind == A.FLOAT:
-        return float(a.f)
-    if kind == A.INT:
-        return int(a.i)
-    if kind == A.STRING:
-        return a.s.decode("utf-8", "replace")
-    if kind == A.TENSOR:
-        return tensor_to_numpy(a.t, base_dir)
-    if kind == A.GRAPH:
-        return convert_graph(a.g, base_dir)
-    if kind == A.FLOATS:
-        return [float(v) for v in a.floats]
-    if kind == A.INTS:
-        return [int(v) for v in a.ints]
-    if kind == A.STRINGS:
-        return [s.decode("utf-8", "replace") for s in a.strings]
-    if kind == A.TENSORS:
-        return [tensor_to_numpy(t, base_dir) for t in a.tensors]
-    if kind == A.GRAPHS:
-        return [convert_graph(g, base_dir) for g in a.graphs]
-    if kind in (A.TYPE_PROTO, A.TYPE_PROTOS):
-        return None  # only Optional's 'type' uses these; the value carries its own type
-    if kind == A.SPARSE_TENSOR:
-        from onnx import numpy_helper
-
-        return numpy_helper.to_array(a.sparse_tensor.values)  # dense rebuild below if needed
-    raise OnnxLoadError(f"attribute '{a.name}' has an unsupported type {kind}")
-
-
-@dataclass(frozen=True)
-class _AttrRef:
-    """An attribute of a function body that refers to the caller's attribute."""
-
-    name: str
-
-
-def convert_node(n, base_dir=None) -> Node:
-    return Node(
-        op_type=n.op_type,
-        inputs=list(n.input),
-        outputs=list(n.output),
-        attrs={a.name: _attr(a, base_dir) for a in n.attribute},
-        domain=n.domain if n.domain != "ai.onnx" else "",
-        name=n.name,
-    )
-
-
-def convert_graph(g, base_dir=None) -> Graph:
-    inits = {t.name: tensor_to_numpy(t, base_dir) for t in g.initializer}
-    for st in g.sparse_initializer:
-        from onnx import numpy_helper
-
-        inits[st.values.name] = numpy_helper.to_array(st)
-    return Graph(
-        name=g.name,
-        nodes=[convert_node(n, base_dir) for n in g.node],
-        inputs=[i.name for i in g.input if i.name not in inits],
-        outputs=[o.name for o in g.output],
-        initializers=inits,
-        input_info={i.name: _value_info(i) for i in g.input},
-        output_info={o.name: _value_info(o) for o in g.output},
-    )
+    if isinstance(source, onnx.ModelProto):
+        return source, "<ModelProto>", None, source.ByteSize()
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        raw, where, base_dir = bytes(source), "<bytes>", None
+        _check_file_size(len(raw), where)
+    else:
+        where = os.fspath(source)
+        base_dir = os.path.dirname(os.path.abspath(where))
+        raw = _read(where)
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(raw)
+    except Exception as e:
+        raise OnnxLoadError(
+            f"onnx.load: '{where}' is not a valid ONNX model ({len(raw)} bytes): the "
+            f"protobuf does not parse ({type(e).__name__}: {e}); the file may be truncated "
+            "or not an ONNX file"
+        ) from e
+    if not proto.HasField("graph") or (proto.ir_version == 0 and not proto.graph.node):
+        raise OnnxLoadError(
+            f"onnx.load: '{where}' holds no ONNX graph ({len(raw)} bytes); the file may be "
+            "truncated or not an ONNX file"
+        )
+    return proto, where, base_dir, len(raw)
 
 
 def read_model(source) -> Model:
     """Parse a path, bytes or ``onnx.ModelProto`` into a :class:`Model`.
 
-    Raises :class:`OnnxLoadError` for anything that is not a readable ONNX model.
+    Raises :class:`OnnxLoadError` for anything that is not a readable ONNX model, including
+    one that passes an ``ember.limits`` bound.
     """
-    onnx = require_onnx()
-    base_dir = None
-    if isinstance(source, onnx.ModelProto):
-        proto = source
-    else:
-        if isinstance(source, (bytes, bytearray, memoryview)):
-            raw, where = bytes(source), "<bytes>"
-        else:
-            where = os.fspath(source)
-            base_dir = os.path.dirname(os.path.abspath(where))
-            try:
-                with open(where, "rb") as f:
-                    raw = f.read()
-            except OSError as e:
-                raise OnnxLoadError(f"onnx.load: cannot read '{where}': {e}") from e
-        proto = onnx.ModelProto()
-        try:
-            proto.ParseFromString(raw)
-        except Exception as e:
-            raise OnnxLoadError(
-                f"onnx.load: '{where}' is not a valid ONNX model ({len(raw)} bytes): the "
-                f"protobuf does not parse ({type(e).__name__}: {e}); the file may be truncated "
-                "or not an ONNX file"
-            ) from e
-        if not proto.HasField("graph") or (proto.ir_version == 0 and not proto.graph.node):
-            raise OnnxLoadError(
-                f"onnx.load: '{where}' holds no ONNX graph ({len(raw)} bytes); the file may be "
-                "truncated or not an ONNX file"
-            )
-    opsets = {(o.domain if o.domain != "ai.onnx" else ""): int(o.version)
-              for o in proto.opset_import}
-    opset = opsets.get("", 1 if proto.ir_version < 3 else 21)
+    from ._checks import check_calls, scan
+
+    proto, where, base_dir, size = _parse(source)
     try:
-        graph = convert_graph(proto.graph, base_dir)
-    except OnnxLoadError:
+        scan(proto, size)
+        model = Reader(base_dir, size).model(proto)
+        check_calls(model.functions)
+    except (OnnxLoadError, MemoryError):
         raise
     except Exception as e:
-        raise OnnxLoadError(f"onnx.load: the graph cannot be read: {type(e).__name__}: {e}") from e
-    functions = {(f.domain, f.name): f for f in proto.functions}
-    return Model(graph, opset, opsets, functions, proto.producer_name)
+        raise OnnxLoadError(f"onnx.load: '{where}' cannot be read: {type(e).__name__}: {e}"
+                            ) from e
+    return model

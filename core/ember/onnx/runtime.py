@@ -9,14 +9,28 @@ folded once at load time, which also resolves most shape arithmetic (Shape -> Ga
 
 from __future__ import annotations
 
+import keyword
 import re
 from collections import ChainMap
 from typing import Any
 
+from .. import limits
 from ..errors import UnsupportedOpError
 from ..nn.module import Module
 from ..tensor import Tensor
-from ._proto import Graph, Model, Node, _AttrRef, convert_node, read_model
+from ._checks import check_wiring
+from ._fold import output_bound
+from ._proto import (
+    Function,
+    Graph,
+    Model,
+    Node,
+    OnnxLoadError,
+    OnnxUnsupportedError,
+    Reader,
+    _AttrRef,
+    read_model,
+)
 from ._types import numpy_to_tensor
 from .ops import NOT_FOLDABLE, REGISTRY
 
@@ -54,7 +68,10 @@ class OnnxModule(Module):
         object.__setattr__(self, "backend", get_backend(backend) if backend else default_backend())
         object.__setattr__(self, "_consts", {})  # id(graph) -> {onnx name: attribute}
         object.__setattr__(self, "_functions", {})
-        _check_wiring(model.graph)
+        g = model.graph
+        check_wiring([*g.inputs, *g.initializers], g.nodes, g.outputs, f"graph '{g.name}'")
+        for (domain, name), f in model.functions.items():
+            check_wiring(f.inputs, f.nodes, f.outputs, f"function '{domain}.{name}'")
         self._check_supported(model)
         for g in [model.graph, *_subgraphs(model.graph)]:
             for name, array in g.initializers.items():
@@ -76,8 +93,9 @@ class OnnxModule(Module):
         return list(self.graph.outputs)
 
     def _add_const(self, graph: Graph, name: str, value: Tensor) -> None:
-        attr = re.sub(r"\W", "_", name) or "const"
-        if not attr[0].isalpha():
+        # an ASCII identifier: ``ember onnx convert`` writes it as ``self.<attr>``
+        attr = re.sub(r"[^0-9A-Za-z_]", "_", name)[:60] or "const"
+        if not attr[0].isalpha() or keyword.iskeyword(attr):
             attr = "c_" + attr
         base, i = attr, 1
         while attr in self.__dict__ or hasattr(type(self), attr):
@@ -93,7 +111,7 @@ class OnnxModule(Module):
                 missing[key] = missing.get(key, 0) + 1
         if missing:
             listed = ", ".join(f"{k} (x{v})" for k, v in sorted(missing.items()))
-            raise UnsupportedOpError(
+            raise OnnxUnsupportedError(
                 f"onnx.load: the model uses {len(missing)} operator(s) ember does not support: "
                 f"{listed}. Supported: {len(REGISTRY)} operators (ember.onnx.supported_ops())"
             )
@@ -105,12 +123,11 @@ class OnnxModule(Module):
             return self._functions[key]
         if node.domain in _DOMAINS and node.op_type in REGISTRY:
             return REGISTRY[node.op_type]
-        fn = self._model.functions.get(key)
-        body = _function_body(fn) if fn is not None else _schema_function(
+        body = self._model.functions.get(key) or _schema_function(
             node, self._model.opsets.get(node.domain, self._model.opset))
         if body is not None:
             self._functions[key] = body
-            for n in body[3]:
+            for n in body.nodes:
                 if self._resolve(n) is None:
                     return None
         return body
@@ -120,15 +137,19 @@ class OnnxModule(Module):
         env = {k: getattr(self, v) for k, v in consts.items()}
         kept = []
         ctx = Ctx(self, self._model.opset)
+        most = limits.current().max_folded_elements
         for node in graph.nodes:
             foldable = (
                 node.op_type not in NOT_FOLDABLE
+                and node.domain in _DOMAINS
                 and all(i == "" or i in env for i in node.inputs)
-                and not any(isinstance(v, Graph) for v in node.attrs.values())
+                and not node.subgraphs()
             )
-            if foldable:
+            args = [env[i] if i else None for i in node.inputs] if foldable else []
+            bound = output_bound(node.op_type, args) if foldable else None
+            if bound is not None and bound <= most:
                 try:
-                    outs = self._call(ctx, node, [env[i] if i else None for i in node.inputs], env)
+                    outs = self._call(ctx, node, args, env)
                 except Exception:  # noqa: BLE001 - leave it for run time, which reports it
                     outs = None
                 if outs is not None and all(isinstance(o, Tensor) or o is None for o in outs):
@@ -209,7 +230,7 @@ class OnnxModule(Module):
 
     def _call(self, ctx: Ctx, node: Node, args: list, env) -> list:
         fn = self._resolve(node)
-        if isinstance(fn, tuple):
+        if isinstance(fn, Function):
             return self._run_function(fn, node, args, env)
         ctx.opset = self._model.opsets.get(node.domain, self._model.opset)
         ctx.n_outputs = len(node.outputs)
@@ -228,13 +249,12 @@ class OnnxModule(Module):
             raise
         return list(out) if isinstance(out, tuple) else [out]
 
-    def _run_function(self, body, node: Node, args: list, env) -> list:
-        f_inputs, f_outputs, defaults, nodes = body
-        attrs = {**defaults, **node.attrs}
-        local = dict(zip(f_inputs, args))
+    def _run_function(self, body: Function, node: Node, args: list, env) -> list:
+        attrs = {**body.defaults, **node.attrs}
+        local = dict(zip(body.inputs, args))
         local[""] = None
         ctx = Ctx(self, self._model.opset)
-        for n in nodes:
+        for n in body.nodes:
             resolved = {}
             for k, v in n.attrs.items():
                 if isinstance(v, _AttrRef):
@@ -244,46 +264,14 @@ class OnnxModule(Module):
                     resolved[k] = v
             self._exec(ctx, Node(n.op_type, n.inputs, n.outputs, resolved, n.domain, n.name),
                        local)
-        return [local.get(o) for o in f_outputs]
-
-
-def _check_wiring(graph: Graph) -> None:
-    """Every node input must come from a graph input, an initializer or an earlier node (a
-    truncated file that still parses usually fails here)."""
-    from ._proto import OnnxLoadError
-
-    known = set(graph.inputs) | set(graph.initializers) | {""}
-    for i, node in enumerate(graph.nodes):
-        bad = [x for x in node.inputs if x not in known]
-        if bad:
-            raise OnnxLoadError(
-                f"onnx.load: node {i} '{node.name}' ({node.op_type}) reads {bad}, which no graph "
-                "input, initializer or earlier node defines; the file may be truncated or the "
-                "graph not topologically sorted")
-        known.update(node.outputs)
-    missing = [o for o in graph.outputs if o not in known]
-    if missing:
-        raise OnnxLoadError(f"onnx.load: graph outputs {missing} are never computed")
+        return [local.get(o) for o in body.outputs]
 
 
 def _subgraphs(graph: Graph) -> list[Graph]:
-    out = []
-    for n in graph.walk():
-        for v in n.attrs.values():
-            for g in v if isinstance(v, list) else [v]:
-                if isinstance(g, Graph):
-                    out.append(g)
-    return out
+    return [g for n in graph.walk() for g in n.subgraphs()]
 
 
-def _function_body(fn) -> tuple:
-    from ._proto import _attr
-
-    defaults = {a.name: _attr(a, None) for a in fn.attribute_proto}
-    return (list(fn.input), list(fn.output), defaults, [convert_node(n) for n in fn.node])
-
-
-def _schema_function(node: Node, opset: int):
+def _schema_function(node: Node, opset: int) -> Function | None:
     """ONNX defines many newer ops as functions of older ones; run that body when the op has
     no ember function."""
     try:
@@ -307,22 +295,34 @@ def _schema_function(node: Node, opset: int):
         fn = raw
     else:
         fn.ParseFromString(schema.function_body.SerializeToString())
-    body = _function_body(fn)
-    defaults = {a.name: a.default_value for a in schema.attributes.values()
-                if a.default_value.name}
-    from ._proto import _attr
-
-    body[2].update({k: _attr(v, None) for k, v in defaults.items()})
+    reader = Reader()
+    body = reader.function(fn)
+    body.defaults.update({k: reader.attr(a.default_value, f"{node.op_type} attribute '{k}'")
+                          for k, a in schema.attributes.items() if a.default_value.name})
     return body
 
 
 def load(source, backend=None, fold: bool = True) -> OnnxModule:
     """An ONNX model (path, bytes or ``onnx.ModelProto``) as a runnable ember module.
 
-    Every unsupported operator is listed at once in an :class:`ember.UnsupportedOpError`; an
-    unreadable file raises :class:`ember.onnx.OnnxLoadError`.
+    A file that cannot be read, or passes an ``ember.limits`` bound, raises
+    :class:`ember.onnx.OnnxLoadError`, and so does nothing else that goes wrong while reading
+    and checking the model. Every unsupported operator is listed at once in one
+    (an ``OnnxUnsupportedError``, which is also an :class:`ember.UnsupportedOpError`).
 
     >>> import ember.onnx  # doctest: +SKIP
     >>> m = ember.onnx.load("model.onnx", backend="numpy")  # doctest: +SKIP
     """
-    return OnnxModule(read_model(source), backend=backend, fold=fold)
+    from ..backends import get_backend
+
+    backend = get_backend(backend) if backend else None  # a bad argument is not a bad file
+    model = read_model(source)
+    try:
+        return OnnxModule(model, backend=backend, fold=fold)
+    except (OnnxLoadError, MemoryError):
+        raise
+    except UnsupportedOpError as e:
+        raise OnnxUnsupportedError(f"onnx.load: {e}") from e
+    except Exception as e:
+        raise OnnxLoadError(f"onnx.load: the model cannot be set up: {type(e).__name__}: {e}"
+                            ) from e
