@@ -74,6 +74,29 @@ def test_resume_equals_uninterrupted_run(tmp_path):
     ]
 
 
+def test_resume_mid_accumulation_equals_uninterrupted_run(tmp_path):
+    model, learner, train, valid = _setup(tmp_path / "full", accumulate=4)
+    learner.fit(train, valid, epochs=3)
+    expected = _weights(model)
+
+    _, learner2, train2, valid2 = _setup(tmp_path / "split", accumulate=4)
+    learner2.fit(train2, valid2, epochs=3, max_steps=9)  # epoch 2, batch 3 of 4 summed
+    saved = load_checkpoint(tmp_path / "split/checkpoints/interrupted.ckpt")["accumulated"]
+    assert saved["batches"] == 3 and saved["accumulate"] == 4
+    assert sorted(saved["grads"]) == sorted(n for n, _ in learner2.model.named_parameters())
+    model3, learner3, train3, valid3 = _setup(tmp_path / "split", seed=123, accumulate=4)
+    learner3.fit(train3, valid3, epochs=3, resume=True)
+    got = _weights(model3)
+    for k in expected:
+        np.testing.assert_array_equal(got[k], expected[k], err_msg=k)
+
+    _, learner4, train4, valid4 = _setup(tmp_path / "split2", accumulate=4)
+    learner4.fit(train4, valid4, epochs=3, max_steps=9)
+    _, learner5, train5, valid5 = _setup(tmp_path / "split2", accumulate=2)
+    with pytest.raises(RecordError, match="resume with accumulate=4"):
+        learner5.fit(train5, valid5, epochs=3, resume=True)
+
+
 def test_checkpoints_keep_last_and_best(tmp_path):
     _, learner, train, valid = _setup(tmp_path, keep_last=2, monitor="accuracy")
     result = learner.fit(train, valid, epochs=4)

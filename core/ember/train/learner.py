@@ -5,8 +5,9 @@ graceful Ctrl-C.
 >>> # result = learner.fit(train_loader, valid_loader, epochs=5)
 
 Everything a resumed run needs is in the last checkpoint (model, optimizer, scheduler, RNG
-and data-order state, partial metric sums), so ``resume=True`` continues exactly where the
-interrupted run stopped and produces the same result as an uninterrupted run.
+and data-order state, partial metric sums, the gradients accumulated so far when stopped
+between two optimizer steps of ``accumulate``), so ``resume=True`` continues exactly where the
+interrupted run stopped and produces the same result as an uninterrupted run, bit for bit.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from ..errors import RecordError
 from ..random import default_generator
+from ..store.untrusted import reading
 from .checkpoint import load_checkpoint, save_checkpoint
 from .interrupt import GracefulInterrupt
 from .metrics import Metric, StepOutput, classification_metrics
@@ -81,7 +83,7 @@ class Learner:
         return self.folder / "checkpoints"
 
     def _state(self, epoch: int, step: int, train_loader, best, bad_epochs, metrics,
-               history) -> dict:
+               history, grads=None) -> dict:
         return {
             "epoch": epoch, "step": step, "best": {k: list(v) for k, v in best.items()},
             "bad_epochs": bad_epochs, "history": history,
@@ -91,7 +93,34 @@ class Learner:
             "rng": list(default_generator.get_state()),
             "loader": train_loader.state_dict(),
             "metrics": [_metric_state(m) for m in metrics] if metrics else None,
+            "accumulated": self._accumulated(step, grads),
         }
+
+    def _accumulated(self, step: int, grads) -> dict | None:
+        """The gradients summed since the last optimizer step, by parameter name."""
+        if grads is None:
+            return None
+        named = {name: p.grad(grads) for name, p in self.model.named_parameters()}
+        return {"batches": step % self.accumulate, "accumulate": self.accumulate,
+                "grads": {name: g for name, g in named.items() if g is not None}}
+
+    def _restore_accumulated(self, saved: dict | None):
+        """Gradients equal to the saved ones, keyed by this model's parameters: seeding
+        ``p.backward`` with a value gives exactly that value, so the next ``backward(into=)``
+        adds to it as the uninterrupted run did."""
+        if saved is None:
+            return None
+        if saved["accumulate"] != self.accumulate:
+            raise RecordError(
+                f"resume: the checkpoint stopped {saved['batches']} batches into an "
+                f"accumulation of {saved['accumulate']}; resume with "
+                f"accumulate={saved['accumulate']} (this Learner has {self.accumulate})"
+            )
+        params = dict(self.model.named_parameters())
+        grads = None
+        for name, g in saved["grads"].items():
+            grads = params[name].backward(gradient=g, into=grads)
+        return grads
 
     def save(self, name: str, state: dict) -> Path:
         self.checkpoints.mkdir(parents=True, exist_ok=True)
@@ -109,17 +138,17 @@ class Learner:
         return max(candidates, key=lambda p: p.stat().st_mtime_ns) if candidates else None
 
     def restore(self, path: Path, train_loader) -> dict:
-        """Load a checkpoint into the model, optimizer, scheduler, RNG and loader."""
+        """Load a checkpoint into the model, optimizer, scheduler, RNG and loader; the
+        returned state's ``"grads"`` holds the restored accumulated gradients (or None)."""
         state = load_checkpoint(path, backend=self._inner_backend())
-        try:
+        with reading(f"resume: checkpoint {path} doesn't fit this model"):
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
             if self.scheduler and state.get("scheduler"):
                 self.scheduler.load_state_dict(state["scheduler"])
-        except (KeyError, ValueError, TypeError) as e:
-            raise RecordError(f"resume: checkpoint {path} doesn't fit this model: {e}") from e
-        default_generator.set_state(tuple(state["rng"]))
-        train_loader.load_state_dict(state["loader"])
+            default_generator.set_state(tuple(state["rng"]))
+            train_loader.load_state_dict(state["loader"])
+            state["grads"] = self._restore_accumulated(state.get("accumulated"))
         return state
 
     def _inner_backend(self):
@@ -137,7 +166,7 @@ class Learner:
         best: dict = {}
         history: list[dict] = []
         bad_epochs, start_epoch, start_step = 0, 1, 0
-        resumed_metrics = None
+        resumed_metrics = resumed_grads = None
         if resume and (path := self.last_checkpoint()) is not None:
             state = self.restore(path, train_loader)
             best = {k: tuple(v) for k, v in state["best"].items()}
@@ -147,7 +176,7 @@ class Learner:
                 start_epoch += 1
             else:
                 train_loader.epoch -= 1  # the loader state counted the interrupted epoch
-            resumed_metrics = state["metrics"]
+            resumed_metrics, resumed_grads = state["metrics"], state["grads"]
             log.truncate_after(start_epoch - 1)
             renderer.on_message(f"resumed from {path.name}: epoch {start_epoch}, step {start_step}")
         elif not resume:
@@ -171,7 +200,7 @@ class Learner:
                     for m, s in zip(metrics, resumed_metrics):
                         _load_metric_state(m, s)
                 step = first
-                grads = None
+                grads = resumed_grads if epoch == start_epoch else None
                 for batch in train_loader.iter_from(first):
                     x, y = self.prepare(batch)
                     out = self.model(x)
@@ -194,7 +223,7 @@ class Learner:
                                       and step < steps_per_epoch):
                     interrupted = stop.requested
                     self.save("interrupted", self._state(epoch, step, train_loader, best,
-                                                          bad_epochs, metrics, history))
+                                                          bad_epochs, metrics, history, grads))
                     renderer.on_message(
                         f"{'interrupted' if interrupted else 'stopped'} at epoch {epoch}, step "
                         f"{step}: checkpoint saved to {self.checkpoints / 'interrupted.ckpt'}"
