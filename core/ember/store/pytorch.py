@@ -9,13 +9,16 @@ Both layouts ``torch.save`` has written are read:
   raw storages in one stream — magic number, protocol version, system info, the object, the
   list of storage keys — then, per key in that order, an 8-byte element count and the bytes.
 
-The pickles go through a restricted unpickler that knows only tensor and parameter rebuilding
-(``torch._utils._rebuild_tensor_v2`` and friends), storage types (``torch.FloatStorage`` …),
-``collections.OrderedDict`` and plain containers. Any other global (``os.system``,
-``builtins.eval``, a model class …) raises :class:`~ember.errors.RecordError` when the pickle
-names it, before anything is called. Tensors come back as lazy references: :meth:`get` reads
-only the span of the storage a tensor covers, then gathers strided views (offset, strides,
-storages shared between tensors) into contiguous :class:`~ember.data.TensorData`.
+The pickles go through a restricted, bounded unpickler (:mod:`.pickle_reader`) that knows
+only tensor and parameter rebuilding (``torch._utils._rebuild_tensor_v2`` and friends), storage
+types (``torch.FloatStorage`` …), ``collections.OrderedDict`` and plain containers. Any other
+global (``os.system``, ``builtins.eval``, a model class …) raises
+:class:`~ember.errors.RecordError` when the pickle names it, before anything is called.
+Tensors come back as lazy references: :meth:`get` reads only the span of the storage a tensor
+covers, then gathers strided views (offset, strides, storages shared between tensors) into
+contiguous :class:`~ember.data.TensorData`. Every size the file declares — zip entries, the
+pickles, each view's reach and its materialised bytes — is checked against the file and
+:mod:`ember.limits` before anything is allocated.
 
 >>> import ember
 >>> f = PyTorchFile("model.pth")                     # doctest: +SKIP
@@ -26,20 +29,21 @@ storages shared between tensors) into contiguous :class:`~ember.data.TensorData`
 
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import struct
 import zipfile
 from array import array
 from collections import OrderedDict
-from typing import Any
+from typing import Any, BinaryIO
 
 from .. import dtype as dt
+from .. import limits
 from ..data import TensorData
 from ..errors import RecordError
 from ..shape import numel
+from .pickle_reader import brief, load_pickle, named_leaves
 from .safetensors import _bf16_to_f32
+from .untrusted import reading
 
 try:  # zlib errors surface from compressed entries; keep the module importable without zlib
     from zlib import error as zlibError
@@ -60,8 +64,21 @@ _STORAGES = {
 }
 
 
-class _StorageType:
+class _FromFile:
+    """Objects the unpickler hands to a pickle: a BUILD opcode can't change them after
+    they were checked (an object without ``__setstate__`` takes its slots from BUILD)."""
+
+    __slots__ = ()
+
+    def __setstate__(self, state: Any) -> None:
+        raise RecordError(f"pytorch: the pickle sets the state of {self!r} (a BUILD opcode), "
+                          "which torch.save never writes")
+
+
+class _StorageType(_FromFile):
     """Stands in for ``torch.FloatStorage`` & co. inside a pickle (never instantiated)."""
+
+    __slots__ = ("dtype", "elem", "itemsize", "name")
 
     def __init__(self, name: str):
         self.name = name
@@ -71,7 +88,7 @@ class _StorageType:
         return f"torch.{self.name}"
 
 
-class _Storage:
+class _Storage(_FromFile):
     """One storage of the file: where its bytes are and how many elements it has."""
 
     __slots__ = ("base", "key", "numel", "type")
@@ -79,8 +96,11 @@ class _Storage:
     def __init__(self, key: str, stype: _StorageType, n: int, base: int = 0):
         self.key, self.type, self.numel, self.base = key, stype, n, base
 
+    def __repr__(self) -> str:
+        return f"storage {self.key!r}"
 
-class TensorRef:
+
+class TensorRef(_FromFile):
     """A tensor in the checkpoint, not read yet: storage + element offset + shape + strides."""
 
     __slots__ = ("offset", "requires_grad", "shape", "storage", "stride")
@@ -95,33 +115,40 @@ class TensorRef:
         return self.storage.type.elem
 
     def __repr__(self) -> str:
-        return f"TensorRef({self.dtype_name}, shape={self.shape})"
+        return f"TensorRef({self.dtype_name}, shape={brief(self.shape)})"
 
 
 # ---------------------------------------------------------------------------- the unpickler
-def _ints(value, what: str) -> tuple[int, ...]:
-    if not isinstance(value, (tuple, list)) or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        raise RecordError(f"pytorch: a tensor's {what} is {value!r}, not a tuple of ints")
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0  # not bool
+
+
+def _counts(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, (tuple, list)) or not all(_is_count(v) for v in value):
+        raise RecordError(f"pytorch: a tensor's {what} is {brief(value)}, not a tuple of "
+                          "ints >= 0")
     return tuple(value)
 
 
+def _extent(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
+    """How many storage elements a view spans, from its first element to its last."""
+    return 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+
+
 def _rebuild_tensor(storage, storage_offset, size, stride, *_ignored) -> TensorRef:
-    if not isinstance(storage, _Storage) or not isinstance(storage_offset, int):
-        raise RecordError(f"pytorch: bad tensor record (storage {storage!r}, offset "
-                          f"{storage_offset!r})")
-    shape, strides = _ints(size, "size"), _ints(stride, "stride")
-    if len(shape) != len(strides) or any(s < 0 for s in shape + strides) or storage_offset < 0:
-        raise RecordError(f"pytorch: bad tensor geometry: size {shape}, stride {strides}, "
-                          f"offset {storage_offset}")
-    if numel(shape):
-        last = storage_offset + sum((n - 1) * s for n, s in zip(shape, strides))
-        if last >= storage.numel:
-            raise RecordError(
-                f"pytorch: a tensor of size {shape}, stride {strides} at offset "
-                f"{storage_offset} reaches element {last} of a storage of {storage.numel}"
-            )
+    if not isinstance(storage, _Storage) or not _is_count(storage_offset):
+        raise RecordError(f"pytorch: bad tensor record (storage {brief(storage)}, offset "
+                          f"{brief(storage_offset)})")
+    shape, strides = _counts(size, "size"), _counts(stride, "stride")
+    if len(shape) != len(strides):
+        raise RecordError(f"pytorch: a tensor of size {brief(shape)} has {len(strides)} "
+                          "strides")
+    end = storage_offset + _extent(shape, strides)
+    if 0 not in shape and end > storage.numel:
+        raise RecordError(
+            f"pytorch: a tensor of size {brief(shape)}, stride {brief(strides)} at offset "
+            f"{storage_offset} reaches element {end - 1} of a storage of {storage.numel}"
+        )
     return TensorRef(storage, storage_offset, shape, strides)
 
 
@@ -132,60 +159,46 @@ def _rebuild_parameter(data, requires_grad=True, *_ignored) -> TensorRef:
     return data
 
 
-_ALLOWED = {
+def _size(values) -> tuple[int, ...]:
+    return _counts(values, "torch.Size")
+
+
+# what each global a checkpoint may name stands for; anything else is refused
+_GLOBALS: dict[tuple[str, str], Any] = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
     ("collections", "OrderedDict"): OrderedDict,
-    ("torch", "Size"): tuple,
+    ("torch", "Size"): _size,
     ("builtins", "set"): set,
     ("builtins", "frozenset"): frozenset,
+    **{(module, name): stype for module in ("torch", "torch.storage")
+       for name, stype in ((name, _StorageType(name)) for name in _STORAGES)},
 }
-
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Resolves only the globals in ``_ALLOWED`` and storage types; refuses the rest."""
-
-    def __init__(self, file, where: str, storage):
-        super().__init__(file)
-        self.where, self.storage = where, storage
-
-    def find_class(self, module: str, name: str):
-        if (module, name) in _ALLOWED:
-            return _ALLOWED[(module, name)]
-        if module in ("torch", "torch.storage") and name in _STORAGES:
-            return _StorageType(name)
-        raise RecordError(
-            f"pytorch: {self.where} refers to the global '{module}.{name}', which is not "
-            "allowed: only tensors, storages, OrderedDict and plain containers are rebuilt "
-            "(a checkpoint that needs other globals could run code; nothing was executed)"
-        )
-
-    def persistent_load(self, pid):
-        if self.storage is None:
-            raise RecordError(f"pytorch: {self.where}: unexpected storage reference {pid!r}")
-        return self.storage(pid)
-
-
-def _unpickle(data, where: str, storage=None) -> Any:
-    """Load one pickle from a file object (or bytes), turning every failure into RecordError."""
-    f = io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
-    try:
-        return _RestrictedUnpickler(f, where, storage).load()
-    except RecordError:
-        raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError,
-            AttributeError, struct.error, MemoryError, OverflowError) as e:
-        raise RecordError(f"pytorch: {where} is truncated or corrupt ({type(e).__name__}: "
-                          f"{e})") from None
+_REFUSAL = ("only tensors, storages, OrderedDict and plain containers are rebuilt (a "
+            "checkpoint that needs other globals could run code; nothing was executed)")
 
 
 def _storage_type(value, where: str) -> _StorageType:
     if not isinstance(value, _StorageType):
-        raise RecordError(f"pytorch: {where}: {value!r} is not a supported storage type "
+        raise RecordError(f"pytorch: {where}: {brief(value)} is not a supported storage type "
                           f"(supported: {', '.join(_STORAGES)})")
     return value
+
+
+def _storage_key(value, where: str) -> str:
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise RecordError(f"pytorch: {where}: storage key {brief(value)} is not a string")
+    return str(value)
+
+
+def _byteorder(raw: bytes, where: str) -> str:
+    text = raw.decode("ascii", "replace").strip()
+    if text not in ("little", "big"):
+        raise RecordError(f"pytorch: {where}: byteorder entry is {brief(raw)}; expected "
+                          "'little' or 'big'")
+    return text
 
 
 # ---------------------------------------------------------------------------- the file
@@ -196,7 +209,8 @@ class PyTorchFile:
     ``{"model": {"fc.weight": t}}`` → ``"model.fc.weight"``), ``info(name)`` →
     (element type name, shape), ``get(name)`` → :class:`~ember.data.TensorData` (bfloat16
     becomes float32, int16 int32), ``obj`` the whole unpickled object with
-    :class:`TensorRef` in place of tensors.
+    :class:`TensorRef` in place of tensors. Every problem with the file, including a size
+    past :mod:`ember.limits`, is a :class:`~ember.errors.RecordError`.
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -208,20 +222,28 @@ class PyTorchFile:
         except OSError as e:
             raise RecordError(f"pytorch: can't open {self.path}: {e.strerror}") from e
         self._storages: dict[str, _Storage] = {}
+        self._zip: zipfile.ZipFile | None = None
         self.byteorder = "little"
+        try:
+            with reading(f"pytorch: {self.path}"):
+                self.obj = self._open(head)
+                self._tensors: dict[str, TensorRef] = named_leaves(
+                    self.obj, _is_tensor, f"pytorch: {self.path}", "tensor")
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, head: bytes) -> Any:
         if head.startswith(b"PK"):
             self.format = "zip"
-            self.obj = self._open_zip()
-        elif head[:1] == b"\x80":
+            return self._open_zip()
+        if head[:1] == b"\x80":
             self.format = "legacy"
-            self.obj = self._open_legacy()
-        else:
-            raise RecordError(
-                f"pytorch: {self.path} is not a PyTorch checkpoint (starts with {head!r}; "
-                "expected a zip archive or a pickle)"
-            )
-        self._tensors: dict[str, TensorRef] = {}
-        self._collect(self.obj, "")
+            return self._open_legacy()
+        raise RecordError(
+            f"pytorch: {self.path} is not a PyTorch checkpoint (starts with {head!r}; "
+            "expected a zip archive or a pickle)"
+        )
 
     # ------------------------------------------------------------------ zip
     def _open_zip(self) -> Any:
@@ -234,127 +256,167 @@ class PyTorchFile:
         pkls = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
         if len(pkls) != 1:
             raise RecordError(f"pytorch: {self.path} is a zip archive without one "
-                              f"'<name>/data.pkl' (found {pkls or 'none'}); not a torch.save file")
+                              f"'<name>/data.pkl' (found {brief(pkls) if pkls else 'none'}); "
+                              "not a torch.save file")
         self._prefix = pkls[0][: -len("data.pkl")]
         self._names = set(names)
         if self._prefix + "byteorder" in self._names:
-            self.byteorder = self._read_entry(self._prefix + "byteorder").decode().strip()
-        return _unpickle(self._read_entry(pkls[0]), f"{self.path}:{pkls[0]}", self._zip_storage)
+            raw = self._read_whole(self._prefix + "byteorder")
+            self.byteorder = _byteorder(raw, f"{self.path}:{self._prefix}byteorder")
+        return load_pickle(self._read_whole(pkls[0]), f"pytorch: {self.path}:{pkls[0]}",
+                           _GLOBALS, self._zip_storage, _REFUSAL)
 
-    def _read_entry(self, name: str, start: int = 0, length: int | None = None) -> bytes:
+    def _member(self, name: str) -> zipfile.ZipInfo:
+        """The zip entry ``name``, once what reading it would cost is known to be bounded."""
+        info = self._zip.getinfo(name)
+        where = f"pytorch: {self.path}: entry {name!r}"
+        if info.flag_bits & 0x1:
+            raise RecordError(f"{where} is encrypted; torch.save never encrypts, and Ember "
+                              "reads no encrypted entries")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise RecordError(f"{where} uses compression method {info.compress_type}; only "
+                              f"stored ({zipfile.ZIP_STORED}) and deflated "
+                              f"({zipfile.ZIP_DEFLATED}) entries are read")
+        limits.check(RecordError, f"{where}: uncompressed size in bytes", info.file_size,
+                     "max_zip_member_bytes")
+        limits.check(RecordError, f"{where}: uncompressed bytes beyond the file's own "
+                     f"{self._size}", info.file_size - self._size, "max_expansion_bytes")
+        return info
+
+    def _read_whole(self, name: str) -> bytes:
+        """A metadata entry (the pickle, the byte order), read only if it is a sane size."""
+        info = self._member(name)
+        limits.check(RecordError, f"pytorch: {self.path}: entry {name!r}: size in bytes",
+                     info.file_size, "max_header_bytes")
+        # the declared size can lie: ask for one byte more, and refuse anything else
+        raw = self._read_entry(name, 0, info.file_size + 1)
+        if len(raw) != info.file_size:
+            raise RecordError(f"pytorch: {self.path}: entry {name!r} declares "
+                              f"{info.file_size} bytes and holds {len(raw)}")
+        return raw
+
+    def _read_entry(self, name: str, start: int, length: int) -> bytes:
         try:
             with self._zip.open(name) as f:
                 if start:
                     f.seek(start)
-                return f.read() if length is None else f.read(length)
+                return f.read(length)
         except (zipfile.BadZipFile, OSError, EOFError, KeyError, zlibError) as e:
             raise RecordError(f"pytorch: {self.path}: entry {name!r} is truncated or corrupt "
                               f"({e})") from None
 
     def _zip_storage(self, pid) -> _Storage:
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
-            raise RecordError(f"pytorch: {self.path}: unsupported persistent id {pid!r}")
+            raise RecordError(f"pytorch: {self.path}: unsupported persistent id {brief(pid)}")
         _, stype, key, _location, n = pid
         stype = _storage_type(stype, self.path)
-        key = str(key)
+        key = _storage_key(key, self.path)
+        if not _is_count(n):
+            raise RecordError(f"pytorch: {self.path}: storage {key!r} has {brief(n)} elements")
         if key not in self._storages:
             entry = f"{self._prefix}data/{key}"
             if entry not in self._names:
                 raise RecordError(f"pytorch: {self.path} has no storage entry {entry!r}")
-            have = self._zip.getinfo(entry).file_size
+            have = self._member(entry).file_size
             if stype.name == "UntypedStorage" and n * stype.itemsize != have:
                 n = have
             if n * stype.itemsize > have:
                 raise RecordError(f"pytorch: {self.path}: storage {key} holds {have} bytes, "
                                   f"{n} × {stype.itemsize} expected (truncated)")
             self._storages[key] = _Storage(key, stype, n)
+        elif self._storages[key].type.name != stype.name:
+            raise RecordError(f"pytorch: {self.path}: storage {key!r} is read as "
+                              f"{self._storages[key].type!r} and as {stype!r}")
         return self._storages[key]
 
     # ------------------------------------------------------------------ legacy
     def _open_legacy(self) -> Any:
         if self._size < 16:
             raise RecordError(f"pytorch: {self.path} is truncated ({self._size} bytes)")
-        f = open(self.path, "rb")  # noqa: SIM115 - kept for the storages' offsets below
-        with f:
-            magic = _unpickle(f, f"{self.path} (magic number)")
+        with open(self.path, "rb") as f:
+            magic = load_pickle(f, f"pytorch: {self.path} (magic number)", {})
             if magic != LEGACY_MAGIC:
                 raise RecordError(
-                    f"pytorch: {self.path}: wrong magic number {magic!r} (a legacy torch.save "
-                    f"file starts with {LEGACY_MAGIC:#x}); not a PyTorch checkpoint"
+                    f"pytorch: {self.path}: wrong magic number {brief(magic)} (a legacy "
+                    f"torch.save file starts with {LEGACY_MAGIC:#x}); not a PyTorch checkpoint"
                 )
-            protocol = _unpickle(f, f"{self.path} (protocol version)")
+            protocol = load_pickle(f, f"pytorch: {self.path} (protocol version)", {})
             if protocol != LEGACY_PROTOCOL:
                 raise RecordError(f"pytorch: {self.path}: unsupported protocol version "
-                                  f"{protocol!r} (expected {LEGACY_PROTOCOL})")
-            info = _unpickle(f, f"{self.path} (system info)")
+                                  f"{brief(protocol)} (expected {LEGACY_PROTOCOL})")
+            info = load_pickle(f, f"pytorch: {self.path} (system info)", {})
             if not isinstance(info, dict):
-                raise RecordError(f"pytorch: {self.path}: corrupt system info {info!r}")
+                raise RecordError(f"pytorch: {self.path}: corrupt system info {brief(info)}")
             self.byteorder = "little" if info.get("little_endian", True) else "big"
             pending: dict[str, tuple[_StorageType, int, list]] = {}
-            obj = _unpickle(f, self.path, lambda pid: self._legacy_storage(pid, pending))
-            keys = _unpickle(f, f"{self.path} (storage keys)")
+            obj = load_pickle(f, f"pytorch: {self.path}", _GLOBALS,
+                              lambda pid: self._legacy_storage(pid, pending), _REFUSAL)
+            keys = load_pickle(f, f"pytorch: {self.path} (storage keys)", {})
             if not isinstance(keys, list):
-                raise RecordError(f"pytorch: {self.path}: corrupt storage key list {keys!r}")
-            pos = f.tell()
-        order = "<" if self.byteorder == "little" else ">"
-        with open(self.path, "rb") as f:
-            for key in keys:
-                if key not in pending:
-                    raise RecordError(f"pytorch: {self.path}: storage {key!r} is listed but "
-                                      "no tensor uses it (corrupt file)")
-                stype, n, views = pending.pop(key)
-                f.seek(pos)
-                raw = f.read(8)
-                if len(raw) < 8:
-                    raise RecordError(f"pytorch: {self.path}: storage {key!r} is truncated "
-                                      f"(file ends at byte {self._size})")
-                (count,) = struct.unpack(order + "q", raw)
-                end = pos + 8 + count * stype.itemsize
-                if count != n or end > self._size:
-                    raise RecordError(
-                        f"pytorch: {self.path}: storage {key!r} declares {count} elements "
-                        f"({n} expected) ending at byte {end} of {self._size} (truncated or "
-                        "corrupt)"
-                    )
-                for view in views:
-                    view.base += pos + 8
-                pos = end
-        if pending:
-            raise RecordError(f"pytorch: {self.path}: storages {sorted(pending)} are missing "
-                              "(truncated file)")
+                raise RecordError(f"pytorch: {self.path}: corrupt storage key list "
+                                  f"{brief(keys)}")
+            self._place_legacy_storages(f, keys, pending)
         return obj
+
+    def _place_legacy_storages(self, f: BinaryIO, keys: list, pending: dict) -> None:
+        """After the pickles: per key, an element count and the bytes. Point each view at
+        its bytes, checking the counts against the pickle's and the file's size."""
+        order = "<" if self.byteorder == "little" else ">"
+        pos = f.tell()
+        for key in keys:
+            key = _storage_key(key, self.path)
+            if key not in pending:
+                raise RecordError(f"pytorch: {self.path}: storage {key!r} is listed but "
+                                  "no tensor uses it (corrupt file)")
+            stype, n, views = pending.pop(key)
+            f.seek(pos)
+            raw = f.read(8)
+            if len(raw) < 8:
+                raise RecordError(f"pytorch: {self.path}: storage {key!r} is truncated "
+                                  f"(file ends at byte {self._size})")
+            (count,) = struct.unpack(order + "q", raw)
+            end = pos + 8 + count * stype.itemsize
+            if count != n or end > self._size:
+                raise RecordError(
+                    f"pytorch: {self.path}: storage {key!r} declares {count} elements "
+                    f"({n} expected) ending at byte {end} of {self._size} (truncated or "
+                    "corrupt)"
+                )
+            for view in views:
+                view.base += pos + 8
+            pos = end
+        if pending:
+            raise RecordError(f"pytorch: {self.path}: storages {brief(sorted(pending))} are "
+                              "missing (truncated file)")
 
     def _legacy_storage(self, pid, pending) -> _Storage:
         if not (isinstance(pid, tuple) and len(pid) == 6 and pid[0] == "storage"):
             what = pid[0] if isinstance(pid, tuple) and pid else pid
-            raise RecordError(f"pytorch: {self.path}: unsupported persistent id {what!r} "
+            raise RecordError(f"pytorch: {self.path}: unsupported persistent id {brief(what)} "
                               "(only storages; saved modules are not loaded)")
         _, stype, root_key, _location, n, view = pid
         stype = _storage_type(stype, self.path)
-        root_key = str(root_key)
+        root_key = _storage_key(root_key, self.path)
+        if not _is_count(n):
+            raise RecordError(f"pytorch: {self.path}: storage {root_key!r} has {brief(n)} "
+                              "elements")
         if root_key not in pending:
             pending[root_key] = (stype, n, [])
+        elif pending[root_key][0].name != stype.name or pending[root_key][1] != n:
+            raise RecordError(f"pytorch: {self.path}: storage {root_key!r} is declared twice, "
+                              "differently")
         offset, count = 0, n
         if view is not None:  # an old storage view: (view key, element offset, size)
+            if not (isinstance(view, tuple) and len(view) == 3 and _is_count(view[1])
+                    and _is_count(view[2]) and view[1] + view[2] <= n):
+                raise RecordError(f"pytorch: {self.path}: bad storage view {brief(view)}")
             _, offset, count = view
-            if offset < 0 or offset + count > n:
-                raise RecordError(f"pytorch: {self.path}: bad storage view {view!r}")
         # base holds the byte offset inside the storage until the data start is known
         storage = _Storage(f"{root_key}+{offset}", stype, count, offset * stype.itemsize)
         pending[root_key][2].append(storage)
         return storage
 
     # ------------------------------------------------------------------ tensors
-    def _collect(self, obj: Any, prefix: str) -> None:
-        if isinstance(obj, TensorRef):
-            self._tensors[prefix or "tensor"] = obj
-        elif isinstance(obj, dict):
-            for k, v in obj.items():
-                self._collect(v, f"{prefix}.{k}" if prefix else str(k))
-        elif isinstance(obj, (list, tuple)):
-            for i, v in enumerate(obj):
-                self._collect(v, f"{prefix}.{i}" if prefix else str(i))
-
     def keys(self) -> list[str]:
         return list(self._tensors)
 
@@ -372,14 +434,21 @@ class PyTorchFile:
         return ref.dtype_name, ref.shape
 
     def get(self, name: str) -> TensorData:
+        """The tensor's values, contiguous; RecordError if they would pass ``max_tensor_bytes``
+        or make the file expand by more than ``max_expansion_bytes`` (a zero-stride view of
+        one element can claim terabytes)."""
         ref = self.ref(name)
-        st = ref.storage
-        size = st.type.itemsize
-        n = numel(ref.shape)
-        span = 0 if n == 0 else 1 + sum((d - 1) * s for d, s in zip(ref.shape, ref.stride))
-        raw = self._read_span(st, ref.offset * size, span * size)
-        raw = _gather(raw, ref.shape, ref.stride, size)
-        return _to_data(raw, ref.shape, st.type, self.byteorder)
+        with reading(f"pytorch: {self.path}: tensor {name!r}"):
+            st = ref.storage
+            what = f"pytorch: {self.path}: tensor {name!r} of shape {brief(ref.shape)}"
+            nbytes = numel(ref.shape) * st.type.dtype.itemsize
+            limits.check(RecordError, f"{what}: bytes", nbytes, "max_tensor_bytes")
+            limits.check(RecordError, f"{what}: bytes beyond the file's own {self._size}",
+                         nbytes - self._size, "max_expansion_bytes")
+            size = st.type.itemsize
+            raw = self._read_span(st, ref.offset * size, _extent(ref.shape, ref.stride) * size)
+            raw = _gather(raw, ref.shape, ref.stride, size)
+            return _to_data(raw, ref.shape, st.type, self.byteorder)
 
     def _read_span(self, st: _Storage, start: int, length: int) -> bytes:
         if length == 0:
@@ -399,9 +468,8 @@ class PyTorchFile:
             yield name, self.get(name)
 
     def close(self) -> None:
-        z = getattr(self, "_zip", None)
-        if z is not None:
-            z.close()
+        if self._zip is not None:
+            self._zip.close()
 
     def __enter__(self) -> PyTorchFile:  # noqa: PYI034
         return self
@@ -410,14 +478,21 @@ class PyTorchFile:
         self.close()
 
 
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, TensorRef)
+
+
 def _gather(raw: bytes, shape: tuple, stride: tuple, size: int) -> bytes:
     """The elements of a strided view (``raw`` starts at its first element), row-major."""
     n = numel(shape)
     if n == 0:
         return b""
+    # size-1 dims don't move through memory; without them a view has at most ~64 dims
+    dims = [(d, s) for d, s in zip(shape, stride) if d != 1]
+    shape, stride = tuple(d for d, _ in dims), tuple(s for _, s in dims)
     contiguous, expect = True, 1
     for d, s in zip(reversed(shape), reversed(stride)):
-        if d != 1 and s != expect:
+        if s != expect:
             contiguous = False
             break
         expect *= d

@@ -1,0 +1,343 @@
+"""Unpickling untrusted bytes: only the globals a reader names, in bounded memory and time.
+
+``pickle`` alone runs whatever a file names (``os.system``) and believes every number in it:
+an 8-byte pickle with memo index 2**28 makes the C unpickler allocate gigabytes, a million
+nested tuples used as a dict key overflow the C stack while hashing, a list appended to
+itself is a cycle, and 473 bytes of lists that share their items describe a tree with 2**60
+paths. :func:`load_pickle` therefore first walks the opcodes without building anything
+(:func:`pickletools.genops`), checking them against :mod:`ember.limits` — opcodes, memo
+indices, integer digits, open marks, tuple nesting — and only then lets the C unpickler build
+the object, resolving globals from the reader's table alone. :func:`named_leaves` flattens
+the result into dotted names, expanding each shared container once.
+
+>>> load_pickle(b"\\x80\\x02]q\\x00(K\\x01K\\x02e.", "demo", {})
+[1, 2]
+>>> named_leaves({"a": [1.5, {"b": 2.5}]}, lambda v: isinstance(v, float), "demo", "root")
+{'a.0': 1.5, 'a.1.b': 2.5}
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import pickle
+import pickletools
+import reprlib
+from collections.abc import Callable, Mapping
+from typing import Any, BinaryIO
+
+from .. import limits
+from ..errors import RecordError
+from .untrusted import reading
+
+_GET = frozenset({"GET", "BINGET", "LONG_BINGET"})
+_PUT = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"})
+_INTS = frozenset({"INT", "LONG", "LONG1", "LONG4"})  # the others hold at most 32 bits
+_SMALL_TUPLES = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
+
+
+class _Brief(reprlib.Repr):
+    """``repr`` cut short: error messages quote values from the file, which may be huge."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxother = 3, 60
+
+    repr_OrderedDict = reprlib.Repr.repr_dict
+
+
+brief = _Brief().repr
+
+
+# ---------------------------------------------------------------------------- the opcode scan
+class _Stack:
+    """The unpickler's stack as it would be, holding for each object only how deeply tuples
+    nest in it: tuples are the containers CPython hashes, recursively, without a depth check.
+    """
+
+    def __init__(self, where: str):
+        self.where = where
+        self.items: list[int] = []
+        self.marks: list[int] = []  # where each open MARK is, as the C unpickler keeps them
+
+    def corrupt(self, why: str) -> RecordError:
+        return RecordError(f"{self.where}: corrupt pickle ({why})")
+
+    def top(self) -> int:
+        if len(self.items) <= (self.marks[-1] if self.marks else 0):
+            raise self.corrupt("an opcode needs an object and the stack has none")
+        return self.items[-1]
+
+    def pop(self, n: int) -> list[int]:
+        keep = len(self.items) - n
+        if keep < (self.marks[-1] if self.marks else 0):
+            raise self.corrupt(f"an opcode takes {n} objects from a stack that has fewer")
+        popped = self.items[keep:]
+        del self.items[keep:]
+        return popped
+
+    def mark(self) -> None:
+        self.marks.append(len(self.items))
+        limits.check(RecordError, f"{self.where}: pickle marks open at once", len(self.marks),
+                     "max_nesting")
+
+    def pop_mark(self) -> list[int]:
+        if not self.marks:
+            raise self.corrupt("an opcode expects a MARK and none is open")
+        return self.pop(len(self.items) - self.marks.pop())
+
+    def apply(self, op: pickletools.OpcodeInfo) -> None:
+        """Any opcode without a rule of its own: what it takes, then what it leaves."""
+        before = op.stack_before
+        if op.name == "POP" and self.marks and self.marks[-1] == len(self.items):
+            self.marks.pop()  # POP right after MARK discards the mark
+            return
+        if pickletools.markobject in before:
+            self.pop_mark()
+            self.pop(before.index(pickletools.markobject))  # the container below the mark
+        else:
+            self.pop(len(before))
+        self.items.extend([0] * len(op.stack_after))
+
+
+def _digits(value: int) -> int:
+    """Decimal digits of ``value``; a lower bound past ~4000 digits (str() refuses those)."""
+    bits = abs(value).bit_length()
+    return len(str(abs(value))) if bits < 13_000 else int(bits * math.log10(2))
+
+
+def _scan(f: Any, where: str) -> int:
+    """Walk one pickle's opcodes without building any object; returns how many there are."""
+    bounds = limits.current()
+    stack = _Stack(where)
+    memo: dict[int, int] = {}
+    ops = 0
+    try:
+        for op, arg, _pos in pickletools.genops(f):
+            ops += 1
+            if ops > bounds.max_pickle_ops:
+                limits.check(RecordError, f"{where}: pickle opcodes", ops, "max_pickle_ops")
+            name = op.name
+            if name in _INTS:
+                limits.check(RecordError, f"{where}: digits in a pickle integer", _digits(arg),
+                             "max_int_digits")
+            if name == "MARK":
+                stack.mark()
+            elif name in _GET:
+                if arg not in memo:
+                    raise stack.corrupt(f"memo entry {arg} is read before it is written")
+                stack.items.append(memo[arg])
+            elif name in _PUT:
+                index = len(memo) if name == "MEMOIZE" else arg
+                # The C unpickler sizes its memo by the largest index, so an index is also
+                # held to the objects the pickle can have made so far (one per opcode).
+                limits.check(RecordError, f"{where}: pickle memo index", index + 1,
+                             "max_pickle_memo")
+                if index >= ops:
+                    raise stack.corrupt(f"memo index {index} at opcode {ops}: a pickle "
+                                        "memoises at most one object per opcode")
+                memo[index] = stack.top()
+            elif name == "DUP":
+                stack.items.append(stack.top())
+            elif name == "TUPLE" or name in _SMALL_TUPLES:
+                items = stack.pop_mark() if name == "TUPLE" else stack.pop(_SMALL_TUPLES[name])
+                depth = 1 + max(items, default=0)
+                limits.check(RecordError, f"{where}: tuple nesting", depth, "max_nesting")
+                stack.items.append(depth)
+            else:
+                stack.apply(op)
+    except ValueError as e:  # genops: unknown opcode, argument past the end, bad UTF-8
+        raise RecordError(f"{where}: corrupt pickle ({e})") from e
+    return ops
+
+
+class _Window:
+    """A file read as one pickle from its current position: no read goes past the end of the
+    file (a declared length can't allocate more than is there) nor past max_header_bytes;
+    the bytes read are kept for the unpickler."""
+
+    def __init__(self, f: BinaryIO, where: str):
+        start = f.tell()
+        self._f, self._where = f, where
+        self._left = f.seek(0, io.SEEK_END) - start
+        f.seek(start)
+        self.taken = bytearray()
+
+    def _count(self, total: int) -> None:
+        limits.check(RecordError, f"{self._where}: pickle size in bytes", total,
+                     "max_header_bytes")
+
+    def _keep(self, data: bytes) -> bytes:
+        self._left -= len(data)
+        self.taken += data
+        return data
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._left if n < 0 else min(n, self._left)
+        self._count(len(self.taken) + n)  # before reading: n may be a length the file declares
+        return self._keep(self._f.read(n))
+
+    def readline(self, n: int = -1) -> bytes:
+        # up to one byte past the limit, so that a line running into it is caught
+        cap = limits.current().max_header_bytes - len(self.taken) + 1
+        line = self._f.readline(max(0, min(cap, self._left if n < 0 else n)))
+        self._count(len(self.taken) + len(line))
+        return self._keep(line)
+
+
+# ---------------------------------------------------------------------------- unpickling
+class _Unpickler(pickle.Unpickler):
+    """The C unpickler with globals from a table, and a budget for what their calls copy."""
+
+    def __init__(self, data: bytes, where: str, allowed: Mapping[tuple[str, str], Any],
+                 persistent_load: Callable[[Any], Any] | None, refusal: str, ops: int):
+        super().__init__(io.BytesIO(data))
+        self._where, self._allowed, self._refusal = where, allowed, refusal
+        self._persistent, self._ops = persistent_load, ops
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            target = self._allowed[(module, name)]
+        except KeyError:
+            raise RecordError(f"{self._where} refers to the global '{module}.{name}', which is "
+                              f"not allowed: {self._refusal}") from None
+        return self._charged(target) if callable(target) else target
+
+    def _charged(self, fn: Callable) -> Callable:
+        # A constructor copies its argument, and a pickle can pass one shared list to it a
+        # million times: the elements copied count against max_pickle_ops like opcodes.
+        def call(*args: Any) -> Any:
+            self._ops += sum(len(a) for a in args if isinstance(a, (tuple, list, dict, str)))
+            limits.check(RecordError, f"{self._where}: pickle opcodes and elements copied",
+                         self._ops, "max_pickle_ops")
+            return fn(*args)
+
+        return call
+
+    def persistent_load(self, pid: Any) -> Any:
+        if self._persistent is None:
+            raise RecordError(f"{self._where}: unexpected persistent id {brief(pid)}")
+        return self._persistent(pid)
+
+
+def load_pickle(source: bytes | BinaryIO, where: str, allowed: Mapping[tuple[str, str], Any],
+                persistent_load: Callable[[Any], Any] | None = None,
+                refusal: str = "this file may only name known data types") -> Any:
+    """The object one pickle describes, built only if every check passes.
+
+    ``source`` is the pickle's bytes, or a seekable binary file positioned at a pickle (read
+    up to its STOP opcode, then left there). ``allowed`` maps ``(module, name)`` to what that
+    global stands for; any other global raises :class:`~ember.errors.RecordError` (its message
+    ends with ``refusal``) before anything is called. ``persistent_load`` resolves persistent
+    ids. Every failure, and every passed limit, is a RecordError naming ``where``.
+
+    >>> load_pickle(b"\\x80\\x02cos\\nsystem\\n.", "demo", {})
+    Traceback (most recent call last):
+    ...
+    ember.errors.RecordError: demo refers to the global 'os.system', which is not allowed: ...
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        ops = _scan(io.BytesIO(data), where)
+    else:
+        window = _Window(source, where)
+        ops = _scan(window, where)
+        data = bytes(window.taken)
+    with reading(f"{where}: pickle"):
+        return _Unpickler(data, where, allowed, persistent_load, refusal, ops).load()
+
+
+# ---------------------------------------------------------------------------- flattening
+def _children(node: Any):
+    return node.items() if isinstance(node, dict) else enumerate(node)
+
+
+def _key_name(key: Any) -> str:
+    return str(key) if isinstance(key, (str, int, float)) or key is None else brief(key)
+
+
+def named_leaves(root: Any, is_leaf: Callable[[Any], bool], where: str,
+                 root_name: str) -> dict[str, Any]:
+    """The leaves inside nested dicts, lists and tuples by dotted path (``{"a": [x]}`` →
+    ``"a.0"``; a leaf at the root is ``root_name``). Only dict values are walked, not keys.
+
+    An unpickled object is a graph: containers may be shared (each is expanded once, then
+    its leaves are named under every path that reaches it) or hold themselves (a cycle: a
+    RecordError). Nesting past ``max_nesting``, more than ``max_tensors`` names, or names
+    longer than ``max_header_bytes`` in all also raise RecordError.
+    """
+    if is_leaf(root):
+        return {root_name: root}
+    if not isinstance(root, (dict, list, tuple)):
+        return {}
+    kept = _kept_entries(root, is_leaf, where)
+    bounds = limits.current()
+    names: dict[str, Any] = {}
+    chars = 0
+    todo = [("", iter(kept[id(root)]))]  # depth first, so names come in the file's order
+    while todo:
+        prefix, entries = todo[-1]
+        for key, child in entries:
+            name = f"{prefix}.{_key_name(key)}" if prefix else _key_name(key)
+            if not is_leaf(child):
+                todo.append((name, iter(kept[id(child)])))
+                break
+            names[name] = child
+            chars += len(name)
+            if len(names) > bounds.max_tensors or chars > bounds.max_header_bytes:
+                limits.check(RecordError, f"{where}: tensor names", len(names), "max_tensors")
+                limits.check(RecordError, f"{where}: characters in tensor names", chars,
+                             "max_header_bytes")
+        else:
+            todo.pop()
+    return names
+
+
+def _kept_entries(root: Any, is_leaf: Callable[[Any], bool],
+                  where: str) -> dict[int, list[tuple[Any, Any]]]:
+    """For every container under ``root`` (by id) that has a leaf somewhere below it: its
+    entries that are leaves or such containers. Each container is visited once."""
+    max_nesting = limits.current().max_nesting
+    kept: dict[int, list[tuple[Any, Any]]] = {}
+    height: dict[int, int] = {}  # containers below, counting itself, on the longest path
+    # one frame per container on the current path: [container, its entries, kept, height, key]
+    path: list[list[Any]] = [[root, iter(_children(root)), [], 1, None]]
+    on_path = {id(root)}
+    while path:
+        frame = path[-1]
+        for key, child in frame[1]:
+            if is_leaf(child):
+                frame[2].append((key, child))
+                continue
+            if not isinstance(child, (dict, list, tuple)):
+                continue
+            cid = id(child)
+            if cid in on_path:
+                raise RecordError(f"{where}: a container holds itself (through key "
+                                  f"{brief(key)}): a cycle, which no checkpoint has")
+            if cid not in height:
+                limits.check(RecordError, f"{where}: container nesting", len(path) + 1,
+                             "max_nesting")
+                path.append([child, iter(_children(child)), [], 1, key])
+                on_path.add(cid)
+                break
+            _adopt(frame, key, child, height[cid], kept[cid], len(path), where, max_nesting)
+        else:
+            node, _, entries, h, key = path.pop()
+            on_path.discard(id(node))
+            height[id(node)], kept[id(node)] = h, entries
+            if path:
+                _adopt(path[-1], key, node, h, entries, len(path), where, max_nesting)
+    return kept
+
+
+def _adopt(frame: list, key: Any, child: Any, child_height: int, child_kept: list, depth: int,
+           where: str, max_nesting: int) -> None:
+    """Record a finished ``child`` container in its parent's ``frame``."""
+    if depth + child_height > max_nesting:  # a shared container, reached deeper this time
+        limits.check(RecordError, f"{where}: container nesting", depth + child_height,
+                     "max_nesting")
+    frame[3] = max(frame[3], child_height + 1)
+    if child_kept:
+        frame[2].append((key, child))
+
