@@ -5,14 +5,26 @@
     ember onnx convert    ONNX model -> readable ember Python module + safetensors weights
     ember demo mnist      train the MNIST demo CNN (dashboard, checkpoints, run folder)
     ember demo classify   ImageNet top-5 for photos (EfficientNet-Lite0, PyTorch weights)
+
+A bad argument or a bad input (a missing or unreadable file, an unknown backend) prints one
+line, ``ember: error: <what is wrong>``, and exits with status 2 (usage) or 1 (the command
+failed). ``ember --debug ...`` or ``EMBER_DEBUG=1`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
+
+from .demos.arguments import backend_name, port, positive_int
+from .errors import EmberError
+
+# what users cause (a bad file, a missing extra, a failed build step) rather than ember's bugs
+USER_ERRORS = (EmberError, OSError, ValueError, ImportError, subprocess.CalledProcessError)
 
 
 def _backends(_: argparse.Namespace) -> int:
@@ -93,19 +105,22 @@ def _add_demo(sub) -> None:
     demo = sub.add_parser("demo", help="run a demo").add_subparsers(dest="demo", required=True)
     mnist = demo.add_parser("mnist", help="train the MNIST CNN and save the run")
     mnist.add_argument("--dataset", choices=["mnist", "fashion-mnist"], default="mnist")
-    mnist.add_argument("--backend", default="numpy", help="numpy, python or wgpu (default numpy)")
-    mnist.add_argument("--epochs", type=int, default=None)
-    mnist.add_argument("--batch-size", type=int, default=64)
+    mnist.add_argument("--backend", type=backend_name, default="numpy",
+                       help="numpy, python or wgpu (default numpy)")
+    mnist.add_argument("--epochs", type=positive_int, default=None)
+    mnist.add_argument("--batch-size", type=positive_int, default=64)
     mnist.add_argument("--run-dir", default=None, help="default: runs/<dataset>")
     mnist.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     mnist.add_argument("--seed", type=int, default=0)
     mnist.add_argument("--serve", action="store_true",
                        help="serve the drawing page with the trained model (127.0.0.1)")
-    mnist.add_argument("--host", default="127.0.0.1")
-    mnist.add_argument("--port", type=int, default=8000)
+    mnist.add_argument("--host", default="127.0.0.1",
+                       help="address to serve on (default 127.0.0.1; any other exposes the "
+                            "served folders to the network)")
+    mnist.add_argument("--port", type=port, default=8000)
     mnist.add_argument("--embedded", action="store_true",
                        help="export the trained model and run it on the local MicroPython")
-    mnist.add_argument("--count", type=int, default=20, help="digits to run with --embedded")
+    mnist.add_argument("--count", type=positive_int, default=20, help="digits to run with --embedded")
     mnist.add_argument("--int8", action="store_true", help="quantize for --embedded")
     mnist.set_defaults(run=_demo_mnist)
     from .demos.classify import add_subcommand as add_classify
@@ -113,8 +128,23 @@ def _add_demo(sub) -> None:
     add_classify(demo)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line (the subcommands' parsers are made with this class too)."""
+
+    def error(self, message: str):
+        self.exit(2, f"ember: error: {message} (`{self.prog} --help` shows the usage)\n")
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ember", description="Ember command line")
+    """Run the ``ember`` command line; returns the exit status."""
+    parser = _Parser(prog="ember", description="Ember command line")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error (also EMBER_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("backends", help="list backends and whether they load").set_defaults(run=_backends)
     sub.add_parser("info", help="version and optional dependencies").set_defaults(run=_info)
@@ -123,7 +153,19 @@ def main(argv: list[str] | None = None) -> int:
     add_onnx(sub)
     _add_demo(sub)
     args = parser.parse_args(argv)
-    return args.run(args)
+    debug = args.debug or os.environ.get("EMBER_DEBUG", "") not in ("", "0")
+    try:
+        return args.run(args)
+    except USER_ERRORS as e:
+        if debug:
+            raise
+        print(f"ember: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("ember: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

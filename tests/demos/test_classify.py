@@ -2,10 +2,18 @@
 torch, on the numpy backend. Photos with known content come from scikit-image and matplotlib;
 the logits are checked against the reference PyTorch model when torch is installed."""
 
+import io
+import os
+import struct
+import subprocess
+import sys
+import warnings
+import zlib
+
 import ember
 import numpy as np
 import pytest
-from ember.errors import EmberError
+from ember.errors import DatasetError, EmberError
 
 pytest.importorskip("PIL")
 skdata = pytest.importorskip("skimage.data")
@@ -48,7 +56,6 @@ def test_sample_photos_top1(photos):
 
 def test_arrays_and_grace_hopper():
     mpl = pytest.importorskip("matplotlib")
-    import os
 
     hopper = os.path.join(mpl.get_data_path(), "sample_data", "grace_hopper.jpg")
     if not os.path.exists(hopper):
@@ -92,6 +99,118 @@ def test_preprocessing_scale_and_crop():
     x = load_image(img)
     assert x.shape == (3, 224, 224) and x.dtype == np.float32
     assert np.allclose(x[0], 1.0) and np.allclose(x[1:], -1.0)
+
+
+def test_preprocessing_matches_resize_then_crop():
+    """The crop resized in one step equals the textbook two steps (shorter side to 256, centre
+    224 crop) up to the rounding of the intermediate image."""
+    from PIL import Image
+
+    photo = Image.fromarray(skdata.coffee())  # 600×400
+    w, h = photo.size
+    big = photo.resize((round(w * 256 / h), 256), Image.BILINEAR)
+    left, top = (big.width - 224) // 2, (big.height - 224) // 2
+    want = np.asarray(big.crop((left, top, left + 224, top + 224)), np.float32) / 127.5 - 1
+    got = load_image(photo).transpose(1, 2, 0)
+    assert np.abs(got - want).mean() < 0.02 and np.median(np.abs(got - want)) < 0.02
+
+
+# ---------------------------------------------------------------- bounded decoding
+def png(width: int, height: int) -> bytes:
+    """A real PNG (solid colour) written by Pillow."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 10, 10)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A 1×1 PNG whose IHDR is patched to declare ``width`` × ``height`` (CRC fixed): the
+    header of a huge image with almost no data behind it."""
+    data = bytearray(png(1, 1))
+    assert data[12:16] == b"IHDR"
+    struct.pack_into(">II", data, 16, width, height)
+    struct.pack_into(">I", data, 29, zlib.crc32(data[12:29]))
+    return bytes(data)
+
+
+LOAD_UNDER_1GB = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from ember.demos.classify import load_image
+x = load_image(sys.argv[1])
+print(x.shape, round(float(x[0].mean()), 4), round(float(x[1].mean()), 4))
+"""
+
+
+@pytest.mark.parametrize("size", [(20000, 1), (1, 20000)], ids=["wide", "tall"])
+def test_a_long_thin_image_needs_no_huge_intermediate(tmp_path, size):
+    """A ~150-byte 1×20000 PNG once became a 256×5120000 intermediate (5 GB, a minute):
+    it now classifies within a 1 GiB address space."""
+    path = tmp_path / "thin.png"
+    path.write_bytes(png(*size))
+    assert path.stat().st_size < 300
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", LOAD_UNDER_1GB, str(path)], capture_output=True,
+                         text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    red, green = 200 / 127.5 - 1, 10 / 127.5 - 1  # the solid colour, scaled to [-1, 1]
+    assert out.stdout.split() == ["(3,", "224,", "224)", f"{round(red, 4)}", f"{round(green, 4)}"]
+
+
+def test_a_huge_header_is_refused_before_decoding(tmp_path):
+    """20000×20000 declared in 70 bytes: a DatasetError naming the size and the limits, not
+    Pillow's DecompressionBombError."""
+    from ember.dataset import load_image as dataset_load_image
+
+    path = tmp_path / "bomb.png"
+    path.write_bytes(png_header(20000, 20000))
+    for load in (load_image, dataset_load_image):
+        with pytest.raises(DatasetError, match="400000000 pixels") as err:
+            load(path)
+        assert "max_image_pixels=64000000" in str(err.value)
+        assert "MAX_IMAGE_PIXELS" in str(err.value)
+
+
+def test_ember_limit_governs_below_pillows(tmp_path):
+    """10000×10000 is past Pillow's warning threshold but under its error: Pillow's warning
+    becomes the same typed error, and no warning escapes."""
+    path = tmp_path / "bomb.png"
+    path.write_bytes(png_header(10000, 10000))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(DatasetError, match="100000000 pixels"):
+            load_image(path)
+    assert not caught, [str(w.message) for w in caught]
+    # 9000×9000 passes Pillow's checks: ember's own limit (64000000) refuses it, naming both
+    path.write_bytes(png_header(9000, 9000))
+    with pytest.raises(DatasetError, match=r"9000×9000 .*81000000 exceeds the limit "
+                                           r"max_image_pixels=64000000"):
+        load_image(path)
+
+
+def test_max_image_pixels_is_configurable(tmp_path):
+    from ember.dataset import load_image as dataset_load_image
+
+    path = tmp_path / "small.png"
+    path.write_bytes(png(30, 20))
+    with ember.limits.override(max_image_pixels=599):
+        for load in (load_image, dataset_load_image):
+            with pytest.raises(DatasetError, match=r"30×20 .*600 exceeds the limit "
+                                                   r"max_image_pixels=599"):
+                load(path)
+    with ember.limits.override(max_image_pixels=600):
+        assert load_image(path).shape == (3, 224, 224)
+        assert dataset_load_image(path).shape == (3, 20, 30)
+        with pytest.raises(DatasetError, match="resizing to 100×100"):
+            dataset_load_image(path, size=(100, 100))  # the resized image is bounded too
+
+
+@pytest.mark.parametrize("top", [0, -1, 1001])
+def test_top_out_of_range(top):
+    with pytest.raises(ValueError, match=r"top=.* expected 1\.\.1000"):
+        classify([np.zeros((8, 8, 3), np.uint8)], top=top)
 
 
 def test_logits_match_reference_torch_model():

