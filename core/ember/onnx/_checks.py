@@ -7,6 +7,7 @@ op registry or the runtime in a state that could hang, exhaust memory or crash u
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .. import limits
@@ -99,6 +100,40 @@ def dense_bytes(st, what: str) -> int:
     limits.check(OnnxLoadError, f"onnx.load: {what} of dense shape {list(st.dims)} takes "
                  "bytes", nbytes, "max_tensor_bytes")
     return nbytes
+
+
+@functools.lru_cache(maxsize=512)
+def _schema_attr_types(op_type: str, version: int, domain: str) -> dict[str, int]:
+    import onnx.defs
+
+    try:
+        schema = onnx.defs.get_schema(op_type, version, domain)
+    except Exception:  # noqa: BLE001 - not a standard op (or not at this opset): no schema
+        return {}
+    return {name: int(a.type) for name, a in schema.attributes.items()}
+
+
+def _kind(t: int) -> str:
+    from onnx import AttributeProto
+
+    try:
+        return AttributeProto.AttributeType.Name(t)
+    except ValueError:
+        return f"type {t}"
+
+
+def check_attr_types(n, op_type: str, domain: str, opsets: dict[str, int], what: str) -> None:
+    """A standard op's attributes must have the types its ONNX schema declares, as
+    onnxruntime requires: a STRING where an INT belongs is a malformed file, and one that must
+    not reach the op functions or the code generator."""
+    version = opsets.get(domain)
+    types = _schema_attr_types(op_type, version, domain) if version is not None else {}
+    for a in n.attribute:
+        want = types.get(a.name)
+        if want is not None and not a.ref_attr_name and a.type != want:
+            raise OnnxLoadError(
+                f"onnx.load: {what}: attribute '{a.name}' is {_kind(a.type)}, but the ONNX "
+                f"{op_type} schema (opset {version}) declares it {_kind(want)}")
 
 
 def check_calls(functions: dict[tuple[str, str], Function]) -> None:

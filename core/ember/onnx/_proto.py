@@ -138,6 +138,7 @@ class Reader:
         self.base_dir = base_dir
         self.file_bytes = file_bytes
         self.dense_bytes = 0  # what sparse tensors expand to, against max_expansion_bytes
+        self.opsets: dict[str, int] = {}  # the model's, to check attributes against schemas
 
     def tensor(self, t, what: str = "tensor"):
         """A TensorProto as a numpy array, its declared size checked against its data first."""
@@ -210,17 +211,17 @@ class Reader:
         return out
 
     def node(self, n) -> Node:
+        from ._checks import check_attr_types
+
         op_type = text(n.op_type, "a node's op_type")
         name = text(n.name, f"the name of a {op_type} node")
         what = f"node '{name}' ({op_type})"
-        return Node(
-            op_type=op_type,
-            inputs=[text(i, f"{what}: an input name") for i in n.input],
-            outputs=[text(o, f"{what}: an output name") for o in n.output],
-            attrs=self.attrs(n.attribute, what),
-            domain=_domain(n.domain, f"{what}: the domain"),
-            name=name,
-        )
+        domain = _domain(n.domain, f"{what}: the domain")
+        inputs = [text(i, f"{what}: an input name") for i in n.input]
+        outputs = [text(o, f"{what}: an output name") for o in n.output]
+        attrs = self.attrs(n.attribute, what)  # names checked as UTF-8 first
+        check_attr_types(n, op_type, domain, self.opsets, what)
+        return Node(op_type, inputs, outputs, attrs, domain, name)
 
     def graph(self, g) -> Graph:
         name = text(g.name, "a graph name")
@@ -253,6 +254,7 @@ class Reader:
     def model(self, proto) -> Model:
         opsets = {_domain(o.domain, "an opset domain"): int(o.version) for o in proto.opset_import}
         opset = opsets.get("", 1 if proto.ir_version < 3 else 21)
+        self.opsets = {**opsets, "": opset}
         graph = self.graph(proto.graph)
         functions = {(_domain(f.domain, "a function domain"), text(f.name, "a function name")):
                      self.function(f) for f in proto.functions}

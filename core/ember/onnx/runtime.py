@@ -32,7 +32,7 @@ from ._proto import (
     read_model,
 )
 from ._types import numpy_to_tensor
-from .ops import NOT_FOLDABLE, REGISTRY
+from .ops import NOT_FOLDABLE, REGISTRY, invoke
 
 _DOMAINS = ("", "ai.onnx")
 
@@ -162,7 +162,7 @@ class OnnxModule(Module):
         graph.nodes = kept
 
     def to(self, backend=None, dtype=None) -> OnnxModule:
-        from ..backend import Backend
+        from ..contract import Backend
         from ..backends import available, get_backend
 
         super().to(backend, dtype)
@@ -236,14 +236,7 @@ class OnnxModule(Module):
         ctx.n_outputs = len(node.outputs)
         ctx.op_type = node.op_type
         try:
-            out = fn(ctx, *args, **node.attrs)
-        except TypeError as e:
-            if "argument" in str(e) and fn.__name__ in str(e):
-                raise UnsupportedOpError(
-                    f"onnx {node.op_type}: unsupported inputs/attributes "
-                    f"{sorted(node.attrs)}: {e}") from e
-            e.add_note(f"in onnx node '{node.name}' ({node.op_type})")
-            raise
+            out = invoke(fn, ctx, node.op_type, args, node.attrs)
         except Exception as e:
             e.add_note(f"in onnx node '{node.name}' ({node.op_type})")
             raise

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...errors import UnsupportedOpError
+
 REGISTRY: dict[str, Callable] = {}
 # ops that must run every call (random) or carry state; never folded at load time
 NOT_FOLDABLE = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
@@ -37,9 +39,25 @@ def call(op_type: str, *inputs, opset: int = 21, n_outputs: int = 1, **attrs):
     """
     from ...backends import default_backend
 
+    fn = REGISTRY.get(op_type)
+    if fn is None:
+        raise UnsupportedOpError(f"onnx {op_type}: not an operator ember implements; see "
+                                 "ember.onnx.supported_ops()")
     first = next((t for t in inputs if hasattr(t, "backend")), None)
     backend = first.backend if first is not None else default_backend()
-    return REGISTRY[op_type](CallCtx(op_type, backend, opset, n_outputs), *inputs, **attrs)
+    return invoke(fn, CallCtx(op_type, backend, opset, n_outputs), op_type, inputs, attrs)
+
+
+def invoke(fn: Callable, ctx, op_type: str, inputs, attrs: dict):
+    """``fn(ctx, *inputs, **attrs)``; inputs or attributes the op does not take raise an
+    UnsupportedOpError naming them (not the TypeError of a Python call)."""
+    try:
+        return fn(ctx, *inputs, **attrs)
+    except TypeError as e:
+        if "argument" in str(e) and fn.__name__ in str(e):
+            raise UnsupportedOpError(f"onnx {op_type}: unsupported inputs/attributes "
+                                     f"{sorted(attrs)}: {e}") from e
+        raise
 
 
 def op(*names: str):
