@@ -120,7 +120,6 @@ def _decode(data: bytes, source: str) -> Program:
     if _crc(data) != header[-1]:
         raise fail("CRC32 mismatch: the file is corrupt")
     check = fmt.Checker(header, fail)
-    limits.check(RecordError, f"{source}: max_act", check.max_act, "max_activation_elements")
     (_, _, _, n_layers, n_slots, c, h, w, _, _, _, _, in_mul, in_add, _, _) = header
     layers = []
     for i in range(n_layers):
@@ -136,6 +135,8 @@ def _decode(data: bytes, source: str) -> Program:
             _read_weights(np, data, layer, rec[18:22], rows, row_len, wdtype)
         layers.append(layer)
     check.finish()
+    # after finish(): a max_act the layers don't need is reported as that, not as too large
+    limits.check(RecordError, f"{source}: max_act", check.max_act, "max_activation_elements")
     return Program(layers, (c, h, w), n_slots, float(in_mul), float(in_add))
 
 
