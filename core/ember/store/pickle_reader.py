@@ -146,6 +146,8 @@ def _scan(f: Any, where: str) -> int:
                 stack.items.append(depth)
             else:
                 stack.apply(op)
+    except RecordError:
+        raise
     except ValueError as e:  # genops: unknown opcode, argument past the end, bad UTF-8
         raise RecordError(f"{where}: corrupt pickle ({e})") from e
     return ops
@@ -210,7 +212,10 @@ class _Unpickler(pickle.Unpickler):
             self._ops += sum(len(a) for a in args if isinstance(a, (tuple, list, dict, str)))
             limits.check(RecordError, f"{self._where}: pickle opcodes and elements copied",
                          self._ops, "max_pickle_ops")
-            return fn(*args)
+            try:
+                return fn(*args)
+            except RecordError as e:  # the callable's message, placed in the file
+                raise RecordError(f"{self._where}: {e}") from e
 
         return call
 

@@ -125,7 +125,7 @@ def _is_count(value: Any) -> bool:
 
 def _counts(value: Any, what: str) -> tuple[int, ...]:
     if not isinstance(value, (tuple, list)) or not all(_is_count(v) for v in value):
-        raise RecordError(f"pytorch: a tensor's {what} is {brief(value)}, not a tuple of "
+        raise RecordError(f"a tensor's {what} is {brief(value)}, not a tuple of "
                           "ints >= 0")
     return tuple(value)
 
@@ -137,16 +137,16 @@ def _extent(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
 
 def _rebuild_tensor(storage, storage_offset, size, stride, *_ignored) -> TensorRef:
     if not isinstance(storage, _Storage) or not _is_count(storage_offset):
-        raise RecordError(f"pytorch: bad tensor record (storage {brief(storage)}, offset "
+        raise RecordError(f"bad tensor record ({brief(storage)}, offset "
                           f"{brief(storage_offset)})")
     shape, strides = _counts(size, "size"), _counts(stride, "stride")
     if len(shape) != len(strides):
-        raise RecordError(f"pytorch: a tensor of size {brief(shape)} has {len(strides)} "
+        raise RecordError(f"a tensor of size {brief(shape)} has {len(strides)} "
                           "strides")
     end = storage_offset + _extent(shape, strides)
     if 0 not in shape and end > storage.numel:
         raise RecordError(
-            f"pytorch: a tensor of size {brief(shape)}, stride {brief(strides)} at offset "
+            f"a tensor of size {brief(shape)}, stride {brief(strides)} at offset "
             f"{storage_offset} reaches element {end - 1} of a storage of {storage.numel}"
         )
     return TensorRef(storage, storage_offset, shape, strides)
@@ -154,7 +154,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride, *_ignored) -> TensorR
 
 def _rebuild_parameter(data, requires_grad=True, *_ignored) -> TensorRef:
     if not isinstance(data, TensorRef):
-        raise RecordError(f"pytorch: _rebuild_parameter got {type(data).__name__}, not a tensor")
+        raise RecordError(f"_rebuild_parameter got {type(data).__name__}, not a tensor")
     data.requires_grad = bool(requires_grad)
     return data
 
