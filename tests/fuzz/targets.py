@@ -1,0 +1,140 @@
+"""The fuzz targets: for each format, its seed corpus, mutations, checksum fixup, the reader it
+exercises and the typed errors that reader may raise.
+
+The ``load_*`` functions run inside a worker process (:mod:`.worker`) on one input file each;
+whatever they raise besides the target's typed errors is a bug. ``mcu_micropython`` has no
+CPython load function: its worker is the MicroPython binary running ``mp_worker.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import formats, onnx_mut, pt, seeds
+from .mutate import Mutation
+
+
+@dataclass(frozen=True)
+class Target:
+    """One format's fuzz set-up."""
+
+    name: str
+    suffix: str
+    seeds: Callable[[], dict[str, bytes]]
+    load: Callable[[str, str], None] | None
+    #: typed errors as ``module:qualname`` (resolved inside the worker)
+    expected: tuple[str, ...]
+    structured: tuple[Mutation, ...] = ()
+    fixup: Callable[[bytes], bytes] | None = None
+    engine: str = "cpython"
+    notes: str = field(default="", compare=False)
+
+
+# ------------------------------------------------------------------ readers (worker side)
+def load_safetensors(path: str, workdir: str) -> None:
+    from ember.store import load_file
+
+    load_file(path)
+
+
+def load_record(path: str, workdir: str) -> None:
+    """``ember.load(path)``, ``read_metadata``, then the record loaded into the objects it
+    was saved from (a fresh module, or a module and an optimizer for a checkpoint)."""
+    import ember
+    from ember import optim
+    from ember.record import read_metadata
+
+    state = ember.load(path)
+    read_metadata(path)
+    net = seeds.small_net("numpy")
+    if isinstance(state, dict) and "optim" in state:
+        ember.load({"model": net, "optim": optim.Adam(net.parameters(), lr=1e-3)}, path)
+    else:
+        ember.load(net, path)
+
+
+def load_pytorch(path: str, workdir: str) -> None:
+    from ember.store import read_pytorch
+
+    read_pytorch(path)
+
+
+def load_onnx(path: str, workdir: str) -> None:
+    import ember.onnx
+
+    ember.onnx.load(path, backend="numpy")
+
+
+_imported = 0
+
+
+def convert_onnx(path: str, workdir: str) -> None:
+    """``ember onnx convert``, then import the generated ``model.py`` and build the model.
+
+    Injected code shows up two ways: running at import (the payload creates
+    ``$FUZZ_SENTINEL``, which the worker checks) or sitting in ``forward`` (a ``__import__``
+    call anywhere in the generated code's syntax tree).
+    """
+    import ember.onnx
+
+    global _imported
+    out = os.path.join(workdir, "convert")
+    py, _weights = ember.onnx.convert(path, out)
+    with open(py, encoding="utf-8") as f:
+        code = f.read()
+    tree = ast.parse(code)  # a SyntaxError here is a bug: the generator wrote broken Python
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "__import__":
+            raise InjectionError(f"generated model.py calls __import__ at line {node.lineno}")
+    _imported += 1
+    spec = importlib.util.spec_from_file_location(f"fuzz_generated_{_imported}", py)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.load()
+
+
+class InjectionError(Exception):
+    """Text from the model became code in the generated module."""
+
+
+def load_mcu(path: str, workdir: str) -> None:
+    from ember.export import load
+
+    load(path)
+
+
+def load_image(path: str, workdir: str) -> None:
+    from ember.dataset import load_image as load
+
+    load(path)
+
+
+# ------------------------------------------------------------------ the table
+_RECORD = ("ember.errors:RecordError",)
+_ONNX = ("ember.onnx._proto:OnnxLoadError", "ember.errors:UnsupportedOpError")
+_ST = (formats.safetensors_header,)
+
+TARGETS: dict[str, Target] = {t.name: t for t in [
+    Target("safetensors", ".safetensors", seeds.safetensors_seeds, load_safetensors, _RECORD,
+           _ST),
+    Target("record", ".ember", seeds.record_seeds, load_record, _RECORD,
+           (*_ST, formats.record_metadata, formats.record_metadata), formats.record_checksum),
+    Target("pt_zip", ".pt", seeds.pt_zip_seeds, load_pytorch, _RECORD,
+           (pt.zip_member_edit, pt.zip_member_edit, pt.zip_header_edit), pt.zip_checksum),
+    Target("pt_legacy", ".pt", seeds.pt_legacy_seeds, load_pytorch, _RECORD,
+           (pt.pickle_edit, pt.pickle_edit, pt.legacy_object)),
+    Target("onnx_load", ".onnx", seeds.onnx_seeds, load_onnx, _ONNX, (onnx_mut.onnx_edit,)),
+    Target("onnx_convert", ".onnx", seeds.onnx_seeds, convert_onnx, _ONNX,
+           (onnx_mut.onnx_edit,)),
+    Target("mcu", ".emb", seeds.mcu_seeds, load_mcu, _RECORD, (formats.mcu_fields,),
+           formats.mcu_checksum),
+    Target("mcu_micropython", ".emb", seeds.mcu_seeds, None, ("ModelError",),
+           (formats.mcu_fields,), formats.mcu_checksum, engine="micropython",
+           notes="embedded/ember_micro on the MicroPython unix port: load, then one inference"),
+    Target("image", ".img", seeds.image_seeds, load_image, ("ember.errors:DatasetError",),
+           (formats.png_structure,), formats.png_checksum),
+]}
