@@ -103,7 +103,7 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
     >>> path = os.path.join(tempfile.mkdtemp(), "mlp.emb")
     >>> report = export(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), path, (4,))
     >>> report.size_bytes
-    380
+    384
     """
     model.eval()
     program = lower(model, input_shape)

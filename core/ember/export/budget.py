@@ -15,7 +15,7 @@ The estimate follows what ``embedded/ember_micro`` allocates (see ``model.py`` t
 >>> from ember.export import lower
 >>> est = estimate_memory(lower(nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU()), (1, 28, 28)))
 >>> est.activation_bytes, est.flash_bytes
-(43264, 416)
+(43264, 420)
 """
 
 from __future__ import annotations
@@ -107,13 +107,10 @@ class MemoryEstimate:
 
 def _weight_blocks(layer: Layer, int8: bool) -> tuple[int, int, int]:
     """(weight bytes, bias bytes, scale bytes) of a weighted layer as the file stores them."""
-    rows = layer.out_shape[0]
-    if layer.op == fmt.LINEAR:
-        count = rows * _size(layer.in_shape)
-    else:
-        count = rows * (layer.in_shape[0] // layer.groups) * layer.kh * layer.kw
+    rows, row_len = fmt.weight_rows(layer.op, layer.in_shape[0], _size(layer.in_shape),
+                                    layer.out_shape[0], layer.kh, layer.kw, layer.groups)
     q = int8 or layer.w_q is not None
-    return count * (1 if q else 4), 4 * rows if layer.bias is not None else 0, \
+    return rows * row_len * (1 if q else 4), 4 * rows if layer.bias is not None else 0, \
         4 * rows if q else 0
 
 
