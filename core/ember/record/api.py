@@ -234,12 +234,10 @@ class _Record:
     def state(self, backend=None, dtype=None) -> Any:
         from ..ops.creation import tensor
 
-        if self.kind == "module":
-            names = self.file.keys()
-            return OrderedDict((k, tensor(self.read(k, dtype), backend=backend)) for k in names)
-        keys = tensor_keys(self.tree)
-        values = {k: tensor(self.read(k, dtype), backend=backend) for k in keys}
-        return unflatten(self.tree, values)
+        values = OrderedDict(
+            (k, tensor(_cast(data, dtype), backend=backend)) for k, data in self.file.items()
+        )
+        return values if self.kind == "module" else unflatten(self.tree, values)
 
 
 def read_metadata(path: str | os.PathLike) -> dict:

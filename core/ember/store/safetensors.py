@@ -169,27 +169,36 @@ class SafeTensorsFile:
             raise KeyError(f"safetensors: {self.path} has no tensor {name!r}") from None
 
     def get(self, name: str) -> TensorData:
-        code, shape, begin, end = self._entry(name)
-        target = _LOADS_AS[code][0]
-        where = f"safetensors: {self.path}: tensor {name!r}"
-        limits.check(RecordError, f"{where}: bytes", numel(shape) * target.itemsize,
-                     "max_tensor_bytes")
-        with reading(where):
+        try:
             with open(self.path, "rb") as f:
-                f.seek(self._data_start + begin)
-                raw = f.read(end - begin)
-            if len(raw) != end - begin:
-                raise RecordError(f"{where} is truncated (the file shrank after it was opened)")
-            if code == "BF16":
-                raw = _bf16_to_f32(raw)
-            elif code in _WIDEN:
-                values = struct.unpack(f"<{numel(shape)}{_WIDEN[code]}", raw)
-                return TensorData.from_values(values, shape, target)
-            return TensorData(raw, shape, target)
+                return self._read(f, name)
+        except OSError as e:
+            raise RecordError(f"safetensors: can't read {self.path}: {e.strerror}") from e
 
     def items(self):
-        for name in self._entries:
-            yield name, self.get(name)
+        try:
+            with open(self.path, "rb") as f:  # one handle for all: a file may hold 10^6
+                for name in self._entries:
+                    yield name, self._read(f, name)
+        except OSError as e:
+            raise RecordError(f"safetensors: can't read {self.path}: {e.strerror}") from e
+
+    def _read(self, f, name: str) -> TensorData:
+        code, shape, begin, end = self._entry(name)
+        target = _LOADS_AS[code][0]
+        limits.check(RecordError, f"safetensors: {self.path}: tensor {name!r}: bytes",
+                     numel(shape) * target.itemsize, "max_tensor_bytes")
+        f.seek(self._data_start + begin)
+        raw = f.read(end - begin)
+        if len(raw) != end - begin:
+            raise RecordError(f"safetensors: {self.path}: tensor {name!r} is truncated (the "
+                              "file shrank after it was opened)")
+        if code == "BF16":
+            raw = _bf16_to_f32(raw)
+        elif code in _WIDEN:
+            values = struct.unpack(f"<{numel(shape)}{_WIDEN[code]}", raw)
+            return TensorData.from_values(values, shape, target)
+        return TensorData(raw, shape, target)
 
 
 def _is_count(value: object) -> bool:
