@@ -97,11 +97,30 @@ def _float(a: dict, key: str, default: float) -> float:
     return v
 
 
+def _split_points(line: str) -> list[int]:
+    """Where ``line`` has ', ' outside string literals (``repr`` writes them, so a quote
+    inside one is always escaped)."""
+    points, quote, i = [], None, 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            i += c == "\\"  # skip the escaped character
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif line.startswith(", ", i):
+            points.append(i)
+        i += 1
+    return points
+
+
 def _wrap(line: str, width: int = 100, indent: str = " " * 12) -> str:
-    """Break a long call at ', ' boundaries (inside brackets, so no backslashes needed)."""
+    """Break a long call at ', ' boundaries (inside brackets, so no backslashes needed), never
+    inside a string literal."""
     if len(line) <= width:
         return line
-    pieces = line.split(", ")
+    cuts = [0, *(p + 2 for p in _split_points(line)), len(line) + 2]
+    pieces = [line[a:b - 2] for a, b in zip(cuts, cuts[1:])]
     out, cur = [], pieces[0]
     for p in pieces[1:]:
         if len(cur) + 2 + len(p) > width:

@@ -234,6 +234,8 @@ def pad(ctx, x, pads_in=None, value_in=None, axes_in=None, mode="constant", pads
         return x
     if mode == "constant":
         return ember.pad(x, flat, value=value)
+    if mode not in _PAD_MODES:
+        raise ember.UnsupportedOpError(f"Pad: mode {mode!r}; supported: {', '.join(_PAD_MODES)}")
     return ember.pad(x, flat, mode=_PAD_MODES[mode])
 
 
