@@ -108,6 +108,13 @@ def test_header_bit_flip_f32_to_i32_fails_the_checksum(tmp_path):
     assert target.weight.tolist() == before
 
 
+def test_stored_header_flip_reproducer_fails_the_checksum():
+    """The fuzz corpus copy of the flip above (a version-2 file, so not byte-compared: the
+    header names the Ember version that wrote it)."""
+    with pytest.raises(RecordError, match="checksum"):
+        ember.load(nn.Linear(3, 2), REGRESSIONS / "header_flip_f32_to_i32.safetensors")
+
+
 def test_checksum_is_the_crc32_of_the_whole_file(tmp_path):
     _, path = _linear(tmp_path)
     raw = path.read_bytes()
