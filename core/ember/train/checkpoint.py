@@ -2,8 +2,9 @@
 
 A checkpoint is an :mod:`ember.record` state record (safetensors + a JSON tree): model
 parameters and buffers, optimizer moments, scheduler and RNG state, data order, partial metric
-sums. Writes are atomic, so an interrupt never leaves a torn checkpoint; a truncated or
-corrupt one raises :class:`~ember.errors.RecordError`.
+sums, gradients accumulated since the last optimizer step. Writes are atomic, so an interrupt
+never leaves a torn checkpoint; a truncated or corrupt one (any damaged byte: the record's
+checksum covers the whole file) raises :class:`~ember.errors.RecordError`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from ..record import load, save
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict) -> Path:
+    """Write ``state`` (nested dicts/lists of tensors and JSON values) atomically to ``path``.
+
+    A bit-exact resume needs everything the loop carries from one step to the next; the
+    Learner's state includes the gradients accumulated since the last optimizer step.
+    """
     save(state, path, metadata={"kind": "ember.train.checkpoint"})
     return Path(path)
 
