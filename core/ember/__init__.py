@@ -7,7 +7,7 @@
 """
 
 from . import dtype
-from .backend import Backend, Caps
+from .contract import Backend, Caps
 from .backends import (
     available as available_backends,
     default_backend,

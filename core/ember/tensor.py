@@ -145,7 +145,7 @@ class Tensor:
         >>> ember.tensor([1, 2]).to("python").to(ember.float32).backend.name
         'python'
         """
-        from .backend import Backend
+        from .contract import Backend
         from .backends import available, get_backend
 
         if target is not None and not (

@@ -10,7 +10,7 @@ import math
 import ember
 import numpy as np
 import pytest
-from ember.backend import Backend
+from ember.contract import Backend
 from ember.backends.numpy import NumpyBackend
 from ember.backends.numpy_nn import NumpyNNOps
 from ember.errors import DTypeError, ShapeError

@@ -8,7 +8,7 @@ import ember
 import pytest
 from _wgpu import B, np
 from ember.autodiff import Autodiff
-from ember.backend import Backend
+from ember.contract import Backend
 from ember.backends.wgpu import WgpuBackend
 from ember.backends.wgpu.nn import WgpuNNOps
 from ember.nn import functional as F

@@ -33,8 +33,8 @@ between tied elements (as PyTorch); floor/ceil/round give zero gradients; casts 
 pass the gradient, casts to int/bool stop it; ``scatter`` in replace mode gives overwritten
 positions of ``x`` no gradient and every ``src`` element the gradient of its target position.
 
-Writing a rule for a new primitive: one ``@rule`` entry in :mod:`ember.autodiff.rules` plus the
-method in :mod:`ember.autodiff.backend` (usually one name in the ``_UNARY``/``_BINARY`` tables).
+Writing a rule for a new primitive: one ``@op.gradient(...)`` entry next to the op's declaration
+in :mod:`ember.contract`; Autodiff reads it from the registry.
 """
 
 from ..backends import get_backend, register

@@ -1,22 +1,19 @@
 """``Autodiff(inner)``: a backend that records a graph over any backend's primitives.
 
-Every primitive runs on the inner backend; when an input is tracked (and recording is on) the
-result also gets a :class:`~ember.autodiff.graph.Node` whose backward rule lives in
-:mod:`ember.autodiff.rules`. Non-differentiable ops (comparisons, arg-reductions, int and bool
-ops, creation) just forward. Composites Autodiff doesn't override run their default bodies on
-Autodiff primitives, so they are differentiable through their parts.
+Generic over the op registry: every op with a gradient rule (declared next to the op in
+:mod:`ember.contract`) runs on the inner backend and, when an input is tracked (and recording
+is on), its result gets a :class:`~ember.autodiff.graph.Node` holding that rule.
+Non-differentiable ops (comparisons, arg-reductions, int and bool ops, creation) just forward.
+Composites without a rule run their default bodies on Autodiff primitives, so they are
+differentiable through their parts.
 """
 
 from __future__ import annotations
 
-import inspect
-
-from ..backend import Backend
+from ..contract import Backend, registry
 from ..errors import EmberError
 from .checkpoint import STRATEGIES, current_strategy
 from .graph import SELF, Node, grad_enabled
-from .module_rules import ModuleMethods
-from .rules import RULES
 
 
 class ADPrim:
@@ -46,7 +43,7 @@ def _slot(x: ADPrim):
     return node if node is not None and node.recompute is not None else x.inner
 
 
-class Autodiff(ModuleMethods, Backend):
+class Autodiff(Backend):
     """Reverse-mode autodiff over any backend (Burn's ``Autodiff<B>``).
 
     ``checkpointing="balanced"`` recomputes cheap elementwise ops in backward instead of
@@ -89,7 +86,7 @@ class Autodiff(ModuleMethods, Backend):
         parents = tuple(x.node for x in inputs)
         if not any(parents) or not grad_enabled():
             return ADPrim(out)
-        spec = RULES[name]
+        spec = registry.REGISTRY[name].grad
         inner = self.inner
         shapes = tuple(tuple(inner.shape(x.inner)) for x in inputs)
         dtypes = tuple(inner.dtype(x.inner) for x in inputs)
@@ -135,38 +132,10 @@ class Autodiff(ModuleMethods, Backend):
             return ADPrim(self.inner.cast(x.inner, dtype))  # to int/bool: the gradient stops
         return self._apply("cast", (x,), (dtype,))
 
-    # ------------------------------------------------------------------ layout and indexing
-    def slice_assign(self, x, ranges, value):
-        inner = self.inner
-        return self._apply(
-            "slice_assign", (x, value), (ranges,), lambda a, v: inner.slice_assign(a, ranges, v)
-        )
-
+    # ------------------------------------------------------------------ ops with a shape of their own
     def cat(self, xs, dim):
         inner = self.inner
         return self._apply("cat", tuple(xs), (dim,), lambda *v: inner.cat(list(v), dim))
-
-    def gather(self, x, dim, index):
-        inner = self.inner
-        return self._apply("gather", (x, index), (dim,), lambda a, i: inner.gather(a, dim, i))
-
-    def scatter(self, x, dim, index, src, reduce="none"):
-        inner = self.inner
-        return self._apply(
-            "scatter",
-            (x, index, src),
-            (dim, reduce),
-            lambda a, i, s: inner.scatter(a, dim, i, s, reduce),
-        )
-
-    def index_select(self, x, dim, index):
-        inner = self.inner
-        return self._apply(
-            "index_select", (x, index), (dim,), lambda a, i: inner.index_select(a, dim, i)
-        )
-
-    def where(self, cond, a, b):
-        return self._apply("where", (cond, a, b))
 
     def float_sort(self, x, dim, descending):
         values, indices = self.inner.float_sort(x.inner, dim, descending)
@@ -174,104 +143,70 @@ class Autodiff(ModuleMethods, Backend):
         return self._record("float_sort", (x, idx), (dim,), values, None), idx
 
 
-def _unary(name: str):
-    sig = inspect.signature(getattr(Backend, name))
+def _differentiable(op: registry.Op):
+    """Run ``op`` on the inner backend and record its gradient rule."""
+    name, positions = op.name, op.tensor_positions
+    if op.args == op.tensors:  # tensors only (elementwise, matmul, where): the hot path
 
-    def op(self, x, *params, **kwargs):
-        if kwargs:  # normalise keywords to positional params in the contract's order
-            bound = sig.bind(self, x, *params, **kwargs)
-            bound.apply_defaults()
-            params = tuple(bound.arguments.values())[2:]
-        return self._apply(name, (x,), params)
+        def method(self, *xs):
+            return self._apply(name, xs)
 
-    op.__name__ = name
-    return op
+    elif positions == (0,):  # one tensor, then parameters (reductions, layout, activations)
+
+        def method(self, x, *params, **kwargs):
+            if kwargs or len(params) < len(op.args) - 1:
+                params = op.bind((x, *params), kwargs)[1:]
+            return self._apply(name, (x,), params)
+
+    else:  # tensors among parameters, some optional (gather, conv, norms)
+
+        def method(self, *args, **kwargs):
+            args = op.bind(args, kwargs)
+            slots = [i for i in positions if args[i] is not None]
+            params = tuple(a for i, a in enumerate(args) if i not in positions)
+            fn = getattr(self.inner, name)
+
+            def fwd(*prims):
+                call = list(args)
+                for i, p in zip(slots, prims):
+                    call[i] = p
+                return fn(*call)
+
+            return self._apply(name, tuple(args[i] for i in slots), params, fwd)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = op.doc
+    return method
 
 
-def _binary(name: str):
-    def op(self, a, b):
-        return self._apply(name, (a, b))
-
-    op.__name__ = name
-    return op
-
-
-def _forward(name: str):
+def _forwarded(op: registry.Op):
     """A non-differentiable op: run it on the inner backend, result untracked."""
+    name = op.name
 
-    def op(self, *args, **kwargs):
+    def method(self, *args, **kwargs):
         out = getattr(self.inner, name)(*_unwrap(args), **kwargs)
         if isinstance(out, tuple):
             return tuple(ADPrim(o) for o in out)
         return ADPrim(out)
 
-    op.__name__ = name
-    return op
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = op.doc
+    return method
 
 
-_UNARY = (
-    "float_neg",
-    "float_abs",
-    "float_exp",
-    "float_log",
-    "float_sqrt",
-    "float_sin",
-    "float_cos",
-    "float_atan",
-    "float_tanh",
-    "float_erf",
-    "float_floor",
-    "float_ceil",
-    "float_round",
-    "float_sum",
-    "float_prod",
-    "float_max",
-    "float_min",
-    "float_cumsum",
-    "float_cumprod",
-    "reshape",
-    "permute",
-    "expand",
-    "slice",
-    # composites run on the inner backend (its fast version) with a dedicated rule
-    "float_sigmoid",
-    "float_mean",
-    "float_var",
-    "float_logsumexp",
-    "relu",
-    "softmax",
-    "log_softmax",
-)
-_BINARY = (
-    "float_add",
-    "float_sub",
-    "float_mul",
-    "float_div",
-    "float_pow",
-    "float_maximum",
-    "float_minimum",
-    "float_matmul",
-    "float_atan2",
-)
-_FORWARD = (
-    "float_eq",
-    "float_lt",
-    "float_le",
-    "float_ne",
-    "float_gt",
-    "float_ge",
-    "float_isnan",
-    "float_isinf",
-    "float_argmax",
-    "float_argmin",
-    "full",
-    "arange",
-    "random_uniform",
-)
+def _install() -> None:
+    """One method per op, read from the registry: recorded, forwarded, or (composites
+    without a rule) the default body, differentiable through its parts."""
+    own = set(vars(Autodiff))
+    for op in registry.ops():
+        if op.name in own:
+            continue
+        if not op.differentiable:
+            setattr(Autodiff, op.name, _forwarded(op))
+        elif op.grad is not None:
+            setattr(Autodiff, op.name, _differentiable(op))
+        elif op.required:
+            raise TypeError(f"Autodiff: required op {op.name} has no gradient rule")
 
-for _name in _UNARY:
-    setattr(Autodiff, _name, _unary(_name))
-for _name in _BINARY:
-    setattr(Autodiff, _name, _binary(_name))
-for _name in _FORWARD + tuple(n for n in dir(Backend) if n.startswith(("int_", "bool_"))):
-    setattr(Autodiff, _name, _forward(_name))
+
+_install()

@@ -15,7 +15,7 @@ import contextvars
 import importlib
 from collections.abc import Callable, Iterator
 
-from ..backend import Backend
+from ..contract import Backend
 from ..errors import EmberError
 
 # name → "module:Class" (imported on first use, so optional dependencies stay optional)

@@ -13,7 +13,7 @@ import os
 import sys
 
 from .. import dtype as dt
-from ..backend import Backend, Caps
+from ..contract import Backend, Caps
 from ..data import TensorData
 from ..errors import TensorIndexError
 from .numpy_nn import NumpyNNOps

@@ -18,7 +18,7 @@ from array import array
 from itertools import accumulate
 
 from .. import dtype as dt
-from ..backend import Backend, Caps
+from ..contract import Backend, Caps
 from ..data import TensorData, convert_scalar
 from ..errors import ShapeError, TensorIndexError
 from ..shape import contiguous_strides, numel

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from . import infer
-from .grad_helpers import like, mask, scale
+from .prims import like, mask, scale, sigmoid
 from .registry import Kind, declare
 
 E = Kind.ELEMENTWISE
@@ -78,6 +78,129 @@ float_sigmoid = _unary("float_sigmoid")
 float_sign = _unary("float_sign", "-1, 0 or 1 (NaN stays NaN).")
 float_trunc = _unary("float_trunc", "Round toward zero.")
 float_isinf = _unary("float_isinf", "Bool result.", differentiable=False)
+
+
+# ---------------------------------------------------------------------- default bodies (composites)
+@float_ne.implements
+def float_ne(self, a, b):
+    return self.bool_not(self.float_eq(a, b))
+
+
+@float_gt.implements
+def float_gt(self, a, b):
+    return self.float_lt(b, a)
+
+
+@float_ge.implements
+def float_ge(self, a, b):
+    return self.float_le(b, a)
+
+
+@float_floor_divide.implements
+def float_floor_divide(self, a, b):
+    return self.float_floor(self.float_div(a, b))
+
+
+@float_remainder.implements
+def float_remainder(self, a, b):
+    """Python/numpy ``%``: the result takes the sign of the divisor."""
+    r = self.float_sub(a, self.float_mul(b, self.float_floor(self.float_div(a, b))))
+    # rounding in a/b can leave r with the dividend's sign: move it into b's range
+    zero = like(self, r, 0)
+    sign_differs = self.bool_ne(self.float_lt(r, zero), self.float_lt(b, zero))
+    fix = self.bool_and(self.float_ne(r, zero), sign_differs)
+    return self.where(fix, self.float_add(r, b), r)
+
+
+@float_atan2.implements
+def float_atan2(self, y, x):
+    base = self.float_atan(self.float_div(y, x))
+    zero, two, pi = like(self, y, 0), like(self, y, 2), like(self, y, math.pi)
+    neg_pi = self.float_neg(pi)
+    turn = self.where(self.float_ge(y, zero), pi, neg_pi)
+    adj = self.where(self.float_ge(x, zero), base, self.float_add(base, turn))
+    down = self.where(self.float_lt(y, zero), self.float_div(neg_pi, two), zero)
+    at_zero_x = self.where(self.float_gt(y, zero), self.float_div(pi, two), down)
+    return self.where(self.float_ne(x, zero), adj, at_zero_x)
+
+
+@float_expm1.implements
+def float_expm1(self, x):
+    return self.float_sub(self.float_exp(x), like(self, x, 1.0))
+
+
+@float_log1p.implements
+def float_log1p(self, x):
+    return self.float_log(self.float_add(x, like(self, x, 1.0)))
+
+
+@float_log2.implements
+def float_log2(self, x):
+    return self.float_mul(self.float_log(x), like(self, x, 1.0 / math.log(2.0)))
+
+
+@float_reciprocal.implements
+def float_reciprocal(self, x):
+    return self.float_div(like(self, x, 1.0), x)
+
+
+@float_rsqrt.implements
+def float_rsqrt(self, x):
+    return self.float_reciprocal(self.float_sqrt(x))
+
+
+@float_tan.implements
+def float_tan(self, x):
+    return self.float_div(self.float_sin(x), self.float_cos(x))
+
+
+@float_sinh.implements
+def float_sinh(self, x):
+    e = self.float_exp(x)
+    inv = self.float_div(like(self, x, 1.0), e)
+    return self.float_mul(self.float_sub(e, inv), like(self, x, 0.5))
+
+
+@float_cosh.implements
+def float_cosh(self, x):
+    e = self.float_exp(x)
+    inv = self.float_div(like(self, x, 1.0), e)
+    return self.float_mul(self.float_add(e, inv), like(self, x, 0.5))
+
+
+@float_asin.implements
+def float_asin(self, x):
+    one_minus_sq = self.float_sub(like(self, x, 1.0), self.float_mul(x, x))
+    return self.float_atan(self.float_div(x, self.float_sqrt(one_minus_sq)))
+
+
+@float_acos.implements
+def float_acos(self, x):
+    return self.float_sub(like(self, x, math.pi / 2), self.float_asin(x))
+
+
+@float_sigmoid.implements
+def float_sigmoid(self, x):
+    return sigmoid(self, x)
+
+
+@float_sign.implements
+def float_sign(self, x):
+    zero = like(self, x, 0.0)
+    neg = self.where(self.float_lt(x, zero), like(self, x, -1.0), zero)
+    s = self.where(self.float_gt(x, zero), like(self, x, 1.0), neg)
+    return self.where(self.float_isnan(x), x, s)
+
+
+@float_trunc.implements
+def float_trunc(self, x):
+    at_or_above = self.float_ge(x, like(self, x, 0))
+    return self.where(at_or_above, self.float_floor(x), self.float_ceil(x))
+
+
+@float_isinf.implements
+def float_isinf(self, x):
+    return self.float_eq(self.float_abs(x), like(self, x, math.inf))
 
 
 # ---------------------------------------------------------------------- gradients

@@ -8,7 +8,7 @@ zero gives 0 (numpy's result, without its warning). None of these carries a grad
 from __future__ import annotations
 
 from . import infer
-from .grad_helpers import like
+from .prims import like
 from .registry import Kind, declare
 
 E = Kind.ELEMENTWISE
@@ -50,6 +50,45 @@ bool_not = _int("bool_not", "x", infer.same)
 bool_xor = _int("bool_xor")
 bool_eq = _int("bool_eq")
 bool_ne = _int("bool_ne")
+
+# ---------------------------------------------------------------------- default bodies
+@int_ne.implements
+def int_ne(self, a, b):
+    return self.bool_not(self.int_eq(a, b))
+
+
+@int_gt.implements
+def int_gt(self, a, b):
+    return self.int_lt(b, a)
+
+
+@int_ge.implements
+def int_ge(self, a, b):
+    return self.int_le(b, a)
+
+
+@int_sign.implements
+def int_sign(self, x):
+    zero = self.full(self.shape(x), 0, self.dtype(x))
+    pos = self.cast(self.int_lt(zero, x), self.dtype(x))
+    neg = self.cast(self.int_lt(x, zero), self.dtype(x))
+    return self.int_sub(pos, neg)
+
+
+@bool_xor.implements
+def bool_xor(self, a, b):
+    return self.bool_and(self.bool_or(a, b), self.bool_not(self.bool_and(a, b)))
+
+
+@bool_eq.implements
+def bool_eq(self, a, b):
+    return self.bool_not(self.bool_xor(a, b))
+
+
+@bool_ne.implements
+def bool_ne(self, a, b):
+    return self.bool_xor(a, b)
+
 
 # ---------------------------------------------------------------------- where, cast
 where = declare(

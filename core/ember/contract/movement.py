@@ -7,8 +7,12 @@ int64 with values already in range (non-negative).
 
 from __future__ import annotations
 
+from .. import dtype as dt
+from ..random import philox_uniform
+from ..shape import numel
+from ..data import TensorData
 from . import infer
-from .grad_helpers import full
+from . import prims
 from .registry import Kind, declare
 
 M, I, C, D = Kind.MOVEMENT, Kind.INDEX, Kind.CREATION, Kind.DATA
@@ -50,7 +54,7 @@ index_select = declare("index_select", I, "x, dim, index", infer.index_select,
                        doc="Rows of ``x`` along ``dim`` picked by the 1-d int64 ``index``.")
 
 # ---------------------------------------------------------------------- creation
-full_ = declare("full", C, "shape, value, dtype", infer.full, differentiable=False,
+full = declare("full", C, "shape, value, dtype", infer.full, differentiable=False,
                 doc="A tensor of ``shape`` filled with ``value``.")
 arange = declare("arange", C, "n, dtype", infer.arange, differentiable=False,
                  doc="``[0, 1, ..., n-1]`` as ``dtype``.")
@@ -59,6 +63,53 @@ random_uniform = declare(
     doc="Uniform [0, 1) numbers from the counter-based Philox4x32-10 stream ``(seed, offset)``; "
     "an override must produce the same numbers, so a seed gives one tensor on every backend.",
 )
+
+
+# ---------------------------------------------------------------------- default bodies (composites)
+@full.implements
+def full(self, shape: tuple[int, ...], value: bool | int | float, dtype: dt.DType):
+    """A tensor of ``shape`` filled with ``value``."""
+    one = self.from_data(TensorData.from_values([value], (), dtype))
+    return self.expand(self.reshape(one, (1,) * len(shape)), tuple(shape)) if shape else one
+
+
+@arange.implements
+def arange(self, n: int, dtype: dt.DType):
+    """``[0, 1, ..., n-1]`` as ``dtype``."""
+    return self.from_data(TensorData.from_values(range(n), (n,), dtype))
+
+
+@index_select.implements
+def index_select(self, x, dim: int, index):
+    """Rows of ``x`` along ``dim`` picked by the 1-d int64 ``index``."""
+    shape = self.shape(x)
+    view = [1] * len(shape)
+    view[dim] = self.shape(index)[0]
+    target = list(shape)
+    target[dim] = view[dim]
+    idx = self.expand(self.reshape(index, tuple(view)), tuple(target))
+    return self.gather(x, dim, idx)
+
+
+@flip.implements
+def flip(self, x, dims: tuple[int, ...]):
+    """Reverse the order along ``dims``."""
+    ranges = tuple(
+        (s - 1, -1 if s else 0, -1) if d in dims else (0, s, 1)
+        for d, s in enumerate(self.shape(x))
+    )
+    return self.slice(x, ranges)
+
+
+@random_uniform.implements
+def random_uniform(self, shape: tuple[int, ...], dtype: dt.DType, seed: int, offset: int):
+    """Uniform [0, 1) numbers from the counter-based Philox4x32-10 stream ``(seed, offset)``.
+
+    Backends overriding this must produce the same numbers, so a seed gives the same
+    tensor on every backend.
+    """
+    values = philox_uniform(numel(shape), seed, offset)
+    return self.from_data(TensorData.from_values(values, shape, dtype))
 
 
 # ---------------------------------------------------------------------- gradients
@@ -84,13 +135,13 @@ def _(c, g):
 @slice.gradient()
 def _(c, g):
     b = c.b
-    return (b.slice_assign(full(b, c.shape(0), 0.0, b.dtype(g)), c.params[0], g),)
+    return (b.slice_assign(prims.full(b, c.shape(0), 0.0, b.dtype(g)), c.params[0], g),)
 
 
 @slice_assign.gradient()
 def _(c, g):
     b, ranges = c.b, c.params[0]
-    gx = b.slice_assign(g, ranges, full(b, c.shape(1), 0.0, b.dtype(g))) if c.wants(0) else None
+    gx = b.slice_assign(g, ranges, prims.full(b, c.shape(1), 0.0, b.dtype(g))) if c.wants(0) else None
     return gx, b.slice(g, ranges) if c.wants(1) else None
 
 
@@ -115,7 +166,7 @@ def _(c, g):
 @gather.gradient(inputs=(1,))
 def _(c, g):
     b = c.b
-    zeros = full(b, c.shape(0), 0.0, b.dtype(g))
+    zeros = prims.full(b, c.shape(0), 0.0, b.dtype(g))
     return b.scatter(zeros, c.params[0], c.x(1), g, "add"), None
 
 
@@ -131,7 +182,7 @@ def _(c, g):
         gx = (
             g
             if reduce == "add"
-            else b.scatter(g, dim, index, full(b, c.shape(1), 0.0, b.dtype(g)), "none")
+            else b.scatter(g, dim, index, prims.full(b, c.shape(1), 0.0, b.dtype(g)), "none")
         )
     gsrc = b.gather(g, dim, index) if c.wants(2) else None
     return gx, None, gsrc
@@ -144,4 +195,4 @@ def _(c, g):
     shape, gshape = c.shape(0), tuple(b.shape(g))
     view = tuple(gshape[d] if d == dim else 1 for d in range(len(shape)))
     index = b.expand(b.reshape(c.x(1), view), gshape)
-    return b.scatter(full(b, shape, 0.0, b.dtype(g)), dim, index, g, "add"), None
+    return b.scatter(prims.full(b, shape, 0.0, b.dtype(g)), dim, index, g, "add"), None

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 
+from .. import dtype as dt
+from ..shape import numel
 from . import infer
-from .grad_helpers import count, expand_back, full, like, mask, scale, swap_last
+from .prims import count, expand_back, full, like, mask, scale, swap_last
 from .registry import Kind, declare
 
 R, S = Kind.REDUCTION, Kind.SCAN
@@ -51,6 +53,46 @@ float_logsumexp = declare("float_logsumexp", R, "x, dims", infer.reduce_kept)
 bool_any = declare("bool_any", R, "x, dims", infer.reduce_kept, differentiable=False,
                    doc="True where any element over ``dims`` (kept) is true.")
 bool_all = declare("bool_all", R, "x, dims", infer.reduce_kept, differentiable=False)
+
+
+# ---------------------------------------------------------------------- default bodies (composites)
+@float_mean.implements
+def float_mean(self, x, dims: tuple[int, ...]):
+    shape = self.shape(x)
+    n = numel(shape[d] for d in dims)
+    total = self.float_sum(x, dims)
+    if n:
+        return self.float_div(total, like(self, total, n))
+    return self.float_mul(total, like(self, total, math.nan))
+
+
+@float_var.implements
+def float_var(self, x, dims: tuple[int, ...], correction: float):
+    shape = tuple(self.shape(x))
+    centered = self.float_sub(x, self.expand(self.float_mean(x, dims), shape))
+    sq = self.float_sum(self.float_pow(centered, like(self, centered, 2)), dims)
+    dof = max(numel(shape[d] for d in dims) - correction, 0)
+    return self.float_div(sq, like(self, sq, dof))
+
+
+@float_logsumexp.implements
+def float_logsumexp(self, x, dims: tuple[int, ...]):
+    m = self.float_max(x, dims)
+    finite = self.bool_not(self.bool_or(self.float_isnan(m), self.float_isinf(m)))
+    m = self.where(finite, m, like(self, m, 0.0))  # all -inf (or inf) rows: shift by 0
+    shifted = self.float_sub(x, self.expand(m, tuple(self.shape(x))))
+    return self.float_add(self.float_log(self.float_sum(self.float_exp(shifted), dims)), m)
+
+
+@bool_any.implements
+def bool_any(self, x, dims: tuple[int, ...]):
+    """True where any element over ``dims`` (kept) is true."""
+    return self.cast(self.int_max(self.cast(x, dt.int32), dims), dt.bool_)
+
+
+@bool_all.implements
+def bool_all(self, x, dims: tuple[int, ...]):
+    return self.cast(self.int_min(self.cast(x, dt.int32), dims), dt.bool_)
 
 
 # ---------------------------------------------------------------------- gradients

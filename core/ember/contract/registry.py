@@ -103,14 +103,16 @@ class Op:
         """A primitive every backend must implement (it has no default body)."""
         return self.default is None
 
-    def implements(self, fn: Callable) -> Callable:
-        """Decorator: ``fn(b, *args)`` is this op's composite default body."""
+    def implements(self, fn: Callable) -> Op:
+        """Decorator: ``fn(self, *args)`` is this op's composite default body, a method of
+        every backend that doesn't override it. Returns the op, so the module-level name
+        stays the op."""
         if self.default is not None:
             raise ValueError(f"{self.name}: a default body is already declared")
         fn.__name__ = fn.__qualname__ = self.name
-        fn.__doc__ = fn.__doc__ or self.doc
+        self.doc = fn.__doc__ = fn.__doc__ or self.doc
         self.default = fn
-        return fn
+        return self
 
     def gradient(self, inputs: tuple[int, ...] = (), out: bool = False, cheap: bool = False):
         """Decorator: ``fn(c, g)`` is this op's backward rule (see :class:`Gradient`)."""

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..backend.module_ops import conv_output_size, conv_transpose_output_size
+from ..shape import conv_output_size, conv_transpose_output_size
 from ..errors import ShapeError
 from ..tensor import Tensor
 from .functional_util import as_input, batched, check_float, ints, result, unbatch

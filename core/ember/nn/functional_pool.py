@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..backend.module_ops import pool_output_size
+from ..shape import pool_output_size
 from ..errors import ShapeError, UnsupportedOpError
 from ..tensor import Tensor
 from .functional_util import as_input, batched, check_float, ints, result, unbatch

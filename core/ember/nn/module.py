@@ -350,7 +350,7 @@ class Module:
         >>> nn.Linear(2, 2).to(dtype=ember.float64).weight.dtype
         ember.float64
         """
-        from ..backend import Backend
+        from ..contract import Backend
         from ..backends import available, get_backend
 
         if backend is not None and not isinstance(backend, Backend) and not (

@@ -6,7 +6,7 @@ import math
 
 from .. import dtype as dt
 from .. import random as _random
-from ..backend import Backend
+from ..contract import Backend
 from ..backends import default_backend, get_backend
 from ..data import TensorData
 from ..errors import DTypeError, ShapeError

@@ -12,7 +12,7 @@ import sys
 from array import array
 
 from ... import dtype as dt
-from ...backend import Backend, Caps
+from ...contract import Backend, Caps
 from ...data import TensorData
 from ...errors import DTypeError
 from . import compute
@@ -46,8 +46,7 @@ class WgpuBackend(WgpuNNOps, Backend):
         self.device = f"gpu:{adapter.info.name}"
         f16 = "shader-f16" in adapter.info.features
         dtypes = {dt.bool_, dt.uint8, dt.int8, dt.int32, dt.int64, dt.float32}
-        self.caps = Caps(dtypes=frozenset(dtypes | ({dt.float16} if f16 else set())),
-                         float16=f16, float64=False)
+        self.caps = Caps(dtypes=frozenset(dtypes | ({dt.float16} if f16 else set())))
 
     # ------------------------------------------------------------------ data
     def from_data(self, data: TensorData):

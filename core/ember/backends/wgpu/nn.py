@@ -17,7 +17,8 @@ from __future__ import annotations
 import struct
 
 from ... import dtype as dt
-from ...backend.module_ops import ModuleOps, conv_transpose_output_size, pool_output_size
+from ...contract import convolution
+from ...shape import conv_transpose_output_size, pool_output_size
 from ...shape import numel
 from . import compute
 from .kernels import render
@@ -265,7 +266,7 @@ class WgpuNNOps:
     def conv_weight_grad(self, x, grad, weight_shape: tuple, stride: tuple, padding: tuple,
                          dilation: tuple, groups: int):
         if not _direct(groups, weight_shape[1]):
-            return ModuleOps.conv_weight_grad(self, x, grad, weight_shape, stride, padding,
+            return convolution.conv_weight_grad.default(self, x, grad, weight_shape, stride, padding,
                                               dilation, groups)
         return conv_weight_grad(self.rt, x, grad, tuple(weight_shape), tuple(stride),
                                 tuple(tuple(p) for p in padding), tuple(dilation), groups)

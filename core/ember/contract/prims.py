@@ -1,4 +1,5 @@
-"""Small primitive-only helpers that gradient rules and default bodies share.
+"""Small helpers written with backend primitives only, shared by default bodies and gradient
+rules (the contract sits below the Tensor API, so neither can use it).
 
 ``b`` is a backend (any: the rules run on the inner backend of Autodiff).
 """
@@ -38,3 +39,9 @@ def expand_back(b, g, shape):
 
 def count(shape, dims) -> int:
     return math.prod(shape[d] for d in dims)
+
+
+def sigmoid(b, x):
+    """``1 / (1 + exp(-x))``: the default sigmoid and the body of ``silu``."""
+    one = like(b, x, 1.0)
+    return b.float_div(one, b.float_add(one, b.float_exp(b.float_neg(x))))
