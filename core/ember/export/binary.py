@@ -132,7 +132,8 @@ def _decode(data: bytes, source: str) -> Program:
                       extra_h=int(bool(lflags & fmt.LFLAG_PAD_BOTTOM)),
                       extra_w=int(bool(lflags & fmt.LFLAG_PAD_RIGHT)), in_scale=float(rec[22]))
         if layer.weighted:
-            _read_weights(np, data, layer, rec[18:22], rows, row_len, wdtype)
+            with np.errstate(invalid="ignore"):  # signalling-NaN floats are data, not an error
+                _read_weights(np, data, layer, rec[18:22], rows, row_len, wdtype)
         layers.append(layer)
     check.finish()
     # after finish(): a max_act the layers don't need is reported as that, not as too large
