@@ -16,7 +16,7 @@ True
 
 from __future__ import annotations
 
-from ._proto import OnnxLoadError
+from ._proto import OnnxLoadError, OnnxUnsupportedError
 from .ops import REGISTRY
 from .runtime import OnnxModule, load
 
@@ -34,4 +34,4 @@ def convert(source, out_dir, class_name: str = "Model") -> tuple[str, str]:
     return _convert(source, out_dir, class_name)
 
 
-__all__ = ["OnnxLoadError", "OnnxModule", "convert", "load", "supported_ops"]
+__all__ = ["OnnxLoadError", "OnnxModule", "OnnxUnsupportedError", "convert", "load", "supported_ops"]

@@ -261,11 +261,6 @@ class Reader:
         return Model(graph, opset, opsets, functions, text(proto.producer_name, "producer_name"))
 
 
-def tensor_to_numpy(t, base_dir: str | None = None):
-    """A TensorProto as a numpy array (external data read from ``base_dir``)."""
-    return Reader(base_dir).tensor(t)
-
-
 def _read(where: str) -> bytes:
     try:
         with open(where, "rb") as f:

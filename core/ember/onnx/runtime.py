@@ -4,7 +4,8 @@ The graph's constants are module buffers, so ``module.to("python")`` moves the w
 Nodes run in file order (ONNX graphs are topologically sorted); each calls one short function
 from the op registry with its inputs and attributes. Nodes whose inputs are all constants are
 folded once at load time, which also resolves most shape arithmetic (Shape -> Gather -> Concat
--> Reshape chains) before the first call.
+-> Reshape chains) before the first call; a node whose outputs could pass
+``ember.limits.current().max_folded_elements`` is left to run at call time (see ``_fold``).
 """
 
 from __future__ import annotations
