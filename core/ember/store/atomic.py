@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
+import platform
 import tempfile
 import time
 import zlib
@@ -32,11 +32,11 @@ def _host_tag() -> str:
     namespace = ""
     with contextlib.suppress(OSError):
         namespace = os.readlink("/proc/self/ns/pid")
-    return f"{zlib.crc32(f'{socket.gethostname()}|{namespace}'.encode()):08x}"
+    return f"{zlib.crc32(f'{platform.node()}|{namespace}'.encode()):08x}"
 
 
 def _alive(pid: int) -> bool:
-    if os.name == "nt":  # os.kill(pid, 0) would terminate the process there
+    if os.name == "nt" or not hasattr(os, "kill"):  # Windows: os.kill(pid, 0) terminates it
         return True
     try:
         os.kill(pid, 0)
