@@ -169,3 +169,11 @@ def test_unknown_kind_and_plain_files(tmp_path):
     odd.write_bytes(_record_bytes(kind="weights"))
     with pytest.raises(RecordError, match="unknown record kind 'weights'"):
         ember.load(odd)
+
+
+def test_checksum_text_inside_user_metadata_is_only_text(tmp_path):
+    path = tmp_path / "m.safetensors"
+    note = {"crc32": "00000000", "quoted": '"crc32":"00000000"'}
+    ember.save(nn.Linear(2, 1), path, metadata=note)
+    assert ember.record.read_metadata(path)["user"] == note
+    assert len(ember.load(path)) == 2
