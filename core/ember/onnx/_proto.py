@@ -17,6 +17,7 @@ from ..errors import EmberError, UnsupportedOpError
 
 # protobuf cannot encode a larger message: bigger models keep their weights in external files
 PROTOBUF_MAX_BYTES = (2 << 30) - 1
+_CHUNK = 16 << 20
 
 
 class OnnxLoadError(EmberError, ValueError):
@@ -261,15 +262,18 @@ class Reader:
         return Model(graph, opset, opsets, functions, text(proto.producer_name, "producer_name"))
 
 
-def _read(where: str) -> bytes:
+def _read(where: str) -> bytearray:
     try:
         with open(where, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            # read one byte past the ceiling: fstat says 0 for pipes and /proc files
-            raw = f.read(PROTOBUF_MAX_BYTES + 1) if size <= PROTOBUF_MAX_BYTES else b""
+            _check_file_size(os.fstat(f.fileno()).st_size, where)
+            # in chunks, never past the ceiling: fstat says 0 for pipes and /proc files, and
+            # read(n) would reserve all n bytes up front
+            raw = bytearray()
+            while chunk := f.read(min(_CHUNK, PROTOBUF_MAX_BYTES + 1 - len(raw))):
+                raw += chunk
     except OSError as e:
         raise OnnxLoadError(f"onnx.load: cannot read '{where}': {e}") from e
-    _check_file_size(max(size, len(raw)), where)
+    _check_file_size(len(raw), where)
     return raw
 
 
