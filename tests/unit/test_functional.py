@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from ember.contract import Backend
 from ember.backends.numpy import NumpyBackend
-from ember.backends.numpy_nn import NumpyNNOps
+from ember.backends.numpy.nn import NumpyNNOps
 from ember.errors import DTypeError, ShapeError
 from ember.nn import functional as F
 

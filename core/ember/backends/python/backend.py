@@ -2,7 +2,7 @@
 
 It runs wherever CPython or Pyodide runs (no numpy), and its results follow numpy's: IEEE
 floats (x/0 is inf, log(-1) is NaN), float32/float16 rounded after every op, integers wrapping
-around at their width. Primitives are :class:`~ember.backends.python_array.PyArray`.
+around at their width. Primitives are :class:`~ember.backends.python.array.PyArray`.
 
 >>> import ember
 >>> t = ember.tensor([[1.0, 2.0], [3.0, 4.0]], backend="python")
@@ -17,13 +17,13 @@ import operator
 from array import array
 from itertools import accumulate
 
-from .. import dtype as dt
-from ..contract import Backend, Caps
-from ..data import TensorData, convert_scalar
-from ..errors import ShapeError, TensorIndexError
-from ..shape import contiguous_strides, numel
-from . import python_math as pm
-from .python_array import (
+from ... import dtype as dt
+from ...contract import Backend, Caps
+from ...data import TensorData, convert_scalar
+from ...errors import ShapeError, TensorIndexError
+from ...shape import contiguous_strides, numel
+from . import scalar_math as pm
+from .array import (
     PyArray,
     from_data,
     groups,

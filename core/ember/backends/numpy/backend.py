@@ -12,11 +12,11 @@ import math
 import os
 import sys
 
-from .. import dtype as dt
-from ..contract import Backend, Caps
-from ..data import TensorData
-from ..errors import TensorIndexError
-from .numpy_nn import NumpyNNOps
+from ... import dtype as dt
+from ...contract import Backend, Caps
+from ...data import TensorData
+from ...errors import TensorIndexError
+from .nn import NumpyNNOps
 
 _NP = {d: np.dtype(d.name) for d in dt.ALL}
 _EMBER = {v: k for k, v in _NP.items()}
@@ -186,7 +186,7 @@ class NumpyBackend(NumpyNNOps, Backend):
             )
 
     def random_uniform(self, shape, dtype, seed, offset):
-        from ._philox_numpy import philox_uniform
+        from .philox import philox_uniform
 
         return philox_uniform(shape, seed, offset).astype(_NP[dtype])
 

@@ -19,9 +19,9 @@ import sys
 from array import array
 from collections.abc import Iterable, Sequence
 
-from .. import dtype as dt
-from ..data import TensorData, round_float, wrap_int
-from ..shape import contiguous_strides, numel
+from ... import dtype as dt
+from ...data import TensorData, round_float, wrap_int
+from ...shape import contiguous_strides, numel
 
 _LITTLE = sys.byteorder == "little"
 # bytes.translate table mapping every non-zero byte to 1 (bool buffers from foreign sources)

@@ -14,8 +14,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..contract.windows import avg_pool_divisors
-from ..shape import pool_output_size
+from ...contract.windows import avg_pool_divisors
+from ...shape import pool_output_size
 
 _QUIET = {"divide": "ignore", "invalid": "ignore", "over": "ignore", "under": "ignore"}
 
