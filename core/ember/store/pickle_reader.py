@@ -30,10 +30,13 @@ from .. import limits
 from ..errors import RecordError
 from .untrusted import reading
 
-_GET = frozenset({"GET", "BINGET", "LONG_BINGET"})
-_PUT = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"})
 _INTS = frozenset({"INT", "LONG", "LONG1", "LONG4"})  # the others hold at most 32 bits
-_SMALL_TUPLES = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
+# opcodes the scan follows closely; tuples by how many members they take (or back to a MARK)
+_RULES: dict[str, Any] = {
+    **dict.fromkeys(("PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"), "put"),
+    **dict.fromkeys(("GET", "BINGET", "LONG_BINGET"), "get"),
+    "MARK": "mark", "POP": "pop", "DUP": "dup", "TUPLE": "to_mark", "EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3,
+}
 
 
 class _Brief(reprlib.Repr):
@@ -50,54 +53,15 @@ brief = _Brief().repr
 
 
 # ---------------------------------------------------------------------------- the opcode scan
-class _Stack:
-    """The unpickler's stack as it would be, holding for each object only how deeply tuples
-    nest in it: tuples are the containers CPython hashes, recursively, without a depth check.
-    """
+def _effect(op: pickletools.OpcodeInfo) -> tuple[bool, int, int]:
+    """(pops back to a MARK first?, objects it then takes, objects it leaves)."""
+    before = op.stack_before
+    if pickletools.markobject in before:  # the container below the mark is taken too
+        return True, before.index(pickletools.markobject), len(op.stack_after)
+    return False, len(before), len(op.stack_after)
 
-    def __init__(self, where: str):
-        self.where = where
-        self.items: list[int] = []
-        self.marks: list[int] = []  # where each open MARK is, as the C unpickler keeps them
 
-    def corrupt(self, why: str) -> RecordError:
-        return RecordError(f"{self.where}: corrupt pickle ({why})")
-
-    def top(self) -> int:
-        if len(self.items) <= (self.marks[-1] if self.marks else 0):
-            raise self.corrupt("an opcode needs an object and the stack has none")
-        return self.items[-1]
-
-    def pop(self, n: int) -> list[int]:
-        keep = len(self.items) - n
-        if keep < (self.marks[-1] if self.marks else 0):
-            raise self.corrupt(f"an opcode takes {n} objects from a stack that has fewer")
-        popped = self.items[keep:]
-        del self.items[keep:]
-        return popped
-
-    def mark(self) -> None:
-        self.marks.append(len(self.items))
-        limits.check(RecordError, f"{self.where}: pickle marks open at once", len(self.marks),
-                     "max_nesting")
-
-    def pop_mark(self) -> list[int]:
-        if not self.marks:
-            raise self.corrupt("an opcode expects a MARK and none is open")
-        return self.pop(len(self.items) - self.marks.pop())
-
-    def apply(self, op: pickletools.OpcodeInfo) -> None:
-        """Any opcode without a rule of its own: what it takes, then what it leaves."""
-        before = op.stack_before
-        if op.name == "POP" and self.marks and self.marks[-1] == len(self.items):
-            self.marks.pop()  # POP right after MARK discards the mark
-            return
-        if pickletools.markobject in before:
-            self.pop_mark()
-            self.pop(before.index(pickletools.markobject))  # the container below the mark
-        else:
-            self.pop(len(before))
-        self.items.extend([0] * len(op.stack_after))
+_EFFECTS = {op.name: _effect(op) for op in pickletools.opcodes}
 
 
 def _digits(value: int) -> int:
@@ -107,45 +71,93 @@ def _digits(value: int) -> int:
 
 
 def _scan(f: Any, where: str) -> int:
-    """Walk one pickle's opcodes without building any object; returns how many there are."""
+    """Walk one pickle's opcodes without building any object; returns how many there are.
+
+    The stack is simulated holding, for each object, only how deeply tuples nest in it:
+    tuples are the containers CPython hashes, recursively, without a depth check. Marks are
+    kept apart as the C unpickler keeps them (a fence that no opcode may pop through).
+    """
     bounds = limits.current()
-    stack = _Stack(where)
+    max_ops, max_nesting, max_memo = bounds.max_pickle_ops, bounds.max_nesting, bounds.max_pickle_memo
+    items: list[int] = []
+    marks: list[int] = []
+    fence = 0  # the position of the innermost open MARK: no opcode may take objects below it
     memo: dict[int, int] = {}
     ops = 0
+
+    def corrupt(why: str) -> RecordError:
+        return RecordError(f"{where}: corrupt pickle ({why})")
+
     try:
         for op, arg, _pos in pickletools.genops(f):
             ops += 1
-            if ops > bounds.max_pickle_ops:
+            if ops > max_ops:
                 limits.check(RecordError, f"{where}: pickle opcodes", ops, "max_pickle_ops")
             name = op.name
-            if name in _INTS:
-                limits.check(RecordError, f"{where}: digits in a pickle integer", _digits(arg),
-                             "max_int_digits")
-            if name == "MARK":
-                stack.mark()
-            elif name in _GET:
-                if arg not in memo:
-                    raise stack.corrupt(f"memo entry {arg} is read before it is written")
-                stack.items.append(memo[arg])
-            elif name in _PUT:
+            rule = _RULES.get(name)
+            if rule is None:  # most opcodes: take some objects (maybe back to a MARK), leave one
+                if name in _INTS:
+                    limits.check(RecordError, f"{where}: digits in a pickle integer",
+                                 _digits(arg), "max_int_digits")
+                to_mark, take, leave = _EFFECTS[name]
+                if to_mark:
+                    if not marks:
+                        raise corrupt(f"opcode {ops} ({name}) expects a MARK and none is open")
+                    del items[marks.pop():]
+                    fence = marks[-1] if marks else 0
+                keep = len(items) - take
+                if keep < fence:
+                    raise corrupt(f"opcode {ops} ({name}) takes {take} objects from a stack "
+                                  "that has fewer")
+                del items[keep:]
+                if leave:
+                    items.append(0)
+            elif rule == "put":
                 index = len(memo) if name == "MEMOIZE" else arg
-                # The C unpickler sizes its memo by the largest index, so an index is also
-                # held to the objects the pickle can have made so far (one per opcode).
-                limits.check(RecordError, f"{where}: pickle memo index", index + 1,
-                             "max_pickle_memo")
+                if index >= max_memo:
+                    limits.check(RecordError, f"{where}: pickle memo index", index + 1,
+                                 "max_pickle_memo")
+                # the C unpickler sizes its memo by the largest index: hold an index to the
+                # objects the pickle can have made so far, one per opcode
                 if index >= ops:
-                    raise stack.corrupt(f"memo index {index} at opcode {ops}: a pickle "
-                                        "memoises at most one object per opcode")
-                memo[index] = stack.top()
-            elif name == "DUP":
-                stack.items.append(stack.top())
-            elif name == "TUPLE" or name in _SMALL_TUPLES:
-                items = stack.pop_mark() if name == "TUPLE" else stack.pop(_SMALL_TUPLES[name])
-                depth = 1 + max(items, default=0)
-                limits.check(RecordError, f"{where}: tuple nesting", depth, "max_nesting")
-                stack.items.append(depth)
-            else:
-                stack.apply(op)
+                    raise corrupt(f"memo index {index} at opcode {ops}: a pickle memoises at "
+                                  "most one object per opcode")
+                if len(items) <= fence:
+                    raise corrupt(f"opcode {ops} ({name}) memoises an object the stack lacks")
+                memo[index] = items[-1]
+            elif rule == "get":
+                if arg not in memo:
+                    raise corrupt(f"memo entry {arg} is read before it is written")
+                items.append(memo[arg])
+            elif rule == "pop" and marks and fence == len(items):
+                marks.pop()  # POP right after MARK discards the mark
+                fence = marks[-1] if marks else 0
+            elif rule in ("pop", "dup"):
+                if len(items) <= fence:
+                    raise corrupt(f"opcode {ops} ({name}) finds no object on the stack")
+                items.append(items[-1]) if rule == "dup" else items.pop()
+            elif rule == "mark":
+                marks.append(len(items))
+                fence = len(items)
+                if len(marks) > max_nesting:
+                    limits.check(RecordError, f"{where}: pickle marks open at once",
+                                 len(marks), "max_nesting")
+            else:  # a tuple: one deeper than its deepest member
+                if rule == "to_mark":
+                    if not marks:
+                        raise corrupt(f"opcode {ops} (TUPLE) expects a MARK and none is open")
+                    keep = marks.pop()
+                    fence = marks[-1] if marks else 0
+                else:
+                    keep = len(items) - rule
+                    if keep < fence:
+                        raise corrupt(f"opcode {ops} ({name}) takes {rule} objects from a "
+                                      "stack that has fewer")
+                depth = 1 + max(items[keep:], default=0)
+                del items[keep:]
+                if depth > max_nesting:
+                    limits.check(RecordError, f"{where}: tuple nesting", depth, "max_nesting")
+                items.append(depth)
     except RecordError:
         raise
     except ValueError as e:  # genops: unknown opcode, argument past the end, bad UTF-8
@@ -153,38 +165,31 @@ def _scan(f: Any, where: str) -> int:
     return ops
 
 
-class _Window:
-    """A file read as one pickle from its current position: no read goes past the end of the
-    file (a declared length can't allocate more than is there) nor past max_header_bytes;
-    the bytes read are kept for the unpickler."""
-
-    def __init__(self, f: BinaryIO, where: str):
-        start = f.tell()
-        self._f, self._where = f, where
-        self._left = f.seek(0, io.SEEK_END) - start
+def _next_pickle(f: BinaryIO, where: str) -> tuple[bytes, int]:
+    """The pickle starting at ``f``'s position (its bytes and opcodes), leaving ``f`` just after
+    it. Its end is found by scanning a buffer that grows until it holds the whole pickle:
+    never more than the file has, nor past max_header_bytes."""
+    start = f.tell()
+    left = f.seek(0, io.SEEK_END) - start
+    cap = limits.current().max_header_bytes
+    size = 1 << 16
+    while True:
         f.seek(start)
-        self.taken = bytearray()
-
-    def _count(self, total: int) -> None:
-        limits.check(RecordError, f"{self._where}: pickle size in bytes", total,
-                     "max_header_bytes")
-
-    def _keep(self, data: bytes) -> bytes:
-        self._left -= len(data)
-        self.taken += data
-        return data
-
-    def read(self, n: int = -1) -> bytes:
-        n = self._left if n < 0 else min(n, self._left)
-        self._count(len(self.taken) + n)  # before reading: n may be a length the file declares
-        return self._keep(self._f.read(n))
-
-    def readline(self, n: int = -1) -> bytes:
-        # up to one byte past the limit, so that a line running into it is caught
-        cap = limits.current().max_header_bytes - len(self.taken) + 1
-        line = self._f.readline(max(0, min(cap, self._left if n < 0 else n)))
-        self._count(len(self.taken) + len(line))
-        return self._keep(line)
+        data = f.read(min(size, left, cap + 1))
+        stream = io.BytesIO(data)
+        try:
+            ops = _scan(stream, where)
+        except RecordError:
+            # an error before the end of the buffer is the pickle's; at its end it may only
+            # be that the buffer is too short
+            if stream.tell() < len(data) or len(data) == left:
+                raise
+            limits.check(RecordError, f"{where}: pickle size in bytes", len(data),
+                         "max_header_bytes")
+            size *= 8
+            continue
+        f.seek(start + stream.tell())
+        return data[: stream.tell()], ops
 
 
 # ---------------------------------------------------------------------------- unpickling
@@ -245,9 +250,7 @@ def load_pickle(source: bytes | BinaryIO, where: str, allowed: Mapping[tuple[str
         data = bytes(source)
         ops = _scan(io.BytesIO(data), where)
     else:
-        window = _Window(source, where)
-        ops = _scan(window, where)
-        data = bytes(window.taken)
+        data, ops = _next_pickle(source, where)
     with reading(f"{where}: pickle"):
         return _Unpickler(data, where, allowed, persistent_load, refusal, ops).load()
 

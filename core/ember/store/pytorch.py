@@ -440,11 +440,13 @@ class PyTorchFile:
         ref = self.ref(name)
         with reading(f"pytorch: {self.path}: tensor {name!r}"):
             st = ref.storage
-            what = f"pytorch: {self.path}: tensor {name!r} of shape {brief(ref.shape)}"
             nbytes = numel(ref.shape) * st.type.dtype.itemsize
-            limits.check(RecordError, f"{what}: bytes", nbytes, "max_tensor_bytes")
-            limits.check(RecordError, f"{what}: bytes beyond the file's own {self._size}",
-                         nbytes - self._size, "max_expansion_bytes")
+            bounds = limits.current()
+            if nbytes > min(bounds.max_tensor_bytes, self._size + bounds.max_expansion_bytes):
+                what = f"pytorch: {self.path}: tensor {name!r} of shape {brief(ref.shape)}"
+                limits.check(RecordError, f"{what}: bytes", nbytes, "max_tensor_bytes")
+                limits.check(RecordError, f"{what}: bytes beyond the file's own {self._size}",
+                             nbytes - self._size, "max_expansion_bytes")
             size = st.type.itemsize
             raw = self._read_span(st, ref.offset * size, _extent(ref.shape, ref.stride) * size)
             raw = _gather(raw, ref.shape, ref.stride, size)
