@@ -122,7 +122,7 @@ class Checker:
         self.size = HEADER_SIZE + plen
         if n_layers == 0:
             raise fail("n_layers is 0: a model has at least one layer")
-        self.cursor = HEADER_SIZE + n_layers * LAYER_SIZE  # where the next block must start
+        self.cursor = HEADER_SIZE + n_layers * LAYER_SIZE  # the end of the table / last block
         if self.cursor > self.size:
             raise fail("the layer table (%d layers of %d bytes) runs past the end of the "
                        "%d-byte file" % (n_layers, LAYER_SIZE, self.size))
