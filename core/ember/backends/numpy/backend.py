@@ -8,38 +8,19 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("the numpy backend needs numpy: pip install 'ember[numpy]'") from e
 
 import ctypes
-import math
 import os
 import sys
 
 from ... import dtype as dt
-from ...contract import Backend, Caps
+from ...contract import Caps
 from ...data import TensorData
 from ...errors import TensorIndexError
 from .nn import NumpyNNOps
+from .ops import NumpyOps
 
 _NP = {d: np.dtype(d.name) for d in dt.ALL}
 _EMBER = {v: k for k, v in _NP.items()}
 _MALLOC_TUNED = False
-
-
-def _erf(x):
-    """erf (numpy has none). float64: math.erf per element (exact, slow); float32/16: a
-    Taylor series below 0.5 and Abramowitz–Stegun 7.1.26 above (abs error < 2e-7, below
-    float32's resolution of erf's range), fully vectorised."""
-    if x.dtype == np.float64:
-        return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
-    v = x.astype(np.float64)
-    a = np.abs(v)
-    x2 = v * v
-    series = v * (1 - x2 / 3 + x2 * x2 / 10 - x2**3 / 42 + x2**4 / 216 - x2**5 / 1320) * (
-        2 / math.sqrt(math.pi))
-    t = 1 / (1 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (
-        -1.453152027 + t * 1.061405429))))
-    with np.errstate(over="ignore", under="ignore"):
-        tail = np.sign(v) * (1 - poly * np.exp(-x2))
-    return np.where(a < 0.5, series, tail).astype(x.dtype)
 
 
 def _keep_freed_memory() -> None:
@@ -67,7 +48,11 @@ def _keep_freed_memory() -> None:
     mallopt(m_trim_threshold, 128 << 20)
 
 
-class NumpyBackend(NumpyNNOps, Backend):
+class NumpyBackend(NumpyNNOps, NumpyOps):
+    """Data, layout, indexing and creation on ``numpy.ndarray``s; the math is inherited from
+    :class:`~ember.backends.numpy.ops.NumpyOps`, the module ops from
+    :class:`~ember.backends.numpy.nn.NumpyNNOps`."""
+
     name = "numpy"
     caps = Caps()
 
@@ -76,7 +61,6 @@ class NumpyBackend(NumpyNNOps, Backend):
         if not _MALLOC_TUNED:
             _MALLOC_TUNED = True
             _keep_freed_memory()
-        self._errstate = dict(divide="ignore", invalid="ignore", over="ignore", under="ignore")
 
     # ------------------------------------------------------------------ data
     def from_data(self, data: TensorData):
@@ -190,67 +174,6 @@ class NumpyBackend(NumpyNNOps, Backend):
 
         return philox_uniform(shape, seed, offset).astype(_NP[dtype])
 
-    # ------------------------------------------------------------------ float
-    def float_pow(self, a, b):
-        with np.errstate(**self._errstate):
-            return np.power(a, b)
-
-    def float_erf(self, x):
-        return _erf(x)
-
-    def float_round(self, x):
-        return np.round(x)
-
-    def float_isnan(self, x):
-        return np.isnan(x)
-
-    def float_isinf(self, x):
-        return np.isinf(x)
-
-    def float_argmax(self, x, dim):
-        return np.expand_dims(np.argmax(x, axis=dim), dim).astype(np.int64)
-
-    def float_argmin(self, x, dim):
-        return np.expand_dims(np.argmin(x, axis=dim), dim).astype(np.int64)
-
-    def float_sort(self, x, dim, descending):
-        return _sort(x, dim, descending)
-
-    def float_var(self, x, dims, correction):
-        n = math.prod(x.shape[d] for d in dims)
-        with np.errstate(**self._errstate):
-            sq = np.sum((x - np.mean(x, axis=dims, keepdims=True)) ** 2, axis=dims, keepdims=True)
-            return (sq / x.dtype.type(max(n - correction, 0))).astype(x.dtype)
-
-    def float_logsumexp(self, x, dims):
-        with np.errstate(**self._errstate):
-            m = np.max(x, axis=dims, keepdims=True)
-            m = np.where(np.isfinite(m), m, 0)
-            return (np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m).astype(x.dtype)
-
-    # ------------------------------------------------------------------ int
-    def int_floor_divide(self, a, b):
-        with np.errstate(**self._errstate):
-            return np.floor_divide(a, b)
-
-    def int_remainder(self, a, b):
-        with np.errstate(**self._errstate):
-            return np.remainder(a, b)
-
-    def int_pow(self, a, b):
-        if b.size and b.min() < 0:
-            raise ValueError("pow: integers to negative integer powers are not allowed")
-        return np.power(a, b)
-
-    def int_argmax(self, x, dim):
-        return np.expand_dims(np.argmax(x, axis=dim), dim).astype(np.int64)
-
-    def int_argmin(self, x, dim):
-        return np.expand_dims(np.argmin(x, axis=dim), dim).astype(np.int64)
-
-    def int_sort(self, x, dim, descending):
-        return _sort(x, dim, descending)
-
 
 _BITS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
@@ -272,70 +195,3 @@ def _slices(ranges) -> tuple:
             end = start + step * n
             out.append(slice(start, None if end < 0 else end, step))
     return tuple(out)
-
-
-def _sort(x, dim, descending):
-    """Stable sort; descending keeps equal elements in their original order (NaN first)."""
-    if descending:
-        flipped = np.argsort(np.flip(x, dim), axis=dim, kind="stable")
-        idx = x.shape[dim] - 1 - np.flip(flipped, dim)
-    else:
-        idx = np.argsort(x, axis=dim, kind="stable")
-    return np.take_along_axis(x, idx, dim), idx.astype(np.int64)
-
-
-def _elementwise(fn):
-    def op(self, *args):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            return fn(*args)
-
-    return op
-
-
-def _reduction(fn):
-    def op(self, x, dims):
-        axis = None if len(dims) == x.ndim else dims  # numpy's whole-array path is faster
-        with np.errstate(invalid="ignore", over="ignore"):
-            return fn(x, axis=axis, keepdims=True).astype(x.dtype, copy=False)
-
-    return op
-
-
-def _scan(fn):
-    def op(self, x, dim):
-        with np.errstate(invalid="ignore", over="ignore"):
-            return fn(x, axis=dim, dtype=x.dtype)
-
-    return op
-
-
-for _kind in ("float", "int"):
-    for _name, _fn in {
-        "add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum,
-        "minimum": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
-        "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "neg": np.negative,
-        "abs": np.abs, "sign": np.sign, "matmul": np.matmul,
-    }.items():
-        setattr(NumpyBackend, f"{_kind}_{_name}", _elementwise(_fn))
-    for _name, _fn in {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}.items():
-        setattr(NumpyBackend, f"{_kind}_{_name}", _reduction(_fn))
-    setattr(NumpyBackend, f"{_kind}_cumsum", _scan(np.cumsum))
-    setattr(NumpyBackend, f"{_kind}_cumprod", _scan(np.cumprod))
-
-for _name, _fn in {
-    "div": np.divide, "floor_divide": np.floor_divide, "remainder": np.remainder,
-    "atan2": np.arctan2, "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
-    "log2": np.log2, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan,
-    "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "asin": np.arcsin, "acos": np.arccos,
-    "atan": np.arctan, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
-    "reciprocal": np.reciprocal,
-}.items():
-    setattr(NumpyBackend, f"float_{_name}", _elementwise(_fn))
-
-NumpyBackend.float_mean = _reduction(np.mean)
-NumpyBackend.bool_and = _elementwise(np.logical_and)
-NumpyBackend.bool_or = _elementwise(np.logical_or)
-NumpyBackend.bool_xor = _elementwise(np.logical_xor)
-NumpyBackend.bool_not = _elementwise(np.logical_not)
-NumpyBackend.bool_any = _reduction(np.any)
-NumpyBackend.bool_all = _reduction(np.all)

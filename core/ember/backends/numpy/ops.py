@@ -1,0 +1,204 @@
+"""The numpy backend's math: elementwise ops, reductions, scans, sort and matmul.
+
+:class:`NumpyOps` holds the ``float_*``, ``int_*`` and ``bool_*`` ops: a few methods, and
+tables from registry ops (:mod:`ember.contract.float_math`, ``int_bool``, ``reductions``) to
+the numpy function that computes them, registered with :meth:`Backend.implement
+<ember.contract.Backend.implement>`. :class:`~ember.backends.numpy.backend.NumpyBackend` adds
+the data and layout primitives. Floating-point warnings are off: results are IEEE (x/0 is inf).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...contract import Backend, float_math, int_bool, reductions
+
+
+def _erf(x):
+    """erf (numpy has none). float64: math.erf per element (exact, slow); float32/16: a
+    Taylor series below 0.5 and Abramowitz–Stegun 7.1.26 above (abs error < 2e-7, below
+    float32's resolution of erf's range), fully vectorised."""
+    if x.dtype == np.float64:
+        return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+    v = x.astype(np.float64)
+    a = np.abs(v)
+    x2 = v * v
+    series = v * (1 - x2 / 3 + x2 * x2 / 10 - x2**3 / 42 + x2**4 / 216 - x2**5 / 1320) * (
+        2 / math.sqrt(math.pi))
+    t = 1 / (1 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (
+        -1.453152027 + t * 1.061405429))))
+    with np.errstate(over="ignore", under="ignore"):
+        tail = np.sign(v) * (1 - poly * np.exp(-x2))
+    return np.where(a < 0.5, series, tail).astype(x.dtype)
+
+
+class NumpyOps(Backend):
+    """The math ops on ``numpy.ndarray``s (the tables below add the one-call ones)."""
+
+    _errstate = dict(divide="ignore", invalid="ignore", over="ignore", under="ignore")
+
+    # ------------------------------------------------------------------ float
+    def float_pow(self, a, b):
+        with np.errstate(**self._errstate):
+            return np.power(a, b)
+
+    def float_erf(self, x):
+        return _erf(x)
+
+    def float_round(self, x):
+        return np.round(x)
+
+    def float_isnan(self, x):
+        return np.isnan(x)
+
+    def float_isinf(self, x):
+        return np.isinf(x)
+
+    def float_argmax(self, x, dim):
+        return np.expand_dims(np.argmax(x, axis=dim), dim).astype(np.int64)
+
+    def float_argmin(self, x, dim):
+        return np.expand_dims(np.argmin(x, axis=dim), dim).astype(np.int64)
+
+    def float_sort(self, x, dim, descending):
+        return _sort(x, dim, descending)
+
+    def float_var(self, x, dims, correction):
+        n = math.prod(x.shape[d] for d in dims)
+        with np.errstate(**self._errstate):
+            sq = np.sum((x - np.mean(x, axis=dims, keepdims=True)) ** 2, axis=dims, keepdims=True)
+            return (sq / x.dtype.type(max(n - correction, 0))).astype(x.dtype)
+
+    def float_logsumexp(self, x, dims):
+        with np.errstate(**self._errstate):
+            m = np.max(x, axis=dims, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0)
+            return (np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m).astype(x.dtype)
+
+    # ------------------------------------------------------------------ int
+    def int_floor_divide(self, a, b):
+        with np.errstate(**self._errstate):
+            return np.floor_divide(a, b)
+
+    def int_remainder(self, a, b):
+        with np.errstate(**self._errstate):
+            return np.remainder(a, b)
+
+    def int_pow(self, a, b):
+        if b.size and b.min() < 0:
+            raise ValueError("pow: integers to negative integer powers are not allowed")
+        return np.power(a, b)
+
+    def int_argmax(self, x, dim):
+        return np.expand_dims(np.argmax(x, axis=dim), dim).astype(np.int64)
+
+    def int_argmin(self, x, dim):
+        return np.expand_dims(np.argmin(x, axis=dim), dim).astype(np.int64)
+
+    def int_sort(self, x, dim, descending):
+        return _sort(x, dim, descending)
+
+
+def _sort(x, dim, descending):
+    """Stable sort; descending keeps equal elements in their original order (NaN first)."""
+    if descending:
+        flipped = np.argsort(np.flip(x, dim), axis=dim, kind="stable")
+        idx = x.shape[dim] - 1 - np.flip(flipped, dim)
+    else:
+        idx = np.argsort(x, axis=dim, kind="stable")
+    return np.take_along_axis(x, idx, dim), idx.astype(np.int64)
+
+
+def _elementwise(fn):
+    def op(self, *args):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            return fn(*args)
+
+    return op
+
+
+def _reduction(fn):
+    def op(self, x, dims):
+        axis = None if len(dims) == x.ndim else dims  # numpy's whole-array path is faster
+        with np.errstate(invalid="ignore", over="ignore"):
+            return fn(x, axis=axis, keepdims=True).astype(x.dtype, copy=False)
+
+    return op
+
+
+def _scan(fn):
+    def op(self, x, dim):
+        with np.errstate(invalid="ignore", over="ignore"):
+            return fn(x, axis=dim, dtype=x.dtype)
+
+    return op
+
+
+# one numpy call each, the same function for float and int operands where both exist
+_ELEMENTWISE = {
+    float_math.float_add: np.add, int_bool.int_add: np.add,
+    float_math.float_sub: np.subtract, int_bool.int_sub: np.subtract,
+    float_math.float_mul: np.multiply, int_bool.int_mul: np.multiply,
+    float_math.float_maximum: np.maximum, int_bool.int_maximum: np.maximum,
+    float_math.float_minimum: np.minimum, int_bool.int_minimum: np.minimum,
+    float_math.float_eq: np.equal, int_bool.int_eq: np.equal,
+    float_math.float_ne: np.not_equal, int_bool.int_ne: np.not_equal,
+    float_math.float_lt: np.less, int_bool.int_lt: np.less,
+    float_math.float_le: np.less_equal, int_bool.int_le: np.less_equal,
+    float_math.float_gt: np.greater, int_bool.int_gt: np.greater,
+    float_math.float_ge: np.greater_equal, int_bool.int_ge: np.greater_equal,
+    float_math.float_neg: np.negative, int_bool.int_neg: np.negative,
+    float_math.float_abs: np.abs, int_bool.int_abs: np.abs,
+    float_math.float_sign: np.sign, int_bool.int_sign: np.sign,
+    reductions.float_matmul: np.matmul, reductions.int_matmul: np.matmul,
+    float_math.float_div: np.divide,
+    float_math.float_floor_divide: np.floor_divide,
+    float_math.float_remainder: np.remainder,
+    float_math.float_atan2: np.arctan2,
+    float_math.float_exp: np.exp,
+    float_math.float_expm1: np.expm1,
+    float_math.float_log: np.log,
+    float_math.float_log1p: np.log1p,
+    float_math.float_log2: np.log2,
+    float_math.float_sqrt: np.sqrt,
+    float_math.float_sin: np.sin,
+    float_math.float_cos: np.cos,
+    float_math.float_tan: np.tan,
+    float_math.float_tanh: np.tanh,
+    float_math.float_sinh: np.sinh,
+    float_math.float_cosh: np.cosh,
+    float_math.float_asin: np.arcsin,
+    float_math.float_acos: np.arccos,
+    float_math.float_atan: np.arctan,
+    float_math.float_floor: np.floor,
+    float_math.float_ceil: np.ceil,
+    float_math.float_trunc: np.trunc,
+    float_math.float_reciprocal: np.reciprocal,
+    int_bool.bool_and: np.logical_and,
+    int_bool.bool_or: np.logical_or,
+    int_bool.bool_xor: np.logical_xor,
+    int_bool.bool_not: np.logical_not,
+}
+_REDUCTIONS = {
+    reductions.float_sum: np.sum, reductions.int_sum: np.sum,
+    reductions.float_prod: np.prod, reductions.int_prod: np.prod,
+    reductions.float_max: np.max, reductions.int_max: np.max,
+    reductions.float_min: np.min, reductions.int_min: np.min,
+    reductions.float_mean: np.mean,
+    reductions.bool_any: np.any,
+    reductions.bool_all: np.all,
+}
+_SCANS = {
+    reductions.float_cumsum: np.cumsum, reductions.int_cumsum: np.cumsum,
+    reductions.float_cumprod: np.cumprod, reductions.int_cumprod: np.cumprod,
+}
+
+for _op, _fn in _ELEMENTWISE.items():
+    NumpyOps.implement(_op, _elementwise(_fn))
+for _op, _fn in _REDUCTIONS.items():
+    NumpyOps.implement(_op, _reduction(_fn))
+for _op, _fn in _SCANS.items():
+    NumpyOps.implement(_op, _scan(_fn))
