@@ -278,9 +278,9 @@ def _initializer(dims, raw: bytes, elem=TensorProto.FLOAT):
     return _model([helper.make_node("Identity", ["w"], ["y"])], [], [_vi("y", None)], [t])
 
 
-def _sparse_initializer(dims):
+def _sparse_initializer(dims, index=0):
     values = helper.make_tensor("w", TensorProto.FLOAT, [1], [1.0])
-    indices = helper.make_tensor("i", TensorProto.INT64, [1], [0])
+    indices = helper.make_tensor("i", TensorProto.INT64, [1], [index])
     sparse = helper.make_sparse_tensor(values, indices, dims)
     return _model([helper.make_node("Identity", ["w"], ["y"])], [], [_vi("y", None)],
                   sparse_initializer=[sparse])
@@ -309,6 +309,7 @@ LOAD_CASES = {  # name -> (model or bytes, what the OnnxLoadError says)
     "initializer_negative_dimension": (_initializer([-4], b""), "negative dimension"),
     "initializer_unknown_element_type": (_initializer([1], b"\0", elem=99), "element type 99"),
     "sparse_initializer_dense_2p40_floats": (_sparse_initializer([1 << 40]), "max_tensor_bytes"),
+    "sparse_initializer_index_outside_shape": (_sparse_initializer([4], index=-1), "outside"),
     "concat_axis_is_a_string": (CONVERT_CASES["concat_axis_is_a_string"],
                                 "'axis' is STRING.*declares it INT"),
     "string_initializer": (_string_initializer(), "string tensors"),
@@ -357,6 +358,15 @@ def test_well_formed_subgraphs_and_functions_still_run():
         feeds = {i.name: feeds[i.name] for i in model.graph.input}
         want = ort.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
         np.testing.assert_array_equal(ember.onnx.load(model)(*feeds.values()).numpy(), want)
+
+
+@pytest.mark.skipif(not HAS_ORT, reason="onnxruntime is the reference")
+def test_sparse_initializer_densifies_like_onnxruntime():
+    import onnxruntime as ort
+
+    model = _sparse_initializer([2, 3], index=4)
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {})[0]
+    np.testing.assert_array_equal(ember.onnx.load(model)().numpy(), want)
 
 
 # ---------------------------------------------------------------- limits on structure

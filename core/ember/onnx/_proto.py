@@ -161,17 +161,24 @@ class Reader:
 
     def sparse(self, st, what: str = "sparse tensor"):
         """A SparseTensorProto, densified once its dense size fits the limits."""
-        from onnx import numpy_helper
+        import numpy as np
 
         from .. import limits
         from ._checks import dense_bytes
 
-        self.tensor(st.values, what)
-        self.tensor(st.indices, what)
+        values, indices = self.tensor(st.values, what), self.tensor(st.indices, what)
         self.dense_bytes += dense_bytes(st, what)
         limits.check(OnnxLoadError, f"onnx.load: sparse tensors expand the {self.file_bytes}"
                      "-byte file by", self.dense_bytes - self.file_bytes, "max_expansion_bytes")
-        return numpy_helper.to_array(st)
+        dims = tuple(st.dims)
+        flat = np.zeros(int(np.prod(dims)), values.dtype)
+        # indices are linear (NNZ,) or coordinates (NNZ, rank)
+        linear = indices if indices.ndim == 1 else (
+            np.ravel_multi_index(tuple(indices.T), dims) if indices.size else indices[:, 0])
+        if linear.size and (linear.min() < 0 or linear.max() >= flat.size):
+            raise OnnxLoadError(f"onnx.load: {what} has indices outside its shape {list(dims)}")
+        flat[linear] = values.reshape(-1)
+        return flat.reshape(dims)
 
     def attr(self, a, what: str):
         A = require_onnx().AttributeProto
