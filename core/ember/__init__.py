@@ -42,6 +42,7 @@ from .errors import (
 from .random import Generator, seed
 from .tensor import Tensor
 from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.where, ...)
+from . import tensor_methods  # noqa: F401  (binds every Tensor method, in one table)
 from .autodiff import Autodiff, no_grad
 from . import limits, optim, record
 from .record import load, save

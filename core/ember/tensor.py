@@ -1,8 +1,9 @@
 """The Tensor: Ember's user API.
 
 A tensor holds ``(primitive, backend)``: the backend's own array and the backend that made it.
-Methods follow numpy/PyTorch names and semantics; the op families live in ``ember.ops.*`` and
-attach themselves here with :func:`tensor_method`, so this file keeps only the core.
+Methods follow numpy/PyTorch names and semantics. This file keeps the core (metadata,
+conversion, dtype and backend moves); the ops are functions in ``ember.ops.*``, bound as
+methods and operators in one table, :mod:`ember.tensor_methods`.
 
 >>> import ember
 >>> t = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -11,8 +12,6 @@ attach themselves here with :func:`tensor_method`, so this file keeps only the c
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from . import dtype as dt
 from .data import TensorData
@@ -187,16 +186,6 @@ class Tensor:
 
     def contiguous(self) -> Tensor:
         return self
-
-
-def tensor_method(fn: Callable | None = None, *, name: str | None = None):
-    """Attach a function as a Tensor method (``@tensor_method`` or ``tensor_method(name=...)``)."""
-
-    def attach(f: Callable) -> Callable:
-        setattr(Tensor, name or f.__name__, f)
-        return f
-
-    return attach(fn) if fn is not None else attach
 
 
 def check_same_backend(op: str, *tensors: Tensor) -> None:

@@ -38,7 +38,6 @@ in :mod:`ember.contract`; Autodiff reads it from the registry.
 """
 
 from ..backends import get_backend, register
-from . import tensor_api as _tensor_api  # noqa: F401  (attaches the Tensor methods)
 from .backend import ADPrim, Autodiff
 from .checkpoint import checkpoint, graph_stats
 from .graph import Gradients, enable_grad, grad_enabled, no_grad

@@ -15,7 +15,7 @@ from ..errors import UnsupportedOpError
 from . import float_math as f
 from . import int_bool as i
 from . import reductions as r
-from .registry import Op
+from .registry import Kind, Op, ops
 
 
 class Family:
@@ -85,14 +85,10 @@ MATMUL = Family("matmul", r.float_matmul, r.int_matmul)
 ANY = Family("any", bool=r.bool_any)
 ALL = Family("all", bool=r.bool_all)
 
-# float-only math: exp, log, ... (the front end casts int/bool inputs to the default float)
+# float-only math by user name (exp, log, ...): every one-argument elementwise float op; the
+# front end casts int/bool inputs to the default float
 FLOAT_UNARY = {
     op.name.removeprefix("float_"): Family(op.name.removeprefix("float_"), op)
-    for op in (
-        f.float_exp, f.float_expm1, f.float_log, f.float_log1p, f.float_log2, f.float_sqrt,
-        f.float_rsqrt, f.float_sin, f.float_cos, f.float_tan, f.float_tanh, f.float_sinh,
-        f.float_cosh, f.float_asin, f.float_acos, f.float_atan, f.float_erf, f.float_sigmoid,
-        f.float_reciprocal, f.float_floor, f.float_ceil, f.float_round, f.float_trunc,
-        f.float_isnan, f.float_isinf,
-    )
+    for op in ops(Kind.ELEMENTWISE)
+    if op.name.startswith("float_") and op.args == ("x",)
 }

@@ -78,6 +78,7 @@ float_sigmoid = _unary("float_sigmoid")
 float_sign = _unary("float_sign", "-1, 0 or 1 (NaN stays NaN).")
 float_trunc = _unary("float_trunc", "Round toward zero.")
 float_isinf = _unary("float_isinf", "Bool result.", differentiable=False)
+float_log10 = _unary("float_log10", "Base-10 log.")
 
 
 # ---------------------------------------------------------------------- default bodies (composites)
@@ -201,6 +202,12 @@ def float_trunc(self, x):
 @float_isinf.implements
 def float_isinf(self, x):
     return self.float_eq(self.float_abs(x), like(self, x, math.inf))
+
+
+@float_log10.implements
+def float_log10(self, x):
+    # ln(x) / ln(10): within an ulp or two of a native log10
+    return self.float_mul(self.float_log(x), like(self, x, 1.0 / math.log(10.0)))
 
 
 # ---------------------------------------------------------------------- gradients
@@ -358,3 +365,10 @@ def _(c, g):
     b = c.b
     y = c.out
     return (b.float_mul(g, b.float_mul(y, b.float_sub(like(b, y, 1.0), y))),)
+
+
+@float_log10.gradient(inputs=(0,), cheap=True)
+def _(c, g):
+    b = c.b
+    x = c.x(0)
+    return (b.float_div(g, b.float_mul(x, like(b, x, math.log(10.0)))),)

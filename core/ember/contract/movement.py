@@ -15,7 +15,7 @@ from . import infer
 from . import prims
 from .registry import Kind, declare
 
-M, I, C, D = Kind.MOVEMENT, Kind.INDEX, Kind.CREATION, Kind.DATA
+M, IDX, C, D = Kind.MOVEMENT, Kind.INDEX, Kind.CREATION, Kind.DATA
 
 # ---------------------------------------------------------------------- data (no graph node)
 from_data = declare("from_data", C, "data", infer.from_data, differentiable=False,
@@ -34,7 +34,7 @@ expand = declare("expand", M, "x, shape", infer.reshape,
                  doc="Broadcast to ``shape`` of the same rank; only size-1 dims grow (a view).")
 slice = declare("slice", M, "x, ranges", infer.slice_,  # noqa: A001 - the op's name
                 doc="Strided slice: one ``Range`` per dim.")
-slice_assign = declare("slice_assign", I, "x, ranges, value", infer.first, tensors="x, value",
+slice_assign = declare("slice_assign", IDX, "x, ranges, value", infer.first, tensors="x, value",
                        doc="A copy of ``x`` with the slice ``ranges`` replaced by ``value`` (same "
                        "shape/dtype as the slice). Functional: ``x`` is unchanged.")
 cat = declare("cat", M, "xs, dim", infer.cat, tensors="xs",
@@ -42,14 +42,14 @@ cat = declare("cat", M, "xs, dim", infer.cat, tensors="xs",
 flip = declare("flip", M, "x, dims", infer.same, doc="Reverse the order along ``dims``.")
 
 # ---------------------------------------------------------------------- indexing
-gather = declare("gather", I, "x, dim, index", infer.gather, tensors="x, index",
+gather = declare("gather", IDX, "x, dim, index", infer.gather, tensors="x, index",
                  doc="``out[i][j][k] = x[i][index[i][j][k]][k]`` for dim=1 (torch.gather); "
                  "``index`` has the rank of ``x``, its sizes may be smaller except along dim.")
-scatter = declare("scatter", I, "x, dim, index, src, reduce='none'", infer.first,
+scatter = declare("scatter", IDX, "x, dim, index, src, reduce='none'", infer.first,
                   tensors="x, index, src",
                   doc="A copy of ``x`` where ``out[i][index[i][j]] = src[i][j]`` for dim=1 "
                   "(torch.scatter); ``reduce='add'`` accumulates (duplicates add up).")
-index_select = declare("index_select", I, "x, dim, index", infer.index_select,
+index_select = declare("index_select", IDX, "x, dim, index", infer.index_select,
                        tensors="x, index",
                        doc="Rows of ``x`` along ``dim`` picked by the 1-d int64 ``index``.")
 

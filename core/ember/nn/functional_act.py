@@ -1,16 +1,13 @@
 """Activations and softmax (PyTorch's names; ``hard_sigmoid``/``hard_swish`` are aliases of
-``hardsigmoid``/``hardswish``). ``t.relu()``, ``t.softmax(dim)`` and ``t.log_softmax(dim)`` are
-also Tensor methods."""
+``hardsigmoid``/``hardswish``). ``relu``, ``softmax`` and ``log_softmax`` are also Tensor
+methods, so they live in :mod:`ember.ops.activation` (below nn) and are re-exported here."""
 
 from __future__ import annotations
 
-import warnings
 
-from .. import dtype as dt
-from ..errors import DTypeError
-from ..shape import normalize_dim
-from ..tensor import Tensor, tensor_method
-from .functional_util import as_input, check_float, default_float_like, reshape, result
+from ..ops.activation import log_softmax, relu, softmax  # noqa: F401 (re-exported)
+from ..tensor import Tensor
+from .functional_util import as_input, check_float, default_float_like, result
 
 
 def _apply(op: str, input, fn, inplace: bool = False) -> Tensor:
@@ -22,26 +19,6 @@ def _apply(op: str, input, fn, inplace: bool = False) -> Tensor:
         x._prim = out._prim
         return x
     return out
-
-
-def relu(input, inplace: bool = False) -> Tensor:
-    """``max(x, 0)``; integer tensors stay integer.
-
-    >>> import ember
-    >>> from ember.nn import functional as F
-    >>> F.relu(ember.tensor([-1.0, 0.5])).tolist()
-    [0.0, 0.5]
-    """
-    x = as_input(input, "relu")
-    if x.dtype.is_int:
-        from ..ops.arithmetic import maximum
-
-        out = maximum(x, 0)
-        if inplace:
-            x._prim = out._prim
-            return x
-        return out
-    return _apply("relu", x, lambda b, p: b.relu(p), inplace)
 
 
 def relu6(input, inplace: bool = False) -> Tensor:
@@ -171,68 +148,3 @@ def tanh(input) -> Tensor:
     """
     x = default_float_like(as_input(input, "tanh"))
     return result(x, x.backend.float_tanh(x._prim))
-
-
-def _softmax(op: str, input, dim, dtype, fn_name: str) -> Tensor:
-    x = as_input(input, op)
-    if dim is None:
-        # PyTorch's legacy implicit dim, with its warning
-        dim = 0 if x.ndim in (0, 1, 3) else 1
-        warnings.warn(
-            f"{op}: implicit dim is deprecated; pass dim= explicitly (using {dim})", stacklevel=3
-        )
-    if dtype is not None:
-        x = x.astype(dt.as_dtype(dtype))
-    if not x.dtype.is_float:
-        raise DTypeError(
-            f"{op}: needs a floating point input, got {x.dtype}; pass dtype=ember.float32"
-        )
-    d = normalize_dim(dim, x.ndim, op)
-    fn = getattr(x.backend, fn_name)
-    if x.ndim == 0:
-        return reshape(result(x, fn(x.backend.reshape(x._prim, (1,)), 0)), ())
-    if x.shape[d] == 0:
-        return x
-    return result(x, fn(x._prim, d))
-
-
-def softmax(input, dim: int | None = None, dtype=None) -> Tensor:
-    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (shifted by the max).
-
-    >>> import ember
-    >>> from ember.nn import functional as F
-    >>> F.softmax(ember.tensor([[1.0, 1.0]]), dim=1).tolist()
-    [[0.5, 0.5]]
-    """
-    return _softmax("softmax", input, dim, dtype, "softmax")
-
-
-def log_softmax(input, dim: int | None = None, dtype=None) -> Tensor:
-    """``log(softmax(x))`` along ``dim`` without the overflow/underflow of the naive form.
-
-    >>> import ember
-    >>> from ember.nn import functional as F
-    >>> F.log_softmax(ember.tensor([0.0, 0.0]), dim=0).exp().tolist()
-    [0.5, 0.5]
-    """
-    return _softmax("log_softmax", input, dim, dtype, "log_softmax")
-
-
-# ---------------------------------------------------------------------- Tensor methods
-@tensor_method(name="relu")
-def _relu_method(self) -> Tensor:
-    """``max(self, 0)`` (``ember.nn.functional.relu``)."""
-    return relu(self)
-
-
-@tensor_method(name="softmax")
-def _softmax_method(self, dim: int, dtype=None) -> Tensor:
-    """Softmax along ``dim`` (``ember.nn.functional.softmax``)."""
-    return softmax(self, dim, dtype)
-
-
-@tensor_method(name="log_softmax")
-def _log_softmax_method(self, dim: int, dtype=None) -> Tensor:
-    """Log-softmax along ``dim`` (``ember.nn.functional.log_softmax``)."""
-    return log_softmax(self, dim, dtype)
-

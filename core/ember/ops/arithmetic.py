@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from ..errors import DTypeError
 from ..contract import families as fam
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor
 from ._dispatch import as_tensor, backend_op, binary, full_like_shape, prepare, result_dtype
 from ._dispatch import unary, wrap
 
@@ -22,7 +22,6 @@ def _div_dtype(op: str, a, b) -> dt.DType:
     return out if out.is_float else dt.default_float
 
 
-@tensor_method
 def add(self, other, alpha=1) -> Tensor:
     """``self + alpha * other`` with broadcasting and promotion."""
     if alpha != 1:
@@ -30,19 +29,16 @@ def add(self, other, alpha=1) -> Tensor:
     return binary(fam.ADD, self, other, promote=_arith_dtype)
 
 
-@tensor_method
 def sub(self, other, alpha=1) -> Tensor:
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary(fam.SUB, self, other, promote=_arith_dtype)
 
 
-@tensor_method
 def mul(self, other) -> Tensor:
     return binary(fam.MUL, self, other, promote=_arith_dtype)
 
 
-@tensor_method
 def div(self, other, rounding_mode: str | None = None) -> Tensor:
     """True division (ints give the default float); ``rounding_mode`` 'floor' or 'trunc'."""
     if rounding_mode == "floor":
@@ -54,39 +50,33 @@ def div(self, other, rounding_mode: str | None = None) -> Tensor:
     return binary(fam.DIV, self, other, promote=_div_dtype)
 
 
-true_divide = tensor_method(div, name="true_divide")
+true_divide = div
 
 
-@tensor_method
 def floor_divide(self, other) -> Tensor:
     return binary(fam.FLOOR_DIVIDE, self, other, promote=_arith_dtype)
 
 
-@tensor_method
 def remainder(self, other) -> Tensor:
     """Python's ``%``: the result has the sign of the divisor."""
     return binary(fam.REMAINDER, self, other, promote=_arith_dtype)
 
 
-@tensor_method
 def pow(self, exponent) -> Tensor:
     return binary(fam.POW, self, exponent, promote=_arith_dtype)
 
 
-@tensor_method
 def neg(self) -> Tensor:
     if self.dtype.is_bool:
         raise DTypeError("neg: negation of a bool tensor is not defined; use ~ (logical_not)")
     return unary(fam.NEG, self, float_only=False)
 
 
-@tensor_method
 def maximum(self, other) -> Tensor:
     """Elementwise max (NaN propagates)."""
     return binary(fam.MAXIMUM, self, other, promote=_arith_dtype)
 
 
-@tensor_method
 def minimum(self, other) -> Tensor:
     return binary(fam.MINIMUM, self, other, promote=_arith_dtype)
 
@@ -98,32 +88,26 @@ def _compare(family: fam.Family, a, b) -> Tensor:
     return wrap(x, backend_op(x, family)(x._prim, y._prim))
 
 
-@tensor_method
 def eq(self, other) -> Tensor:
     return _compare(fam.EQ, self, other)
 
 
-@tensor_method
 def ne(self, other) -> Tensor:
     return _compare(fam.NE, self, other)
 
 
-@tensor_method
 def lt(self, other) -> Tensor:
     return _compare(fam.LT, self, other)
 
 
-@tensor_method
 def le(self, other) -> Tensor:
     return _compare(fam.LE, self, other)
 
 
-@tensor_method
 def gt(self, other) -> Tensor:
     return _compare(fam.GT, self, other)
 
 
-@tensor_method
 def ge(self, other) -> Tensor:
     return _compare(fam.GE, self, other)
 
@@ -133,28 +117,26 @@ def _logical(family: fam.Family, a, b) -> Tensor:
     return wrap(x, backend_op(x, family)(x._prim, y._prim))
 
 
-@tensor_method
 def logical_and(self, other) -> Tensor:
     return _logical(fam.AND, self, other)
 
 
-@tensor_method
 def logical_or(self, other) -> Tensor:
     return _logical(fam.OR, self, other)
 
 
-@tensor_method
 def logical_xor(self, other) -> Tensor:
     return _logical(fam.XOR, self, other)
 
 
-@tensor_method
 def logical_not(self) -> Tensor:
     x = self.astype(dt.bool_)
     return wrap(x, x.backend.bool_not(x._prim))
 
 
 def _bitwise_or_logical(family: fam.Family):
+    """``&``, ``|``, ``^``: logical on bool tensors (there are no integer bitwise ops)."""
+
     def operator(self, other):
         if self.dtype.is_bool and (not isinstance(other, Tensor) or other.dtype.is_bool):
             return _logical(family, self, other)
@@ -178,32 +160,15 @@ def _scalar_tensor(value, like: Tensor) -> Tensor:
     return full_like_shape(like, value, dt.result_type_with_scalar(like.dtype, value))
 
 
-Tensor.__add__ = add
-Tensor.__radd__ = _reflected(add)
-Tensor.__sub__ = sub
-Tensor.__rsub__ = _reflected(sub)
-Tensor.__mul__ = mul
-Tensor.__rmul__ = _reflected(mul)
-Tensor.__truediv__ = div
-Tensor.__rtruediv__ = _reflected(div)
-Tensor.__floordiv__ = floor_divide
-Tensor.__rfloordiv__ = _reflected(floor_divide)
-Tensor.__mod__ = remainder
-Tensor.__rmod__ = _reflected(remainder)
-Tensor.__pow__ = pow
-Tensor.__rpow__ = _reflected(pow)
-Tensor.__neg__ = neg
-Tensor.__pos__ = lambda self: self
-Tensor.__eq__ = eq
-Tensor.__ne__ = ne
-Tensor.__lt__ = lt
-Tensor.__le__ = le
-Tensor.__gt__ = gt
-Tensor.__ge__ = ge
-Tensor.__and__ = _bitwise_or_logical(fam.AND)
-Tensor.__or__ = _bitwise_or_logical(fam.OR)
-Tensor.__xor__ = _bitwise_or_logical(fam.XOR)
-Tensor.__rand__ = Tensor.__and__
-Tensor.__ror__ = Tensor.__or__
-Tensor.__rxor__ = Tensor.__xor__
-Tensor.__invert__ = logical_not
+# the operator forms that are not plain functions above
+radd, rsub, rmul = _reflected(add), _reflected(sub), _reflected(mul)
+rtruediv, rfloordiv = _reflected(div), _reflected(floor_divide)
+rmod, rpow = _reflected(remainder), _reflected(pow)
+and_ = _bitwise_or_logical(fam.AND)
+or_ = _bitwise_or_logical(fam.OR)
+xor = _bitwise_or_logical(fam.XOR)
+
+
+def pos(self: Tensor) -> Tensor:
+    """``+t``: the tensor itself."""
+    return self

@@ -11,7 +11,7 @@ from ..backends import default_backend, get_backend
 from ..data import TensorData
 from ..errors import DTypeError, ShapeError
 from ..shape import broadcast_shapes, numel
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor
 
 
 def _backend(backend: str | Backend | None) -> Backend:
@@ -207,28 +207,23 @@ def randn_like(input: Tensor, *, generator=None, dtype=None, backend=None) -> Te
     return randn(shape, generator=generator, dtype=d, backend=b)
 
 
-@tensor_method
 def new_full(self: Tensor, size, fill_value, *, dtype=None) -> Tensor:
     """Like ``full`` on this tensor's backend, with its dtype unless ``dtype`` is given."""
     return full(_shape((size,)), fill_value, dtype or self.dtype, self.backend)
 
 
-@tensor_method
 def new_zeros(self: Tensor, *size, dtype=None) -> Tensor:
     return full(_shape(size), 0, dtype or self.dtype, self.backend)
 
 
-@tensor_method
 def new_ones(self: Tensor, *size, dtype=None) -> Tensor:
     return full(_shape(size), 1, dtype or self.dtype, self.backend)
 
 
-@tensor_method
 def new_empty(self: Tensor, *size, dtype=None) -> Tensor:
     return full(_shape(size), 0, dtype or self.dtype, self.backend)
 
 
-@tensor_method
 def new_tensor(self: Tensor, data, *, dtype=None) -> Tensor:
     return tensor(data, dtype=dtype or self.dtype, backend=self.backend)
 
@@ -343,7 +338,6 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None,
     return out.astype(d)
 
 
-@tensor_method
 def bernoulli(input, p: float | None = None, *, size=None, generator=None, dtype=None,
               backend: str | Backend | None = None) -> Tensor:
     """1 with probability ``p`` else 0. ``input`` is a tensor of probabilities (or a tensor

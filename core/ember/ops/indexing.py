@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from .. import dtype as dt
 from ..errors import DimensionError, DTypeError, ShapeError, TensorIndexError
 from ..shape import broadcast_shapes, normalize_dim, numel
-from ..tensor import Tensor, check_same_backend, tensor_method
+from ..tensor import Tensor, check_same_backend
 from ._dispatch import as_tensor, broadcast_to, full_like_shape, wrap
 from .shape_ops import broadcast_tensors, flatten, int_tensor, permute, reshape, unsqueeze
 
@@ -283,8 +283,6 @@ def _fit(v: Tensor, shape: tuple[int, ...]) -> Tensor:
     return broadcast_to(v, tuple(shape), "setitem")
 
 
-Tensor.__getitem__ = getitem
-Tensor.__setitem__ = setitem
 
 
 # ---------------------------------------------------------------------- gather / scatter
@@ -304,7 +302,6 @@ def _check_like(op: str, x: Tensor, index: Tensor, d: int, other: Tensor | None 
         raise ShapeError(f"{op}: index shape {index.shape} is larger than src shape {other.shape}")
 
 
-@tensor_method
 def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
     """``out[i][j] = self[i][index[i][j]]`` for dim=1 (PyTorch's ``gather``).
 
@@ -326,7 +323,6 @@ def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
     return wrap(x, x.backend.gather(x._prim, d, idx._prim))
 
 
-@tensor_method
 def scatter(self: Tensor, dim: int, index: Tensor, src=None, value=None,
             reduce: str | None = None) -> Tensor:
     """A copy of ``self`` with ``out[i][index[i][j]] = src[i][j]`` for dim=1 (PyTorch's
@@ -361,13 +357,11 @@ def scatter(self: Tensor, dim: int, index: Tensor, src=None, value=None,
     return wrap(self, b.scatter(self._prim, d, idx._prim, src._prim, modes[reduce]))
 
 
-@tensor_method
 def scatter_add(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``scatter`` that adds up (duplicate indices accumulate)."""
     return scatter(self, dim, index, src, reduce="add")
 
 
-@tensor_method
 def index_select(self: Tensor, dim: int, index) -> Tensor:
     """Slices of ``self`` along ``dim`` picked by a 1-d index.
 
@@ -385,7 +379,6 @@ def index_select(self: Tensor, dim: int, index) -> Tensor:
     return wrap(self, self.backend.index_select(self._prim, d, idx._prim))
 
 
-@tensor_method
 def index_add(self: Tensor, dim: int, index, source: Tensor, alpha=1) -> Tensor:
     """A copy of ``self`` with ``source``'s slices added at rows ``index`` along ``dim``."""
     index = as_tensor(index, self)
@@ -403,14 +396,12 @@ def index_add(self: Tensor, dim: int, index, source: Tensor, alpha=1) -> Tensor:
     return scatter_add(self, d, idx, source)
 
 
-@tensor_method
 def take(self: Tensor, index) -> Tensor:
     """Elements of the flattened tensor at ``index`` (result has ``index``'s shape)."""
     index = as_tensor(index, self)
     return reshape(index_select(flatten(self), 0, flatten(index)), index.shape)
 
 
-@tensor_method
 def take_along_dim(self: Tensor, indices, dim: int | None = None) -> Tensor:
     """numpy's ``take_along_axis``: ``gather`` with the non-``dim`` dims broadcast."""
     indices = as_tensor(indices, self)
@@ -430,14 +421,12 @@ def take_along_dim(self: Tensor, indices, dim: int | None = None) -> Tensor:
     return gather(broadcast_to(self, tuple(xt)), d, broadcast_to(indices, tuple(it)))
 
 
-@tensor_method
 def select(self: Tensor, dim: int, index: int) -> Tensor:
     """The slice at ``index`` along ``dim``, that dim removed."""
     d = normalize_dim(dim, self.ndim, "select")
     return getitem(self, (slice(None),) * d + (index,))
 
 
-@tensor_method
 def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
     """Elements ``start .. start + length`` along ``dim``."""
     d = normalize_dim(dim, self.ndim, "narrow")
@@ -459,7 +448,6 @@ def _as_mask(mask, like: Tensor, op: str) -> Tensor:
     return mask
 
 
-@tensor_method
 def masked_fill(self: Tensor, mask, value) -> Tensor:
     """``value`` where ``mask`` (broadcast to ``self``) is true; keeps ``self``'s dtype.
 
@@ -481,7 +469,6 @@ def masked_fill(self: Tensor, mask, value) -> Tensor:
     return where(mask, fill, self)
 
 
-@tensor_method
 def masked_select(self: Tensor, mask) -> Tensor:
     """The elements where ``mask`` is true, as a 1-d tensor (both broadcast first)."""
     mask = _as_mask(mask, self, "masked_select")
@@ -491,7 +478,6 @@ def masked_select(self: Tensor, mask) -> Tensor:
     return getitem(x, m)
 
 
-@tensor_method
 def nonzero(self: Tensor, as_tuple: bool = False):
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or with ``as_tuple`` one
     1-d tensor per dim (numpy's ``nonzero``).
@@ -525,9 +511,6 @@ def nonzero(self: Tensor, as_tuple: bool = False):
     ndim = len(shape)
     rows = [v for i in range(n) for v in (c[i] for c in coords)]
     return reshape(int_tensor(rows, self), (n, ndim))
-
-
-Tensor.argwhere = lambda self: nonzero(self)
 
 
 def argwhere(x: Tensor) -> Tensor:

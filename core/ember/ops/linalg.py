@@ -12,7 +12,7 @@ from .. import dtype as dt
 from ..errors import DimensionError, ShapeError
 from ..shape import broadcast_shapes, normalize_dim, numel
 from ..contract import families as fam
-from ..tensor import Tensor, check_same_backend, tensor_method
+from ..tensor import Tensor, check_same_backend
 from ._dispatch import as_tensor, backend_op, broadcast_to, full_like_shape, result_dtype, wrap
 from .shape_ops import permute, reshape
 
@@ -26,7 +26,6 @@ def _promote(op: str, *xs: Tensor) -> list[Tensor]:
     return [x.astype(target) for x in xs]
 
 
-@tensor_method
 def matmul(self: Tensor, other: Tensor) -> Tensor:
     """Matrix product with numpy semantics: 1-d operands are vectors (their dim is removed
     from the result), leading dims are batch dims and broadcast; ints promote like arithmetic.
@@ -61,15 +60,10 @@ def matmul(self: Tensor, other: Tensor) -> Tensor:
     return reshape(out, shape)
 
 
-def _rmatmul(self: Tensor, other) -> Tensor:
+def rmatmul(self: Tensor, other) -> Tensor:
     return matmul(as_tensor(other, self), self)
 
 
-Tensor.__matmul__ = matmul
-Tensor.__rmatmul__ = _rmatmul
-
-
-@tensor_method
 def mm(self: Tensor, mat2: Tensor) -> Tensor:
     """Product of two 2-d matrices."""
     if self.ndim != 2 or mat2.ndim != 2:
@@ -77,7 +71,6 @@ def mm(self: Tensor, mat2: Tensor) -> Tensor:
     return matmul(self, mat2)
 
 
-@tensor_method
 def bmm(self: Tensor, mat2: Tensor) -> Tensor:
     """Batched product of (b, n, k) and (b, k, m) tensors (no broadcasting)."""
     if self.ndim != 3 or mat2.ndim != 3 or self.shape[0] != mat2.shape[0]:
@@ -88,7 +81,6 @@ def bmm(self: Tensor, mat2: Tensor) -> Tensor:
     return matmul(self, mat2)
 
 
-@tensor_method
 def dot(self: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-d tensors of one size (0-d result)."""
     if self.ndim != 1 or other.ndim != 1:
@@ -101,7 +93,6 @@ def dot(self: Tensor, other: Tensor) -> Tensor:
 
 
 
-@tensor_method
 def outer(self: Tensor, vec2: Tensor) -> Tensor:
     """``out[i, j] = self[i] * vec2[j]`` for 1-d tensors."""
     if self.ndim != 1 or vec2.ndim != 1:
@@ -111,7 +102,7 @@ def outer(self: Tensor, vec2: Tensor) -> Tensor:
     return reshape(self, (-1, 1)) * reshape(vec2, (1, -1))
 
 
-ger = tensor_method(outer, name="ger")
+ger = outer
 
 
 # ---------------------------------------------------------------------- triangles, diagonals
@@ -123,7 +114,6 @@ def _tri_mask(x: Tensor, k: int, upper: bool) -> Tensor:
     return (cols - rows >= k) if upper else (cols - rows <= k)
 
 
-@tensor_method
 def tril(self: Tensor, diagonal: int = 0) -> Tensor:
     """The lower triangle (``j - i <= diagonal``) of the last two dims; the rest zeroed.
 
@@ -134,7 +124,6 @@ def tril(self: Tensor, diagonal: int = 0) -> Tensor:
     return _tri(self, diagonal, upper=False)
 
 
-@tensor_method
 def triu(self: Tensor, diagonal: int = 0) -> Tensor:
     """The upper triangle (``j - i >= diagonal``) of the last two dims; the rest zeroed."""
     return _tri(self, diagonal, upper=True)
@@ -148,7 +137,6 @@ def _tri(x: Tensor, k: int, upper: bool) -> Tensor:
     return where(_tri_mask(x, k, upper), x, full_like_shape(x, 0, x.dtype, ()))
 
 
-@tensor_method
 def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of dims ``dim1``/``dim2`` (removed), appended as the last dim.
 
@@ -181,7 +169,6 @@ def _main_diagonal(x: Tensor) -> Tensor:
     return wrap(x, x.backend.slice(flat._prim, ranges))
 
 
-@tensor_method
 def trace(self: Tensor) -> Tensor:
     """Sum of the main diagonal of a 2-d tensor."""
     if self.ndim != 2:

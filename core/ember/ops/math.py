@@ -18,7 +18,7 @@ import sys
 from .. import dtype as dt
 from ..contract import families as fam
 from ..errors import DTypeError
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor
 from ._dispatch import as_tensor, binary, full_like_shape, result_dtype, unary, wrap
 from .where import where
 
@@ -65,8 +65,12 @@ __all__ = [
 ]
 
 
+FLOAT_FUNCTIONS: dict = {}  # name -> function; each is a Tensor method too (tensor_methods)
+
+
 def _float_unary(name: str, doc: str):
-    """A float-only elementwise function ``name`` that is also a Tensor method."""
+    """``ember.<name>``: the float-only elementwise op ``float_<name>`` of the contract
+    (integer and bool inputs compute in the default float)."""
 
     def fn(input: Tensor) -> Tensor:
         return unary(family, input)
@@ -74,7 +78,8 @@ def _float_unary(name: str, doc: str):
     family = fam.FLOAT_UNARY[name]
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
-    return tensor_method(fn)
+    FLOAT_FUNCTIONS[name] = fn
+    return fn
 
 
 exp = _float_unary(
@@ -97,36 +102,17 @@ acos = _float_unary("acos", "Inverse cosine (NaN outside [-1, 1]).")
 atan = _float_unary("atan", "Inverse tangent.")
 erf = _float_unary("erf", "The error function.")
 sigmoid = _float_unary("sigmoid", "``1 / (1 + exp(-x))``.")
-arcsin = tensor_method(asin, name="arcsin")
-arccos = tensor_method(acos, name="arccos")
-arctan = tensor_method(atan, name="arctan")
+arcsin = asin
+arccos = acos
+arctan = atan
 
 
-@tensor_method
-def reciprocal(input: Tensor) -> Tensor:
-    """``1 / x`` (integers give the default float, as in PyTorch)."""
-    return unary(fam.FLOAT_UNARY["reciprocal"], input)
+reciprocal = _float_unary("reciprocal", "``1 / x`` (integers give the default float, as in PyTorch).")
+log10 = _float_unary(
+    "log10", "Base-10 log.\n\n>>> import ember\n>>> ember.log10(ember.tensor([100.0])).tolist()\n[2.0]"
+)
 
 
-@tensor_method
-def log10(input: Tensor) -> Tensor:
-    """Base-10 log.
-
-    >>> import ember
-    >>> ember.log10(ember.tensor([100.0])).tolist()
-    [2.0]
-    """
-    x = as_tensor(input)
-    if not x.dtype.is_float:
-        x = x.astype(dt.default_float)
-    native = getattr(x.backend, "float_log10", None)
-    if native is not None:
-        return wrap(x, native(x._prim))
-    # log10 is no contract primitive; ln(x) / ln(10) is within an ulp or two of it
-    return log(x) * (1.0 / _m.log(10.0))
-
-
-@tensor_method
 def atan2(input: Tensor, other) -> Tensor:
     """Angle of the point ``(other, input)`` in (-pi, pi], like ``numpy.arctan2(y, x)``.
 
@@ -138,7 +124,7 @@ def atan2(input: Tensor, other) -> Tensor:
     return binary(fam.ATAN2, input, other, target if target.is_float else dt.default_float)
 
 
-arctan2 = tensor_method(atan2, name="arctan2")
+arctan2 = atan2
 
 
 # ---------------------------------------------------------------- kind-preserving ops
@@ -149,7 +135,6 @@ def _keep_int(input: Tensor, name: str) -> Tensor:
     return Tensor(x._prim, x.backend)  # integers are already whole numbers
 
 
-@tensor_method
 def floor(input: Tensor) -> Tensor:
     """Round down; integer tensors come back unchanged.
 
@@ -160,19 +145,16 @@ def floor(input: Tensor) -> Tensor:
     return _keep_int(input, "floor")
 
 
-@tensor_method
 def ceil(input: Tensor) -> Tensor:
     """Round up; integer tensors come back unchanged."""
     return _keep_int(input, "ceil")
 
 
-@tensor_method
 def trunc(input: Tensor) -> Tensor:
     """Round toward zero; integer tensors come back unchanged."""
     return _keep_int(input, "trunc")
 
 
-@tensor_method
 def round(input: Tensor, decimals: int = 0) -> Tensor:
     """Round half to even, to ``decimals`` places (negative: to tens, hundreds...), like torch.
 
@@ -205,10 +187,11 @@ def _round_decimals(x: Tensor, decimals: int) -> Tensor:
     return unary(_ROUND, x / scale) * scale
 
 
-Tensor.__round__ = lambda self, ndigits=None: round(self, ndigits or 0)
+def round_builtin(self: Tensor, ndigits: int | None = None) -> Tensor:
+    """``round(t)`` and ``round(t, ndigits)``."""
+    return round(self, ndigits or 0)
 
 
-@tensor_method
 def abs(input: Tensor) -> Tensor:
     """Absolute value (keeps the dtype; ``abs(t)`` works too).
 
@@ -222,11 +205,9 @@ def abs(input: Tensor) -> Tensor:
     return unary(fam.ABS, x, float_only=False)
 
 
-absolute = tensor_method(abs, name="absolute")
-Tensor.__abs__ = abs
+absolute = abs
 
 
-@tensor_method
 def sign(input: Tensor) -> Tensor:
     """-1, 0 or 1 by the sign of each element (NaN stays NaN); keeps the dtype.
 
@@ -240,7 +221,6 @@ def sign(input: Tensor) -> Tensor:
     return unary(fam.SIGN, x, float_only=False)
 
 
-@tensor_method
 def square(input: Tensor) -> Tensor:
     """``x * x`` (integers stay integers; bool becomes int64).
 
@@ -257,7 +237,6 @@ def _const_bool(x: Tensor, value: bool) -> Tensor:
     return full_like_shape(x, value, dt.bool_)
 
 
-@tensor_method
 def isnan(input: Tensor) -> Tensor:
     """True where the element is NaN (never for integer tensors).
 
@@ -271,7 +250,6 @@ def isnan(input: Tensor) -> Tensor:
     return wrap(x, x.backend.float_isnan(x._prim))
 
 
-@tensor_method
 def isinf(input: Tensor) -> Tensor:
     """True where the element is +inf or -inf."""
     x = as_tensor(input)
@@ -280,7 +258,6 @@ def isinf(input: Tensor) -> Tensor:
     return wrap(x, x.backend.float_isinf(x._prim))
 
 
-@tensor_method
 def isfinite(input: Tensor) -> Tensor:
     """True where the element is neither NaN nor infinite (always for integer tensors).
 
@@ -291,9 +268,6 @@ def isfinite(input: Tensor) -> Tensor:
     x = as_tensor(input)
     if not x.dtype.is_float:
         return _const_bool(x, True)
-    native = getattr(x.backend, "float_isfinite", None)
-    if native is not None:
-        return wrap(x, native(x._prim))
     b = x.backend
     bad = b.bool_or(b.float_isnan(x._prim), b.float_isinf(x._prim))
     return wrap(x, b.bool_not(bad))
@@ -306,7 +280,6 @@ _FLOAT_MAX = {
 }
 
 
-@tensor_method
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """Replace NaN with ``nan`` and ±inf with ``posinf``/``neginf`` (default: the dtype's
@@ -327,7 +300,6 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     return where(isnan(x), nan, out).astype(x.dtype)
 
 
-@tensor_method
 def clamp(input: Tensor, min=None, max=None) -> Tensor:
     """Limit values to ``[min, max]``; either bound may be None, a scalar or a tensor
     (broadcast). NaN stays NaN; where ``min > max`` the result is ``max`` (PyTorch).
@@ -353,4 +325,4 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
     return out
 
 
-clip = tensor_method(clamp, name="clip")
+clip = clamp

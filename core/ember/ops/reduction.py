@@ -27,7 +27,7 @@ from .. import dtype as dt
 from ..errors import DimensionError, ShapeError, UnsupportedOpError
 from ..shape import normalize_dim, normalize_dims, numel
 from ..contract import families as fam
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor
 from ._dispatch import as_tensor, backend_op, full_like_shape
 from .arithmetic import maximum, minimum
 
@@ -125,7 +125,6 @@ _FAMILIES = {
 }
 
 
-@tensor_method
 def sum(input, dim: Dim = None, keepdim: bool = False, *, dtype=None, axis=None) -> Tensor:
     """Sum over ``dim`` (all dims by default); bool/int tensors sum in int64.
 
@@ -136,7 +135,6 @@ def sum(input, dim: Dim = None, keepdim: bool = False, *, dtype=None, axis=None)
     return _accumulate("sum", 0, input, dim, keepdim, dtype, axis)
 
 
-@tensor_method
 def prod(input, dim: Dim = None, keepdim: bool = False, *, dtype=None, axis=None) -> Tensor:
     """Product over ``dim``; bool/int tensors multiply in int64 (wrapping around).
 
@@ -147,7 +145,6 @@ def prod(input, dim: Dim = None, keepdim: bool = False, *, dtype=None, axis=None
     return _accumulate("prod", 1, input, dim, keepdim, dtype, axis)
 
 
-@tensor_method
 def mean(input, dim: Dim = None, keepdim: bool = False, *, dtype=None, axis=None) -> Tensor:
     """Arithmetic mean; integer tensors average in the default float dtype.
 
@@ -170,7 +167,6 @@ def _correction(correction, unbiased, op: str) -> float:
     return 0 if unbiased is False else 1
 
 
-@tensor_method
 def var(input, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: float | None = None, axis=None) -> Tensor:
     """Variance with Bessel's correction by default (``correction=1``, PyTorch); pass
@@ -195,7 +191,6 @@ def var(input, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = Fa
     return _reduce(x, dims, keepdim, lambda p, d: x.backend.float_var(p, d, corr))
 
 
-@tensor_method
 def std(input, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction: float | None = None, axis=None) -> Tensor:
     """Standard deviation: ``sqrt(var(...))`` with the same arguments.
@@ -207,7 +202,6 @@ def std(input, dim: Dim = None, unbiased: bool | None = None, keepdim: bool = Fa
     return var(input, dim, unbiased, keepdim, correction=correction, axis=axis).sqrt()
 
 
-@tensor_method
 def logsumexp(input, dim: Dim = None, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` computed without overflow.
 
@@ -232,7 +226,6 @@ def _extreme(x: Tensor, dims: tuple[int, ...], keepdim: bool, which: str, op: st
     return _reduce(x, dims, keepdim, fn)
 
 
-@tensor_method
 def amax(input, dim: Dim = None, keepdim: bool = False, *, axis=None) -> Tensor:
     """Largest value over ``dim`` (one or several dims); NaN propagates.
 
@@ -244,7 +237,6 @@ def amax(input, dim: Dim = None, keepdim: bool = False, *, axis=None) -> Tensor:
     return _extreme(x, _dims(x, _dim(dim, axis, "amax"), "amax"), keepdim, "max", "amax")
 
 
-@tensor_method
 def amin(input, dim: Dim = None, keepdim: bool = False, *, axis=None) -> Tensor:
     """Smallest value over ``dim`` (one or several dims); NaN propagates."""
     x = as_tensor(input)
@@ -274,7 +266,6 @@ def _single_dim(x: Tensor, dim, op: str) -> int:
     return normalize_dim(dim, x.ndim, op)
 
 
-@tensor_method
 def argmax(input, dim: int | None = None, keepdim: bool = False, *, axis=None) -> Tensor:
     """Index (int64) of the first maximum along ``dim``; with ``dim=None`` an index into the
     flattened tensor. NaN counts as the maximum.
@@ -286,7 +277,6 @@ def argmax(input, dim: int | None = None, keepdim: bool = False, *, axis=None) -
     return _arg(input, _dim(dim, axis, "argmax"), keepdim, "max", "argmax")
 
 
-@tensor_method
 def argmin(input, dim: int | None = None, keepdim: bool = False, *, axis=None) -> Tensor:
     """Index (int64) of the first minimum along ``dim`` (flattened when ``dim=None``)."""
     return _arg(input, _dim(dim, axis, "argmin"), keepdim, "min", "argmin")
@@ -305,7 +295,6 @@ def _max_min(input, dim, keepdim: bool, which: str, axis):
     return (MaxResult if which == "max" else MinResult)(values, indices)
 
 
-@tensor_method
 def max(input, dim=None, keepdim: bool = False, *, axis=None):
     """The largest element (0-d tensor); with ``dim`` a named tuple ``(values, indices)``;
     with a tensor argument the elementwise maximum (all as in PyTorch).
@@ -318,7 +307,6 @@ def max(input, dim=None, keepdim: bool = False, *, axis=None):
     return _max_min(input, dim, keepdim, "max", axis)
 
 
-@tensor_method
 def min(input, dim=None, keepdim: bool = False, *, axis=None):
     """The smallest element; ``(values, indices)`` with ``dim``; elementwise with a tensor."""
     return _max_min(input, dim, keepdim, "min", axis)
@@ -335,7 +323,6 @@ def _logic(input, dim, keepdim: bool, which: str, empty_value: bool, axis) -> Te
     return _reduce(x, dims, keepdim, backend_op(x, _FAMILIES[which]))
 
 
-@tensor_method
 def any(input, dim: Dim = None, keepdim: bool = False, *, axis=None) -> Tensor:
     """True where any element over ``dim`` is nonzero (False over an empty dim).
 
@@ -346,7 +333,6 @@ def any(input, dim: Dim = None, keepdim: bool = False, *, axis=None) -> Tensor:
     return _logic(input, dim, keepdim, "any", False, axis)
 
 
-@tensor_method
 def all(input, dim: Dim = None, keepdim: bool = False, *, axis=None) -> Tensor:
     """True where every element over ``dim`` is nonzero (True over an empty dim).
 
@@ -357,7 +343,6 @@ def all(input, dim: Dim = None, keepdim: bool = False, *, axis=None) -> Tensor:
     return _logic(input, dim, keepdim, "all", True, axis)
 
 
-@tensor_method
 def count_nonzero(input, dim: Dim = None) -> Tensor:
     """Number of nonzero elements over ``dim`` (int64).
 
@@ -385,7 +370,6 @@ def _scan(op: str, input, dim: int, dtype) -> Tensor:
     return _reduce(x, (d,), True, lambda p, ds: fn(p, ds[0]))
 
 
-@tensor_method
 def cumsum(input, dim: int | None = None, *, dtype=None) -> Tensor:
     """Running sum along ``dim`` (over the flattened tensor when None, as numpy); bool/int
     tensors accumulate in int64.
@@ -397,14 +381,12 @@ def cumsum(input, dim: int | None = None, *, dtype=None) -> Tensor:
     return _scan("cumsum", input, dim, dtype)
 
 
-@tensor_method
 def cumprod(input, dim: int | None = None, *, dtype=None) -> Tensor:
     """Running product along ``dim`` (flattened when None); bool/int tensors use int64."""
     return _scan("cumprod", input, dim, dtype)
 
 
 # ---------------------------------------------------------------- norms
-@tensor_method
 def norm(input, p: float | str = 2, dim: Dim = None, keepdim: bool = False, *,
          dtype=None) -> Tensor:
     """Vector p-norm over ``dim`` (all elements by default): ``p`` is any number, ``inf``,

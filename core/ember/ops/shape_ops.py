@@ -16,7 +16,7 @@ from .. import dtype as dt
 from ..data import TensorData
 from ..errors import DimensionError, ShapeError
 from ..shape import broadcast_shapes, infer_reshape, normalize_dim, numel
-from ..tensor import Tensor, check_same_backend, tensor_method
+from ..tensor import Tensor, check_same_backend
 from ._dispatch import as_tensor, result_dtype, wrap
 from ._dispatch import broadcast_to as _broadcast_to
 
@@ -45,7 +45,6 @@ def int_tensor(values: Sequence[int], like: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------- reshape family
-@tensor_method
 def reshape(self: Tensor, *shape) -> Tensor:
     """Same values in a new shape (one dim may be -1); ``reshape(2, 3)`` or ``reshape((2, 3))``.
 
@@ -59,10 +58,9 @@ def reshape(self: Tensor, *shape) -> Tensor:
     return wrap(self, self.backend.reshape(self._prim, target))
 
 
-view = tensor_method(reshape, name="view")
+view = reshape
 
 
-@tensor_method
 def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one (a 0-d tensor becomes shape (1,)).
 
@@ -80,10 +78,11 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(self, shape[:s] + (numel(shape[s : e + 1]),) + shape[e + 1 :])
 
 
-ravel = tensor_method(lambda self: flatten(self), name="ravel")
+def ravel(input: Tensor) -> Tensor:
+    """The tensor as 1-d (numpy's ``ravel``; ``flatten`` with no arguments)."""
+    return flatten(input)
 
 
-@tensor_method
 def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dim ``dim`` into ``sizes`` (one may be -1).
 
@@ -96,7 +95,6 @@ def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     return reshape(self, self.shape[:d] + inner + self.shape[d + 1 :])
 
 
-@tensor_method
 def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Drop size-1 dims (all, or those of ``dim`` that have size 1, like PyTorch).
 
@@ -112,7 +110,6 @@ def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     return reshape(self, shape)
 
 
-@tensor_method
 def unsqueeze(self: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at ``dim`` (valid: -ndim-1 to ndim).
 
@@ -133,7 +130,6 @@ def atleast_2d(x: Tensor) -> Tensor:
 
 
 # ---------------------------------------------------------------------- dim order
-@tensor_method
 def permute(self: Tensor, *dims) -> Tensor:
     """Reorder dims: output dim i is input dim ``dims[i]``.
 
@@ -152,7 +148,6 @@ def permute(self: Tensor, *dims) -> Tensor:
     return wrap(self, self.backend.permute(self._prim, axes))
 
 
-@tensor_method
 def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims.
 
@@ -169,11 +164,10 @@ def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
     return permute(self, axes)
 
 
-swapaxes = tensor_method(transpose, name="swapaxes")
-swapdims = tensor_method(transpose, name="swapdims")
+swapaxes = transpose
+swapdims = transpose
 
 
-@tensor_method
 def t(self: Tensor) -> Tensor:
     """PyTorch's ``t()``: transpose of a tensor with at most 2 dims."""
     if self.ndim > 2:
@@ -181,21 +175,20 @@ def t(self: Tensor) -> Tensor:
     return transpose(self, 0, -1) if self.ndim == 2 else self
 
 
-def _T(self: Tensor) -> Tensor:
+def T(self: Tensor) -> Tensor:
+    """All dims reversed (numpy's ``.T``)."""
     return permute(self, tuple(reversed(range(self.ndim))))
 
 
-def _mT(self: Tensor) -> Tensor:
+def mT(self: Tensor) -> Tensor:
+    """The last two dims swapped (a batch of matrix transposes)."""
     if self.ndim < 2:
         raise DimensionError(f"mT: needs at least 2 dims, got shape {self.shape}")
     return transpose(self, -2, -1)
 
 
-Tensor.T = property(_T, doc="All dims reversed (numpy's ``.T``).")
-Tensor.mT = property(_mT, doc="The last two dims swapped (a batch of matrix transposes).")
 
 
-@tensor_method
 def movedim(self: Tensor, source, destination) -> Tensor:
     """Move dims ``source`` to positions ``destination`` (ints or sequences), others keep order.
 
@@ -223,11 +216,10 @@ def movedim(self: Tensor, source, destination) -> Tensor:
     return permute(self, tuple(o if o is not None else next(rest) for o in order))
 
 
-moveaxis = tensor_method(movedim, name="moveaxis")
+moveaxis = movedim
 
 
 # ---------------------------------------------------------------------- broadcasting
-@tensor_method
 def expand(self: Tensor, *sizes) -> Tensor:
     """Broadcast to ``sizes`` (-1 keeps a dim); new dims may be added in front. A view-like
     result: do not write to it.
@@ -261,12 +253,10 @@ def expand(self: Tensor, *sizes) -> Tensor:
     return _broadcast_to(self, tuple(target), "expand")
 
 
-@tensor_method
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
     return expand(self, other.shape)
 
 
-@tensor_method
 def broadcast_to(self: Tensor, shape) -> Tensor:
     """numpy's ``broadcast_to``.
 
@@ -289,7 +279,6 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     return tuple(_broadcast_to(t, shape, "broadcast_tensors") for t in tensors)
 
 
-@tensor_method
 def repeat(self: Tensor, *repeats) -> Tensor:
     """Tile the whole tensor (PyTorch's ``repeat``; numpy's ``tile``): ``len(repeats)`` must
     be >= ndim, extra repeats add leading dims.
@@ -315,7 +304,6 @@ def repeat(self: Tensor, *repeats) -> Tensor:
     return reshape(x, tuple(r * s for r, s in zip(reps, shape)))
 
 
-@tensor_method
 def tile(self: Tensor, *reps) -> Tensor:
     """numpy/PyTorch ``tile``: like ``repeat`` but fewer reps than dims pad with 1s in front."""
     reps = size_args(reps, "tile")
@@ -405,7 +393,6 @@ def _slice_dim(x: Tensor, d: int, start: int, stop: int, step: int = 1) -> Tenso
     return wrap(x, x.backend.slice(x._prim, ranges))
 
 
-@tensor_method
 def split(self: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
     """Pieces of size ``split_size`` (the last may be smaller) or of the listed sizes.
 
@@ -436,7 +423,6 @@ def split(self: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor, .
     return tuple(out)
 
 
-@tensor_method
 def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Up to ``chunks`` pieces of equal size (``ceil(n / chunks)``; the last may be smaller)."""
     if chunks <= 0:
@@ -446,7 +432,6 @@ def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(self, -(-n // chunks), d) if n else split(self, [0], d)
 
 
-@tensor_method
 def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along ``dim``, that dim removed."""
     d = normalize_dim(dim, self.ndim, "unbind")
@@ -455,7 +440,6 @@ def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
 
 
 # ---------------------------------------------------------------------- reordering
-@tensor_method
 def flip(self: Tensor, *dims) -> Tensor:
     """Reverse the order of elements along ``dims``.
 
@@ -469,21 +453,18 @@ def flip(self: Tensor, *dims) -> Tensor:
     return wrap(self, self.backend.flip(self._prim, axes))
 
 
-@tensor_method
 def fliplr(self: Tensor) -> Tensor:
     if self.ndim < 2:
         raise DimensionError(f"fliplr: needs at least 2 dims, got shape {self.shape}")
     return flip(self, 1)
 
 
-@tensor_method
 def flipud(self: Tensor) -> Tensor:
     if self.ndim < 1:
         raise DimensionError("flipud: needs at least 1 dim, got a 0-d tensor")
     return flip(self, 0)
 
 
-@tensor_method
 def roll(self: Tensor, shifts, dims=None) -> Tensor:
     """Rotate elements along ``dims`` by ``shifts`` (flattened first when ``dims`` is None).
 

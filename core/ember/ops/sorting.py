@@ -16,7 +16,7 @@ from .. import dtype as dt
 from ..errors import ShapeError, TensorIndexError
 from ..shape import normalize_dim
 from ..contract import families as fam
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor
 from ._dispatch import as_tensor, backend_op, wrap
 from .shape_ops import flatten, int_tensor, reshape, squeeze
 
@@ -33,7 +33,6 @@ def _sort(x: Tensor, d: int, descending: bool) -> tuple[Tensor, Tensor]:
     return wrap(x, values).astype(x.dtype), wrap(x, indices)
 
 
-@tensor_method
 def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
     """Sorted values and their int64 indices along ``dim`` (always stable here, so
     ``stable`` is accepted for PyTorch compatibility).
@@ -51,7 +50,6 @@ def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = F
     return SortResult(*_sort(x, d, descending))
 
 
-@tensor_method
 def argsort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """The int64 indices that sort ``self`` along ``dim``."""
     return sort(self, dim, descending, stable).indices
@@ -67,7 +65,6 @@ def _take(x: Tensor, d: int, start: int, stop: int) -> Tensor:
     return wrap(x, x.backend.slice(x._prim, ranges))
 
 
-@tensor_method
 def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     """The ``k`` largest (or smallest) values along ``dim`` and their indices, in order.
 
@@ -86,7 +83,6 @@ def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool
     return TopKResult(_take(v, d, 0, k), _take(i, d, 0, k))
 
 
-@tensor_method
 def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     """The ``k``-th smallest value (1-based) along ``dim`` and its index.
 
@@ -108,7 +104,6 @@ def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     return KthValueResult(v, i)
 
 
-@tensor_method
 def median(self: Tensor, dim: int | None = None, keepdim: bool = False):
     """The lower median (PyTorch): of all elements (a 0-d tensor) when ``dim`` is None, else
     ``(values, indices)`` along ``dim``. A NaN in a slice makes its median NaN.
@@ -144,7 +139,6 @@ def median(self: Tensor, dim: int | None = None, keepdim: bool = False):
     return MedianResult(v, i)
 
 
-@tensor_method
 def unique(self: Tensor, sorted: bool = True, return_inverse: bool = False,
            return_counts: bool = False, dim: int | None = None):
     """The distinct values in ascending order (of the flattened tensor, or distinct slices

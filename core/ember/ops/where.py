@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..shape import broadcast_shapes
-from ..tensor import Tensor, check_same_backend, tensor_method
+from ..tensor import Tensor, check_same_backend
 from ._dispatch import as_tensor, broadcast_to, prepare
 
 
@@ -31,7 +31,6 @@ def where(condition, x=None, y=None) -> Tensor:
     return Tensor(c.backend.where(c._prim, a._prim, b._prim), c.backend)
 
 
-@tensor_method(name="where")
-def _where_method(self: Tensor, condition, other) -> Tensor:
+def where_method(self: Tensor, condition, other) -> Tensor:
     """``self.where(condition, other)``: self where condition holds, else other (PyTorch)."""
     return where(condition, self, other)

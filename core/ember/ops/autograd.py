@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..errors import DTypeError, EmberError, ShapeError
-from ..tensor import Tensor, tensor_method
-from .backend import ADPrim, Autodiff
-from .graph import Gradients, Node, run_backward
+from ..tensor import Tensor
+from ..autodiff.backend import ADPrim, Autodiff
+from ..autodiff.graph import Gradients, Node, run_backward
 
 
 def _autodiff(t: Tensor, op: str) -> Autodiff:
@@ -19,7 +19,6 @@ def _autodiff(t: Tensor, op: str) -> Autodiff:
     return t.backend
 
 
-@tensor_method
 def require_grad(self: Tensor) -> Tensor:
     """This tensor as a tracked leaf: ``backward`` computes its gradient (float only).
 
@@ -40,13 +39,11 @@ def require_grad(self: Tensor) -> Tensor:
     return Tensor(ADPrim(self._prim.inner, Node.leaf()), self.backend)
 
 
-@tensor_method
 def is_require_grad(self: Tensor) -> bool:
     """Whether the tensor is tracked (a leaf that requires grad, or computed from one)."""
     return isinstance(self._prim, ADPrim) and self._prim.node is not None
 
 
-@tensor_method
 def detach(self: Tensor) -> Tensor:
     """The same values, untracked (no copy). On a plain backend: the tensor itself."""
     if isinstance(self._prim, ADPrim) and self._prim.node is not None:
@@ -54,7 +51,6 @@ def detach(self: Tensor) -> Tensor:
     return self
 
 
-@tensor_method
 def inner(self: Tensor) -> Tensor:
     """The values as a tensor of the inner backend (no graph, no copy); itself elsewhere.
 
@@ -65,10 +61,9 @@ def inner(self: Tensor) -> Tensor:
     return self
 
 
-to_inner = tensor_method(inner, name="to_inner")
+to_inner = inner
 
 
-@tensor_method
 def backward(
     self: Tensor, gradient=None, *, into: Gradients | None = None, retain_graph: bool = False
 ) -> Gradients:
@@ -120,7 +115,6 @@ def backward(
     )
 
 
-@tensor_method
 def grad(self: Tensor, grads: Gradients) -> Tensor | None:
     """This tensor's gradient in ``grads`` (a Tensor on the inner backend), or None."""
     if not isinstance(grads, Gradients):
