@@ -1,8 +1,10 @@
-"""The wgpu backend: WGSL compute shaders through wgpu-py (and, later, ``navigator.gpu``).
+"""The wgpu backend: WGSL compute shaders through wgpu-py, or ``navigator.gpu`` in a browser.
 
-Layers: ``adapter`` (the GPU interface: wgpu-py in ``native``), ``kernels`` (WGSL files from
-``shaders/``, placeholder rendering, pipeline cache), ``allocator`` (size-class buffer cache),
-``engine`` (batched submits), ``launch``/``compute`` (kernel launchers) and ``backend``.
+Layers: ``adapter`` (the GPU interface: wgpu-py in ``native``, ``navigator.gpu`` in
+``browser``), ``kernels`` (WGSL files from ``shaders/``, placeholder rendering, pipeline cache),
+``allocator`` (size-class buffer cache), ``engine`` (batched submits), ``launch``/``compute``
+(kernel launchers), then the backend in the same files as every backend: ``backend`` (the
+class: data, layout, indexing, creation), ``ops`` (the math) and ``nn`` (module ops).
 
 >>> import ember
 >>> with ember.use_backend("wgpu"):          # doctest: +SKIP

@@ -12,18 +12,19 @@ import sys
 from array import array
 
 from ... import dtype as dt
-from ...contract import Backend, Caps
+from ...contract import Caps
 from ...data import TensorData
 from ...errors import DTypeError
 from . import compute
 from .launch import Runtime, cast, contiguous, copy_region, map_op, narrow, widen
 from .nn import WgpuNNOps
+from .ops import WgpuOps
 from .primitive import PACK, WIDE, WgpuTensor, contiguous_strides
 
 _I32 = (-(1 << 31), (1 << 31) - 1)
 
 
-class WgpuBackend(WgpuNNOps, Backend):
+class WgpuBackend(WgpuNNOps, WgpuOps):
     """GPU backend over wgpu-py (Vulkan/Metal/DX12; Mesa lavapipe without a GPU).
 
     ``adapter``: an adapter name substring (default ``$EMBER_WGPU_ADAPTER``) or a
@@ -31,6 +32,10 @@ class WgpuBackend(WgpuNNOps, Backend):
     or ``"low-power"``. Caps: float32, int32, int64 (stored as int32: values must fit in
     int32, arithmetic wraps at 32 bits), bool, int8, uint8, and float16 where the adapter has
     ``shader-f16``. No float64 (WGSL has none).
+
+    Data, layout (strided views), indexing and creation are here; the math is inherited from
+    :class:`~ember.backends.wgpu.ops.WgpuOps`, the module ops from
+    :class:`~ember.backends.wgpu.nn.WgpuNNOps`.
     """
 
     name = "wgpu"
@@ -160,118 +165,12 @@ class WgpuBackend(WgpuNNOps, Backend):
         out = compute.philox_uniform(self.rt, tuple(shape), seed, offset)
         return out if dtype == dt.float32 else cast(self.rt, out, dtype)
 
-    # ------------------------------------------------------------------ shared helpers
-    def _ew(self, expr: str, *xs, out=None):
-        return map_op(self.rt, list(xs), out or xs[0].dtype, expr)
-
-    def _reduce(self, x, dims, op, arg=False):
-        w = widen(self.rt, x)
-        r = compute.reduce(self.rt, w, tuple(dims), op, arg)
-        return r if arg else narrow(self.rt, r, x.dtype)
-
-    def _scan(self, x, dim, op):
-        return narrow(self.rt, compute.scan(self.rt, widen(self.rt, x), dim, op), x.dtype)
-
-    def _sort(self, x, dim, descending):
-        v, i = compute.sort(self.rt, widen(self.rt, x), dim, descending)
-        return narrow(self.rt, v, x.dtype), i
-
-    def _matmul(self, a, b):
-        r = compute.matmul(self.rt, widen(self.rt, a), widen(self.rt, b))
-        return narrow(self.rt, r, a.dtype)
-
-    # ------------------------------------------------------------------ float / int
-    def float_sort(self, x, dim, descending):
-        return self._sort(x, dim, descending)
-
-    def int_sort(self, x, dim, descending):
-        return self._sort(x, dim, descending)
-
-    def float_matmul(self, a, b):
-        return self._matmul(a, b)
-
-    def int_matmul(self, a, b):
-        return self._matmul(a, b)
-
-    def int_pow(self, a, b):
-        if b.size:
-            lowest = self.to_data(self._reduce(b, tuple(range(len(b.shape))), "min"))
-            if lowest.values()[0] < 0:
-                raise ValueError("pow: integers to negative integer powers are not allowed")
-        return self._ew("i_pow(x0, x1)", a, b)
-
 
 def _conv(src: dt.DType, dst: dt.DType) -> str:
     from .launch import _CONVERT
     from .primitive import COMPUTE
 
     return _CONVERT[COMPUTE[src], COMPUTE[dst]]
-
-
-def _elementwise(expr: str, out: dt.DType | None = None):
-    def op(self, *xs):
-        return self._ew(expr, *xs, out=out)
-
-    return op
-
-
-def _reduction(op: str, arg: bool = False):
-    if arg:
-        def fn(self, x, dim):
-            return self._reduce(x, (dim,), op, True)
-    else:
-        def fn(self, x, dims):
-            return self._reduce(x, dims, op)
-    return fn
-
-
-def _scanner(op: str):
-    def fn(self, x, dim):
-        return self._scan(x, dim, op)
-
-    return fn
-
-
-_B = dt.bool_
-_FLOAT = {
-    "add": "x0 + x1", "sub": "x0 - x1", "mul": "x0 * x1", "div": "x0 / x1",
-    "pow": "f_pow(x0, x1)", "maximum": "f_max(x0, x1)", "minimum": "f_min(x0, x1)",
-    "neg": "-x0", "abs": "abs(x0)", "exp": "f_exp(x0)", "log": "f_log(x0)",
-    "sqrt": "f_sqrt(x0)", "sin": "f_sin(x0)", "cos": "f_cos(x0)", "atan": "f_atan(x0)",
-    "tanh": "f_tanh(x0)", "erf": "f_erf(x0)", "floor": "f_floor(x0)", "ceil": "f_ceil(x0)",
-    "round": "f_round(x0)", "sigmoid": "1.0 / (1.0 + f_exp(-x0))",
-}
-_FLOAT_BOOL = {
-    "eq": "x0 == x1", "lt": "x0 < x1", "le": "x0 <= x1", "ne": "!(x0 == x1)",
-    "gt": "x0 > x1", "ge": "x0 >= x1", "isnan": "is_nan_f(x0)", "isinf": "is_inf_f(x0)",
-}
-_INT = {
-    "add": "x0 + x1", "sub": "x0 - x1", "mul": "x0 * x1", "floor_divide": "i_floordiv(x0, x1)",
-    "remainder": "i_rem(x0, x1)", "maximum": "max(x0, x1)", "minimum": "min(x0, x1)",
-    "neg": "0 - x0", "abs": "abs(x0)",
-}
-_INT_BOOL = {"eq": "x0 == x1", "lt": "x0 < x1", "le": "x0 <= x1", "ne": "x0 != x1",
-             "gt": "x0 > x1", "ge": "x0 >= x1"}
-_BOOL = {"and": "x0 && x1", "or": "x0 || x1", "not": "!x0", "xor": "x0 != x1",
-         "eq": "x0 == x1", "ne": "x0 != x1"}
-
-for _name, _expr in _FLOAT.items():
-    setattr(WgpuBackend, f"float_{_name}", _elementwise(_expr))
-for _name, _expr in _FLOAT_BOOL.items():
-    setattr(WgpuBackend, f"float_{_name}", _elementwise(_expr, _B))
-for _name, _expr in _INT.items():
-    setattr(WgpuBackend, f"int_{_name}", _elementwise(_expr))
-for _name, _expr in _INT_BOOL.items():
-    setattr(WgpuBackend, f"int_{_name}", _elementwise(_expr, _B))
-for _name, _expr in _BOOL.items():
-    setattr(WgpuBackend, f"bool_{_name}", _elementwise(_expr))
-for _kind in ("float", "int"):
-    for _op in ("sum", "prod", "max", "min"):
-        setattr(WgpuBackend, f"{_kind}_{_op}", _reduction(_op))
-    setattr(WgpuBackend, f"{_kind}_argmax", _reduction("max", arg=True))
-    setattr(WgpuBackend, f"{_kind}_argmin", _reduction("min", arg=True))
-    setattr(WgpuBackend, f"{_kind}_cumsum", _scanner("sum"))
-    setattr(WgpuBackend, f"{_kind}_cumprod", _scanner("prod"))
 
 
 # ---------------------------------------------------------------------- int64 ↔ int32
