@@ -357,3 +357,53 @@ def test_reader_never_runs_code_from_a_pickle_under_the_new_checks(tmp_path):
             PyTorchFile(_zip_with_pickle(tmp_path, pkl))
     assert not marker.exists()
 
+
+
+# ---------------------------------------------------------------------------- hash collisions
+_MODULUS = 2**61 - 1  # CPython hashes an int by its value modulo this: k * _MODULUS all collide
+
+
+def test_colliding_int_keys_are_refused(tmp_path):
+    """20 000 int keys with one hash took 6 s (a million would take hours): each insertion
+    walks every key before it."""
+    keys = b"".join(_val(k * _MODULUS) + b"N" for k in range(20_000))
+    pkl = b"\x80\x02}(" + keys + b"u."
+    assert len(pkl) < 300_000
+    with pytest.raises(RecordError, match="hash collisions.*max_pickle_ops"):
+        PyTorchFile(_zip_with_pickle(tmp_path, pkl))
+
+
+def test_colliding_float_set_elements_are_refused(tmp_path):
+    """Floats x * 2**61k share a hash too; here they reach ``set()`` through REDUCE."""
+    floats = [1.5 * 2.0 ** (61 * k) for k in range(16)]
+    assert len({hash(x) for x in floats}) == 1
+    pkl = (b"\x80\x02" + _val(floats) + b"q\x00(" + b"".join(
+        _glob("builtins", "set") + b"h\x00\x85R" for _ in range(50)) + b"l.")
+    PyTorchFile(_zip_with_pickle(tmp_path, pkl))
+    with ember.limits.override(max_pickle_ops=2000), \
+            pytest.raises(RecordError, match="hash collisions.*max_pickle_ops"):
+        PyTorchFile(_zip_with_pickle(tmp_path, pkl))
+
+
+def test_ordinary_keys_cost_nothing_extra(tmp_path):
+    """Optimizer states use small int keys, state dicts str keys: neither can collide."""
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    state = {"model": model.state_dict(), "optim": opt.state_dict(),
+             "ids": {k: k for k in range(5000)}}
+    with ember.limits.override(max_pickle_ops=60_000):
+        f = PyTorchFile(_saved(tmp_path, state))
+    assert np.array_equal(f.get("optim.state.0.exp_avg").to_numpy(),
+                          opt.state_dict()["state"][0]["exp_avg"].numpy())
+    assert np.array_equal(f.get("model.weight").to_numpy(), model.weight.detach().numpy())
+
+
+def test_build_on_an_ordered_dict_costs_nothing(tmp_path):
+    """BUILD copied a memoised state dict into the OrderedDict's attributes each time."""
+    state = _val({f"k{i}": i for i in range(1000)})
+    pkl = (b"\x80\x02" + state + b"q\x00(" + b"".join(
+        _glob("collections", "OrderedDict") + b")Rh\x00b" for _ in range(1000)) + b"l.")
+    f = PyTorchFile(_zip_with_pickle(tmp_path, pkl))
+    assert len(f.obj) == 1000 and not vars(f.obj[0])

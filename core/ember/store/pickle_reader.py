@@ -23,6 +23,7 @@ import math
 import pickle
 import pickletools
 import reprlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
@@ -35,8 +36,20 @@ _INTS = frozenset({"INT", "LONG", "LONG1", "LONG4"})  # the others hold at most 
 _RULES: dict[str, Any] = {
     **dict.fromkeys(("PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"), "put"),
     **dict.fromkeys(("GET", "BINGET", "LONG_BINGET"), "get"),
-    "MARK": "mark", "POP": "pop", "DUP": "dup", "TUPLE": "to_mark", "EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3,
+    "MARK": "mark", "POP": "pop", "DUP": "dup",
+    "TUPLE": "to_mark", "EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3,
 }
+# Each simulated stack entry is ``tuple depth << 1 | collidable``. CPython's hashes of ints,
+# floats, tuples and frozensets are not randomised, so a file can pick thousands of keys with
+# one hash and make each dict insertion walk all of them; str and bytes hashes are randomised,
+# ints below the hash modulus have distinct hashes, and other objects hash by identity.
+_COLLIDABLE = 1
+_MADE_COLLIDABLE = frozenset({"FLOAT", "BINFLOAT", "FROZENSET", "REDUCE", "NEWOBJ", "NEWOBJ_EX",
+                              "INST", "OBJ"})
+_HASHED_EVERY = frozenset({"ADDITEMS", "FROZENSET"})  # elements hashed; dicts hash every other
+_HASHED_PAIRS = frozenset({"DICT", "SETITEMS"})
+_MODULUS = sys.hash_info.modulus
+_HASH_SAFE = (str, bytes, bool, type(None))
 
 
 class _Brief(reprlib.Repr):
@@ -46,7 +59,11 @@ class _Brief(reprlib.Repr):
         super().__init__()
         self.maxlevel, self.maxother = 3, 60
 
-    repr_OrderedDict = reprlib.Repr.repr_dict
+    def repr1(self, x: Any, level: int) -> str:
+        for base in (dict, list, tuple):  # subclasses too (OrderedDict), never their full repr
+            if isinstance(x, base) and type(x) is not base:
+                return getattr(self, f"repr_{base.__name__}")(x, level)
+        return super().repr1(x, level)
 
 
 brief = _Brief().repr
@@ -56,6 +73,8 @@ brief = _Brief().repr
 def _effect(op: pickletools.OpcodeInfo) -> tuple[bool, int, int]:
     """(pops back to a MARK first?, objects it then takes, objects it leaves)."""
     before = op.stack_before
+    if op.name == "BUILD":
+        return False, 1, 0  # takes the state; the object below stays what it was
     if pickletools.markobject in before:  # the container below the mark is taken too
         return True, before.index(pickletools.markobject), len(op.stack_after)
     return False, len(before), len(op.stack_after)
@@ -70,20 +89,23 @@ def _digits(value: int) -> int:
     return len(str(abs(value))) if bits < 13_000 else int(bits * math.log10(2))
 
 
-def _scan(f: Any, where: str) -> int:
-    """Walk one pickle's opcodes without building any object; returns how many there are.
+def _scan(f: Any, where: str) -> tuple[int, int]:
+    """Walk one pickle's opcodes without building any object. Returns the work it will take
+    (opcodes + worst-case hash collisions) and how many collidable keys it hashes.
 
-    The stack is simulated holding, for each object, only how deeply tuples nest in it:
-    tuples are the containers CPython hashes, recursively, without a depth check. Marks are
-    kept apart as the C unpickler keeps them (a fence that no opcode may pop through).
+    The stack is simulated with, for each object, only how deeply tuples nest in it (CPython
+    hashes nested tuples recursively, without a depth check) and whether its hash is the
+    file's choice. Marks are kept apart as the C unpickler keeps them (a fence that no opcode
+    may pop through).
     """
     bounds = limits.current()
-    max_ops, max_nesting, max_memo = bounds.max_pickle_ops, bounds.max_nesting, bounds.max_pickle_memo
+    max_ops, max_nesting = bounds.max_pickle_ops, bounds.max_nesting
+    max_memo = bounds.max_pickle_memo
     items: list[int] = []
     marks: list[int] = []
     fence = 0  # the position of the innermost open MARK: no opcode may take objects below it
     memo: dict[int, int] = {}
-    ops = 0
+    ops = collisions = collidable_keys = 0
 
     def corrupt(why: str) -> RecordError:
         return RecordError(f"{where}: corrupt pickle ({why})")
@@ -91,27 +113,39 @@ def _scan(f: Any, where: str) -> int:
     try:
         for op, arg, _pos in pickletools.genops(f):
             ops += 1
-            if ops > max_ops:
-                limits.check(RecordError, f"{where}: pickle opcodes", ops, "max_pickle_ops")
+            if ops + collisions > max_ops:
+                _check_work(where, ops + collisions)
             name = op.name
             rule = _RULES.get(name)
             if rule is None:  # most opcodes: take some objects (maybe back to a MARK), leave one
+                made = _COLLIDABLE if name in _MADE_COLLIDABLE else 0
                 if name in _INTS:
                     limits.check(RecordError, f"{where}: digits in a pickle integer",
                                  _digits(arg), "max_int_digits")
+                    made = 0 if -_MODULUS < arg < _MODULUS else _COLLIDABLE
                 to_mark, take, leave = _EFFECTS[name]
+                hashed: list[int] = []
                 if to_mark:
                     if not marks:
                         raise corrupt(f"opcode {ops} ({name}) expects a MARK and none is open")
-                    del items[marks.pop():]
+                    start = marks.pop()
+                    if name in _HASHED_EVERY or name in _HASHED_PAIRS:
+                        hashed = items[start::1 if name in _HASHED_EVERY else 2]
+                    del items[start:]
                     fence = marks[-1] if marks else 0
                 keep = len(items) - take
                 if keep < fence:
                     raise corrupt(f"opcode {ops} ({name}) takes {take} objects from a stack "
                                   "that has fewer")
+                if name == "SETITEM":
+                    hashed = items[keep + 1:keep + 2]
                 del items[keep:]
+                for entry in hashed:
+                    if entry & _COLLIDABLE:  # the worst case: it collides with all before it
+                        collidable_keys += 1
+                        collisions += collidable_keys
                 if leave:
-                    items.append(0)
+                    items.append(made)
             elif rule == "put":
                 index = len(memo) if name == "MEMOIZE" else arg
                 if index >= max_memo:
@@ -153,20 +187,26 @@ def _scan(f: Any, where: str) -> int:
                     if keep < fence:
                         raise corrupt(f"opcode {ops} ({name}) takes {rule} objects from a "
                                       "stack that has fewer")
-                depth = 1 + max(items[keep:], default=0)
+                depth = 1 + max((entry >> 1 for entry in items[keep:]), default=0)
                 del items[keep:]
                 if depth > max_nesting:
                     limits.check(RecordError, f"{where}: tuple nesting", depth, "max_nesting")
-                items.append(depth)
+                items.append(depth << 1 | _COLLIDABLE)
     except RecordError:
         raise
     except ValueError as e:  # genops: unknown opcode, argument past the end, bad UTF-8
         raise RecordError(f"{where}: corrupt pickle ({e})") from e
-    return ops
+    _check_work(where, ops + collisions)
+    return ops + collisions, collidable_keys
 
 
-def _next_pickle(f: BinaryIO, where: str) -> tuple[bytes, int]:
-    """The pickle starting at ``f``'s position (its bytes and opcodes), leaving ``f`` just after
+def _check_work(where: str, work: int) -> None:
+    limits.check(RecordError, f"{where}: pickle work (opcodes, elements copied, worst-case "
+                 "hash collisions)", work, "max_pickle_ops")
+
+
+def _next_pickle(f: BinaryIO, where: str) -> tuple[bytes, tuple[int, int]]:
+    """The pickle starting at ``f``'s position (its bytes and :func:`_scan`), leaving ``f`` after
     it. Its end is found by scanning a buffer that grows until it holds the whole pickle:
     never more than the file has, nor past max_header_bytes."""
     start = f.tell()
@@ -178,7 +218,7 @@ def _next_pickle(f: BinaryIO, where: str) -> tuple[bytes, int]:
         data = f.read(min(size, left, cap + 1))
         stream = io.BytesIO(data)
         try:
-            ops = _scan(stream, where)
+            scanned = _scan(stream, where)
         except RecordError:
             # an error before the end of the buffer is the pickle's; at its end it may only
             # be that the buffer is too short
@@ -189,18 +229,21 @@ def _next_pickle(f: BinaryIO, where: str) -> tuple[bytes, int]:
             size *= 8
             continue
         f.seek(start + stream.tell())
-        return data[: stream.tell()], ops
+        return data[: stream.tell()], scanned
 
 
 # ---------------------------------------------------------------------------- unpickling
 class _Unpickler(pickle.Unpickler):
-    """The C unpickler with globals from a table, and a budget for what their calls copy."""
+    """The C unpickler with globals from a table, charging what their calls do to the work
+    budget the scan started."""
 
     def __init__(self, data: bytes, where: str, allowed: Mapping[tuple[str, str], Any],
-                 persistent_load: Callable[[Any], Any] | None, refusal: str, ops: int):
+                 persistent_load: Callable[[Any], Any] | None, refusal: str,
+                 scanned: tuple[int, int]):
         super().__init__(io.BytesIO(data))
         self._where, self._allowed, self._refusal = where, allowed, refusal
-        self._persistent, self._ops = persistent_load, ops
+        self._persistent = persistent_load
+        self._work, self._collidable = scanned
 
     def find_class(self, module: str, name: str) -> Any:
         try:
@@ -208,15 +251,24 @@ class _Unpickler(pickle.Unpickler):
         except KeyError:
             raise RecordError(f"{self._where} refers to the global '{module}.{name}', which is "
                               f"not allowed: {self._refusal}") from None
+        # each use gets a fresh wrapper, so a BUILD opcode can't set attributes on the target
         return self._charged(target) if callable(target) else target
 
     def _charged(self, fn: Callable) -> Callable:
         # A constructor copies its argument, and a pickle can pass one shared list to it a
-        # million times: the elements copied count against max_pickle_ops like opcodes.
+        # million times: elements copied count like opcodes. Sets and dicts also hash them.
+        hashes = fn in (set, frozenset) or (isinstance(fn, type) and issubclass(fn, dict))
+
         def call(*args: Any) -> Any:
-            self._ops += sum(len(a) for a in args if isinstance(a, (tuple, list, dict, str)))
-            limits.check(RecordError, f"{self._where}: pickle opcodes and elements copied",
-                         self._ops, "max_pickle_ops")
+            self._work += sum(len(a) for a in args if isinstance(a, (tuple, list, dict, str)))
+            if self._work > limits.current().max_pickle_ops:
+                _check_work(self._where, self._work)
+            if hashes and args:
+                for key in args[0]:  # a dict's keys, a list's items
+                    if not _hash_safe(key):
+                        self._collidable += 1
+                        self._work += self._collidable
+                _check_work(self._where, self._work)
             try:
                 return fn(*args)
             except RecordError as e:  # the callable's message, placed in the file
@@ -248,11 +300,18 @@ def load_pickle(source: bytes | BinaryIO, where: str, allowed: Mapping[tuple[str
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-        ops = _scan(io.BytesIO(data), where)
+        scanned = _scan(io.BytesIO(data), where)
     else:
-        data, ops = _next_pickle(source, where)
+        data, scanned = _next_pickle(source, where)
     with reading(f"{where}: pickle"):
-        return _Unpickler(data, where, allowed, persistent_load, refusal, ops).load()
+        return _Unpickler(data, where, allowed, persistent_load, refusal, scanned).load()
+
+
+def _hash_safe(value: Any) -> bool:
+    """Whether the file can't choose ``value``'s hash (see ``_COLLIDABLE``)."""
+    kind = type(value)
+    return (kind in _HASH_SAFE or kind.__hash__ is object.__hash__
+            or (kind is int and -_MODULUS < value < _MODULUS))
 
 
 # ---------------------------------------------------------------------------- flattening

@@ -163,13 +163,22 @@ def _size(values) -> tuple[int, ...]:
     return _counts(values, "torch.Size")
 
 
+class _OrderedDict(OrderedDict):
+    """``collections.OrderedDict`` as a checkpoint builds it. Attributes pickled with one
+    (torch's ``_metadata``) are dropped: they are not tensors, and a BUILD opcode could
+    otherwise re-insert one large memoised dict's keys a million times."""
+
+    def __setstate__(self, state: Any) -> None:
+        pass
+
+
 # what each global a checkpoint may name stands for; anything else is refused
 _GLOBALS: dict[tuple[str, str], Any] = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
-    ("collections", "OrderedDict"): OrderedDict,
+    ("collections", "OrderedDict"): _OrderedDict,
     ("torch", "Size"): _size,
     ("builtins", "set"): set,
     ("builtins", "frozenset"): frozenset,
