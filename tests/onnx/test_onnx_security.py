@@ -369,6 +369,15 @@ def test_sparse_initializer_densifies_like_onnxruntime():
     np.testing.assert_array_equal(ember.onnx.load(model)().numpy(), want)
 
 
+def test_sparse_constant_densifies():
+    values = helper.make_tensor("v", TensorProto.FLOAT, [2], [1.0, 2.0])
+    coords = helper.make_tensor("i", TensorProto.INT64, [2, 2], [0, 1, 1, 2])
+    node = helper.make_node("Constant", [], ["y"],
+                            sparse_value=helper.make_sparse_tensor(values, coords, [2, 3]))
+    got = ember.onnx.load(_model([node], [], [_vi("y", None)]))().numpy()
+    np.testing.assert_array_equal(got, [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])  # (0,1)=1, (1,2)=2
+
+
 # ---------------------------------------------------------------- limits on structure
 def test_node_count_is_bounded_by_max_tensors():
     nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"]) for i in range(20)]

@@ -208,7 +208,7 @@ class Reader:
         if kind in (A.TYPE_PROTO, A.TYPE_PROTOS):
             return None  # only Optional's 'type' uses these; the value carries its own type
         if kind == A.SPARSE_TENSOR:
-            return self.tensor(a.sparse_tensor.values, what)
+            return self.sparse(a.sparse_tensor, what)
         raise OnnxUnsupportedError(f"onnx.load: {what} has an unsupported type {kind}")
 
     def attrs(self, protos, what: str) -> dict[str, Any]:

@@ -13,8 +13,9 @@ from ._util import const, ints, scalar
 @op("Constant")
 def constant(ctx, value=None, value_float=None, value_floats=None, value_int=None,
              value_ints=None, sparse_value=None):
-    if value is not None:
-        return numpy_to_tensor(value, ctx.backend, "Constant")
+    if value is not None or sparse_value is not None:  # the reader densifies sparse values
+        return numpy_to_tensor(value if value is not None else sparse_value, ctx.backend,
+                               "Constant")
     if value_float is not None:
         return const(ctx, value_float, ember.float32)
     if value_floats is not None:
