@@ -135,6 +135,13 @@ def png_header(width: int, height: int) -> bytes:
     return bytes(data)
 
 
+def png_with_chunk(kind: bytes, payload: bytes) -> bytes:
+    """A 1×1 PNG with one extra chunk (valid CRC) after IHDR."""
+    data = png(1, 1)
+    crc = struct.pack(">I", zlib.crc32(kind + payload))
+    return data[:33] + struct.pack(">I", len(payload)) + kind + payload + crc + data[33:]
+
+
 LOAD_UNDER_1GB = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
@@ -205,6 +212,32 @@ def test_max_image_pixels_is_configurable(tmp_path):
         assert dataset_load_image(path).shape == (3, 20, 30)
         with pytest.raises(DatasetError, match="resizing to 100×100"):
             dataset_load_image(path, size=(100, 100))  # the resized image is bounded too
+
+
+def test_a_malformed_chunk_is_a_dataset_error(tmp_path):
+    """An iCCP chunk cut after its name: Pillow's parser raised IndexError."""
+    from ember.dataset import load_image as dataset_load_image
+
+    path = tmp_path / "iccp.png"
+    path.write_bytes(png_with_chunk(b"iCCP", b"icc\0"))
+    for load in (load_image, dataset_load_image):
+        with pytest.raises(DatasetError, match="iccp.png"):
+            load(path)
+
+
+@pytest.mark.parametrize("mode", ["RGB", "L", "RGBA"])
+def test_dataset_image_values(tmp_path, mode):
+    """ember.dataset.load_image: (C, H, W) float32 in [0, 1], against numpy."""
+    from ember.dataset import load_image as dataset_load_image
+    from PIL import Image
+
+    pixels = np.random.default_rng(0).integers(0, 256, (5, 7, 4), dtype=np.uint8)
+    path = tmp_path / "random.png"
+    Image.fromarray(pixels, "RGBA").save(path)
+    want = np.asarray(Image.open(path).convert(mode), np.float64).reshape(5, 7, -1) / 255
+    got = dataset_load_image(path, mode=mode).to_numpy()
+    assert got.dtype == np.float32 and got.shape == (len(mode), 5, 7)
+    np.testing.assert_allclose(got, want.transpose(2, 0, 1), rtol=1e-6)
 
 
 @pytest.mark.parametrize("top", [0, -1, 1001])
