@@ -2,13 +2,16 @@
 
 ``pickle`` alone runs whatever a file names (``os.system``) and believes every number in it:
 an 8-byte pickle with memo index 2**28 makes the C unpickler allocate gigabytes, a million
-nested tuples used as a dict key overflow the C stack while hashing, a list appended to
-itself is a cycle, and 473 bytes of lists that share their items describe a tree with 2**60
-paths. :func:`load_pickle` therefore first walks the opcodes without building anything
+nested tuples used as a dict key overflow the C stack while hashing, 20 000 int keys sharing
+one hash take seconds to insert (a million, hours), a list appended to itself is a cycle, and
+473 bytes of lists that share their items describe a tree with 2**60 paths.
+:func:`load_pickle` therefore first walks the opcodes without building anything
 (:func:`pickletools.genops`), checking them against :mod:`ember.limits` — opcodes, memo
-indices, integer digits, open marks, tuple nesting — and only then lets the C unpickler build
-the object, resolving globals from the reader's table alone. :func:`named_leaves` flattens
-the result into dotted names, expanding each shared container once.
+indices, integer digits, open marks, tuple nesting, the worst case of keys whose hash the
+file picks — and only then lets the C unpickler build the object, resolving globals from the
+reader's table alone and charging what those calls copy and hash to the same budget.
+:func:`named_leaves` flattens the result into dotted names, expanding each shared container
+once.
 
 >>> load_pickle(b"\\x80\\x02]q\\x00(K\\x01K\\x02e.", "demo", {})
 [1, 2]

@@ -125,8 +125,7 @@ def _is_count(value: Any) -> bool:
 
 def _counts(value: Any, what: str) -> tuple[int, ...]:
     if not isinstance(value, (tuple, list)) or not all(_is_count(v) for v in value):
-        raise RecordError(f"a tensor's {what} is {brief(value)}, not a tuple of "
-                          "ints >= 0")
+        raise RecordError(f"a tensor's {what} is {brief(value)}, not a tuple of ints >= 0")
     return tuple(value)
 
 
@@ -137,12 +136,10 @@ def _extent(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
 
 def _rebuild_tensor(storage, storage_offset, size, stride, *_ignored) -> TensorRef:
     if not isinstance(storage, _Storage) or not _is_count(storage_offset):
-        raise RecordError(f"bad tensor record ({brief(storage)}, offset "
-                          f"{brief(storage_offset)})")
+        raise RecordError(f"bad tensor record ({brief(storage)}, offset {brief(storage_offset)})")
     shape, strides = _counts(size, "size"), _counts(stride, "stride")
     if len(shape) != len(strides):
-        raise RecordError(f"a tensor of size {brief(shape)} has {len(strides)} "
-                          "strides")
+        raise RecordError(f"a tensor of size {brief(shape)} has {len(strides)} strides")
     end = storage_offset + _extent(shape, strides)
     if 0 not in shape and end > storage.numel:
         raise RecordError(
@@ -172,6 +169,7 @@ class _OrderedDict(OrderedDict):
         pass
 
 
+_STORAGE_TYPES = {name: _StorageType(name) for name in _STORAGES}
 # what each global a checkpoint may name stands for; anything else is refused
 _GLOBALS: dict[tuple[str, str], Any] = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
@@ -183,7 +181,7 @@ _GLOBALS: dict[tuple[str, str], Any] = {
     ("builtins", "set"): set,
     ("builtins", "frozenset"): frozenset,
     **{(module, name): stype for module in ("torch", "torch.storage")
-       for name, stype in ((name, _StorageType(name)) for name in _STORAGES)},
+       for name, stype in _STORAGE_TYPES.items()},
 }
 _REFUSAL = ("only tensors, storages, OrderedDict and plain containers are rebuilt (a "
             "checkpoint that needs other globals could run code; nothing was executed)")
@@ -333,7 +331,7 @@ class PyTorchFile:
                 raise RecordError(f"pytorch: {self.path}: storage {key} holds {have} bytes, "
                                   f"{n} × {stype.itemsize} expected (truncated)")
             self._storages[key] = _Storage(key, stype, n)
-        elif self._storages[key].type.name != stype.name:
+        elif self._storages[key].type is not stype:
             raise RecordError(f"pytorch: {self.path}: storage {key!r} is read as "
                               f"{self._storages[key].type!r} and as {stype!r}")
         return self._storages[key]
@@ -411,7 +409,7 @@ class PyTorchFile:
                               "elements")
         if root_key not in pending:
             pending[root_key] = (stype, n, [])
-        elif pending[root_key][0].name != stype.name or pending[root_key][1] != n:
+        elif pending[root_key][:2] != (stype, n):
             raise RecordError(f"pytorch: {self.path}: storage {root_key!r} is declared twice, "
                               "differently")
         offset, count = 0, n
