@@ -56,8 +56,10 @@ def _attr(node, name: str, kind: int, value):
 
 
 # ---------------------------------------------------------------- ember onnx convert
-def _chain(x="x", b="b", h="h", y="y", node_name="relu", extra=None, pad_mode=None):
-    """x + b -> Relu -> Flatten (or Pad) -> y: every name and attribute a parameter."""
+def _chain(x="x", b="b", h="h", y="y", node_name="relu", extra=None, pad_mode=None,
+           stray=False):
+    """x + b -> Relu -> Flatten (or Pad) -> y: every name and attribute a parameter (and, if
+    ``stray``, a Relu node with neither inputs nor outputs)."""
     last = helper.make_node("Flatten", ["r"], [y], axis=1)
     inits = [helper.make_tensor(b, TensorProto.FLOAT, [3], [0.5, -1.0, 2.0])]
     if pad_mode is not None:
@@ -67,6 +69,8 @@ def _chain(x="x", b="b", h="h", y="y", node_name="relu", extra=None, pad_mode=No
         _attr(last, k, AttributeProto.INT, v)
     nodes = [helper.make_node("Add", [x, b], [h]), helper.make_node("Relu", [h], ["r"],
                                                                      name=node_name), last]
+    if stray:
+        nodes.insert(0, helper.make_node("Relu", [], []))
     return _model(nodes, [_vi(x, [2, 3])], [_vi(y, None)], inits)
 
 
@@ -95,6 +99,7 @@ CONVERT_CASES = {
     "concat_axis_is_a_string": _int_attr_as_string("Concat", "axis"),
     "softmax_axis_is_a_string": _int_attr_as_string("Softmax", "axis"),
     "conv_group_is_a_string": _int_attr_as_string("Conv", "group"),
+    "node_without_inputs_or_outputs": _chain(stray=True),
 }
 
 # every call the generated module makes: its own helpers, ember, and methods on tensors

@@ -161,13 +161,14 @@ def check_calls(functions: dict[tuple[str, str], Function]) -> None:
 
 
 def check_wiring(inputs, nodes: list[Node], outputs: list[str], where: str,
-                 outer: frozenset = frozenset()) -> None:
+                 outer: tuple[set[str], ...] = ()) -> None:
     """Every node input must come from ``inputs``, an earlier node or, in a subgraph, a value
-    of the enclosing scope defined before it; every output must be computed (a truncated file
+    of an enclosing scope defined before it; every output must be computed (a truncated file
     that still parses usually fails here)."""
-    known = set(outer) | set(inputs) | {""}
+    known = set(inputs) | {""}
+    scopes = (known, *outer)  # shared, not copied: many subgraphs must not cost N^2
     for i, node in enumerate(nodes):
-        bad = [x for x in node.inputs if x not in known]
+        bad = [x for x in node.inputs if not any(x in s for s in scopes)]
         if bad:
             raise OnnxLoadError(
                 f"onnx.load: {where}: node {i} '{node.name}' ({node.op_type}) reads {bad}, "
@@ -175,8 +176,7 @@ def check_wiring(inputs, nodes: list[Node], outputs: list[str], where: str,
                 "truncated or the graph not topologically sorted")
         for g in node.subgraphs():
             check_wiring([*g.inputs, *g.initializers], g.nodes, g.outputs,
-                         f"{where} > {node.op_type} '{node.name}' body '{g.name}'",
-                         frozenset(known))
+                         f"{where} > {node.op_type} '{node.name}' body '{g.name}'", scopes)
         known.update(node.outputs)
     missing = [o for o in outputs if o not in known]
     if missing:

@@ -133,12 +133,18 @@ def _wrap(line: str, width: int = 100, indent: str = " " * 12) -> str:
 
 
 _INFIX = {"Add": "+", "Sub": "-", "Mul": "*"}
+# inputs the direct spellings read; a node without them goes through ``call``, which reports it
+_ARITY = {"Add": 2, "Sub": 2, "Mul": 2, "BatchNormalization": 5, "MatMul": 2, "Conv": 2,
+          "Gemm": 2}
 
 
 def _emit(node: Node, ins: list[str], consts: dict, opset: int) -> str | None:
     """A direct ember spelling of a common node, or None to use ``call``. Attribute values
     reach the code only through :func:`_lit` or the typed getters above."""
     a, op = node.attrs, node.op_type
+    need = _ARITY.get(op, 1)
+    if len(ins) < need or "None" in ins[:need]:
+        return None
     if op in ("Add", "Sub", "Mul") and len(ins) == 2 and "broadcast" not in a:
         return f"{ins[0]} {_INFIX[op]} {ins[1]}"
     if op == "BatchNormalization" and len(ins) == 5 and not a.get("training_mode"):
@@ -267,7 +273,7 @@ def generate(module: OnnxModule, class_name: str = "Model", weights_file: str = 
             expr = _emit(node, ins, consts, opset)
         except _NoDirectForm:
             expr = None
-        target = ", ".join(outs) if len(outs) > 1 else outs[0]
+        target = ", ".join(outs) if len(outs) > 1 else (outs[0] if outs else "_")
         lines.append(_wrap(f"        {target} = {expr or _call(node, ins, opset)}"))
     rets = [names.map.get(o, "None") for o in graph.outputs]
     lines.append(f"        return {', '.join(rets)}")

@@ -75,6 +75,7 @@ class OnnxModule(Module):
             check_wiring(f.inputs, f.nodes, f.outputs, f"function '{domain}.{name}'")
         self._check_supported(model)
         for g in [model.graph, *_subgraphs(model.graph)]:
+            g.nodes = [n for n in g.nodes if any(n.outputs)]  # ops are pure: no output, no use
             for name, array in g.initializers.items():
                 self._add_const(g, name, numpy_to_tensor(array, self.backend, f"initializer {name}"))
         if fold:
