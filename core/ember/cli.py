@@ -86,7 +86,8 @@ def _demo_mnist(args: argparse.Namespace) -> int:
 def _use_trained(args: argparse.Namespace, run_dir: Path) -> int:
     """``--serve`` / ``--embedded``: use the model a previous ``ember demo mnist`` saved."""
     if not (run_dir / "model.safetensors").is_file():
-        print(f"no trained model in {run_dir}/: run `ember demo mnist --run-dir {run_dir}` first",
+        print(f"ember: error: no trained model in {run_dir}/: run `ember demo mnist --run-dir "
+              f"{run_dir}` first",
               file=sys.stderr)
         return 2
     if args.embedded:
