@@ -20,7 +20,7 @@ import time
 import numpy as np
 from ember.demos.mnist_model import mnist_cnn
 from ember.export import export, find_micropython, model_logits, run_on_micropython
-from ember.export.mnist import INPUT_TRANSFORM, mnist_arrays, mnist_mlp, normalize, train_briefly
+from ember.demos.mnist_embedded import INPUT_TRANSFORM, mnist_arrays, mnist_mlp, normalize, train_briefly
 
 
 def min_heap_kb(path, image, tier: str) -> int:

@@ -92,7 +92,7 @@ def _use_trained(args: argparse.Namespace, run_dir: Path) -> int:
         return 2
     if args.embedded:
         from .demos.mnist import load_trained
-        from .export.mnist import demo_embedded
+        from .demos.mnist_embedded import demo_embedded
 
         demo_embedded(load_trained(run_dir), n=args.count, int8=args.int8)
         return 0

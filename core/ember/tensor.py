@@ -72,10 +72,7 @@ class Tensor:
 
     async def to_data_async(self) -> TensorData:
         """Awaitable read, for backends whose reads are asynchronous (browser WebGPU)."""
-        reader = getattr(self.backend, "to_data_async", None)
-        if reader is not None:
-            return await reader(self._prim)
-        return self.to_data()
+        return await self.backend.to_data_async(self._prim)
 
     def tolist(self):
         return self.to_data().tolist()

@@ -16,7 +16,7 @@ from .ops import (
     activation, arithmetic, autograd, creation, indexing, linalg, math, reduction, shape_ops,
     sorting,
 )
-from .ops.where import where_method
+from .ops.where import argwhere, nonzero, where_method
 from .tensor import Tensor
 
 METHODS = {
@@ -126,8 +126,8 @@ METHODS = {
     "narrow": indexing.narrow,
     "masked_fill": indexing.masked_fill,
     "masked_select": indexing.masked_select,
-    "nonzero": indexing.nonzero,
-    "argwhere": indexing.argwhere,
+    "nonzero": nonzero,
+    "argwhere": argwhere,
     "where": where_method,
     # linear algebra
     "matmul": linalg.matmul,

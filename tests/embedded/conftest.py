@@ -35,7 +35,7 @@ def micropython() -> str:
 
 @pytest.fixture(scope="session")
 def mnist():
-    from ember.export.mnist import mnist_arrays
+    from ember.demos.mnist_embedded import mnist_arrays
 
     try:
         train = mnist_arrays("train")
@@ -47,7 +47,7 @@ def mnist():
 
 @pytest.fixture(scope="session")
 def trained_mlp(mnist):
-    from ember.export.mnist import mnist_mlp, train_briefly
+    from ember.demos.mnist_embedded import mnist_mlp, train_briefly
 
     (tx, ty), _ = mnist
     return train_briefly(mnist_mlp(), tx, ty, steps=120, batch=64)
@@ -57,7 +57,7 @@ def trained_mlp(mnist):
 def trained_cnn(mnist):
     """mnist_cnn after a few steps: enough for distinct logits (accuracy is not the point)."""
     from ember.demos.mnist_model import mnist_cnn
-    from ember.export.mnist import train_briefly
+    from ember.demos.mnist_embedded import train_briefly
 
     (tx, ty), _ = mnist
     return train_briefly(mnist_cnn(), tx, ty, steps=25, batch=32, lr=3e-3)

@@ -24,7 +24,7 @@ from ember.export import (
     run_on_micropython,
     run_reference,
 )
-from ember.export.mnist import INPUT_TRANSFORM, normalize
+from ember.demos.mnist_embedded import INPUT_TRANSFORM, normalize
 
 HEAP = "256K"
 F32_TOL = 1e-4

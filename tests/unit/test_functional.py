@@ -1,5 +1,5 @@
 """ember.nn.functional against independent numpy float64 references (direct loops), on the
-numpy backend (its fast numpy_nn overrides), on the composite default bodies, and on the
+numpy backend (its fast numpy.nn overrides), on the composite default bodies, and on the
 pure-Python backend. PyTorch, when installed, adds cross-checks."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ember.nn import functional as F
 
 
 class Composite(NumpyBackend):
-    """The numpy primitives with every numpy_nn override removed: the default bodies."""
+    """The numpy primitives with every numpy.nn override removed: the default bodies."""
 
     name = "numpy-composite"
 

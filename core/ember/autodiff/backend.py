@@ -10,6 +10,8 @@ differentiable through their parts.
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..contract import Backend, registry
 from ..errors import EmberError
 from .checkpoint import STRATEGIES, current_strategy
@@ -62,7 +64,7 @@ class Autodiff(Backend):
 
         self.inner = get_backend(inner)
         self.name = f"autodiff-{self.inner.name}"
-        self.caps = self.inner.caps
+        self.caps = dataclasses.replace(self.inner.caps, gradients=True)
         self.device = self.inner.device
         if checkpointing not in STRATEGIES:
             raise EmberError(
@@ -118,8 +120,7 @@ class Autodiff(Backend):
         return self.inner.to_data(x.inner)
 
     async def to_data_async(self, x):
-        reader = getattr(self.inner, "to_data_async", None)
-        return await reader(x.inner) if reader is not None else self.inner.to_data(x.inner)
+        return await self.inner.to_data_async(x.inner)
 
     def shape(self, x):
         return self.inner.shape(x.inner)

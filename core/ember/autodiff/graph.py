@@ -222,8 +222,9 @@ class Gradients:
     [2.0, 4.0]
     """
 
-    def __init__(self, inner):
+    def __init__(self, inner, wrap: Callable):
         self.inner = inner  # the backend the gradient primitives live on
+        self._wrap = wrap  # primitive, backend -> the user's tensor (ember.Tensor)
         self._grads: dict[int, object] = {}
 
     def _accumulate(self, key: int, g) -> None:
@@ -237,17 +238,13 @@ class Gradients:
 
     def get(self, t):
         """The gradient of tracked tensor ``t`` (a Tensor on the inner backend), or None."""
-        from ..tensor import Tensor
-
         g = self._grads.get(self._key(t))
-        return None if g is None else Tensor(g, self.inner)
+        return None if g is None else self._wrap(g, self.inner)
 
     def remove(self, t):
         """Take ``t``'s gradient out (returned; None if it had none)."""
-        from ..tensor import Tensor
-
         g = self._grads.pop(self._key(t), None)
-        return None if g is None else Tensor(g, self.inner)
+        return None if g is None else self._wrap(g, self.inner)
 
     def __contains__(self, t) -> bool:
         return self._key(t) in self._grads
@@ -258,7 +255,7 @@ class Gradients:
     def __add__(self, other: Gradients) -> Gradients:
         if not isinstance(other, Gradients):
             return NotImplemented
-        out = Gradients(self.inner)
+        out = Gradients(self.inner, self._wrap)
         out._grads = dict(self._grads)
         out += other
         return out

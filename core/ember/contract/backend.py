@@ -25,8 +25,8 @@ class Caps:
     """What a backend can do; code branches on caps, never on backend names."""
 
     dtypes: frozenset = field(default_factory=lambda: frozenset(dt.ALL))
-    #: reads need ``await t.to_data_async()`` (the browser's WebGPU without JSPI)
-    asynchronous: bool = False
+    #: records gradients (an Autodiff backend; its ``inner`` is the backend it decorates)
+    gradients: bool = False
 
     def check_dtype(self, dtype: dt.DType, op: str, backend: str) -> None:
         if dtype not in self.dtypes:
@@ -40,6 +40,8 @@ class Backend:
     name: str = "abstract"
     caps: Caps = Caps()
     device: str = "cpu"
+    #: the backend a decorator (Autodiff, ...) wraps; None for a backend of its own
+    inner: Backend | None = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

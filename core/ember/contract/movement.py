@@ -22,6 +22,10 @@ from_data = declare("from_data", C, "data", infer.from_data, differentiable=Fals
                     doc="A primitive holding ``data`` (its dtype and shape).")
 to_data = declare("to_data", D, "x", infer.metadata, differentiable=False,
                   doc="The values of ``x`` as TensorData (synchronous; may wait for a device).")
+to_data_async = declare(
+    "to_data_async", D, "x", infer.metadata, differentiable=False,
+    doc="``await`` the values of ``x`` (browsers whose GPU reads can't block).",
+)
 shape = declare("shape", D, "x", infer.metadata, differentiable=False, doc="The shape of ``x``.")
 dtype = declare("dtype", D, "x", infer.metadata, differentiable=False, doc="The dtype of ``x``.")
 
@@ -66,6 +70,11 @@ random_uniform = declare(
 
 
 # ---------------------------------------------------------------------- default bodies (composites)
+@to_data_async.implements
+async def to_data_async(self, x):
+    return self.to_data(x)
+
+
 @full.implements
 def full(self, shape: tuple[int, ...], value: bool | int | float, dtype: dt.DType):
     """A tensor of ``shape`` filled with ``value``."""

@@ -92,7 +92,8 @@ class RandomCrop:
 
     @_batched
     def __call__(self, x):
-        from ..ops.shape_ops import pad, stack
+        from ..ops.padding import pad
+        from ..ops.shape_ops import stack
 
         if self.padding:
             x = pad(x, (self.padding,) * 4)

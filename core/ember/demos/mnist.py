@@ -49,7 +49,7 @@ def train_mnist(dataset: str = "mnist", backend: str = "numpy", epochs: int | No
     epochs = epochs or DEFAULT_EPOCHS[dataset]
     folder = Path(run_dir or Path("runs") / dataset)
     inner = get_backend(backend)
-    train_backend = inner if hasattr(inner, "from_inner") else Autodiff(inner)
+    train_backend = inner if inner.caps.gradients else Autodiff(inner)
 
     full = MnistDataset("train", name=dataset)
     test = MnistDataset("test", name=dataset)

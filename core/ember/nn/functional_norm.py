@@ -201,7 +201,7 @@ def pad(input, pad, mode: str = "constant", value=None) -> Tensor:
     >>> F.pad(ember.tensor([1.0, 2.0]), (1, 1)).tolist()
     [0.0, 1.0, 2.0, 0.0]
     """
-    from ..ops.shape_ops import pad as pad_
+    from ..ops.padding import pad as pad_
 
     return pad_(input, pad, mode=mode, value=0 if value is None else value)
 

@@ -23,15 +23,15 @@ from ..tensor import Tensor
 
 
 def _target_backend(t: Tensor):
-    return getattr(t.backend, "inner", None) or t.backend
+    return t.backend.inner or t.backend
 
 
 def _put(t: Tensor, value: Tensor) -> Tensor:
-    from .module import Parameter
+    from .parameter import Parameter
 
     if isinstance(t, Parameter):
         return t.assign(value)
-    from .module import _onto
+    from .parameter import _onto
 
     return _onto(value, t.backend)
 

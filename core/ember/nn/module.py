@@ -39,110 +39,12 @@ backend (no autodiff) ``assign`` just swaps the value and ``grad`` is unavailabl
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import EmberError, ShapeError
 from ..tensor import Tensor
-
-
-# ---------------------------------------------------------------------------- autodiff glue
-def _inner_backend(backend):
-    """The backend an Autodiff backend decorates, or None for a plain backend."""
-    return getattr(backend, "inner", None)
-
-
-def _is_autodiff(backend) -> bool:
-    return _inner_backend(backend) is not None and hasattr(Tensor, "require_grad")
-
-
-def _detached(t: Tensor) -> Tensor:
-    """``t`` as an untracked plain Tensor on its own backend."""
-    detach = getattr(t, "detach", None)
-    out = detach() if detach is not None else t
-    return Tensor(out._prim, out.backend)
-
-
-def _onto(value: Tensor, backend) -> Tensor:
-    """``value`` (untracked) on ``backend``; an inner-backend tensor is lifted, not copied."""
-    if value.backend is backend:
-        return _detached(value)
-    inner = _inner_backend(backend)
-    if inner is not None and value.backend is inner:
-        lift = getattr(backend, "from_inner", None)
-        if lift is not None:
-            return Tensor(lift(value._prim), backend)
-    if _inner_backend(value.backend) is not None:
-        value = _detached(value)
-    return value.to(backend)
-
-
-class Parameter(Tensor):
-    """A trainable tensor of a Module (a Tensor subclass whose value swaps in place).
-
-    ``requires_grad=False`` keeps it out of ``parameters()`` and untracked by autodiff.
-
-    >>> import ember
-    >>> p = Parameter(ember.zeros(2))
-    >>> _ = p.assign(ember.ones(2))
-    >>> p.tolist()
-    [1.0, 1.0]
-    """
-
-    __slots__ = ("requires_grad",)
-
-    def __init__(self, data: Tensor, requires_grad: bool = True):
-        if not isinstance(data, Tensor):
-            raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}")
-        if requires_grad and not data.dtype.is_float:
-            raise TypeError(f"Parameter: only float tensors can require grad, got {data.dtype}")
-        self.requires_grad = requires_grad
-        self._set(data, data.backend)
-
-    def _set(self, value: Tensor, backend) -> None:
-        value = _onto(value, backend)
-        if self.requires_grad and _is_autodiff(backend):
-            value = value.require_grad()
-        self._prim, self.backend = value._prim, value.backend
-
-    def assign(self, value: Tensor) -> Parameter:
-        """Replace the value in place (a fresh tracked leaf on an Autodiff backend)."""
-        if not isinstance(value, Tensor):
-            raise TypeError(f"Parameter.assign: expected a Tensor, got {type(value).__name__}")
-        if tuple(value.shape) != self.shape:
-            raise ShapeError(
-                f"Parameter.assign: value has shape {tuple(value.shape)}, parameter has "
-                f"{self.shape}; a parameter keeps its shape"
-            )
-        dtype = self.dtype
-        self._set(value if value.dtype == dtype else value.astype(dtype), self.backend)
-        return self
-
-    def inner(self) -> Tensor:
-        """The value on the inner backend (itself, untracked, on a plain backend)."""
-        inner = _inner_backend(self.backend)
-        if inner is None:
-            return Tensor(self._prim, self.backend)
-        get = getattr(Tensor, "inner", None)
-        if get is not None and get is not Parameter.inner:
-            return get(Tensor(self._prim, self.backend))
-        return _detached(self).to(inner)
-
-    @property
-    def data(self) -> Tensor:
-        """The value as a plain, untracked Tensor."""
-        return _detached(self)
-
-    def set_requires_grad(self, flag: bool) -> Parameter:
-        self.requires_grad = bool(flag)
-        self._set(Tensor(self._prim, self.backend), self.backend)
-        return self
-
-    def __repr__(self) -> str:
-        return "Parameter containing:\n" + Tensor.__repr__(Tensor(self._prim, self.backend))
-
-    def __reduce__(self):
-        return (Parameter, (_detached(self), self.requires_grad))
+from .parameter import Parameter, _detached, _onto
 
 
 def clone_module(module: Module) -> Module:
@@ -183,8 +85,6 @@ class Module:
 
     # ------------------------------------------------------------------ attribute discovery
     def __setattr__(self, name: str, value: Any) -> None:
-        from .layers.container import ModuleDict, ModuleList
-
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, Module) for v in value):
             value = ModuleList(value)
         elif (
@@ -539,3 +439,82 @@ class Module:
             f"Non-trainable params: {total - trainable:,}",
         ]
         return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the containers Module makes
+class ModuleList(Module):
+    """A list of modules whose parameters belong to the owner (``self.blocks = [...]`` makes
+    one automatically)."""
+
+    def __init__(self, modules: Iterable[Module] | None = None):
+        super().__init__()
+        for m in modules or ():
+            self.append(m)
+
+    def append(self, module: Module) -> ModuleList:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleList.append: expected a Module, got {type(module).__name__}")
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, idx):
+        items = [m for _, m in self._own_modules()]
+        if isinstance(idx, slice):
+            return ModuleList(items[idx])
+        return items[idx]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        name = str(range(len(self))[idx])
+        self.add_module(name, module)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._own_modules())
+
+    def __iter__(self) -> Iterator[Module]:
+        return (m for _, m in self._own_modules())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleList has no forward(); iterate over it instead")
+
+
+class ModuleDict(Module):
+    """A dict of modules whose parameters belong to the owner."""
+
+    def __init__(self, modules: dict[str, Module] | None = None):
+        super().__init__()
+        for k, m in (modules or {}).items():
+            self[k] = m
+
+    def __getitem__(self, key: str) -> Module:
+        return self.__dict__[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict: expected a Module for {key!r}")
+        self.add_module(key, module)
+
+    def __contains__(self, key: str) -> bool:
+        return isinstance(self.__dict__.get(key), Module)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._own_modules())
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self._own_modules())
+
+    def keys(self):
+        return [k for k, _ in self._own_modules()]
+
+    def values(self):
+        return [m for _, m in self._own_modules()]
+
+    def items(self):
+        return list(self._own_modules())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward(); index it instead")

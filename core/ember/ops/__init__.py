@@ -8,13 +8,13 @@ from .arithmetic import (
     add, div, eq, floor_divide, ge, gt, le, logical_and, logical_not, logical_or, logical_xor,
     lt, maximum, minimum, mul, ne, neg, pow, remainder, sub, true_divide,
 )
+from .conversion import from_numpy, tensor
 from .creation import (
-    arange, bernoulli, empty, empty_like, eye, from_numpy, full, full_like, linspace, normal,
-    ones, ones_like, rand, rand_like, randint, randn, randn_like, tensor, uniform, zeros,
-    zeros_like,
+    arange, bernoulli, empty, empty_like, eye, full, full_like, linspace, normal, ones,
+    ones_like, rand, rand_like, randint, randn, randn_like, uniform, zeros, zeros_like,
 )
 from .indexing import (
-    argwhere, gather, index_add, index_select, masked_fill, masked_select, narrow, nonzero,
+    gather, index_add, index_select, masked_fill, masked_select, narrow,
     one_hot, scatter, scatter_add, select, take, take_along_dim,
 )
 from .linalg import (
@@ -32,12 +32,13 @@ from .reduction import (
 )
 from .shape_ops import (
     atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, cat, chunk, concat, concatenate,
-    expand, expand_as, flatten, flip, fliplr, flipud, hstack, moveaxis, movedim, pad, permute,
+    expand, expand_as, flatten, flip, fliplr, flipud, hstack, moveaxis, movedim, permute,
     ravel, repeat, reshape, roll, split, squeeze, stack, swapaxes, swapdims, t, tile, transpose,
     unbind, unflatten, unsqueeze, view, vstack,
 )
+from .padding import pad
 from .sorting import argsort, kthvalue, median, msort, sort, topk, unique
-from .where import where
+from .where import argwhere, nonzero, where
 
 __all__ = [
     "add", "div", "eq", "floor_divide", "ge", "gt", "le", "logical_and", "logical_not",

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from ..contract.families import Family
-from ..errors import DTypeError
+from ..errors import DTypeError, ShapeError
 from ..shape import broadcast_shapes
 from ..tensor import Tensor, check_same_backend
+from .conversion import tensor
 
 Scalar = bool | int | float
 
@@ -43,8 +44,6 @@ def as_tensor(x: object, like: Tensor | None = None) -> Tensor:
     backend (or the default backend)."""
     if isinstance(x, Tensor):
         return x
-    from .creation import tensor
-
     backend = like.backend if like is not None else None
     return tensor(x, backend=backend)
 
@@ -69,8 +68,6 @@ def broadcast_to(t: Tensor, shape: tuple[int, ...], op: str = "broadcast_to") ->
         return t
     broadcast_shapes(t.shape, shape, op=op)  # raises a clear error when they don't fit
     if len(shape) < t.ndim:
-        from ..errors import ShapeError
-
         raise ShapeError(f"{op}: can't broadcast shape {t.shape} to fewer dims {shape}")
     b = t.backend
     prim = t._prim

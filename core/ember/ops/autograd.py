@@ -111,7 +111,7 @@ def backward(
     if into is not None and into.inner is not inner:
         raise EmberError(f"backward: into= holds gradients of backend {into.inner.name}")
     return run_backward(
-        node, seed, inner, into if into is not None else Gradients(inner), retain_graph
+        node, seed, inner, into if into is not None else Gradients(inner, Tensor), retain_graph
     )
 
 

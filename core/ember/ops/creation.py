@@ -7,15 +7,14 @@ import math
 from .. import dtype as dt
 from .. import random as _random
 from ..contract import Backend
-from ..backends import default_backend, get_backend
-from ..data import TensorData
+from ..backends import get_backend
 from ..errors import DTypeError, ShapeError
 from ..shape import broadcast_shapes, numel
 from ..tensor import Tensor
+from .conversion import resolve_backend as _backend
+from .conversion import tensor
 
 
-def _backend(backend: str | Backend | None) -> Backend:
-    return default_backend() if backend is None else get_backend(backend)
 
 
 def _shape(size: tuple) -> tuple[int, ...]:
@@ -23,34 +22,6 @@ def _shape(size: tuple) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     return tuple(int(s) for s in size)
-
-
-def tensor(data, dtype=None, backend: str | Backend | None = None) -> Tensor:
-    """A tensor from nested lists, a scalar, a numpy array or another tensor.
-
-    >>> import ember
-    >>> ember.tensor([[1, 2], [3, 4]]).dtype
-    ember.int64
-    """
-    b = _backend(backend)
-    if isinstance(data, Tensor):
-        out = data.to(b)
-        return out if dtype is None else out.astype(dtype)
-    if isinstance(data, TensorData):
-        td = data
-    elif hasattr(data, "__array_interface__") and hasattr(data, "dtype"):
-        td = TensorData.from_numpy(data)
-    else:
-        td = TensorData.from_list(data, None if dtype is None else dt.as_dtype(dtype))
-    if dtype is not None and td.dtype != dt.as_dtype(dtype):
-        td = td.astype(dtype)
-    b.caps.check_dtype(td.dtype, "tensor", b.name)
-    return Tensor(b.from_data(td), b)
-
-
-def from_numpy(array, backend: str | Backend | None = None) -> Tensor:
-    """A tensor holding a copy of a numpy array (its dtype kept)."""
-    return tensor(TensorData.from_numpy(array), backend=backend)
 
 
 def full(size, fill_value, dtype=None, backend: str | Backend | None = None) -> Tensor:

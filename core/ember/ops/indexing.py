@@ -1,5 +1,5 @@
 """Indexing: ``t[key]`` and ``t[key] = value`` with numpy semantics, gather/scatter, masks,
-``nonzero`` and ``one_hot``.
+and ``one_hot``.
 
 ``t[key] = value`` is functional under the hood: the tensor swaps its primitive for a new one.
 Index tensors reach the backend as in-range int64 (negatives wrapped here).
@@ -20,6 +20,7 @@ from ..errors import DimensionError, DTypeError, ShapeError, TensorIndexError
 from ..shape import broadcast_shapes, normalize_dim, numel
 from ..tensor import Tensor, check_same_backend
 from ._dispatch import as_tensor, broadcast_to, full_like_shape, wrap
+from .where import nonzero, where
 from .shape_ops import broadcast_tensors, flatten, int_tensor, permute, reshape, unsqueeze
 
 
@@ -49,8 +50,6 @@ def wrap_index(idx: Tensor, size: int, op: str, dim: int) -> Tensor:
                 f"{op}: index {bad} is out of range for dim {dim} with size 0"
             )
     if lo < 0:
-        from .where import where
-
         idx = where(idx < 0, idx + size, idx)
     return idx
 
@@ -245,8 +244,6 @@ def setitem(self: Tensor, key, value) -> None:
     v = _value_tensor(value, self)
     if (isinstance(key, Tensor) and key.dtype.is_bool and key.shape == self.shape
             and v.numel() == 1 and key.backend is b):
-        from .where import where
-
         self._prim = where(key, reshape(v, ()), self)._prim  # x[mask] = c without a gather
         return
     p = _plan(self, key)
@@ -455,8 +452,6 @@ def masked_fill(self: Tensor, mask, value) -> Tensor:
     >>> ember.tensor([1, 2, 3]).masked_fill(ember.tensor([True, False, True]), 0).tolist()
     [0, 2, 0]
     """
-    from .where import where
-
     mask = _as_mask(mask, self, "masked_fill")
     if broadcast_shapes(mask.shape, self.shape, op="masked_fill") != self.shape:
         raise ShapeError(f"masked_fill: mask {mask.shape} doesn't broadcast to {self.shape}")
@@ -476,46 +471,6 @@ def masked_select(self: Tensor, mask) -> Tensor:
     if x.ndim == 0:
         x, m = reshape(x, 1), reshape(m, 1)
     return getitem(x, m)
-
-
-def nonzero(self: Tensor, as_tuple: bool = False):
-    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or with ``as_tuple`` one
-    1-d tensor per dim (numpy's ``nonzero``).
-
-    >>> import ember
-    >>> ember.tensor([[0, 1], [2, 0]]).nonzero().tolist()
-    [[0, 1], [1, 0]]
-    """
-    data = self.to_data()
-    shape = self.shape
-    try:
-        import numpy as np
-    except ImportError:
-        np = None
-    if np is not None:
-        coords = np.nonzero(data.to_numpy().reshape(shape or (1,)))
-        coords = [c.astype(np.int64).tolist() for c in coords] if shape else []
-        n = int(np.count_nonzero(data.to_numpy()))
-    else:
-        flat = [i for i, v in enumerate(data.values()) if v]
-        n = len(flat)
-        coords = []
-        stride = numel(shape)
-        for s in shape:
-            stride //= s
-            coords.append([(i // stride) % s for i in flat])
-    if as_tuple:
-        if not shape:
-            return (int_tensor([0] * n, self),)
-        return tuple(int_tensor(c, self) for c in coords)
-    ndim = len(shape)
-    rows = [v for i in range(n) for v in (c[i] for c in coords)]
-    return reshape(int_tensor(rows, self), (n, ndim))
-
-
-def argwhere(x: Tensor) -> Tensor:
-    """numpy's ``argwhere``: ``nonzero(x)`` as an (n, ndim) tensor."""
-    return nonzero(x)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -1,10 +1,12 @@
-"""``where(cond, x, y)``: pick from ``x`` where ``cond`` is true, else from ``y``."""
+"""``where(cond, x, y)``: pick from ``x`` where ``cond`` is true, else from ``y``; and the
+indices where a tensor is nonzero (``nonzero``, ``argwhere``, one-argument ``where``)."""
 
 from __future__ import annotations
 
-from ..shape import broadcast_shapes
+from ..shape import broadcast_shapes, numel
 from ..tensor import Tensor, check_same_backend
 from ._dispatch import as_tensor, broadcast_to, prepare
+from .shape_ops import int_tensor, reshape
 
 
 def where(condition, x=None, y=None) -> Tensor:
@@ -16,8 +18,6 @@ def where(condition, x=None, y=None) -> Tensor:
     [1.0, 6.0]
     """
     if x is None and y is None:
-        from .indexing import nonzero
-
         return nonzero(condition, as_tuple=True)
     cond = as_tensor(condition)
     if not cond.dtype.is_bool:
@@ -34,3 +34,43 @@ def where(condition, x=None, y=None) -> Tensor:
 def where_method(self: Tensor, condition, other) -> Tensor:
     """``self.where(condition, other)``: self where condition holds, else other (PyTorch)."""
     return where(condition, self, other)
+
+
+def nonzero(self: Tensor, as_tuple: bool = False):
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or with ``as_tuple`` one
+    1-d tensor per dim (numpy's ``nonzero``).
+
+    >>> import ember
+    >>> ember.tensor([[0, 1], [2, 0]]).nonzero().tolist()
+    [[0, 1], [1, 0]]
+    """
+    data = self.to_data()
+    shape = self.shape
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is not None:
+        coords = np.nonzero(data.to_numpy().reshape(shape or (1,)))
+        coords = [c.astype(np.int64).tolist() for c in coords] if shape else []
+        n = int(np.count_nonzero(data.to_numpy()))
+    else:
+        flat = [i for i, v in enumerate(data.values()) if v]
+        n = len(flat)
+        coords = []
+        stride = numel(shape)
+        for s in shape:
+            stride //= s
+            coords.append([(i // stride) % s for i in flat])
+    if as_tuple:
+        if not shape:
+            return (int_tensor([0] * n, self),)
+        return tuple(int_tensor(c, self) for c in coords)
+    ndim = len(shape)
+    rows = [v for i in range(n) for v in (c[i] for c in coords)]
+    return reshape(int_tensor(rows, self), (n, ndim))
+
+
+def argwhere(x: Tensor) -> Tensor:
+    """numpy's ``argwhere``: ``nonzero(x)`` as an (n, ndim) tensor."""
+    return nonzero(x)

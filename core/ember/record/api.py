@@ -335,7 +335,7 @@ def _prepare_module(module, read, shapes, rules, strict, where) -> tuple[dict, L
                     f"{key!r} is {current.dtype}"
                 )
             data = data.astype(current.dtype)
-        backend = getattr(current.backend, "inner", None) or current.backend
+        backend = current.backend.inner or current.backend
         values[key] = tensor(data, backend=backend)
     return values, result
 

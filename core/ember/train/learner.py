@@ -152,7 +152,7 @@ class Learner:
         return state
 
     def _inner_backend(self):
-        return getattr(self.backend, "inner", None) or self.backend
+        return self.backend.inner or self.backend
 
     # ------------------------------------------------------------------ the loop
     def fit(self, train_loader, valid_loader=None, epochs: int = 1, resume: bool = False,

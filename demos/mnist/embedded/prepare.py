@@ -15,7 +15,7 @@ import struct
 
 from ember.demos.mnist_model import mnist_cnn
 from ember.export import export
-from ember.export.mnist import INPUT_TRANSFORM, mnist_arrays, mnist_mlp, normalize, train_briefly
+from ember.demos.mnist_embedded import INPUT_TRANSFORM, mnist_arrays, mnist_mlp, normalize, train_briefly
 
 
 def write_digits(path: str, images_u8, labels) -> None:

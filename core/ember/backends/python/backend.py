@@ -2,7 +2,7 @@
 
 It runs wherever CPython or Pyodide runs (no numpy), and its results follow numpy's: IEEE
 floats (x/0 is inf, log(-1) is NaN), float32/float16 rounded after every op, integers wrapping
-around at their width. Primitives are :class:`~ember.backends.python.array.PyArray`.
+around at their width. Primitives are :class:`~ember.backends.python.pyarray.PyArray`.
 
 >>> import ember
 >>> t = ember.tensor([[1.0, 2.0], [3.0, 4.0]], backend="python")
@@ -20,7 +20,7 @@ from ...data import TensorData, convert_scalar
 from ...errors import TensorIndexError
 from ...shape import contiguous_strides, numel
 from . import scalar_math as pm
-from .array import (
+from .pyarray import (
     PyArray,
     from_data,
     make,

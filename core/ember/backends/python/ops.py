@@ -18,11 +18,11 @@ from ...contract import Backend
 from ...errors import ShapeError
 from ...shape import numel
 from . import scalar_math as pm
-from .array import PyArray, groups, lanes, make, same
+from .pyarray import PyArray, groups, lanes, make, same
 
 
 class PythonOps(Backend):
-    """Every math op in plain Python, on :class:`~ember.backends.python.array.PyArray`s."""
+    """Every math op in plain Python, on :class:`~ember.backends.python.pyarray.PyArray`s."""
 
     # ------------------------------------------------------------------ shared helpers
     @staticmethod

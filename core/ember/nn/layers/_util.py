@@ -6,7 +6,7 @@ import math
 
 from ...ops.creation import zeros
 from .. import init
-from ..module import Parameter
+from ..parameter import Parameter
 
 
 def new_param(shape: tuple[int, ...], backend=None, dtype=None) -> Parameter:

@@ -1,11 +1,11 @@
-"""Containers: Sequential, ModuleList, ModuleDict."""
+"""Containers: Sequential (ModuleList and ModuleDict live with Module, which makes them)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
-from ..module import Module
+from ..module import Module, ModuleDict, ModuleList  # noqa: F401 (re-exported)
 
 
 class Sequential(Module):
@@ -52,81 +52,3 @@ class Sequential(Module):
     def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
         return self
-
-
-class ModuleList(Module):
-    """A list of modules whose parameters belong to the owner (``self.blocks = [...]`` makes
-    one automatically)."""
-
-    def __init__(self, modules: Iterable[Module] | None = None):
-        super().__init__()
-        for m in modules or ():
-            self.append(m)
-
-    def append(self, module: Module) -> ModuleList:
-        if not isinstance(module, Module):
-            raise TypeError(f"ModuleList.append: expected a Module, got {type(module).__name__}")
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> ModuleList:
-        for m in modules:
-            self.append(m)
-        return self
-
-    def __getitem__(self, idx):
-        items = [m for _, m in self._own_modules()]
-        if isinstance(idx, slice):
-            return ModuleList(items[idx])
-        return items[idx]
-
-    def __setitem__(self, idx: int, module: Module) -> None:
-        name = str(range(len(self))[idx])
-        self.add_module(name, module)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self._own_modules())
-
-    def __iter__(self) -> Iterator[Module]:
-        return (m for _, m in self._own_modules())
-
-    def forward(self, *args, **kwargs):
-        raise NotImplementedError("ModuleList has no forward(); iterate over it instead")
-
-
-class ModuleDict(Module):
-    """A dict of modules whose parameters belong to the owner."""
-
-    def __init__(self, modules: dict[str, Module] | None = None):
-        super().__init__()
-        for k, m in (modules or {}).items():
-            self[k] = m
-
-    def __getitem__(self, key: str) -> Module:
-        return self.__dict__[key]
-
-    def __setitem__(self, key: str, module: Module) -> None:
-        if not isinstance(module, Module):
-            raise TypeError(f"ModuleDict: expected a Module for {key!r}")
-        self.add_module(key, module)
-
-    def __contains__(self, key: str) -> bool:
-        return isinstance(self.__dict__.get(key), Module)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self._own_modules())
-
-    def __iter__(self) -> Iterator[str]:
-        return (k for k, _ in self._own_modules())
-
-    def keys(self):
-        return [k for k, _ in self._own_modules()]
-
-    def values(self):
-        return [m for _, m in self._own_modules()]
-
-    def items(self):
-        return list(self._own_modules())
-
-    def forward(self, *args, **kwargs):
-        raise NotImplementedError("ModuleDict has no forward(); index it instead")

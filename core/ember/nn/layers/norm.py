@@ -80,7 +80,7 @@ class _BatchNorm(Module):
         return y
 
     def _update_stats(self, mean: Tensor, var: Tensor, count: int) -> None:
-        from ..module import _detached, _onto
+        from ..parameter import _detached, _onto
 
         backend = self.running_mean.backend
         mean = _onto(_detached(mean).reshape(-1), backend).astype(self.running_mean.dtype)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from .ir import _np
+from ..export.ir import _np
 
 # uint8 pixel b → (b / 255 - MEAN) / STD, the normalisation of ember.demos.mnist_model
 _MEAN, _STD = 0.1307, 0.3081
@@ -72,9 +72,9 @@ def demo_embedded(model=None, *, n: int = 20, int8: bool = False, tier: str = "a
 
     Returns the :class:`~ember.export.micropython.MicroRun`.
     """
-    from ..demos.mnist_model import mnist_cnn
-    from .api import export
-    from .micropython import run_on_micropython
+    from ..export.api import export
+    from ..export.micropython import run_on_micropython
+    from .mnist_model import mnist_cnn
 
     train_x, train_y = mnist_arrays("train")
     if model is None:

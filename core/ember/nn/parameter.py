@@ -1,0 +1,86 @@
+"""Parameters: tensors of a Module whose value an optimizer swaps in place (see
+:mod:`ember.nn.module` for the update contract)."""
+
+from __future__ import annotations
+
+from ..errors import ShapeError
+from ..tensor import Tensor
+
+
+def _detached(t: Tensor) -> Tensor:
+    """``t`` as an untracked plain Tensor on its own backend."""
+    out = t.detach()
+    return Tensor(out._prim, out.backend)
+
+
+def _onto(value: Tensor, backend) -> Tensor:
+    """``value`` (untracked) on ``backend``; an inner-backend tensor is lifted, not copied."""
+    if value.backend is backend:
+        return _detached(value)
+    if backend.caps.gradients and value.backend is backend.inner:
+        return Tensor(backend.from_inner(value._prim), backend)
+    if value.backend.caps.gradients:
+        value = _detached(value)
+    return value.to(backend)
+
+
+class Parameter(Tensor):
+    """A trainable tensor of a Module (a Tensor subclass whose value swaps in place).
+
+    ``requires_grad=False`` keeps it out of ``parameters()`` and untracked by autodiff.
+
+    >>> import ember
+    >>> p = Parameter(ember.zeros(2))
+    >>> _ = p.assign(ember.ones(2))
+    >>> p.tolist()
+    [1.0, 1.0]
+    """
+
+    __slots__ = ("requires_grad",)
+
+    def __init__(self, data: Tensor, requires_grad: bool = True):
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter: expected a Tensor, got {type(data).__name__}")
+        if requires_grad and not data.dtype.is_float:
+            raise TypeError(f"Parameter: only float tensors can require grad, got {data.dtype}")
+        self.requires_grad = requires_grad
+        self._set(data, data.backend)
+
+    def _set(self, value: Tensor, backend) -> None:
+        value = _onto(value, backend)
+        if self.requires_grad and backend.caps.gradients:
+            value = value.require_grad()
+        self._prim, self.backend = value._prim, value.backend
+
+    def assign(self, value: Tensor) -> Parameter:
+        """Replace the value in place (a fresh tracked leaf on an Autodiff backend)."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Parameter.assign: expected a Tensor, got {type(value).__name__}")
+        if tuple(value.shape) != self.shape:
+            raise ShapeError(
+                f"Parameter.assign: value has shape {tuple(value.shape)}, parameter has "
+                f"{self.shape}; a parameter keeps its shape"
+            )
+        dtype = self.dtype
+        self._set(value if value.dtype == dtype else value.astype(dtype), self.backend)
+        return self
+
+    def inner(self) -> Tensor:
+        """The value on the inner backend (itself, untracked, on a plain backend)."""
+        return Tensor(self._prim, self.backend).inner()
+
+    @property
+    def data(self) -> Tensor:
+        """The value as a plain, untracked Tensor."""
+        return _detached(self)
+
+    def set_requires_grad(self, flag: bool) -> Parameter:
+        self.requires_grad = bool(flag)
+        self._set(Tensor(self._prim, self.backend), self.backend)
+        return self
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + Tensor.__repr__(Tensor(self._prim, self.backend))
+
+    def __reduce__(self):
+        return (Parameter, (_detached(self), self.requires_grad))
