@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ShapeError, UnsupportedOpError
+from ..shape import conv_output_size
 from . import format as fmt
 
 
@@ -228,8 +229,8 @@ class _Lowering:
             ph, pw = ph + top, pw + left
             shape = (c, h, w)
             name = f"{pad_name}+{name}"
-        oh = (h + 2 * ph + extra_h - kh) // sh + 1
-        ow = (w + 2 * pw + extra_w - kw) // sw + 1
+        oh = conv_output_size(h, kh, sh, (ph, ph + extra_h))
+        ow = conv_output_size(w, kw, sw, (pw, pw + extra_w))
         if oh < 1 or ow < 1:
             raise ShapeError(f"export: {name} Conv2d kernel {kh}x{kw} doesn't fit {shape}")
         return self.emit(Layer(fmt.CONV2D, shape, (m.out_channels, oh, ow), name,
@@ -288,7 +289,7 @@ class _Lowering:
         if m.ceil_mode or _pair(getattr(m, "dilation", 1), "dilation", name) != (1, 1):
             self.unsupported.append(f"{name} ({kind} with ceil_mode or dilation)")
         c, h, w = shape
-        oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        oh, ow = conv_output_size(h, kh, sh, (ph, ph)), conv_output_size(w, kw, sw, (pw, pw))
         if oh < 1 or ow < 1:
             raise ShapeError(f"export: {name} {kind} window {kh}x{kw} doesn't fit {shape}")
         return self.emit(Layer(op, shape, (c, oh, ow), name, kh=kh, kw=kw, sh=sh, sw=sw,

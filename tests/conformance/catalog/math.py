@@ -40,6 +40,7 @@ UNARY = {
     "ceil": (np.ceil, -3, 3, False),
     "round": (np.round, -3, 3, False),
     "trunc": (np.trunc, -3, 3, False),
+    "log10": (np.log10, 0.1, 5, True),
 }
 # Special inputs per op and what numpy (= IEEE / PyTorch) gives.
 SPECIAL = np.array([nan, inf, -inf, 0.0, -0.0], "float32")

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ...contract.windows import avg_pool_divisors
-from ...shape import pool_output_size
+from ...shape import pool_geometry
 
 _QUIET = {"divide": "ignore", "invalid": "ignore", "over": "ignore", "under": "ignore"}
 
@@ -179,14 +179,7 @@ class NumpyNNOps:
 
     # ------------------------------------------------------------------ pooling
     def max_pool(self, x, kernel, stride, padding, dilation, ceil_mode):
-        spatial = x.shape[2:]
-        out = tuple(
-            pool_output_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, padding, dilation)
-        )
-        pairs = [
-            (p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
-            for size, o, k, s, p, d in zip(spatial, out, kernel, stride, padding, dilation)
-        ]
+        out, pairs = pool_geometry(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
         xp = _pad(x, pairs, -np.inf)
         acc = None
         for _, index in _taps(kernel, out, stride, dilation):
@@ -197,11 +190,7 @@ class NumpyNNOps:
         return acc
 
     def max_pool_grad(self, x, out, grad, kernel, stride, padding, dilation, ceil_mode):
-        spatial, size = x.shape[2:], out.shape[2:]
-        pairs = [
-            (p, max(p, (o - 1) * s + d * (k - 1) + 1 - length - p))
-            for length, o, k, s, p, d in zip(spatial, size, kernel, stride, padding, dilation)
-        ]
+        size, pairs = pool_geometry(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
         xp = _pad(x, pairs, -np.inf)
         gxp = np.zeros_like(xp, dtype=grad.dtype)  # x's memory order: writes follow reads
         # windows no wider than the stride (the usual kernel == stride) never overlap: each
@@ -226,13 +215,7 @@ class NumpyNNOps:
     ):
         spatial = x.shape[2:]
         ones = (1,) * len(kernel)
-        out = tuple(
-            pool_output_size(*a, 1, ceil_mode) for a in zip(spatial, kernel, stride, padding)
-        )
-        pairs = [
-            (p, max(p, (o - 1) * s + k - size - p))
-            for size, o, k, s, p in zip(spatial, out, kernel, stride, padding)
-        ]
+        out, pairs = pool_geometry(spatial, kernel, stride, padding, ones, ceil_mode)
         xp = _pad(x, pairs, 0)
         acc = None
         for _, index in _taps(kernel, out, stride, ones):

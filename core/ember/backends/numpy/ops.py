@@ -163,6 +163,7 @@ _ELEMENTWISE = {
     float_math.float_log: np.log,
     float_math.float_log1p: np.log1p,
     float_math.float_log2: np.log2,
+    float_math.float_log10: np.log10,
     float_math.float_sqrt: np.sqrt,
     float_math.float_sin: np.sin,
     float_math.float_cos: np.cos,

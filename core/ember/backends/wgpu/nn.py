@@ -18,7 +18,7 @@ import struct
 
 from ... import dtype as dt
 from ...contract import convolution
-from ...shape import conv_transpose_output_size, pool_output_size
+from ...shape import conv_output_size, conv_transpose_output_size, pool_output_size
 from ...shape import numel
 from . import compute
 from .kernels import render
@@ -86,8 +86,7 @@ def conv(rt: Runtime, x, weight, bias, stride, padding, dilation, groups):
     n, c = x.shape[:2]
     spatial, kernel = x.shape[2:], weight.shape[2:]
     c_out = weight.shape[0]
-    out = tuple((size + lo + hi - d * (k - 1) - 1) // s + 1
-                for size, (lo, hi), k, s, d in zip(spatial, padding, kernel, stride, dilation))
+    out = tuple(conv_output_size(*a) for a in zip(spatial, kernel, stride, padding, dilation))
     positions, taps = numel(out), numel(kernel)
     cg, cog = c // groups, c_out // groups
     if _direct(groups, cg):
