@@ -214,10 +214,6 @@ def record_checksum(data: bytes) -> bytes:
 
 
 # ------------------------------------------------------------------ MCU model files
-# The layout comes from the writer's own module (ember.export.format), so a new version of the
-# format changes the fields these edits reach without touching them.
-from ember.export import format as _mcu  # noqa: E402 - grouped with its users
-
 _FLOATS = [0.0, -0.0, 1e-45, 1e38, -1.0, float("inf"), float("-inf"), float("nan")]
 
 
@@ -236,48 +232,61 @@ def _field_offsets(fmt: str) -> list[tuple[int, str]]:
     return out
 
 
-_MCU_HFIELDS, _MCU_LFIELDS = _field_offsets(_mcu.HEADER_FMT), _field_offsets(_mcu.LAYER_FMT)
-_MCU_HSIZE, _MCU_LSIZE = _mcu.HEADER_SIZE, _mcu.LAYER_SIZE
-_N_LAYERS = _MCU_HFIELDS[3][0]  # magic, version, flags, n_layers
-_PAYLOAD = _MCU_HFIELDS[-2][0]  # ..., payload, crc32
+@functools.cache
+def mcu_layout():
+    """The layout, from the writer's own module (``ember.export.format``): a new version of the
+    format moves the fields these edits reach without touching them."""
+    from ember.export import format as fmt
+
+    header, layer = _field_offsets(fmt.HEADER_FMT), _field_offsets(fmt.LAYER_FMT)
+    # header fields: magic, version, flags, n_layers, ..., payload, crc32
+    return fmt, header, layer, header[3][0], header[-2][0]
 
 
 def _mcu_layers(data: bytes) -> int:
-    if len(data) < _MCU_HSIZE or data[:4] != _mcu.MAGIC:
+    fmt, _, _, n_layers, _ = mcu_layout()
+    if len(data) < fmt.HEADER_SIZE or data[:4] != fmt.MAGIC:
         return -1
-    return struct.unpack_from("<H", data, _N_LAYERS)[0]
+    return struct.unpack_from("<H", data, n_layers)[0]
+
+
+def _mcu_table_edit(data: bytes, rng: random.Random, n_layers: int, n_avail: int) -> bytes:
+    """Duplicate, drop or swap layer records, keeping the layer count and payload length."""
+    fmt, _, _, count_at, payload_at = mcu_layout()
+    size = fmt.LAYER_SIZE
+    i = fmt.HEADER_SIZE + rng.randrange(n_avail) * size
+    j = fmt.HEADER_SIZE + rng.randrange(n_avail) * size
+    edit = rng.randrange(3)
+    if edit == 0:  # later offsets now point one record early: also a test
+        body, count = data[:i] + data[i:i + size] + data[i:], n_layers + 1
+    elif edit == 1:
+        body, count = data[:i] + data[i + size:], n_layers - 1
+    else:
+        lo, hi = sorted((i, j))
+        if lo == hi:
+            return data
+        a, b = data[lo:lo + size], data[hi:hi + size]
+        body, count = data[:lo] + b + data[lo + size:hi] + a + data[hi + size:], n_layers
+    body = body[:count_at] + struct.pack("<H", count % 65536) + body[count_at + 2:]
+    return body[:payload_at] + struct.pack("<I", len(body) - fmt.HEADER_SIZE) + \
+        body[payload_at + 4:]
 
 
 def mcu_fields(data: bytes, rng: random.Random) -> bytes:
-    """Set one header or layer-table field to an interesting value, or duplicate / drop /
-    swap layer records (keeping the header's layer count and payload length right)."""
+    """Set one header or layer-table field to an interesting value, or edit the layer table."""
     n_layers = _mcu_layers(data)
     if n_layers < 0:
         return data
-    table_end = min(len(data), _MCU_HSIZE + n_layers * _MCU_LSIZE)
-    n_avail = (table_end - _MCU_HSIZE) // _MCU_LSIZE
+    fmt, header, layer, _, _ = mcu_layout()
+    table_end = min(len(data), fmt.HEADER_SIZE + n_layers * fmt.LAYER_SIZE)
+    n_avail = (table_end - fmt.HEADER_SIZE) // fmt.LAYER_SIZE
     if rng.random() < 0.25 and n_avail:
-        i = _MCU_HSIZE + rng.randrange(n_avail) * _MCU_LSIZE
-        j = _MCU_HSIZE + rng.randrange(n_avail) * _MCU_LSIZE
-        edit = rng.randrange(3)
-        if edit == 0:  # duplicate (later offsets now point one record early: also a test)
-            body, count = data[:i] + data[i:i + _MCU_LSIZE] + data[i:], n_layers + 1
-        elif edit == 1:
-            body, count = data[:i] + data[i + _MCU_LSIZE:], n_layers - 1
-        else:  # swap two records
-            lo, hi = sorted((i, j))
-            if lo == hi:
-                return data
-            a, b = data[lo:lo + _MCU_LSIZE], data[hi:hi + _MCU_LSIZE]
-            body, count = data[:lo] + b + data[lo + _MCU_LSIZE:hi] + a + data[hi + _MCU_LSIZE:], \
-                n_layers
-        body = body[:_N_LAYERS] + struct.pack("<H", count % 65536) + body[_N_LAYERS + 2:]
-        return body[:_PAYLOAD] + struct.pack("<I", len(body) - _MCU_HSIZE) + body[_PAYLOAD + 4:]
+        return _mcu_table_edit(data, rng, n_layers, n_avail)
     if rng.random() < 0.5 or not n_avail:
-        base, (off, code) = 0, rng.choice(_MCU_HFIELDS)
+        base, (off, code) = 0, rng.choice(header)
     else:
-        base = _MCU_HSIZE + rng.randrange(n_avail) * _MCU_LSIZE
-        off, code = rng.choice(_MCU_LFIELDS)
+        base = fmt.HEADER_SIZE + rng.randrange(n_avail) * fmt.LAYER_SIZE
+        off, code = rng.choice(layer)
     at = base + off
     if code.endswith("s"):
         value = rng.choice([b"EMBN", b"\0\0\0\0", b"MBME"])
@@ -293,8 +302,10 @@ def mcu_checksum(data: bytes) -> bytes:
     ``ember.export.format``: the CRC covers every byte of the file except itself)."""
     if _mcu_layers(data) < 0:
         return data
-    data = data[:_PAYLOAD] + struct.pack("<I", len(data) - _MCU_HSIZE) + data[_PAYLOAD + 4:]
-    at = _mcu.CRC_OFFSET
+    fmt, _, _, _, payload_at = mcu_layout()
+    data = data[:payload_at] + struct.pack("<I", len(data) - fmt.HEADER_SIZE) + \
+        data[payload_at + 4:]
+    at = fmt.CRC_OFFSET
     crc = zlib.crc32(data[at + 4:], zlib.crc32(data[:at])) & 0xFFFFFFFF
     return data[:at] + struct.pack("<I", crc) + data[at + 4:]
 

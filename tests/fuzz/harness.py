@@ -37,7 +37,9 @@ from .targets import TARGETS, Target
 
 REPO = Path(__file__).resolve().parents[2]
 BUGS = ("untyped", "timeout", "memory", "crash", "injection")
-MEMORY_LIMIT = 1 << 30
+#: address space of a worker; EMBER_FUZZ_MEMORY_MB changes it (a reader that reserves more
+#: than it needs shows up as a memory bug at the default)
+MEMORY_LIMIT = int(os.environ.get("EMBER_FUZZ_MEMORY_MB", "1024")) << 20
 TIMEOUT = 5.0
 START_TIMEOUT = 120.0
 CRASH_DIR = REPO / "runs" / "fuzz"
@@ -254,7 +256,8 @@ def fuzz(name: str, seconds: float, *, max_inputs: int | None = None, rng_seed: 
     format's worker. The input sequence depends only on ``rng_seed``."""
     target = TARGETS[name]
     corpus = target.seeds()
-    mutator = Mutator(corpus, random.Random(rng_seed), target.structured, target.fixup)
+    mutator = Mutator(corpus, random.Random(rng_seed), target.structured, target.fixup,
+                      structured_rate=target.structured_rate)
     stats = Stats(name)
     start = time.monotonic()
     with Worker(target) as worker:

@@ -115,7 +115,8 @@ GENERIC: list[Mutation] = [flip_byte, flip_bit, truncate, delete_chunk, duplicat
 class Mutator:
     """Draws mutated inputs for one format.
 
-    ``structured`` are the format's structure-aware mutations (chosen about half the time);
+    ``structured`` are the format's structure-aware mutations (chosen ``structured_rate`` of
+    the time);
     ``fixup`` repairs the format's checksum/length fields and runs on ``fixup_rate`` of the
     inputs (the rest test the checksum check itself).
 
@@ -126,16 +127,17 @@ class Mutator:
 
     def __init__(self, seeds: dict[str, bytes], rng: random.Random,
                  structured: Sequence[Mutation] = (), fixup: Callable[[bytes], bytes] | None = None,
-                 fixup_rate: float = 0.9):
+                 fixup_rate: float = 0.9, structured_rate: float = 0.5):
         if not seeds:
             raise ValueError("Mutator needs at least one seed")
         self.seeds = [seeds[k] for k in sorted(seeds)]
         self.rng, self.fixup, self.fixup_rate = rng, fixup, fixup_rate
+        self.structured_rate = structured_rate
         self.generic = [*GENERIC, splicer(self.seeds)]
         self.structured = list(structured)
 
     def pick(self) -> Mutation:
-        if self.structured and self.rng.random() < 0.5:
+        if self.structured and self.rng.random() < self.structured_rate:
             return self.rng.choice(self.structured)
         return self.rng.choice(self.generic)
 

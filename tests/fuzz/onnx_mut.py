@@ -195,11 +195,12 @@ def nesting(m, rng: random.Random) -> None:
         return
     depth = rng.choice([10, 64, 99, 150, 400])
     out = helper.make_tensor_value_info("fz_nest", TensorProto.FLOAT, [1])
-    body = helper.make_graph([helper.make_node("Constant", [], ["fz_nest"],
+    leaf = helper.make_graph([helper.make_node("Constant", [], ["fz_nest"],
                                                value_float=1.0)], "leaf", [], [out])
-    for _ in range(depth):
+    body = leaf
+    for _ in range(depth):  # the chain goes down one branch: the model grows linearly
         node = helper.make_node("If", ["fz_cond"], ["fz_nest"], then_branch=body,
-                                else_branch=body)
+                                else_branch=leaf)
         body = helper.make_graph([node], "nest", [], [out])
     cond = helper.make_tensor("fz_cond", TensorProto.BOOL, [], [True])
     m.graph.initializer.append(cond)

@@ -30,6 +30,8 @@ class Target:
     expected: tuple[str, ...]
     structured: tuple[Mutation, ...] = ()
     fixup: Callable[[bytes], bytes] | None = None
+    #: how often a structured mutation is picked instead of a byte-level one
+    structured_rate: float = 0.5
     engine: str = "cpython"
     notes: str = field(default="", compare=False)
 
@@ -101,6 +103,29 @@ class InjectionError(Exception):
     """Text from the model became code in the generated module."""
 
 
+def load_selftest(path: str, workdir: str) -> None:
+    """Does what the input says, so tests/fuzz/test_harness.py can check every outcome."""
+    import signal
+    import time
+
+    from ember.errors import RecordError
+
+    with open(path, "rb") as f:
+        command = f.read()
+    if command == b"typed":
+        raise RecordError("a typed error")
+    if command == b"untyped":
+        raise KeyError("an untyped error")
+    if command == b"hang":
+        time.sleep(3600)
+    if command == b"memory":
+        bytearray(4 << 30)
+    if command == b"crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if command == b"inject":
+        exec(onnx_mut.PAYLOAD)  # what a code generator that pastes names would do
+
+
 def load_mcu(path: str, workdir: str) -> None:
     from ember.export import load
 
@@ -127,9 +152,11 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            (pt.zip_member_edit, pt.zip_member_edit, pt.zip_header_edit), pt.zip_checksum),
     Target("pt_legacy", ".pt", seeds.pt_legacy_seeds, load_pytorch, _RECORD,
            (pt.pickle_edit, pt.pickle_edit, pt.legacy_object)),
-    Target("onnx_load", ".onnx", seeds.onnx_seeds, load_onnx, _ONNX, (onnx_mut.onnx_edit,)),
+    # protobuf rejects most byte-level damage before Ember sees it: mostly structured edits
+    Target("onnx_load", ".onnx", seeds.onnx_seeds, load_onnx, _ONNX, (onnx_mut.onnx_edit,),
+           structured_rate=0.8),
     Target("onnx_convert", ".onnx", seeds.onnx_seeds, convert_onnx, _ONNX,
-           (onnx_mut.onnx_edit,)),
+           (onnx_mut.onnx_edit,), structured_rate=0.8),
     Target("mcu", ".emb", seeds.mcu_seeds, load_mcu, _RECORD, (formats.mcu_fields,),
            formats.mcu_checksum),
     Target("mcu_micropython", ".emb", seeds.mcu_seeds, None, ("ModelError",),
@@ -138,3 +165,6 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("image", ".img", seeds.image_seeds, load_image, ("ember.errors:DatasetError",),
            (formats.png_structure,), formats.png_checksum),
 ]}
+#: the harness's own test target (not a format: ``run`` never fuzzes it)
+SELFTEST = Target("selftest", ".txt", dict, load_selftest, _RECORD)
+WORKER_TARGETS = {**TARGETS, SELFTEST.name: SELFTEST}

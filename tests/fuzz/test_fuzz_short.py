@@ -22,5 +22,4 @@ SECONDS = float(os.environ.get("EMBER_FUZZ_SECONDS", "10"))
 def test_short_fuzz(name):
     skip_unless_runnable(name)
     stats = fuzz(name, SECONDS, rng_seed=0)
-    assert stats.executed > len(stats.seeds_not_ok)
     assert not stats.seeds_not_ok and not stats.n_bugs, summary_table([stats.to_json()])

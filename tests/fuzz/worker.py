@@ -17,7 +17,7 @@ import sys
 import tempfile
 import traceback
 
-from .targets import TARGETS, InjectionError
+from .targets import WORKER_TARGETS, InjectionError
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -89,7 +89,7 @@ def _preload(name: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    target = TARGETS[argv[0]]
+    target = WORKER_TARGETS[argv[0]]
     results = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # the code under test may print: keep the result channel clean
     expected = tuple(_resolve(s) for s in target.expected)
