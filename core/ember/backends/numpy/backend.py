@@ -11,6 +11,7 @@ import ctypes
 import os
 import sys
 
+from .quiet import quiet
 from ... import dtype as dt
 from ...contract import Caps
 from ...data import TensorData
@@ -80,7 +81,7 @@ class NumpyBackend(NumpyNNOps, NumpyOps):
         return _EMBER[x.dtype]
 
     def cast(self, x, dtype):
-        with np.errstate(**self._errstate):
+        with quiet():
             if dtype.is_bool:
                 return x != 0
             return x.astype(_NP[dtype])

@@ -16,8 +16,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ...contract.windows import avg_pool_divisors
 from ...shape import pool_geometry
+from .quiet import quiet
 
-_QUIET = {"divide": "ignore", "invalid": "ignore", "over": "ignore", "under": "ignore"}
 
 
 def _pad(x: np.ndarray, pairs, value) -> np.ndarray:
@@ -233,7 +233,7 @@ class NumpyNNOps:
     # ------------------------------------------------------------------ normalisation
     def layer_norm(self, x, normalized_ndim, weight, bias, eps):
         axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
-        with np.errstate(**_QUIET):
+        with quiet():
             centred = x - x.mean(axis=axes, keepdims=True)
             var = np.mean(centred * centred, axis=axes, keepdims=True)
             y = centred * (1 / np.sqrt(var + x.dtype.type(eps)))
@@ -249,23 +249,23 @@ class NumpyNNOps:
 
     def gelu(self, x, approximate="none"):
         t = x.dtype.type
-        with np.errstate(**_QUIET):
+        with quiet():
             if approximate == "tanh":
                 inner = (x + x * x * x * t(0.044715)) * t(math.sqrt(2.0 / math.pi))
                 return x * (np.tanh(inner) + t(1)) * t(0.5)
             return x * (self.float_erf(x * t(1.0 / math.sqrt(2.0))) + t(1)) * t(0.5)
 
     def silu(self, x):
-        with np.errstate(**_QUIET):
+        with quiet():
             return x / (x.dtype.type(1) + np.exp(-x))
 
     def softmax(self, x, dim):
-        with np.errstate(**_QUIET):
+        with quiet():
             e = np.exp(x - x.max(axis=dim, keepdims=True))
             e /= e.sum(axis=dim, keepdims=True)
         return e
 
     def log_softmax(self, x, dim):
-        with np.errstate(**_QUIET):
+        with quiet():
             shifted = x - x.max(axis=dim, keepdims=True)
             return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ...contract import Backend, float_math, int_bool, reductions
+from .quiet import quiet, quietly
 
 
 def _erf(x):
@@ -30,7 +31,7 @@ def _erf(x):
     t = 1 / (1 + 0.3275911 * a)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (
         -1.453152027 + t * 1.061405429))))
-    with np.errstate(over="ignore", under="ignore"):
+    with quiet():
         tail = np.sign(v) * (1 - poly * np.exp(-x2))
     return np.where(a < 0.5, series, tail).astype(x.dtype)
 
@@ -38,11 +39,9 @@ def _erf(x):
 class NumpyOps(Backend):
     """The math ops on ``numpy.ndarray``s (the tables below add the one-call ones)."""
 
-    _errstate = dict(divide="ignore", invalid="ignore", over="ignore", under="ignore")
-
     # ------------------------------------------------------------------ float
     def float_pow(self, a, b):
-        with np.errstate(**self._errstate):
+        with quiet():
             return np.power(a, b)
 
     def float_erf(self, x):
@@ -68,23 +67,23 @@ class NumpyOps(Backend):
 
     def float_var(self, x, dims, correction):
         n = math.prod(x.shape[d] for d in dims)
-        with np.errstate(**self._errstate):
+        with quiet():
             sq = np.sum((x - np.mean(x, axis=dims, keepdims=True)) ** 2, axis=dims, keepdims=True)
             return (sq / x.dtype.type(max(n - correction, 0))).astype(x.dtype)
 
     def float_logsumexp(self, x, dims):
-        with np.errstate(**self._errstate):
+        with quiet():
             m = np.max(x, axis=dims, keepdims=True)
             m = np.where(np.isfinite(m), m, 0)
             return (np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m).astype(x.dtype)
 
     # ------------------------------------------------------------------ int
     def int_floor_divide(self, a, b):
-        with np.errstate(**self._errstate):
+        with quiet():
             return np.floor_divide(a, b)
 
     def int_remainder(self, a, b):
-        with np.errstate(**self._errstate):
+        with quiet():
             return np.remainder(a, b)
 
     def int_pow(self, a, b):
@@ -112,18 +111,10 @@ def _sort(x, dim, descending):
     return np.take_along_axis(x, idx, dim), idx.astype(np.int64)
 
 
-def _elementwise(fn):
-    def op(self, *args):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            return fn(*args)
-
-    return op
-
-
 def _reduction(fn):
     def op(self, x, dims):
         axis = None if len(dims) == x.ndim else dims  # numpy's whole-array path is faster
-        with np.errstate(invalid="ignore", over="ignore"):
+        with quiet():
             return fn(x, axis=axis, keepdims=True).astype(x.dtype, copy=False)
 
     return op
@@ -131,7 +122,7 @@ def _reduction(fn):
 
 def _scan(fn):
     def op(self, x, dim):
-        with np.errstate(invalid="ignore", over="ignore"):
+        with quiet():
             return fn(x, axis=dim, dtype=x.dtype)
 
     return op
@@ -198,7 +189,7 @@ _SCANS = {
 }
 
 for _op, _fn in _ELEMENTWISE.items():
-    NumpyOps.implement(_op, _elementwise(_fn))
+    NumpyOps.implement(_op, quietly(_fn))
 for _op, _fn in _REDUCTIONS.items():
     NumpyOps.implement(_op, _reduction(_fn))
 for _op, _fn in _SCANS.items():
