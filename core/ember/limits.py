@@ -30,7 +30,7 @@ class Limits:
     #: one tensor's materialised size (also caps zero-stride / broadcast views in ``.pt`` files)
     max_tensor_bytes: int = 8 << 30
     #: how many bytes a file may make a reader allocate beyond the file's own size
-    max_expansion_bytes: int = 8 << 30
+    max_expansion_bytes: int = 1 << 30
     #: JSON / protobuf headers and metadata blobs
     max_header_bytes: int = 256 << 20
     #: tensors (or entries) one header may declare
