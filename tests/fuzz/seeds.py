@@ -199,6 +199,12 @@ def onnx_seeds() -> dict[str, bytes]:
     return seeds
 
 
+def onnx_convert_seeds() -> dict[str, bytes]:
+    """The ONNX seeds ``ember onnx convert`` takes: straight-line graphs (the code generator
+    refuses control flow and local functions with UnsupportedOpError, by design)."""
+    return {k: v for k, v in onnx_seeds().items() if k not in ("if", "function")}
+
+
 def mcu_seeds() -> dict[str, bytes]:
     """Model files written by ``ember.export``: MLP, CNN (conv, pools, GAP), int8, residual."""
     import numpy as np
