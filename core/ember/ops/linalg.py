@@ -43,6 +43,9 @@ def matmul(self: Tensor, other: Tensor) -> Tensor:
     k_b = b.shape[-2] if b.ndim > 1 else b.shape[0]
     if k_a != k_b:
         raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} don't align: {k_a} != {k_b}")
+    if (a.backend is b.backend and a.ndim == b.ndim >= 2 and a.shape[:-2] == b.shape[:-2]
+            and a.dtype == b.dtype and not a.dtype.is_bool):
+        return wrap(a, backend_op(a, fam.MATMUL)(a._prim, b._prim))  # nothing to promote
     a, b = _promote("matmul", a, b)
     a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
     b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b
