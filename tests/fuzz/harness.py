@@ -2,7 +2,7 @@
 
 A :class:`Worker` is one long-lived subprocess (CPython :mod:`.worker`, or MicroPython running
 ``mp_worker.py``) limited to ``MEMORY_LIMIT`` bytes of address space; inputs go in as files,
-one per line of its stdin, with a wall-clock limit each. Outcomes:
+one per line of its stdin, with a time limit each (``TIMEOUT`` s of CPU time). Outcomes:
 
 * ``ok`` / ``typed``: the reader accepted the input or raised its typed error (expected);
 * ``untyped``: any other exception (bug); ``memory``: MemoryError, or death by the memory
@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import resource
 import select
 import shutil
@@ -40,7 +41,9 @@ BUGS = ("untyped", "timeout", "memory", "crash", "injection")
 #: address space of a worker; EMBER_FUZZ_MEMORY_MB changes it (a reader that reserves more
 #: than it needs shows up as a memory bug at the default)
 MEMORY_LIMIT = int(os.environ.get("EMBER_FUZZ_MEMORY_MB", "1024")) << 20
+#: per input: seconds of the worker's CPU time, and WALL_FACTOR times that of wall-clock time
 TIMEOUT = 5.0
+WALL_FACTOR = 6
 START_TIMEOUT = 120.0
 CRASH_DIR = REPO / "runs" / "fuzz"
 MICRO_HEAP = "256K"
@@ -122,6 +125,46 @@ class Worker:
         line, self._buf = self._buf.split(b"\n", 1)
         return line.strip()
 
+    def _cpu_seconds(self) -> float:
+        """CPU time the worker has used (Linux /proc; 0 where there is none)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def _answer(self) -> bytes | None:
+        """The worker's answer line, or None when the input took ``timeout`` seconds of CPU
+        time (a busy machine slows the worker down without making that a bug) or
+        ``WALL_FACTOR`` times that in wall-clock time (a worker blocked without computing)."""
+        cpu0, wall_end = self._cpu_seconds(), time.monotonic() + WALL_FACTOR * self.timeout
+        while True:
+            line = self._readline(min(self.timeout, max(0.0, wall_end - time.monotonic())))
+            if line is not None:
+                return line
+            if self._cpu_seconds() - cpu0 >= self.timeout or time.monotonic() >= wall_end:
+                return None
+
+    def _stack(self) -> str:
+        """Where a stuck CPython worker is: it dumps its stack on SIGUSR1 (faulthandler); the
+        innermost frame in Ember's code, else the innermost frame."""
+        if self.target.engine != "cpython":
+            return ""
+        before = os.path.getsize(self.stderr_path)
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        time.sleep(0.5)
+        with open(self.stderr_path, "rb") as f:
+            f.seek(before)
+            dump = f.read().decode("utf-8", "replace")
+        frames = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', dump)  # innermost first
+        ours = [f for f in frames if "/core/ember/" in f[0]] or frames
+        if not ours:
+            return ""
+        path, line, name = ours[0]
+        path = os.path.relpath(path, REPO) if path.startswith(str(REPO)) else path
+        return f"{path}:{line} in {name}"
+
     def _stderr_tail(self, n: int = 600) -> str:
         try:
             with open(self.stderr_path, "rb") as f:
@@ -159,12 +202,14 @@ class Worker:
         try:
             self.proc.stdin.write(self.input.encode() + b"\n")
             self.proc.stdin.flush()
-            line = self._readline(self.timeout)
+            line = self._answer()
         except BrokenPipeError:
             line = b""
         if line is None:
+            where = self._stack()
             self.stop()
-            return Outcome("timeout", f"no answer in {self.timeout:g} s")
+            return Outcome("timeout", "timeout", f"over {self.timeout:g} s of CPU or "
+                           f"{WALL_FACTOR * self.timeout:g} s of wall-clock time", where)
         if line == b"":
             return self._died()
         result = json.loads(line)

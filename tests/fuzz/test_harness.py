@@ -24,6 +24,8 @@ def test_outcomes(command, status):
     with Worker(SELFTEST, timeout=1.0) as worker:
         outcome = worker.run(command)
         assert outcome.status == status, outcome
+        if status in ("untyped", "timeout", "memory"):  # where it happened, for routing
+            assert "load_selftest" in outcome.where, outcome
         assert worker.run(b"ok").status == "ok"  # a bug restarts the worker; it goes on
 
 

@@ -9,10 +9,12 @@ sets the address-space limit before this process starts.
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import traceback
@@ -97,6 +99,7 @@ def main(argv: list[str]) -> int:
     sentinel = os.path.join(workdir, "sentinel")
     os.environ["FUZZ_SENTINEL"] = sentinel
     _preload(target.name)
+    faulthandler.register(signal.SIGUSR1)  # the parent asks where a stuck input is
     results.write("ready\n")
     try:
         for line in sys.stdin:
