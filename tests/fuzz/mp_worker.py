@@ -2,8 +2,10 @@
 # MICROPYPATH (see tests/fuzz/harness.py). MicroPython code: no f-strings with `=`, no typing.
 #
 # Reads one model path per line on stdin; loads it with ember_micro and runs one inference on a
-# zero input; prints one JSON line per input, like tests/fuzz/worker.py. One process serves
-# many inputs (a fresh one costs more than the load itself).
+# zero input, with the default kernels (native when built) and weights in RAM, then with the
+# pure-Python kernels streaming weights from the file in small chunks; prints one JSON line per
+# input, like tests/fuzz/worker.py. One process serves many inputs (a fresh one costs more
+# than the load itself).
 import gc
 import io
 import json
@@ -19,11 +21,18 @@ def _where(e):
     return lines[-1] if lines else ""
 
 
-def _run(path):
-    m = None
+def _predict(path, tier, resident, chunk):
+    m = Model(path, tier=tier, resident=resident, chunk=chunk)
     try:
-        m = Model(path)
         m.predict(bytes(m.in_size))
+    finally:
+        m.close()
+
+
+def _run(path):
+    try:
+        _predict(path, None, 16384, 8192)
+        _predict(path, "pure", 0, 64)
         return {"status": "ok"}
     except ModelError as e:
         return {"status": "typed", "error": "ModelError", "message": str(e)[:300]}
@@ -33,12 +42,6 @@ def _run(path):
     except Exception as e:  # noqa: BLE001 - every other exception is the finding
         return {"status": "untyped", "error": type(e).__name__, "message": str(e)[:300],
                 "where": _where(e)}
-    finally:
-        if m is not None:
-            try:
-                m.close()
-            except Exception:  # noqa: BLE001, SIM105 - MicroPython has no contextlib
-                pass
 
 
 def main():
