@@ -147,7 +147,8 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("safetensors", ".safetensors", seeds.safetensors_seeds, load_safetensors, _RECORD,
            _ST),
     Target("record", ".ember", seeds.record_seeds, load_record, _RECORD,
-           (*_ST, formats.record_metadata, formats.record_metadata), formats.record_checksum),
+           (*_ST, formats.record_metadata, formats.record_metadata), formats.record_checksum,
+           structured_rate=0.75),  # byte damage to the header is the safetensors target's
     Target("pt_zip", ".pt", seeds.pt_zip_seeds, load_pytorch, _RECORD,
            (pt.zip_member_edit, pt.zip_member_edit, pt.zip_header_edit), pt.zip_checksum,
            structured_rate=0.7),
