@@ -214,7 +214,7 @@ class Worker:
             return self._died()
         result = json.loads(line)
         outcome = Outcome(result["status"], result.get("error", ""),
-                          result.get("message", ""), result.get("where", ""))
+                          result.get("message", ""), _short_where(result.get("where", "")))
         if outcome.bug:
             self.stop()
         return outcome
@@ -228,6 +228,15 @@ class Worker:
             return Outcome("memory", "died", last)
         what = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit {rc}"
         return Outcome("crash", what, last)
+
+
+def _short_where(where: str) -> str:
+    """MicroPython's ``File "/repo/x.py", line 5, in f`` as ``x.py:5 in f``, like CPython's."""
+    m = re.fullmatch(r'File "([^"]+)", line (\d+), in (\S+)', where)
+    if not m:
+        return where
+    path = m[1][len(str(REPO)) + 1:] if m[1].startswith(str(REPO)) else m[1]
+    return f"{path}:{m[2]} in {m[3]}"
 
 
 # ------------------------------------------------------------------ campaigns

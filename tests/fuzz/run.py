@@ -76,6 +76,17 @@ def summary_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def markdown_table(results: list[dict]) -> str:
+    """The per-format counts as a Markdown table (for benchmarks/RESULTS.md)."""
+    head = ["format", "inputs", "inputs/s", "ok", "typed error", *BUGS]
+    lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+    for r in results:
+        cells = [r["format"], f"{r['executed']:,}", f"{r['inputs_per_s']:,.0f}", f"{r['ok']:,}",
+                 f"{r['typed']:,}", *(str(r["bugs"].get(b, 0)) for b in BUGS)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -88,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"where bug inputs go (default {CRASH_DIR})")
     parser.add_argument("--json", type=Path, help="summary file (default OUT/summary.json)")
     parser.add_argument("--replay", nargs="+", type=Path, help="run these files instead")
+    parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
     args = parser.parse_args(argv)
     names = args.format or sorted(TARGETS)
     if args.replay:
@@ -109,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop()
     print(summary_table(results))
+    if args.markdown:
+        print("\n" + markdown_table(results))
     path = args.json or args.out / "summary.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({
