@@ -9,7 +9,8 @@ one per line of its stdin, with a time limit each (``TIMEOUT`` s of CPU time). O
   limit (bug); ``timeout``: no answer within the limit (bug); ``crash``: the process died
   (a signal, an abort: bug); ``injection``: text from the input ran as code (bug).
 
-After a bug the worker is restarted, so every input meets a clean process.
+A worker serves input after input; after a bug it is restarted, so no bug leaves its state
+to the next input.
 """
 
 from __future__ import annotations
