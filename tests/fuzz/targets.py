@@ -12,7 +12,7 @@ import ast
 import importlib.util
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import formats, onnx_mut, pt, seeds
 from .mutate import Mutation
@@ -33,7 +33,6 @@ class Target:
     #: how often a structured mutation is picked instead of a byte-level one
     structured_rate: float = 0.5
     engine: str = "cpython"
-    notes: str = field(default="", compare=False)
 
 
 # ------------------------------------------------------------------ readers (worker side)
@@ -161,9 +160,9 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            (onnx_mut.onnx_edit,), structured_rate=0.8),
     Target("mcu", ".emb", seeds.mcu_seeds, load_mcu, _RECORD, (formats.mcu_fields,),
            formats.mcu_checksum),
+    # embedded/ember_micro on the MicroPython unix port: load, then inference (mp_worker.py)
     Target("mcu_micropython", ".emb", seeds.mcu_seeds, None, ("ModelError",),
-           (formats.mcu_fields,), formats.mcu_checksum, engine="micropython",
-           notes="embedded/ember_micro on the MicroPython unix port: load, then one inference"),
+           (formats.mcu_fields,), formats.mcu_checksum, engine="micropython"),
     Target("image", ".img", seeds.image_seeds, load_image, ("ember.errors:DatasetError",),
            (formats.png_structure,), formats.png_checksum),
 ]}
