@@ -15,10 +15,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import subprocess
 import sys
 from pathlib import Path
 
-from .harness import BUGS, CRASH_DIR, Stats, fuzz, replay
+from .harness import BUGS, CRASH_DIR, REPO, Stats, fuzz, replay
 from .targets import TARGETS
 
 
@@ -125,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + markdown_table(results))
     path = args.json or args.out / "summary.json"
     path.parent.mkdir(parents=True, exist_ok=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=REPO, check=False).stdout.strip()
     path.write_text(json.dumps({
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit or None,
         "seconds_per_format": args.seconds, "rng_seed": args.seed, "results": results,
     }, indent=1))
     print(f"\nsummary: {path}; bug inputs under {args.out}/<format>/ — once a reader is "

@@ -196,7 +196,24 @@ def onnx_seeds() -> dict[str, bytes]:
     seeds = {"mlp": mlp, "cnn": cnn, "shapes": shapes, "if": cond, "function": func}
     for raw in seeds.values():  # the seeds themselves must be valid ONNX
         onnx.checker.check_model(onnx.load_from_string(raw))
+    real = _package_file("rapidocr_onnxruntime", "models/ch_ppocr_mobile_v2.0_cls_infer.onnx")
+    if real is not None:  # a real exported CNN (580 KB): the ops and attributes exporters write
+        seeds["ppocr_cls"] = real
     return seeds
+
+
+def _package_file(package: str, name: str) -> bytes | None:
+    """A data file shipped in an installed package (``make test`` installs it), or None. The
+    package is found, not imported: it was installed without its dependencies."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                return f.read()
+    return None
 
 
 def onnx_convert_seeds() -> dict[str, bytes]:
