@@ -293,7 +293,8 @@ def save_input(data: bytes, outcome: Outcome, target: Target, crash_dir: Path) -
 
 
 def record(stats: Stats, outcome: Outcome, data: bytes, target: Target, crash_dir: Path,
-           keep: int = 3) -> None:
+           keep: int) -> None:
+    """Count one outcome; save a bug's input unless ``keep`` inputs of that bug are saved."""
     stats.executed += 1
     stats.status[outcome.status] += 1
     if outcome.status == "typed":
@@ -306,9 +307,11 @@ def record(stats: Stats, outcome: Outcome, data: bytes, target: Target, crash_di
 
 
 def fuzz(name: str, seconds: float, *, max_inputs: int | None = None, rng_seed: int = 0,
-         crash_dir: Path = CRASH_DIR, progress: Callable[[Stats], None] | None = None) -> Stats:
+         crash_dir: Path = CRASH_DIR, keep: int = 20,
+         progress: Callable[[Stats], None] | None = None) -> Stats:
     """Run the seeds, then mutated inputs for ``seconds`` (or ``max_inputs``) through one
-    format's worker. The input sequence depends only on ``rng_seed``."""
+    format's worker. The input sequence depends only on ``rng_seed``. The inputs of each
+    distinct bug are saved, up to ``keep`` of them."""
     target = TARGETS[name]
     corpus = target.seeds()
     mutator = Mutator(corpus, random.Random(rng_seed), target.structured, target.fixup,
@@ -321,11 +324,11 @@ def fuzz(name: str, seconds: float, *, max_inputs: int | None = None, rng_seed: 
             if outcome.status != "ok":
                 stats.seeds_not_ok.append(f"{seed_name}: {outcome.status} {outcome.error} "
                                           f"{outcome.message}")
-            record(stats, outcome, corpus[seed_name], target, crash_dir)
+            record(stats, outcome, corpus[seed_name], target, crash_dir, keep)
         while time.monotonic() - start < seconds and (max_inputs is None
                                                        or stats.executed < max_inputs):
             data = mutator()
-            record(stats, worker.run(data), data, target, crash_dir)
+            record(stats, worker.run(data), data, target, crash_dir, keep)
             stats.seconds = time.monotonic() - start
             if progress is not None:
                 progress(stats)

@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=CRASH_DIR,
                         help=f"where bug inputs go (default {CRASH_DIR})")
     parser.add_argument("--json", type=Path, help="summary file (default OUT/summary.json)")
+    parser.add_argument("--keep", type=int, default=20,
+                        help="inputs saved per distinct bug (default 20)")
     parser.add_argument("--replay", nargs="+", type=Path, help="run these files instead")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
     args = parser.parse_args(argv)
@@ -117,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in names:
             stats = fuzz(name, args.seconds, max_inputs=args.max_inputs, rng_seed=args.seed,
-                         crash_dir=args.out, progress=update)
+                         crash_dir=args.out, keep=args.keep, progress=update)
             results.append(stats.to_json())
     finally:
         stop()
