@@ -116,9 +116,8 @@ class Mutator:
     """Draws mutated inputs for one format.
 
     ``structured`` are the format's structure-aware mutations (chosen ``structured_rate`` of
-    the time);
-    ``fixup`` repairs the format's checksum/length fields and runs on ``fixup_rate`` of the
-    inputs (the rest test the checksum check itself).
+    the time); ``fixup`` repairs the format's checksum/length fields and runs on ``fixup_rate``
+    of the inputs (the rest test the checksum check itself).
 
     >>> m = Mutator({"a": b"hello 123"}, random.Random(1))
     >>> isinstance(m(), bytes)
