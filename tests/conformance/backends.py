@@ -1,7 +1,8 @@
 """Backend names the conformance suite accepts, and how each is built.
 
 ``python``/``numpy``/``wgpu`` come from ``ember.get_backend``; ``autodiff-X`` wraps backend X in
-``ember.autodiff.Autodiff``. A backend whose dependency is missing raises :class:`Unavailable`,
+``ember.autodiff.Autodiff``; ``checked-X`` runs X and checks every op's result against its
+declared shape/dtype rule (:mod:`.infer_check`). A backend whose dependency is missing raises :class:`Unavailable`,
 which the suite turns into a clean skip.
 """
 
@@ -23,7 +24,11 @@ _CACHE: dict[str, object] = {}
 def make_backend(name: str):
     if name in _CACHE:
         return _CACHE[name]
-    if name.startswith("autodiff-") and name not in ember.available_backends():
+    if name.startswith("checked-"):
+        from .infer_check import InferChecked
+
+        backend = InferChecked(make_backend(name[len("checked-") :]))
+    elif name.startswith("autodiff-") and name not in ember.available_backends():
         inner = make_backend(name[len("autodiff-") :])
         try:
             from ember.autodiff import Autodiff

@@ -16,6 +16,7 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         "beyond the int32 range are rejected by from_data",
     },
     "autodiff-numpy": {},
+    "checked-numpy": {},
     "autodiff-python": {},
     "autodiff-wgpu": {
         "add/i64/overflow": "wgpu stores int64 as int32 (WGSL has no 64-bit ints); values "
