@@ -34,4 +34,6 @@ def convert(source, out_dir, class_name: str = "Model") -> tuple[str, str]:
     return _convert(source, out_dir, class_name)
 
 
-__all__ = ["OnnxLoadError", "OnnxModule", "OnnxUnsupportedError", "convert", "load", "supported_ops"]
+__all__ = [
+    "OnnxLoadError", "OnnxModule", "OnnxUnsupportedError", "convert", "load", "supported_ops",
+]

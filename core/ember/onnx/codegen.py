@@ -4,6 +4,11 @@ Burn's approach: the generated ``model.py`` is plain ember code a user can read 
 common layers become ``ember.nn.functional`` calls and operators; the rest call the same op
 functions ``ember.onnx.load`` runs (``ember.onnx.ops.call("Op", ...)``), so both paths agree.
 Constants are folded first; the weights file holds every remaining constant.
+
+The model file is untrusted input and the output is code, so nothing from the file is pasted
+into it: value names become ASCII identifiers, strings and attribute values are ``repr``
+literals of checked Python types, odd attribute names travel as ``**{'name': value}``, and
+docstrings hold only those identifiers. ``tests/onnx/test_onnx_security.py`` holds the attacks.
 """
 
 from __future__ import annotations
