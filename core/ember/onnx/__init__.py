@@ -16,7 +16,7 @@ True
 
 from __future__ import annotations
 
-from ._proto import OnnxLoadError, OnnxUnsupportedError
+from ._graph import OnnxLoadError, OnnxUnsupportedError
 from .ops import REGISTRY
 from .runtime import OnnxModule, load
 

@@ -11,7 +11,7 @@ import functools
 import math
 
 from .. import limits
-from ._proto import Function, Node, OnnxLoadError, walk
+from ._graph import Function, Node, OnnxLoadError, walk
 
 # elements packed per stored entry/byte where it is not one; complex values take two entries
 _SUB_BYTE_BITS = {21: 4, 22: 4, 23: 4, 25: 2, 26: 2, 27: 6, 28: 6}  # uint4 ... float6e3m2

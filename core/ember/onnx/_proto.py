@@ -10,22 +10,29 @@ and every way a file can fail to read raises :class:`OnnxLoadError`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import EmberError, UnsupportedOpError
+from ._checks import (
+    check_attr_types,
+    check_calls,
+    check_tensor_data,
+    dense_bytes,
+    scan,
+    tensor_bytes,
+)
+from ._graph import (  # noqa: F401 - OnnxUnsupportedError: imported from here too
+    Function,
+    Graph,
+    Model,
+    Node,
+    OnnxLoadError,
+    OnnxUnsupportedError,
+    _AttrRef,
+)
 
 # protobuf cannot encode a larger message: bigger models keep their weights in external files
 PROTOBUF_MAX_BYTES = (2 << 30) - 1
 _CHUNK = 16 << 20
-
-
-class OnnxLoadError(EmberError, ValueError):
-    """An ONNX file that cannot be read: missing, truncated, not a model, or a bad graph."""
-
-
-class OnnxUnsupportedError(OnnxLoadError, UnsupportedOpError):
-    """A readable model that uses operators or features ember does not implement."""
 
 
 def require_onnx():
@@ -38,72 +45,6 @@ def require_onnx():
             "(or pip install onnx)"
         ) from e
     return onnx
-
-
-@dataclass
-class Node:
-    op_type: str
-    inputs: list[str]
-    outputs: list[str]
-    attrs: dict[str, Any]
-    domain: str = ""
-    name: str = ""
-
-    def subgraphs(self) -> list[Graph]:
-        """The graphs among the attributes (If/Loop/Scan bodies)."""
-        return [g for v in self.attrs.values() for g in (v if isinstance(v, list) else [v])
-                if isinstance(g, Graph)]
-
-
-def walk(nodes: list[Node]):
-    """Every node of ``nodes``, and of the subgraphs they hold."""
-    for n in nodes:
-        yield n
-        for g in n.subgraphs():
-            yield from walk(g.nodes)
-
-
-@dataclass
-class Graph:
-    """A graph: nodes in topological order, named inputs/outputs, constant tensors."""
-
-    name: str
-    nodes: list[Node]
-    inputs: list[str]  # runtime inputs (initializers excluded)
-    outputs: list[str]
-    initializers: dict[str, Any] = field(default_factory=dict)  # name -> numpy array
-    input_info: dict[str, tuple] = field(default_factory=dict)  # name -> (elem_type, shape)
-    output_info: dict[str, tuple] = field(default_factory=dict)
-
-    def walk(self):
-        """Every node, including those in subgraphs (If/Loop/Scan bodies)."""
-        return walk(self.nodes)
-
-
-@dataclass
-class Function:
-    """A model-local function (or an ONNX schema's function body): an op defined by nodes."""
-
-    inputs: list[str]
-    outputs: list[str]
-    defaults: dict[str, Any]  # attribute name -> default value
-    nodes: list[Node]
-
-
-@dataclass
-class Model:
-    graph: Graph
-    opset: int  # version of the default (ai.onnx) domain
-    opsets: dict[str, int]
-    functions: dict[tuple[str, str], Function]  # (domain, name) -> body
-    producer: str = ""
-
-
-@dataclass(frozen=True)
-class _AttrRef:
-    """An attribute of a function body that refers to the caller's attribute."""
-
-    name: str
 
 
 def text(value, what: str) -> str:
@@ -145,8 +86,6 @@ class Reader:
         """A TensorProto as a numpy array, its declared size checked against its data first."""
         from onnx import numpy_helper
 
-        from ._checks import check_tensor_data, tensor_bytes
-
         what = f"{what} '{text(t.name, what + ' name')}'"
         tensor_bytes(t, what)
         if t.data_location == require_onnx().TensorProto.EXTERNAL:
@@ -164,7 +103,6 @@ class Reader:
         import numpy as np
 
         from .. import limits
-        from ._checks import dense_bytes
 
         values, indices = self.tensor(st.values, what), self.tensor(st.indices, what)
         self.dense_bytes += dense_bytes(st, what)
@@ -219,8 +157,6 @@ class Reader:
         return out
 
     def node(self, n) -> Node:
-        from ._checks import check_attr_types
-
         op_type = text(n.op_type, "a node's op_type")
         name = text(n.name, f"the name of a {op_type} node")
         what = f"node '{name}' ({op_type})"
@@ -326,8 +262,6 @@ def read_model(source) -> Model:
     Raises :class:`OnnxLoadError` for anything that is not a readable ONNX model, including
     one that passes an ``ember.limits`` bound.
     """
-    from ._checks import check_calls, scan
-
     proto, where, base_dir, size = _parse(source)
     try:
         scan(proto, size)

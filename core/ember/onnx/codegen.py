@@ -20,10 +20,9 @@ import re
 
 from ..errors import UnsupportedOpError
 from ..tensor import Tensor
-from ._proto import Graph, Node
+from ._graph import Graph, Node
 from .ops import REGISTRY
 from .runtime import OnnxModule, load
-
 
 # names the generated module itself uses: never a variable's name
 _RESERVED = frozenset({"self", "ember", "F", "nn", "call", "os", "load_file", "WEIGHTS", "load",

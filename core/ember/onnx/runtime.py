@@ -21,17 +21,8 @@ from ..nn.module import Module
 from ..tensor import Tensor
 from ._checks import check_wiring
 from ._fold import output_bound
-from ._proto import (
-    Function,
-    Graph,
-    Model,
-    Node,
-    OnnxLoadError,
-    OnnxUnsupportedError,
-    Reader,
-    _AttrRef,
-    read_model,
-)
+from ._graph import Function, Graph, Model, Node, OnnxLoadError, OnnxUnsupportedError, _AttrRef
+from ._proto import Reader, read_model
 from ._types import numpy_to_tensor
 from .ops import NOT_FOLDABLE, REGISTRY, invoke
 
@@ -164,8 +155,8 @@ class OnnxModule(Module):
         graph.nodes = kept
 
     def to(self, backend=None, dtype=None) -> OnnxModule:
-        from ..contract import Backend
         from ..backends import available, get_backend
+        from ..contract import Backend
 
         super().to(backend, dtype)
         if isinstance(backend, Backend) or (isinstance(backend, str) and backend in available()):
