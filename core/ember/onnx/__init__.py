@@ -17,13 +17,13 @@ True
 from __future__ import annotations
 
 from ._graph import OnnxLoadError, OnnxUnsupportedError
-from .ops import REGISTRY
-from .runtime import OnnxModule, load
 
 
 def supported_ops() -> list[str]:
     """The ONNX operators ember implements directly (ops the ONNX standard defines as
     functions of these run too)."""
+    from .ops import REGISTRY
+
     return sorted(REGISTRY)
 
 
@@ -32,6 +32,16 @@ def convert(source, out_dir, class_name: str = "Model") -> tuple[str, str]:
     from .codegen import convert as _convert
 
     return _convert(source, out_dir, class_name)
+
+
+def __getattr__(name: str):
+    # load and OnnxModule bring the operator table; it loads on first use, so the `ember`
+    # command (which registers `ember onnx ...`) starts without it
+    if name in ("load", "OnnxModule"):
+        from . import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module 'ember.onnx' has no attribute {name!r}")
 
 
 __all__ = [
