@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember
 from _common import median_time
-from ember.data import TensorData
+from ember.tensordata import TensorData
 
 BUDGET_S = 20.0  # per timed case: fewer repeats when one call is slow
 

@@ -16,7 +16,7 @@ from .backends import (
     set_default_backend,
     use_backend,
 )
-from .data import TensorData
+from .tensordata import TensorData
 from .dtype import (
     DType,
     bool_,

@@ -14,7 +14,7 @@ methods and operators in one table, :mod:`ember.tensor_methods`.
 from __future__ import annotations
 
 from . import dtype as dt
-from .data import TensorData
+from .tensordata import TensorData
 from .errors import BackendMismatchError, DTypeError, ShapeError
 from .shape import numel
 
@@ -112,7 +112,7 @@ class Tensor:
         return bool(self.item())
 
     def __repr__(self) -> str:
-        from .format import format_tensor
+        from .printing import format_tensor
 
         return format_tensor(self)
 

@@ -85,7 +85,7 @@ def _encode_array(a: Any) -> dict:
 
 
 def _decode_array(d: dict):
-    from ember.data import TensorData
+    from ember.tensordata import TensorData
 
     return TensorData(base64.b64decode(d["b64"]), tuple(d["shape"]), d["dtype"])
 

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from ember.data import TensorData
+from ember.tensordata import TensorData
 
 from .catalog import all_cases
 from .runner import missing_dtypes, run_case

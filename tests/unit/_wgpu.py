@@ -13,7 +13,7 @@ pytest.importorskip("wgpu")
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
 import ember
-from ember.data import TensorData
+from ember.tensordata import TensorData
 from ember.errors import EmberError
 
 try:

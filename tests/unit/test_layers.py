@@ -24,11 +24,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2] / "core"
 
 LAYERS = {
-    0: ("errors", "dtype", "shape", "tensordata", "data", "random", "limits"),
+    0: ("errors", "dtype", "shape", "tensordata", "random", "limits"),
     1: ("contract",),
     2: ("backends",),
     3: ("autodiff",),
-    4: ("tensor", "tensor_methods", "ops", "printing", "format"),
+    4: ("tensor", "tensor_methods", "ops", "printing"),
     5: ("", "nn", "optim", "train", "dataset", "io", "store", "record", "onnx", "export"),
     6: ("demos", "cli", "__main__"),
 }

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from ember import dtype as dt
 from ember.backends.python import PythonBackend
-from ember.data import TensorData
+from ember.tensordata import TensorData
 from ember.errors import ShapeError, TensorIndexError
 
 B = PythonBackend()

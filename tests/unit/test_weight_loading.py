@@ -159,7 +159,7 @@ def test_strict_without_remap_names_torch_keys(pt_files):
 def test_mapping_source_and_dtype_conversion(tmp_path):
     model = nn.Linear(2, 2)
     w = np.array([[1.5, -2.0], [0.25, 4.0]], dtype=np.float16)
-    load_weights(model, {"weight": ember.tensor(w), "bias": ember.data.TensorData.from_numpy(
+    load_weights(model, {"weight": ember.tensor(w), "bias": ember.tensordata.TensorData.from_numpy(
         np.array([1, 2], dtype=np.float64))})
     assert model.weight.dtype == ember.float32
     assert model.weight.numpy().tolist() == w.astype(np.float32).tolist()

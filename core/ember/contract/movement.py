@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from ..random import philox_uniform
 from ..shape import numel
-from ..data import TensorData
+from ..tensordata import TensorData
 from . import infer
 from . import prims
 from .registry import Kind, declare

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..shape import numel, pool_geometry
 from . import prims
 from . import infer

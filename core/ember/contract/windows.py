@@ -11,7 +11,7 @@ import math
 import struct
 
 from .. import dtype as dt
-from ..data import TensorData
+from ..tensordata import TensorData
 
 
 def _f32(v: float) -> float:

@@ -104,7 +104,7 @@ def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None, mod
     """An image file as float32 TensorData (C, H, W) in [0, 1], resized to ``size`` (H, W)
     when given. Bounded by ``ember.limits`` ``max_image_pixels`` (the file and ``size``)."""
     from .. import dtype as dt
-    from ..data import TensorData
+    from ..tensordata import TensorData
 
     img = decode_image(path, mode)
     if size is not None:

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .. import dtype as dt
-from ..data import TensorData
+from ..tensordata import TensorData
 from .base import Dataset
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import nn
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..errors import DatasetError
 from .efficientnet import BN_EPS, IMAGE_SIZE, efficientnet_lite0
 

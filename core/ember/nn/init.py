@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..random import Generator, default_generator
 from ..shape import numel
 from ..tensor import Tensor

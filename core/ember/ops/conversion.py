@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from ..backends import default_backend, get_backend
 from ..contract import Backend
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..tensor import Tensor
 
 

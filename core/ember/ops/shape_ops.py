@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import dtype as dt
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..errors import DimensionError, ShapeError
 from ..shape import broadcast_shapes, infer_reshape, normalize_dim, numel
 from ..tensor import Tensor, check_same_backend

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import dtype as dt
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..errors import RecordError
 from ..store.safetensors import SafeTensorsFile, encode, write_parts
 from ..store.untrusted import parse_json, reading

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..errors import RecordError
 from ..tensor import Tensor
 

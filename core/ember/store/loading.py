@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..errors import RecordError
 from ..tensor import Tensor
 from .pytorch import PyTorchFile

@@ -16,7 +16,7 @@ global (``os.system``, ``builtins.eval``, a model class …) raises
 :class:`~ember.errors.RecordError` when the pickle names it, before anything is called.
 Tensors come back as lazy references: :meth:`get` reads only the span of the storage a tensor
 covers, then gathers strided views (offset, strides, storages shared between tensors) into
-contiguous :class:`~ember.data.TensorData`. Every size the file declares — zip entries, the
+contiguous :class:`~ember.tensordata.TensorData`. Every size the file declares — zip entries, the
 pickles, each view's reach and its materialised bytes — is checked against the file and
 :mod:`ember.limits` before anything is allocated.
 
@@ -38,7 +38,7 @@ from typing import Any, BinaryIO
 
 from .. import dtype as dt
 from .. import limits
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..errors import RecordError
 from ..shape import numel
 from .pickle_reader import brief, load_pickle, named_leaves
@@ -214,7 +214,7 @@ class PyTorchFile:
 
     ``keys()`` are the tensors' dotted names (nested dicts and lists flattened:
     ``{"model": {"fc.weight": t}}`` → ``"model.fc.weight"``), ``info(name)`` →
-    (element type name, shape), ``get(name)`` → :class:`~ember.data.TensorData` (bfloat16
+    (element type name, shape), ``get(name)`` → :class:`~ember.tensordata.TensorData` (bfloat16
     becomes float32, int16 int32), ``obj`` the whole unpickled object with
     :class:`TensorRef` in place of tensors. Every problem with the file, including a size
     past :mod:`ember.limits`, is a :class:`~ember.errors.RecordError`.

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from .. import dtype as dt
 from .. import limits
-from ..data import TensorData
+from ..tensordata import TensorData
 from ..errors import RecordError
 from ..shape import numel
 from .atomic import atomic_write

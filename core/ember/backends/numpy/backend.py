@@ -14,7 +14,7 @@ import sys
 from .quiet import quiet
 from ... import dtype as dt
 from ...contract import Caps
-from ...data import TensorData
+from ...tensordata import TensorData
 from ...errors import TensorIndexError
 from .nn import NumpyNNOps
 from .ops import NumpyOps

@@ -16,7 +16,7 @@ from array import array
 
 from ... import dtype as dt
 from ...contract import Caps
-from ...data import TensorData, convert_scalar
+from ...tensordata import TensorData, convert_scalar
 from ...errors import TensorIndexError
 from ...shape import contiguous_strides, numel
 from . import scalar_math as pm

@@ -20,7 +20,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 
 from ... import dtype as dt
-from ...data import TensorData, round_float, wrap_int
+from ...tensordata import TensorData, round_float, wrap_int
 from ...shape import contiguous_strides, numel
 
 _LITTLE = sys.byteorder == "little"

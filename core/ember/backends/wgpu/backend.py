@@ -13,7 +13,7 @@ from array import array
 
 from ... import dtype as dt
 from ...contract import Caps
-from ...data import TensorData
+from ...tensordata import TensorData
 from ...errors import DTypeError
 from . import compute
 from .launch import Runtime, cast, contiguous, copy_region, map_op, narrow, widen

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...data import TensorData
+from ...tensordata import TensorData
 from ...errors import EmberError
 from .adapter import AdapterInfo, GpuAdapter
 

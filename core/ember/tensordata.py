@@ -3,7 +3,7 @@
 It is the only thing that crosses a backend boundary: every backend reads it in ``from_data``
 and writes it in ``to_data``. Bytes are little-endian, row-major (C order).
 
->>> from ember.data import TensorData
+>>> from ember.tensordata import TensorData
 >>> d = TensorData.from_list([[1.0, 2.0], [3.0, 4.0]])
 >>> d.shape, d.dtype.name, d.tolist()
 ((2, 2), 'float32', [[1.0, 2.0], [3.0, 4.0]])
