@@ -57,7 +57,7 @@ def model_files(run_dir: Path | None, out: Path) -> str:
         return f"trained ({run_dir})"
     import ember
     from ember.demos.mnist_model import MEAN, STD, mnist_cnn
-    from ember.store import save_file
+    from ember.io import save_file
 
     ember.seed(0)
     with ember.use_backend("numpy"):
@@ -116,7 +116,7 @@ EMBER_SETUP = """
 import json, time
 import ember
 from ember.demos.mnist_model import mnist_cnn
-from ember.store import load_file
+from ember.io import load_file
 from pyodide.http import pyfetch
 
 CONFIG = await (await pyfetch("bench/model.json")).json()

@@ -24,7 +24,7 @@ import ember
 from ember import nn
 from ember.dataset import DataLoader, MnistDataset, PartialDataset
 from ember.optim import SGD
-from ember.store import load_file, save_file
+from ember.io import load_file, save_file
 
 
 class MLP(nn.Module):

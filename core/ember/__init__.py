@@ -49,10 +49,10 @@ from . import limits
 # loaded on first use, so `import ember` (and the CLI) don't read their modules
 _LAZY = {
     "optim": ("ember.optim", None),
-    "record": ("ember.record", None),
-    "load": ("ember.record", "load"),
-    "save": ("ember.record", "save"),
-    "load_weights": ("ember.store", "load_weights"),
+    "io": ("ember.io", None),
+    "load": ("ember.io", "load"),
+    "save": ("ember.io", "save"),
+    "load_weights": ("ember.io", "load_weights"),
 }
 
 

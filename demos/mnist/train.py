@@ -24,7 +24,7 @@ from ember.dataset import DataLoader, MnistDataset, PartialDataset, ShuffledData
 from ember.demos.mnist_model import mnist_cnn, preprocess
 from ember.optim import Adam
 from ember.optim.lr_scheduler import CosineAnnealingLR
-from ember.store import load_file, save_file
+from ember.io import load_file, save_file
 from ember.train import Learner, PlainRenderer
 
 

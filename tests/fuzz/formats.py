@@ -197,7 +197,7 @@ _VERSION_FIELD = re.compile(rb'"version":"([0-9]+)"')
 
 
 def record_checksum(data: bytes) -> bytes:
-    """Rewrite a record's ``crc32`` metadata, touching nothing else (``ember.record.api``):
+    """Rewrite a record's ``crc32`` metadata, touching nothing else (``ember.io.records``):
     version >= 2 checksums the whole file with the field's digits as ``00000000``; version 1
     the data section only."""
     if len(data) < 8:

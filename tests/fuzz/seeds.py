@@ -43,7 +43,7 @@ def safetensors_seeds() -> dict[str, bytes]:
     from safetensors.torch import save as torch_save
 
     import ember
-    from ember.store import save_file
+    from ember.io import save_file
 
     arrays = _arrays()
     seeds = {

@@ -37,7 +37,7 @@ class Target:
 
 # ------------------------------------------------------------------ readers (worker side)
 def load_safetensors(path: str, workdir: str) -> None:
-    from ember.store import load_file
+    from ember.io import load_file
 
     load_file(path)
 
@@ -47,7 +47,7 @@ def load_record(path: str, workdir: str) -> None:
     was saved from (a fresh module, or a module and an optimizer for a checkpoint)."""
     import ember
     from ember import optim
-    from ember.record import read_metadata
+    from ember.io import read_metadata
 
     state = ember.load(path)
     read_metadata(path)
@@ -59,7 +59,7 @@ def load_record(path: str, workdir: str) -> None:
 
 
 def load_pytorch(path: str, workdir: str) -> None:
-    from ember.store import read_pytorch
+    from ember.io import read_pytorch
 
     read_pytorch(path)
 
@@ -139,7 +139,7 @@ def load_image(path: str, workdir: str) -> None:
 
 # ------------------------------------------------------------------ the table
 _RECORD = ("ember.errors:RecordError",)
-_ONNX = ("ember.onnx._proto:OnnxLoadError", "ember.errors:UnsupportedOpError")
+_ONNX = ("ember.onnx:OnnxLoadError", "ember.errors:UnsupportedOpError")
 _ST = (formats.safetensors_header,)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [

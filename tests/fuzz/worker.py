@@ -85,7 +85,7 @@ def _preload(name: str) -> None:
     modules = {"onnx_load": ["onnx", "ember.onnx", "ember.onnx.codegen", "numpy"],
                "onnx_convert": ["onnx", "ember.onnx", "ember.onnx.codegen", "numpy"],
                "mcu": ["ember.export", "numpy"], "image": ["PIL.Image", "ember.dataset"],
-               "record": ["ember.record", "ember.optim", "numpy"]}.get(name, ["ember.store"])
+               "record": ["ember.io", "ember.optim", "numpy"]}.get(name, ["ember.io"])
     for module in modules:
         importlib.import_module(module)
 

@@ -29,7 +29,7 @@ LAYERS = {
     2: ("backends",),
     3: ("autodiff",),
     4: ("tensor", "tensor_methods", "ops", "printing"),
-    5: ("", "nn", "optim", "train", "dataset", "io", "store", "record", "onnx", "export"),
+    5: ("", "nn", "optim", "train", "dataset", "io", "onnx", "export"),
     6: ("demos", "cli", "__main__"),
 }
 

@@ -14,8 +14,8 @@ import zipfile
 import numpy as np
 import pytest
 from ember.errors import RecordError
-from ember.store import PyTorchFile, load_pytorch, read_pytorch
-from ember.store.pytorch import LEGACY_MAGIC, LEGACY_PROTOCOL
+from ember.io import PyTorchFile, load_pytorch, read_pytorch
+from ember.io.pytorch import LEGACY_MAGIC, LEGACY_PROTOCOL
 
 
 # ---------------------------------------------------------------------------- hand-made files

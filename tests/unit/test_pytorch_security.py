@@ -16,7 +16,7 @@ import ember
 import numpy as np
 import pytest
 from ember.errors import RecordError
-from ember.store import PyTorchFile, read_pytorch
+from ember.io import PyTorchFile, read_pytorch
 from test_pytorch_reader import _glob, _state_pickle, _tensor, _val, _write_legacy, _write_zip
 
 torch = pytest.importorskip("torch")

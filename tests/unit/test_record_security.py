@@ -18,7 +18,7 @@ import pytest
 import ember
 from ember import nn, optim
 from ember.errors import RecordError
-from ember.store import save_file
+from ember.io import save_file
 
 REGRESSIONS = Path(__file__).parents[1] / "fuzz/regressions/record"
 
@@ -33,7 +33,7 @@ def _linear(tmp_path) -> tuple[nn.Linear, Path]:
 
 def _v1(tensors: dict, **meta) -> bytes:
     """A version-1 record as the previous writer laid it out: the CRC covers the data only."""
-    from ember.store.safetensors import encode
+    from ember.io.safetensors import encode
 
     data = b"".join(bytes(t.to_data().buffer) for t in tensors.values())
     header = {"format": "ember-record", "version": "1", "kind": "module", "ember": "0.1",
@@ -85,7 +85,7 @@ def test_reproducer_is_a_record_error(tmp_path, name):
     assert (REGRESSIONS / f"{name}.safetensors").read_bytes() == raw
     path = tmp_path / "bad.safetensors"
     path.write_bytes(raw)
-    for read in (ember.load, ember.record.read_metadata):
+    for read in (ember.load, ember.io.read_metadata):
         with contextlib.suppress(RecordError):  # may succeed: it reads only part of the file
             read(path)
     opt = optim.SGD(nn.Linear(1, 1, backend="autodiff-numpy").parameters(), lr=0.1)
@@ -118,10 +118,10 @@ def test_stored_header_flip_reproducer_fails_the_checksum():
 def test_checksum_is_the_crc32_of_the_whole_file(tmp_path):
     _, path = _linear(tmp_path)
     raw = path.read_bytes()
-    stored = ember.store.SafeTensorsFile(path).metadata["crc32"]
+    stored = ember.io.SafeTensorsFile(path).metadata["crc32"]
     field = f'"crc32":"{stored}"'.encode()
     assert zlib.crc32(raw.replace(field, b'"crc32":"00000000"')) == int(stored, 16)
-    assert ember.record.read_metadata(path)["version"] == "2"
+    assert ember.io.read_metadata(path)["version"] == "2"
 
 
 @pytest.mark.parametrize("edit", [
@@ -175,5 +175,5 @@ def test_checksum_text_inside_user_metadata_is_only_text(tmp_path):
     path = tmp_path / "m.safetensors"
     note = {"crc32": "00000000", "quoted": '"crc32":"00000000"'}
     ember.save(nn.Linear(2, 1), path, metadata=note)
-    assert ember.record.read_metadata(path)["user"] == note
+    assert ember.io.read_metadata(path)["user"] == note
     assert len(ember.load(path)) == 2

@@ -118,7 +118,7 @@ def test_metadata_config_and_user(tmp_path):
     layer = LinearConfig(3, 2).init()
     path = tmp_path / "m.safetensors"
     ember.save(layer, path, config=LinearConfig(3, 2), metadata={"epoch": 4, "note": "x"})
-    meta = ember.record.read_metadata(path)
+    meta = ember.io.read_metadata(path)
     assert meta["class"] == "Linear" and meta["dtype"] == "float32"
     assert meta["config"]["d_in"] == 3 and meta["config"]["type"] == "LinearConfig"
     assert meta["user"] == {"epoch": 4, "note": "x"}
@@ -261,7 +261,7 @@ def test_missing_file_and_directory(tmp_path):
 
 
 def test_record_from_newer_version(tmp_path):
-    from ember.store import save_file
+    from ember.io import save_file
 
     path = tmp_path / "future.safetensors"
     save_file(
@@ -280,7 +280,7 @@ def test_failed_write_keeps_old_file(saved, tmp_path, monkeypatch):
     def disk_full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("ember.store.atomic.os.fsync", disk_full)
+    monkeypatch.setattr("ember.io.atomic.os.fsync", disk_full)
     with pytest.raises(OSError, match="No space"):
         ember.save(Net(hidden=7), path)
     monkeypatch.undo()
@@ -381,7 +381,7 @@ def test_checkpoint_dict(tmp_path):
     plain = ember.load(path)
     assert set(plain) == {"model", "optim", "sched", "epoch", "best"}
     np.testing.assert_array_equal(plain["model"]["fc1.weight"].numpy(), net.fc1.weight.numpy())
-    assert ember.record.read_metadata(path)["user"] == {"run": "demo"}
+    assert ember.io.read_metadata(path)["user"] == {"run": "demo"}
 
 
 def test_checkpoint_with_mismatched_model_changes_nothing(tmp_path):
@@ -401,7 +401,7 @@ def test_checkpoint_with_mismatched_model_changes_nothing(tmp_path):
 
 
 def test_state_tree_round_trip_of_odd_values():
-    from ember.record import flatten, unflatten
+    from ember.io import flatten, unflatten
 
     state = {
         "a": (1, 2.5),

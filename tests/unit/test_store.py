@@ -12,7 +12,7 @@ import pytest
 
 import ember
 from ember.errors import RecordError
-from ember.store import SafeTensorsFile, atomic_write, load_file, save_file
+from ember.io import SafeTensorsFile, atomic_write, load_file, save_file
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -103,7 +103,7 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path):
 
 _HOLD_WRITE = """
 import sys, time
-from ember.store import atomic_write
+from ember.io import atomic_write
 with atomic_write(sys.argv[1]) as f:
     f.write(bytes(1 << 20))
     f.flush()
@@ -141,7 +141,7 @@ def test_temporaries_of_killed_writers_are_removed_by_the_next_write(tmp_path):
 
 
 def test_old_unknown_temporaries_are_removed_and_others_kept(tmp_path):
-    from ember.store.atomic import STALE_AFTER_S
+    from ember.io.atomic import STALE_AFTER_S
 
     other_host = tmp_path / ".ember-tmp-00000000-1-abcdefgh"  # a pid we can't check
     recent = tmp_path / ".ember-tmp-00000000-2-abcdefgh"

@@ -16,8 +16,8 @@ import pytest
 import ember
 from ember import nn
 from ember.errors import RecordError
-from ember.store import SafeTensorsFile, load_file, load_weights, save_file
-from ember.store.untrusted import nesting_depth, parse_json
+from ember.io import SafeTensorsFile, load_file, load_weights, save_file
+from ember.io.untrusted import nesting_depth, parse_json
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 

@@ -1,4 +1,4 @@
-"""``ember.store.load_weights``: safetensors and PyTorch checkpoints into ember modules, with
+"""``ember.io.load_weights``: safetensors and PyTorch checkpoints into ember modules, with
 regex key remapping, strict/partial modes, one error listing every problem, and no change to
 the module when a load fails. Expected values are the numpy arrays written to the files."""
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from ember import nn
 from ember.errors import RecordError
-from ember.store import detect_format, load_weights, save_file
+from ember.io import detect_format, load_weights, save_file
 
 
 class Net(nn.Module):

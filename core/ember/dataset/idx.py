@@ -56,7 +56,7 @@ def parse_idx(raw: bytes, name: str = "<bytes>") -> tuple[bytes, tuple[int, ...]
 
 def write_idx(path: str | os.PathLike, payload: bytes, shape: tuple[int, ...]) -> None:
     """Write uint8 data as IDX (gzip when the name ends in ``.gz``), atomically."""
-    from ..store.atomic import atomic_write
+    from ..io.atomic import atomic_write
 
     if numel(shape) != len(payload):
         raise ValueError(f"write_idx: {len(payload)} bytes don't fit shape {shape}")

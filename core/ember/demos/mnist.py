@@ -19,7 +19,7 @@ from ..optim import Adam
 from ..optim.lr_scheduler import CosineAnnealingLR
 from ..dataset.transforms import RandomCrop
 from ..random import seed as set_seed
-from ..store import atomic_write, save_file
+from ..io import atomic_write, save_file
 from ..train import Learner
 from .mnist_model import MEAN, STD, mnist_cnn, preprocess
 
@@ -107,7 +107,7 @@ def _write_json(path: Path, data: dict) -> None:
 
 def load_trained(folder: str | Path, backend: str = "numpy"):
     """The model saved by :func:`train_mnist` in ``folder``, ready for inference."""
-    from ..store import load_file
+    from ..io import load_file
 
     folder = Path(folder)
     config = json.loads((folder / "model.json").read_text())

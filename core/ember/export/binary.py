@@ -8,7 +8,7 @@ import zlib
 
 from .. import limits
 from ..errors import RecordError
-from ..store import atomic_write
+from ..io import atomic_write
 from . import format as fmt
 from .ir import Layer, Program, _np
 

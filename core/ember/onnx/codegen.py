@@ -242,7 +242,7 @@ def generate(module: OnnxModule, class_name: str = "Model", weights_file: str = 
         "from ember import nn",
         "from ember.nn import functional as F",
         "from ember.onnx.ops import call",
-        "from ember.store import load_file",
+        "from ember.io import load_file",
         "",
         f"WEIGHTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), {weights_file!r})",
         "",
@@ -293,7 +293,7 @@ def _used(graph: Graph) -> set[str]:
 
 
 def convert(source, out_dir, class_name: str = "Model") -> tuple[str, str]:
-    from ..store import save_file
+    from ..io import save_file
 
     module = load(source, backend="numpy" if _has_numpy() else "python")
     os.makedirs(out_dir, exist_ok=True)

@@ -1,6 +1,6 @@
 """Training checkpoints: everything needed to resume exactly, in one record file.
 
-A checkpoint is an :mod:`ember.record` state record (safetensors + a JSON tree): model
+A checkpoint is an :mod:`ember.io` state record (safetensors + a JSON tree): model
 parameters and buffers, optimizer moments, scheduler and RNG state, data order, partial metric
 sums, gradients accumulated since the last optimizer step. Writes are atomic, so an interrupt
 never leaves a torn checkpoint; a truncated or corrupt one (any damaged byte: the record's
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from ..errors import RecordError
-from ..record import load, save
+from ..io import load, save
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict) -> Path:

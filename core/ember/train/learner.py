@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import RecordError
 from ..random import default_generator
-from ..store.untrusted import reading
+from ..io.untrusted import reading
 from .checkpoint import load_checkpoint, save_checkpoint
 from .interrupt import GracefulInterrupt
 from .metrics import Metric, StepOutput, classification_metrics

@@ -38,7 +38,7 @@ def main() -> None:
     vx, vy = mnist_arrays("test", args.n)
     model = mnist_cnn() if args.model == "cnn" else mnist_mlp()
     if args.weights:
-        from ember.store import load_file
+        from ember.io import load_file
 
         model.load_state_dict(load_file(args.weights))
     else:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import ember
 from ember.demos.mnist_model import mnist_cnn, preprocess
-from ember.store import load_file
+from ember.io import load_file
 from pyodide.http import pyfetch
 
 MODEL = None

@@ -26,9 +26,9 @@ from typing import Any
 from .. import dtype as dt
 from ..tensordata import TensorData
 from ..errors import RecordError
-from ..store.safetensors import SafeTensorsFile, encode, write_parts
-from ..store.untrusted import parse_json, reading
-from .tree import flatten, tensor_keys, unflatten
+from .safetensors import SafeTensorsFile, encode, write_parts
+from .untrusted import parse_json, reading
+from .record_tree import flatten, tensor_keys, unflatten
 
 FORMAT = "ember-record"
 #: 2: the checksum covers the whole file; 1: it covered the tensor data only

@@ -8,7 +8,7 @@ formats.
 
 >>> import os, tempfile, ember
 >>> from ember import nn
->>> from ember.store import save_file, load_weights
+>>> from ember.io import save_file, load_weights
 >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
 >>> save_file({"net.0.weight": ember.ones(2, 3), "net.0.bias": ember.zeros(2)}, path)
 >>> model = nn.Linear(3, 2)
@@ -31,7 +31,7 @@ from .safetensors import SafeTensorsFile
 from .untrusted import reading
 
 if TYPE_CHECKING:
-    from ..record.api import LoadResult
+    from .records import LoadResult
 
 FORMATS = ("safetensors", "pytorch")
 Remap = Iterable[tuple[str, str]] | Mapping[str, str] | None
@@ -70,7 +70,7 @@ def _check_format(format: str | None) -> None:
 
 def load_weights(model, source, *, remap: Remap = None, strict: bool = True,
                  format: str | None = None) -> LoadResult:
-    """Copy weights from ``source`` into ``model``; returns a :class:`~ember.record.LoadResult`.
+    """Copy weights from ``source`` into ``model``; returns a :class:`~ember.io.LoadResult`.
 
     ``source`` is a path (a safetensors file, an ember record, or a PyTorch checkpoint in the
     zip or legacy format — read without torch, through a restricted unpickler) or a mapping
@@ -88,8 +88,8 @@ def load_weights(model, source, *, remap: Remap = None, strict: bool = True,
     >>> load_weights(model, {"weight": ember.ones(1, 2), "bias": ember.zeros(1)}).missing_keys
     []
     """
-    # imported here: the records module itself imports ember.store
-    from ..record.api import _prepare_module, _rules
+    # imported here: the records module itself imports ember.io
+    from .records import _prepare_module, _rules
 
     rules = _rules(remap)
     if isinstance(source, Mapping):
