@@ -23,8 +23,9 @@ demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
 	$(PY) -m ember.cli demo mnist --serve --run-dir runs/mnist
 
 # Every suite in one pytest run: unit, the conformance suite on every backend (the wgpu ones
-# on Mesa lavapipe), the browser suite (Chromium + SwiftShader), embedded (real MicroPython).
-BACKENDS := numpy,python,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu
+# on Mesa lavapipe; checked-numpy also checks every op's declared shape/dtype rule), the
+# browser suite (Chromium + SwiftShader), embedded (real MicroPython), a short seeded fuzz.
+BACKENDS := numpy,python,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy
 
 test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded
 	$(PY) -m pytest -q tests --backend=$(BACKENDS)
