@@ -7,7 +7,7 @@ fixing the reader, move the reproducer into ``tests/fuzz/regressions/<format>/``
 descriptive name: ``pytest tests/fuzz`` replays it from then on.
 
 ``--replay FILE...`` runs given files through one format's worker instead (a saved crash, a
-regression). Exit status: 1 when any bug was found.
+regression). Exit status: 1 when any bug was found, 2 when a format could not be run.
 """
 
 from __future__ import annotations
@@ -115,29 +115,41 @@ def main(argv: list[str] | None = None) -> int:
                   f"{outcome.message[:200]}")
         return 1 if bad else 0
     update, stop = _progress_printer(args.seconds)
-    results = []
+    path = args.json or args.out / "summary.json"
+    results, broken = [], []
     try:
         for name in names:
-            stats = fuzz(name, args.seconds, max_inputs=args.max_inputs, rng_seed=args.seed,
-                         crash_dir=args.out, keep=args.keep, progress=update)
+            try:
+                stats = fuzz(name, args.seconds, max_inputs=args.max_inputs,
+                             rng_seed=args.seed, crash_dir=args.out, keep=args.keep,
+                             progress=update)
+            except Exception as e:  # noqa: BLE001 - one broken format must not stop the rest
+                broken.append(f"{name}: the harness could not run it: {type(e).__name__}: {e}")
+                continue
             results.append(stats.to_json())
+            _write_summary(path, args, results, broken)  # a long run keeps what it has
     finally:
         stop()
     print(summary_table(results))
+    for line in broken:
+        print(f"\n{line}")
     if args.markdown:
         print("\n" + markdown_table(results))
-    path = args.json or args.out / "summary.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=REPO, check=False).stdout.strip()
-    path.write_text(json.dumps({
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": commit or None,
-        "seconds_per_format": args.seconds, "rng_seed": args.seed, "results": results,
-    }, indent=1))
+    _write_summary(path, args, results, broken)
     print(f"\nsummary: {path}; bug inputs under {args.out}/<format>/ — once a reader is "
           "fixed, move its reproducer to tests/fuzz/regressions/<format>/")
-    return 1 if any(r["bugs"] for r in results) else 0
+    return 2 if broken else 1 if any(r["bugs"] for r in results) else 0
+
+
+def _write_summary(path: Path, args, results: list[dict], broken: list[str]) -> None:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=REPO, check=False).stdout.strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit or None, "seconds_per_format": args.seconds, "rng_seed": args.seed,
+        "results": results, "not_run": broken,
+    }, indent=1))
 
 
 if __name__ == "__main__":
