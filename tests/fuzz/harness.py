@@ -2,7 +2,9 @@
 
 A :class:`Worker` is one long-lived subprocess (CPython :mod:`.worker`, or MicroPython running
 ``mp_worker.py``) limited to ``MEMORY_LIMIT`` bytes of address space; inputs go in as files,
-one per line of its stdin, with a time limit each (``TIMEOUT`` s of CPU time). Outcomes:
+one per line of its stdin, with a time limit each (``TIMEOUT`` s of CPU time). A CPython
+worker also lowers ``ember.limits`` to fit that address space (``worker.SANDBOX_LIMITS``).
+Outcomes:
 
 * ``ok`` / ``typed``: the reader accepted the input or raised its typed error (expected);
 * ``untyped``: any other exception (bug); ``memory``: MemoryError, or death by the memory

@@ -77,6 +77,24 @@ def run_one(load, path: str, workdir: str, expected: tuple, sentinel: str) -> di
     return result
 
 
+#: ember.limits inside a worker: what fits its 1 GiB address space (the limits' docstring: lower
+#: them to sandbox untrusted input). A reader that honours its limits then never runs out of
+#: memory here, so a MemoryError means a reader allocated past what its limits allow.
+SANDBOX_LIMITS = {"max_tensor_bytes": 128 << 20, "max_expansion_bytes": 128 << 20,
+                  "max_header_bytes": 64 << 20, "max_zip_member_bytes": 128 << 20,
+                  "max_folded_elements": 1 << 24, "max_image_pixels": 4_000_000,
+                  "max_activation_elements": 1 << 22}
+
+
+def _sandbox() -> None:
+    import dataclasses
+
+    from ember import limits
+
+    known = {f.name for f in dataclasses.fields(limits.current())}
+    limits.set_limits(**{k: v for k, v in SANDBOX_LIMITS.items() if k in known})
+
+
 def _preload(name: str) -> None:
     """Import what the reader needs before the first input (imports don't count against the
     per-input timeout)."""
@@ -99,6 +117,7 @@ def main(argv: list[str]) -> int:
     sentinel = os.path.join(workdir, "sentinel")
     os.environ["FUZZ_SENTINEL"] = sentinel
     _preload(target.name)
+    _sandbox()
     faulthandler.register(signal.SIGUSR1)  # the parent asks where a stuck input is
     results.write("ready\n")
     try:
