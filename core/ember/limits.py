@@ -35,6 +35,8 @@ class Limits:
     max_header_bytes: int = 256 << 20
     #: tensors (or entries) one header may declare
     max_tensors: int = 1_000_000
+    #: dims of one tensor (numpy allows 64; real models stay under 10)
+    max_ndim: int = 32
     #: nesting of JSON, pickle containers and ONNX subgraphs / function calls
     max_nesting: int = 200
     #: digits in one integer read from JSON or a pickle

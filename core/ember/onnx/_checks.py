@@ -61,6 +61,7 @@ def _dtype(t, what: str):
 
 
 def _elements(dims, what: str) -> int:
+    limits.check(OnnxLoadError, f"onnx.load: dims of {what}", len(dims), "max_ndim")
     dims = [int(d) for d in dims]
     if any(d < 0 for d in dims):
         raise OnnxLoadError(f"onnx.load: {what} declares a negative dimension in {dims}")
