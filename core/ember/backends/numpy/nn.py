@@ -180,14 +180,7 @@ class NumpyNNOps:
     # ------------------------------------------------------------------ pooling
     def max_pool(self, x, kernel, stride, padding, dilation, ceil_mode):
         out, pairs = pool_geometry(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
-        xp = _pad(x, pairs, -np.inf)
-        acc = None
-        for _, index in _taps(kernel, out, stride, dilation):
-            if acc is None:
-                acc = xp[index].copy(order="K")  # keep x's memory order
-            else:
-                np.maximum(acc, xp[index], out=acc)
-        return acc
+        return _window_reduce(np.maximum, _pad(x, pairs, -np.inf), kernel, out, stride, dilation)
 
     def max_pool_grad(self, x, out, grad, kernel, stride, padding, dilation, ceil_mode):
         size, pairs = pool_geometry(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
@@ -216,13 +209,7 @@ class NumpyNNOps:
         spatial = x.shape[2:]
         ones = (1,) * len(kernel)
         out, pairs = pool_geometry(spatial, kernel, stride, padding, ones, ceil_mode)
-        xp = _pad(x, pairs, 0)
-        acc = None
-        for _, index in _taps(kernel, out, stride, ones):
-            if acc is None:
-                acc = xp[index].copy(order="K")  # keep x's memory order
-            else:
-                np.add(acc, xp[index], out=acc)
+        acc = _window_reduce(np.add, _pad(x, pairs, 0), kernel, out, stride, ones)
         if divisor_override:
             return acc / x.dtype.type(divisor_override)
         div = np.ones((), dtype=np.int64)
@@ -269,3 +256,14 @@ class NumpyNNOps:
         with quiet():
             shifted = x - x.max(axis=dim, keepdims=True)
             return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+
+
+def _window_reduce(ufunc, xp, kernel, out, stride, dilation):
+    """``ufunc`` (np.maximum, np.add) over every window tap of the padded input ``xp``."""
+    acc = None
+    for _, index in _taps(kernel, out, stride, dilation):
+        if acc is None:
+            acc = xp[index].copy(order="K")  # keep x's memory order
+        else:
+            ufunc(acc, xp[index], out=acc)
+    return acc

@@ -56,15 +56,6 @@ class NumpyOps(Backend):
     def float_isinf(self, x):
         return np.isinf(x)
 
-    def float_argmax(self, x, dim):
-        return np.expand_dims(np.argmax(x, axis=dim), dim).astype(np.int64)
-
-    def float_argmin(self, x, dim):
-        return np.expand_dims(np.argmin(x, axis=dim), dim).astype(np.int64)
-
-    def float_sort(self, x, dim, descending):
-        return _sort(x, dim, descending)
-
     def float_var(self, x, dims, correction):
         n = math.prod(x.shape[d] for d in dims)
         with quiet():
@@ -91,17 +82,15 @@ class NumpyOps(Backend):
             raise ValueError("pow: integers to negative integer powers are not allowed")
         return np.power(a, b)
 
-    def int_argmax(self, x, dim):
-        return np.expand_dims(np.argmax(x, axis=dim), dim).astype(np.int64)
 
-    def int_argmin(self, x, dim):
-        return np.expand_dims(np.argmin(x, axis=dim), dim).astype(np.int64)
+def _arg(fn):
+    def op(self, x, dim):
+        return np.expand_dims(fn(x, axis=dim), dim).astype(np.int64)
 
-    def int_sort(self, x, dim, descending):
-        return _sort(x, dim, descending)
+    return op
 
 
-def _sort(x, dim, descending):
+def _sort(self, x, dim, descending):
     """Stable sort; descending keeps equal elements in their original order (NaN first)."""
     if descending:
         flipped = np.argsort(np.flip(x, dim), axis=dim, kind="stable")
@@ -187,6 +176,12 @@ _SCANS = {
     reductions.float_cumsum: np.cumsum, reductions.int_cumsum: np.cumsum,
     reductions.float_cumprod: np.cumprod, reductions.int_cumprod: np.cumprod,
 }
+# the same method for float and int tensors
+_BY_INDEX = {
+    reductions.float_argmax: _arg(np.argmax), reductions.int_argmax: _arg(np.argmax),
+    reductions.float_argmin: _arg(np.argmin), reductions.int_argmin: _arg(np.argmin),
+    reductions.float_sort: _sort, reductions.int_sort: _sort,
+}
 
 for _op, _fn in _ELEMENTWISE.items():
     NumpyOps.implement(_op, quietly(_fn))
@@ -194,3 +189,5 @@ for _op, _fn in _REDUCTIONS.items():
     NumpyOps.implement(_op, _reduction(_fn))
 for _op, _fn in _SCANS.items():
     NumpyOps.implement(_op, _scan(_fn))
+for _op, _fn in _BY_INDEX.items():
+    NumpyOps.implement(_op, _fn)
