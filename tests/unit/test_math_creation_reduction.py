@@ -169,11 +169,24 @@ def test_clamp(bk):
         t.clamp()
 
 
-def test_composite_contract_methods_exist():
-    """backend/float_ops.py composites call these Tensor methods through ``self.wrap``."""
-    for name in ("atan", "exp", "log", "isfinite", "floor", "ceil", "sqrt", "isnan", "to",
-                 "sub", "eq"):
-        assert callable(getattr(ember.Tensor, name)), name
+def test_tensor_methods_never_depend_on_import_order():
+    """``t.softmax`` existed only after ``import ember.nn``: every method now comes from one
+    table that ``import ember`` binds, whatever is imported first."""
+    import subprocess
+    import sys
+
+    code = (
+        "from ember.tensor import Tensor\n"
+        "import ember.ops.creation as c\n"
+        "t = c.tensor([1.0, 2.0])\n"
+        "print(sorted(m for m in ('softmax', 'relu', 'log_softmax', 'require_grad', 'T', 'log10')"
+        " if hasattr(t, m)))\n"
+        "import sys; print('ember.nn' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "['T', 'log10', 'log_softmax', 'relu', 'require_grad', 'softmax']"
+    assert out[1] == "False"
 
 
 # ======================================================================= creation
