@@ -12,6 +12,7 @@ import math
 import ember
 from ember.nn import functional as F
 
+from ...shape import conv_output_size
 from . import op
 from ._util import const
 
@@ -97,7 +98,7 @@ def conv(ctx, x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_s
             return fn(x, w, b, tuple(strides), tuple(begins), tuple(dilations), group)
         return fn(_zero_pad(x, begins, ends), w, b, tuple(strides), 0, tuple(dilations), group)
     xp = _zero_pad(x, begins, ends)
-    out = [(n - ((k - 1) * d + 1)) // s + 1
+    out = [conv_output_size(n, k, s, (0, 0), d)
            for n, k, s, d in zip(xp.shape[2:], kernel, strides, dilations)]
     return _conv_generic(xp, w, b, strides, dilations, group, out)
 
@@ -148,10 +149,7 @@ def _pool_geometry(x, kernel, strides, pads, dilations, ceil_mode, auto_pad):
     begins, ends = p[:nd], p[nd:]
     out, extra = [], []
     for n, k, s, d, b, e in zip(x.shape[2:], kernel, strides, dilations, begins, ends):
-        span = n + b + e - ((k - 1) * d + 1)
-        o = (-(-span // s) if ceil_mode else span // s) + 1
-        if ceil_mode and (o - 1) * s >= n + b:
-            o -= 1
+        o = conv_output_size(n, k, s, (b, e), d, bool(ceil_mode))
         out.append(o)
         extra.append(max((o - 1) * s + (k - 1) * d + 1 - (n + b + e), 0))
     return strides, dilations, begins, ends, out, extra
