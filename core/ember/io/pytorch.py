@@ -141,6 +141,8 @@ def _rebuild_tensor(storage, storage_offset, size, stride, *_ignored) -> TensorR
     if len(shape) != len(strides):
         raise RecordError(f"a tensor of size {brief(shape)} has {len(strides)} strides")
     limits.check(RecordError, "pytorch: dims of a tensor", len(shape), "max_ndim")
+    limits.check(RecordError, "pytorch: a dim of a tensor", max(shape, default=0),
+                 "max_tensor_bytes")
     end = storage_offset + _extent(shape, strides)
     if 0 not in shape and end > storage.numel:
         raise RecordError(
