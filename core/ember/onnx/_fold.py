@@ -76,14 +76,15 @@ def output_bound(op_type: str, args: list) -> int | None:
     if op_type in CONTRACT:
         return math.prod(_span(s) for s in shapes)
     if op_type == "ConstantOfShape":
+        # _span, not prod: an empty (0, 10**17) constant would fold to an absurd shape
         dims = _sized(args[0])
-        return None if dims is None else math.prod(dims)
+        return None if dims is None else _span(dims)
     if op_type == "Expand" and len(args) == 2:
         dims = _sized(args[1])
         return None if dims is None else _broadcast([shapes[0], dims])
     if op_type == "Tile" and len(args) == 2:
         reps = _sized(args[1])
-        return None if reps is None else _span(shapes[0]) * math.prod(reps)
+        return None if reps is None else _span(shapes[0]) * _span(reps)
     if op_type == "Range" and len(args) == 3:
         return _range(*args)
     return None
