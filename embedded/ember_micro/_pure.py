@@ -53,10 +53,17 @@ def add(x, y, n):
 
 
 def quantize(xq, x, n, inv_scale):
+    # saturating: beyond +-127 (inf included) clamps, NaN becomes 0 (as the other tiers do)
     for i in range(n):
         v = x[i] * inv_scale
-        q = int(v + 0.5) if v >= 0.0 else int(v - 0.5)
-        xq[i] = 127 if q > 127 else (-127 if q < -127 else q)
+        if v >= 127.0:
+            xq[i] = 127
+        elif v <= -127.0:
+            xq[i] = -127
+        elif v == v:
+            xq[i] = int(v + 0.5) if v >= 0.0 else int(v - 0.5)
+        else:
+            xq[i] = 0
 
 
 def dense(out, o0, x, w, nrows, nin, bias, act_code):

@@ -58,6 +58,7 @@ def add(x, y, n):
 
 def quantize(xq, x, n, inv_scale):
     v = _f(x, n) * inv_scale
+    v = np.clip(np.where(v == v, v, 0.0), -127.0, 127.0)  # saturating; NaN becomes 0
     r = np.where(v >= 0.0, np.floor(v + 0.5), -np.floor(0.5 - v))
     _b(xq, n)[:] = np.array(np.clip(r, -127.0, 127.0), dtype=np.int8)
 

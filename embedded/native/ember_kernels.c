@@ -139,8 +139,16 @@ static mp_obj_t k_quantize(size_t n_args, const mp_obj_t *args) {
     float inv = mp_obj_get_float_to_f(args[3]);
     for (int i = 0; i < n; i++) {
         float v = x[i] * inv;
-        int r = (int)(v + (v >= 0.0f ? 0.5f : -0.5f));
-        q[i] = (int8_t)(r > 127 ? 127 : (r < -127 ? -127 : r));
+        // saturating (inf included) before the cast, which is undefined out of range; NaN -> 0
+        if (v >= 127.0f) {
+            q[i] = 127;
+        } else if (v <= -127.0f) {
+            q[i] = -127;
+        } else if (v == v) {
+            q[i] = (int8_t)(int)(v + (v >= 0.0f ? 0.5f : -0.5f));
+        } else {
+            q[i] = 0;
+        }
     }
     return mp_const_none;
 }

@@ -6,6 +6,7 @@ Decoding is bounded: an image whose header declares more than ``ember.limits``
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 import threading
@@ -80,9 +81,14 @@ def decode_image(path: str | os.PathLike, mode: str = "RGB", what: str = "can't 
     """
     Image = pil_image()
     try:
+        # from memory: Pillow reads chunks by their declared length, and a file object
+        # allocates that length up front (a PNG declaring a 2 GB IDAT took 2 GB); a buffer
+        # returns only the bytes it has
+        with open(path, "rb") as f:
+            data = io.BytesIO(f.read())
         with _HEADER_LOCK, warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            img = Image.open(path)  # lazy: reads the header only
+            img = Image.open(data)  # lazy: reads the header only
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise DatasetError(
             f"{what} {path}: {e} (Pillow's PIL.Image.MAX_IMAGE_PIXELS="

@@ -55,7 +55,10 @@ def _conv(x, w, layer: Layer):
 
 def _quantize_input(x, scale: float):
     np = _np()
-    return np.clip(round_half_away(x / scale), -127, 127)
+    # saturating like the board's kernels: inf clamps, NaN becomes 0
+    v = np.nan_to_num(np.asarray(x / scale, dtype=np.float64), nan=0.0, posinf=127.0,
+                      neginf=-127.0)
+    return np.clip(round_half_away(v), -127, 127)
 
 
 def _weighted(x, layer: Layer, int8: bool):
