@@ -109,7 +109,9 @@ arctan = atan
 
 reciprocal = _float_unary("reciprocal", "``1 / x`` (integers give the default float, as in PyTorch).")
 log10 = _float_unary(
-    "log10", "Base-10 log.\n\n>>> import ember\n>>> ember.log10(ember.tensor([100.0])).tolist()\n[2.0]"
+    "log10",
+    "Base-10 log.\n\n>>> import ember\n"
+    ">>> ember.log10(ember.tensor([100.0, 0.001], dtype=ember.float64)).tolist()\n[2.0, -3.0]",
 )
 
 

@@ -9,11 +9,11 @@ synchronous ``tensor.tolist()`` as native. Elsewhere use ``await tensor.to_data_
 In a page, ``web/ember.js`` calls :func:`init_browser`, which picks WebGPU when an adapter is
 offered and the pure-Python backend otherwise:
 
->>> info = await init_browser()          # doctest: +SKIP  (inside Pyodide)
+>>> info = await init_browser()          # doctest: +SKIP
 >>> info["backend"]                      # doctest: +SKIP
 'wgpu'
 >>> y = ember.tensor([1.0, 2.0]).exp()   # doctest: +SKIP
->>> (await y.to_data_async()).tolist()   # doctest: +SKIP  (works without JSPI too)
+>>> (await y.to_data_async()).tolist()   # doctest: +SKIP
 [2.718281828459045, 7.38905609893065]
 """
 
