@@ -82,7 +82,7 @@ def test_a_missing_image(tmp_path):
 
 def test_a_file_that_is_not_an_image(not_an_image):
     one_line_error(ember("demo", "classify", str(not_an_image)), 1, str(not_an_image),
-                   "cannot identify image")
+                   "not an image format")
 
 
 def test_an_image_too_large_to_decode():

@@ -94,6 +94,9 @@ def decode_image(path: str | os.PathLike, mode: str = "RGB", what: str = "can't 
             f"{what} {path}: {e} (Pillow's PIL.Image.MAX_IMAGE_PIXELS="
             f"{Image.MAX_IMAGE_PIXELS}; ember's {limits.current().describe('max_image_pixels')})"
         ) from e
+    except Image.UnidentifiedImageError as e:  # its message names the buffer, not the file
+        raise DatasetError(f"{what} {path}: not an image format Pillow reads "
+                           "(PNG, JPEG, BMP, GIF, WebP, ...)") from e
     except MALFORMED as e:
         raise DatasetError(f"{what} {path}: {e}") from e
     with img:
