@@ -1,5 +1,7 @@
 """Typed exceptions. Each also derives from the builtin users already catch."""
 
+import contextlib
+
 
 class EmberError(Exception):
     """Base class of every error Ember raises on purpose."""
@@ -37,3 +39,26 @@ class RecordError(EmberError, ValueError):
 class DatasetError(EmberError, ValueError):
     """A dataset that is missing (the message says where Ember looked and how to get it) or
     whose files are malformed."""
+
+
+@contextlib.contextmanager
+def malformed_file(error: type[EmberError], what: str):
+    """Inside the block, re-raise any unexpected exception as ``error`` naming ``what``.
+
+    A reader's own checks raise its typed error with a precise message; this catches the rest
+    (a TypeError from a value of a type nobody anticipated), so callers handle one error type.
+    MemoryError and KeyboardInterrupt are not about the file and pass through.
+
+    >>> with malformed_file(RecordError, "weights.bin"):
+    ...     int("x")
+    Traceback (most recent call last):
+    ...
+    ember.errors.RecordError: weights.bin: corrupt or malformed file (ValueError: ...)
+    """
+    try:
+        yield
+    except (error, MemoryError):
+        raise
+    except Exception as e:
+        raise error(f"{what}: corrupt or malformed file ({type(e).__name__}: {e})") from e
+

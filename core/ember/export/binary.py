@@ -7,7 +7,7 @@ import struct
 import zlib
 
 from .. import limits
-from ..errors import RecordError
+from ..errors import RecordError, malformed_file
 from ..io import atomic_write
 from . import format as fmt
 from .ir import Layer, Program, _np
@@ -98,13 +98,9 @@ def decode(data: bytes, *, source: str = "model file") -> Program:
     ...
     ember.errors.RecordError: model file: 4 bytes is shorter than the 48-byte header
     """
-    try:
+    # a rule Checker misses must still surface as the reader's error, never a crash
+    with malformed_file(RecordError, source):
         return _decode(data, source)
-    except RecordError:
-        raise
-    except (ArithmeticError, LookupError, ValueError, TypeError, struct.error) as e:
-        # a rule Checker misses must still surface as the reader's error, never a crash
-        raise RecordError(f"{source}: malformed model file ({type(e).__name__}: {e})") from e
 
 
 def _decode(data: bytes, source: str) -> Program:

@@ -15,15 +15,13 @@ over the input (no Python-level work per token), then lets ``json.loads`` parse 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-from collections.abc import Iterator
 from itertools import accumulate
 from typing import Any
 
 from .. import limits
-from ..errors import RecordError
+from ..errors import RecordError, malformed_file
 
 # brackets become +1 / -1 (as signed bytes), every other byte is deleted
 _DEPTH_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
@@ -67,17 +65,6 @@ def parse_json(raw: bytes | str, what: str) -> Any:
         raise RecordError(f"{what}: corrupt JSON: {e}") from e
 
 
-@contextlib.contextmanager
-def reading(what: str) -> Iterator[None]:
-    """Re-raise any unexpected exception inside the block as a RecordError naming ``what``.
-
-    A reader's own checks raise RecordError with a precise message; this catches the rest (a
-    TypeError from a value of the wrong type nobody anticipated), so callers handle one error
-    type. MemoryError and KeyboardInterrupt are not about the file and pass through.
-    """
-    try:
-        yield
-    except (RecordError, MemoryError):
-        raise
-    except Exception as e:
-        raise RecordError(f"{what}: corrupt or malformed file ({type(e).__name__}: {e})") from e
+def reading(what: str):
+    """:func:`ember.errors.malformed_file` for the RecordError readers of this package."""
+    return malformed_file(RecordError, what)

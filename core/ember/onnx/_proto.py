@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..errors import malformed_file
 from ._checks import (
     check_attr_types,
     check_calls,
@@ -263,13 +264,8 @@ def read_model(source) -> Model:
     one that passes an ``ember.limits`` bound.
     """
     proto, where, base_dir, size = _parse(source)
-    try:
+    with malformed_file(OnnxLoadError, f"onnx.load: '{where}'"):
         scan(proto, size)
         model = Reader(base_dir, size).model(proto)
         check_calls(model.functions)
-    except (OnnxLoadError, MemoryError):
-        raise
-    except Exception as e:
-        raise OnnxLoadError(f"onnx.load: '{where}' cannot be read: {type(e).__name__}: {e}"
-                            ) from e
     return model

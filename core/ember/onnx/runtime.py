@@ -16,7 +16,7 @@ from collections import ChainMap
 from typing import Any
 
 from .. import limits
-from ..errors import UnsupportedOpError
+from ..errors import UnsupportedOpError, malformed_file
 from ..nn.module import Module
 from ..tensor import Tensor
 from ._checks import check_wiring
@@ -303,12 +303,10 @@ def load(source, backend=None, fold: bool = True) -> OnnxModule:
 
     backend = get_backend(backend) if backend else None  # a bad argument is not a bad file
     model = read_model(source)
-    try:
-        return OnnxModule(model, backend=backend, fold=fold)
-    except (OnnxLoadError, MemoryError):
-        raise
-    except UnsupportedOpError as e:
-        raise OnnxUnsupportedError(f"onnx.load: {e}") from e
-    except Exception as e:
-        raise OnnxLoadError(f"onnx.load: the model cannot be set up: {type(e).__name__}: {e}"
-                            ) from e
+    with malformed_file(OnnxLoadError, "onnx.load: the model cannot be set up"):
+        try:
+            return OnnxModule(model, backend=backend, fold=fold)
+        except OnnxLoadError:  # OnnxUnsupportedError is one, already worded
+            raise
+        except UnsupportedOpError as e:
+            raise OnnxUnsupportedError(f"onnx.load: {e}") from e
