@@ -4,35 +4,9 @@ Ember's error messages)."""
 from __future__ import annotations
 
 from .. import dtype as dt
-from ..errors import DTypeError, ShapeError
-from ..tensor import Tensor, check_same_backend
-
-
-def as_input(x, op: str) -> Tensor:
-    """Tensors pass through; lists and numpy arrays become tensors on the default backend."""
-    if isinstance(x, Tensor):
-        return x
-    if x is None:
-        raise TypeError(f"{op}: expected a tensor, got None")
-    from ..ops._dispatch import as_tensor
-
-    return as_tensor(x)
-
-
-def check_float(op: str, x: Tensor, *others: tuple[str, Tensor | None]) -> None:
-    """``x`` is floating point and every named ``(name, tensor)`` shares its dtype and backend."""
-    if not x.dtype.is_float:
-        raise DTypeError(
-            f"{op}: needs a floating point input, got {x.dtype}; convert with .float()"
-        )
-    present = [t for _, t in others if t is not None]
-    check_same_backend(op, x, *present)
-    for name, t in others:
-        if t is not None and t.dtype != x.dtype:
-            raise DTypeError(
-                f"{op}: input is {x.dtype} but {name} is {t.dtype}; they must match "
-                f"(convert one with .to({x.dtype.name}))"
-            )
+from ..errors import ShapeError
+from ..ops._dispatch import as_input, check_float  # noqa: F401 (shared with ops/)
+from ..tensor import Tensor
 
 
 def ints(op: str, name: str, value, n: int, minimum: int | None = None) -> tuple[int, ...]:

@@ -149,3 +149,29 @@ def unary(family: Family, x: Tensor, float_only: bool = True) -> Tensor:
 
 def wrap(t: Tensor, prim) -> Tensor:
     return Tensor(prim, t.backend)
+
+
+# ---------------------------------------------------------------- argument checks (ops and nn)
+def as_input(x, op: str) -> Tensor:
+    """Tensors pass through; lists and numpy arrays become tensors on the default backend."""
+    if isinstance(x, Tensor):
+        return x
+    if x is None:
+        raise TypeError(f"{op}: expected a tensor, got None")
+    return as_tensor(x)
+
+
+def check_float(op: str, x: Tensor, *others: tuple[str, Tensor | None]) -> None:
+    """``x`` is floating point and every named ``(name, tensor)`` shares its dtype and backend."""
+    if not x.dtype.is_float:
+        raise DTypeError(
+            f"{op}: needs a floating point input, got {x.dtype}; convert with .float()"
+        )
+    present = [t for _, t in others if t is not None]
+    check_same_backend(op, x, *present)
+    for name, t in others:
+        if t is not None and t.dtype != x.dtype:
+            raise DTypeError(
+                f"{op}: input is {x.dtype} but {name} is {t.dtype}; they must match "
+                f"(convert one with .to({x.dtype.name}))"
+            )

@@ -11,21 +11,8 @@ from .. import dtype as dt
 from ..errors import DTypeError
 from ..shape import normalize_dim
 from ..tensor import Tensor
-from ._dispatch import as_tensor, wrap
+from ._dispatch import as_input, check_float, wrap
 from .arithmetic import maximum
-
-
-def _input(x, op: str) -> Tensor:
-    if x is None:
-        raise TypeError(f"{op}: expected a tensor, got None")
-    return as_tensor(x)
-
-
-def check_float(op: str, x: Tensor) -> None:
-    if not x.dtype.is_float:
-        raise DTypeError(
-            f"{op}: needs a floating point input, got {x.dtype}; convert with .float()"
-        )
 
 
 def relu(input, inplace: bool = False) -> Tensor:
@@ -36,7 +23,7 @@ def relu(input, inplace: bool = False) -> Tensor:
     >>> F.relu(ember.tensor([-1.0, 0.5])).tolist()
     [0.0, 0.5]
     """
-    x = _input(input, "relu")
+    x = as_input(input, "relu")
     if x.dtype.is_int:
         out = maximum(x, 0)
     else:
@@ -49,7 +36,7 @@ def relu(input, inplace: bool = False) -> Tensor:
 
 
 def _softmax(op: str, input, dim, dtype, fn_name: str) -> Tensor:
-    x = _input(input, op)
+    x = as_input(input, op)
     if dim is None:
         # PyTorch's legacy implicit dim, with its warning
         dim = 0 if x.ndim in (0, 1, 3) else 1
