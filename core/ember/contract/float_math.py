@@ -16,7 +16,7 @@ E = Kind.ELEMENTWISE
 
 
 def _binary(name: str, doc: str = "", differentiable: bool = True, wgsl: str | None = None):
-    result = infer.to_bool if not differentiable else infer.binary
+    result = infer.to_bool if not differentiable else infer.same
     return declare(name, E, "a, b", result, differentiable=differentiable, doc=doc, wgsl=wgsl)
 
 

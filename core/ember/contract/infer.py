@@ -11,13 +11,10 @@ from .. import dtype as dt
 from .registry import Spec
 
 
-def same(x: Spec, *params) -> Spec:
-    """Elementwise: the first input's shape and dtype."""
+def same(x: Spec, *rest) -> Spec:
+    """The first input's shape and dtype: elementwise ops (binary ones get equal operands),
+    scans, and ops that write into a copy of their first input (slice_assign, scatter)."""
     return Spec(tuple(x.shape), x.dtype)
-
-
-def binary(a: Spec, b: Spec) -> Spec:
-    return Spec(tuple(a.shape), a.dtype)
 
 
 def to_bool(x: Spec, *rest) -> Spec:
@@ -60,11 +57,6 @@ def permute(x: Spec, axes: tuple[int, ...]) -> Spec:
 
 def slice_(x: Spec, ranges) -> Spec:
     return Spec(tuple(len(range(*r)) for r in ranges), x.dtype)
-
-
-def first(x: Spec, *rest) -> Spec:
-    """Ops whose result is shaped like their first input (slice_assign, scatter, ...)."""
-    return Spec(tuple(x.shape), x.dtype)
 
 
 def cat(xs: list[Spec], dim: int) -> Spec:

@@ -14,7 +14,7 @@ from .registry import Kind, declare
 E = Kind.ELEMENTWISE
 
 
-def _int(name: str, args: str = "a, b", result=infer.binary, doc: str = ""):
+def _int(name: str, args: str = "a, b", result=infer.same, doc: str = ""):
     return declare(name, E, args, result, differentiable=False, doc=doc)
 
 

@@ -38,7 +38,7 @@ expand = declare("expand", M, "x, shape", infer.reshape,
                  doc="Broadcast to ``shape`` of the same rank; only size-1 dims grow (a view).")
 slice = declare("slice", M, "x, ranges", infer.slice_,  # noqa: A001 - the op's name
                 doc="Strided slice: one ``Range`` per dim.")
-slice_assign = declare("slice_assign", IDX, "x, ranges, value", infer.first, tensors="x, value",
+slice_assign = declare("slice_assign", IDX, "x, ranges, value", infer.same, tensors="x, value",
                        doc="A copy of ``x`` with the slice ``ranges`` replaced by ``value`` (same "
                        "shape/dtype as the slice). Functional: ``x`` is unchanged.")
 cat = declare("cat", M, "xs, dim", infer.cat, tensors="xs",
@@ -49,7 +49,7 @@ flip = declare("flip", M, "x, dims", infer.same, doc="Reverse the order along ``
 gather = declare("gather", IDX, "x, dim, index", infer.gather, tensors="x, index",
                  doc="``out[i][j][k] = x[i][index[i][j][k]][k]`` for dim=1 (torch.gather); "
                  "``index`` has the rank of ``x``, its sizes may be smaller except along dim.")
-scatter = declare("scatter", IDX, "x, dim, index, src, reduce='none'", infer.first,
+scatter = declare("scatter", IDX, "x, dim, index, src, reduce='none'", infer.same,
                   tensors="x, index, src",
                   doc="A copy of ``x`` where ``out[i][index[i][j]] = src[i][j]`` for dim=1 "
                   "(torch.scatter); ``reduce='add'`` accumulates (duplicates add up).")

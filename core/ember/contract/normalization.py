@@ -13,11 +13,11 @@ from .windows import along, trailing
 
 
 layer_norm = declare(
-    "layer_norm", Kind.MODULE, "x, normalized_ndim, weight, bias, eps", infer.first,
+    "layer_norm", Kind.MODULE, "x, normalized_ndim, weight, bias, eps", infer.same,
     tensors="x, weight, bias",
 )
 batch_norm = declare(
-    "batch_norm", Kind.MODULE, "x, mean, var, weight, bias, eps", infer.first,
+    "batch_norm", Kind.MODULE, "x, mean, var, weight, bias, eps", infer.same,
     tensors="x, mean, var, weight, bias",
 )
 

@@ -39,7 +39,7 @@ max_pool = declare(
 )
 max_pool_grad = declare(
     "max_pool_grad", Kind.MODULE, "x, out, grad, kernel, stride, padding, dilation, ceil_mode",
-    infer.first, tensors="x, out, grad", differentiable=False,
+    infer.same, tensors="x, out, grad", differentiable=False,
 )
 avg_pool = declare(
     "avg_pool", Kind.MODULE,
