@@ -105,3 +105,11 @@ def check(error: type[Exception], what: str, value: int, name: str) -> None:
     limit = getattr(_current, name)
     if value > limit:
         raise error(f"{what}: {value} exceeds the limit {_current.describe(name)}")
+
+
+def check_shape(error: type[Exception], what: str, shape) -> None:
+    """A declared shape's rank (``max_ndim``) and each dim (``max_tensor_bytes``: an empty
+    tensor passes the byte limit whatever its other dims, but none may be absurd)."""
+    check(error, f"{what}: dims of the shape", len(shape), "max_ndim")
+    check(error, f"{what}: a dim of the shape", max(shape, default=0), "max_tensor_bytes")
+

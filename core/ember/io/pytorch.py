@@ -140,9 +140,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride, *_ignored) -> TensorR
     shape, strides = _counts(size, "size"), _counts(stride, "stride")
     if len(shape) != len(strides):
         raise RecordError(f"a tensor of size {brief(shape)} has {len(strides)} strides")
-    limits.check(RecordError, "pytorch: dims of a tensor", len(shape), "max_ndim")
-    limits.check(RecordError, "pytorch: a dim of a tensor", max(shape, default=0),
-                 "max_tensor_bytes")
+    limits.check_shape(RecordError, "pytorch: a tensor", shape)
     end = storage_offset + _extent(shape, strides)
     if 0 not in shape and end > storage.numel:
         raise RecordError(

@@ -119,10 +119,7 @@ class SafeTensorsFile:
             )
         if not (isinstance(shape, list) and all(_is_count(s) for s in shape)):
             raise RecordError(f"{where}: bad shape {shape!r} (a list of integers >= 0)")
-        limits.check(RecordError, f"{where}: dims of the shape", len(shape), "max_ndim")
-        # an empty tensor passes the byte limit whatever its other dims; none may be absurd
-        limits.check(RecordError, f"{where}: a dim of the shape", max(shape, default=0),
-                     "max_tensor_bytes")
+        limits.check_shape(RecordError, where, shape)
         if not (isinstance(offsets, list) and len(offsets) == 2
                 and all(_is_count(o) for o in offsets) and offsets[0] <= offsets[1]):
             raise RecordError(

@@ -61,10 +61,8 @@ def _dtype(t, what: str):
 
 
 def _elements(dims, what: str) -> int:
-    limits.check(OnnxLoadError, f"onnx.load: dims of {what}", len(dims), "max_ndim")
     dims = [int(d) for d in dims]
-    limits.check(OnnxLoadError, f"onnx.load: a dim of {what}", max(dims, default=0),
-                 "max_tensor_bytes")
+    limits.check_shape(OnnxLoadError, f"onnx.load: {what}", dims)
     if any(d < 0 for d in dims):
         raise OnnxLoadError(f"onnx.load: {what} declares a negative dimension in {dims}")
     return math.prod(dims)
