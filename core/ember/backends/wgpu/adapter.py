@@ -63,6 +63,15 @@ class GpuAdapter(ABC):
         """Record a dispatch; ``bindings`` are ``(buffer, offset, size)`` in binding order."""
 
     @abstractmethod
+    def bind_group(self, pipeline, bindings: list[tuple[object, int, int]]):
+        """A bind group for ``pipeline`` built now, for :meth:`dispatch_bound` to use many
+        times (a captured program builds its groups once)."""
+
+    @abstractmethod
+    def dispatch_bound(self, pipeline, group, groups: tuple[int, int, int]) -> None:
+        """Record a dispatch with a group from :meth:`bind_group`."""
+
+    @abstractmethod
     def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
         """Record a buffer-to-buffer copy (offsets and size multiples of 4)."""
 

@@ -45,6 +45,8 @@ class Allocator:
         # exception's traceback) must not take its GPU buffer down with it while
         # Storage.__del__ hands the block back to a bucket.
         self._blocks: dict[int, Block] = {}
+        self._pins: dict[int, int] = {}  # id(block) -> how many programs pin it
+        self._parked: dict[int, Block] = {}  # pinned blocks no tensor owns
 
     def alloc(self, nbytes: int, op: str = "alloc", upload: bool = False) -> Block:
         """A block of at least ``nbytes``; ``upload`` blocks must not be reused from the
@@ -73,6 +75,12 @@ class Allocator:
 
     def release(self, block: Block) -> None:
         self.current -= block.size
+        if id(block) in self._pins:
+            self._parked[id(block)] = block
+            return
+        self._recycle(block)
+
+    def _recycle(self, block: Block) -> None:
         if self.hold:
             self._held.setdefault(block.size, []).append(block)
             return
@@ -89,6 +97,30 @@ class Allocator:
             self._free.setdefault(size, []).extend(blocks)
             self.cached += size * len(blocks)
 
+    def pin(self, blocks) -> None:
+        """Keep ``blocks`` out of circulation until as many :meth:`unpin` calls."""
+        for block in blocks:
+            key = id(block)
+            self._pins[key] = self._pins.get(key, 0) + 1
+            if self._pins[key] > 1:
+                continue
+            for pool in (self._free, self._held):
+                bucket = pool.get(block.size, [])
+                if any(b is block for b in bucket):
+                    bucket[:] = [b for b in bucket if b is not block]
+                    self.cached -= block.size if pool is self._free else 0
+                    self._parked[key] = block
+
+    def unpin(self, blocks) -> None:
+        """Undo one :meth:`pin`; a block no tensor owns any more goes back to the pool."""
+        for block in blocks:
+            key = id(block)
+            self._pins[key] -= 1
+            if self._pins[key] == 0:
+                del self._pins[key]
+                if key in self._parked:
+                    self._recycle(self._parked.pop(key))
+
     def empty_cache(self) -> None:
         """Destroy every cached buffer (not the live ones)."""
         for bucket in self._free.values():
@@ -101,5 +133,7 @@ class Allocator:
     def stats(self) -> dict[str, int]:
         return {"current": self.current, "peak": self.peak, "cached": self.cached,
                 "reserved": self.current + self.cached
-                + sum(size * len(b) for size, b in self._held.items()),
+                + sum(size * len(b) for size, b in self._held.items())
+                + sum(b.size for b in self._parked.values()),
+                "pinned": sum(b.size for b in self._parked.values()),
                 "created": self.created}

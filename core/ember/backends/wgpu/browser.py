@@ -224,16 +224,20 @@ class BrowserAdapter(GpuAdapter):
         return self._pass
 
     def dispatch(self, pipeline, bindings, groups) -> None:
-        pipe, bgl = pipeline
-        group = self._device.createBindGroup(_obj({
-            "layout": bgl,
+        self.dispatch_bound(pipeline, self.bind_group(pipeline, bindings), groups)
+
+    def bind_group(self, pipeline, bindings):
+        return self._device.createBindGroup(_obj({
+            "layout": pipeline[1],
             "entries": [
                 {"binding": i, "resource": {"buffer": buf, "offset": off, "size": size}}
                 for i, (buf, off, size) in enumerate(bindings)
             ],
         }))
+
+    def dispatch_bound(self, pipeline, group, groups) -> None:
         p = self._compute_pass()
-        p.setPipeline(pipe)
+        p.setPipeline(pipeline[0])
         p.setBindGroup(0, group)
         p.dispatchWorkgroups(*groups)
 

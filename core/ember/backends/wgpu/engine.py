@@ -1,9 +1,14 @@
-"""The execution engine: records many dispatches per command buffer and submits only at sync
-points (reads) or when a batch is full.
+"""The execution engine: records dispatches into command buffers and submits them as it goes.
 
+A batch is submitted every ``submit_every`` dispatches (and at reads), so the GPU runs batch
+n while Python records batch n+1; small enough batches keep the GPU busy early, large enough
+ones keep the per-submit cost (an encoder, a queue write, a submit) out of the per-op cost.
 Each dispatch's parameters (``meta`` words) go into one arena buffer, written with a single
 queue write right before the batch is submitted; queue ordering makes it safe to reuse the
 arena for the next batch. Staging buffers for reads are recycled by size.
+
+:meth:`Engine.capture` records everything issued while it is active into a replayable
+:class:`~.capture.Program` (see :mod:`.capture`).
 """
 
 from __future__ import annotations
@@ -11,18 +16,31 @@ from __future__ import annotations
 from array import array
 from sys import byteorder
 
+from ...errors import EmberError
 from .allocator import Allocator, size_class
 
 _BIG_ENDIAN = byteorder != "little"
 
 
+def pack_words(meta) -> array:
+    """Meta words as the little-endian 32-bit array a kernel reads (words above 2**31, seeds
+    and bit patterns, wrap)."""
+    try:
+        words = array("i", meta or (0,))
+    except OverflowError:
+        words = array("I", [w & 0xFFFFFFFF for w in meta])
+    if _BIG_ENDIAN:
+        words.byteswap()
+    return words
+
+
 class Engine:
     def __init__(self, adapter, allocator: Allocator, arena_size: int = 1 << 18,
-                 max_batch: int = 512):
+                 submit_every: int = 32):
         self.adapter = adapter
         self.allocator = allocator
         self.arena_size = arena_size
-        self.max_batch = max_batch
+        self.submit_every = submit_every
         self.align = max(4, adapter.info.offset_alignment)
         self._arena = adapter.create_buffer(arena_size, "storage")
         self._meta = bytearray()
@@ -31,19 +49,15 @@ class Engine:
         self._staging: dict[int, list] = {}
         self.dispatches = 0  # totals, for tests and benchmarks
         self.submits = 0
+        self.recording = None  # the capture.Program that engine.capture() is building
 
     def dispatch(self, pipeline, meta: list[int], buffers: list, groups: tuple[int, int, int]):
         """Record one dispatch; ``buffers`` are allocator blocks bound after the meta words."""
-        try:
-            words = array("i", meta or (0,))
-        except OverflowError:  # words above 2**31 (seeds, bit patterns): wrap them
-            words = array("I", [w & 0xFFFFFFFF for w in meta])
-        if _BIG_ENDIAN:
-            words.byteswap()
+        words = pack_words(meta)
         arena = self._meta
         offset = -(-len(arena) // self.align) * self.align
         size = len(words) * 4
-        if offset + size > self.arena_size or self._pending >= self.max_batch:
+        if offset + size > self.arena_size:
             self.flush()
             offset = 0
         elif offset > len(arena):
@@ -52,15 +66,31 @@ class Engine:
         bindings = [(self._arena, offset, size)]
         bindings += [(b.buffer, 0, b.size) for b in buffers]
         self.adapter.dispatch(pipeline, bindings, groups)
-        self._pending += 1
         self._dirty = True
         self.allocator.hold = True
         self.dispatches += 1
+        if self.recording is not None:
+            self.recording.record_dispatch(pipeline, words, buffers, groups)
+        self._pending += 1
+        if self._pending >= self.submit_every:
+            self.flush()
+
+    def copy(self, src, dst, size: int) -> None:
+        """Record a copy of the first ``size`` bytes of block ``src`` into block ``dst``."""
+        self.adapter.copy(src.buffer, 0, dst.buffer, 0, size)
+        self._dirty = True
+        self.allocator.hold = True
+        if self.recording is not None:
+            self.recording.record_copy(src, dst, size)
 
     def flush(self) -> None:
-        """Submit everything recorded so far."""
-        if not self._dirty:
-            return
+        """Submit everything recorded so far (nothing when nothing was)."""
+        if self._dirty:
+            self.submit()
+
+    def submit(self) -> None:
+        """Submit the open command buffer, with whatever a caller recorded into the adapter
+        directly (a replayed program)."""
         if self._meta:
             self.adapter.write_buffer(self._arena, 0, bytes(self._meta))
         self.adapter.submit()
@@ -76,6 +106,23 @@ class Engine:
             data = data + bytes(4 - len(data) % 4)
         if data:
             self.adapter.write_buffer(block.buffer, 0, data)
+            if self.recording is not None:
+                self.recording.record_upload(block, data)
+
+    def capture(self):
+        """Record the dispatches, copies and uploads issued until the ``with`` block ends into
+        a :class:`~.capture.Program` (they still run now, as usual)::
+
+            with engine.capture() as program:
+                y = launch.map_op(rt, [x], x.dtype, "x0 * 2.0")
+            program.replay()   # the same work again, in one submit
+        """
+        from .capture import Program
+
+        if self.recording is not None:
+            raise EmberError("wgpu: engine.capture() is already active; captures don't nest "
+                             "(finish the outer `with engine.capture()` block first)")
+        return Program(self)
 
     def read(self, block, nbytes: int) -> bytes:
         """Wait for the pending work and read the first ``nbytes`` of a block."""

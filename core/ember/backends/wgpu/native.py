@@ -125,11 +125,7 @@ class NativeAdapter(GpuAdapter):
         groups_cache = self._groups
         group = groups_cache.get(key)
         if group is None:
-            entries = [{"binding": 0, "resource": {"buffer": meta, "offset": 0,
-                                                   "size": meta_size}}]
-            entries += [{"binding": i, "resource": {"buffer": b, "offset": off, "size": size}}
-                        for i, (b, off, size) in enumerate(rest, 1)]
-            group = self._device.create_bind_group(layout=bgl, entries=entries)
+            group = self._create_group(bgl, bindings)
             groups_cache[key] = group
             if len(groups_cache) > self.max_groups:
                 groups_cache.popitem(last=False)
@@ -140,6 +136,26 @@ class NativeAdapter(GpuAdapter):
             p.set_pipeline(pipe)
             self._last_pipe = pipe
         p.set_bind_group(0, group, (meta_off,))
+        p.dispatch_workgroups(*groups)
+
+    def _create_group(self, bgl, bindings):
+        # binding 0 at offset 0: its offset is the dynamic one given at each dispatch
+        (meta, _, meta_size), rest = bindings[0], bindings[1:]
+        entries = [{"binding": 0, "resource": {"buffer": meta, "offset": 0, "size": meta_size}}]
+        entries += [{"binding": i, "resource": {"buffer": b, "offset": off, "size": size}}
+                    for i, (b, off, size) in enumerate(rest, 1)]
+        return self._device.create_bind_group(layout=bgl, entries=entries)
+
+    def bind_group(self, pipeline, bindings):
+        return self._create_group(pipeline[1], bindings), (bindings[0][1],)
+
+    def dispatch_bound(self, pipeline, group, groups) -> None:
+        pipe = pipeline[0]
+        p = self._pass or self._compute_pass()
+        if pipe is not self._last_pipe:
+            p.set_pipeline(pipe)
+            self._last_pipe = pipe
+        p.set_bind_group(0, *group)
         p.dispatch_workgroups(*groups)
 
     def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
