@@ -44,6 +44,7 @@ from .tensor import Tensor
 from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.where, ...)
 from . import tensor_methods  # noqa: F401  (binds every Tensor method, in one table)
 from .autodiff import Autodiff, no_grad
+from .fusion import Fusion
 from . import limits
 
 # loaded on first use, so `import ember` (and the CLI) don't read their modules

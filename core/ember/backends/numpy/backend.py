@@ -94,6 +94,12 @@ class NumpyBackend(NumpyNNOps, NumpyOps):
         out.flags.writeable = False
         return out
 
+    def fusion_compiler(self):
+        """What :class:`~ember.fusion.Fusion` runs fused elementwise chains with."""
+        from .fused import NumpyFusion
+
+        return NumpyFusion()
+
     def arange(self, n, dtype):
         return np.arange(n, dtype=_NP[dtype])
 

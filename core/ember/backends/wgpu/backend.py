@@ -90,6 +90,12 @@ class WgpuBackend(WgpuNNOps, WgpuOps):
         """Submit pending work (reads do this themselves)."""
         self.rt.engine.flush()
 
+    def fusion_compiler(self):
+        """What :class:`~ember.fusion.Fusion` compiles fused elementwise kernels with."""
+        from .fused import WgpuFusion
+
+        return WgpuFusion(self)
+
     def memory_stats(self) -> dict[str, int]:
         """Allocator byte counters: current, peak, cached, reserved; buffers created."""
         return self.rt.allocator.stats()

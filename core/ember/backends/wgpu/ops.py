@@ -163,8 +163,11 @@ _SCANS = {
     reductions.float_cumprod: "prod", reductions.int_cumprod: "prod",
 }
 
-for _table, _out in ((_FLOAT, None), (_FLOAT_BOOL, _B), (_INT, None), (_INT_BOOL, _B),
-                     (_BOOL, None)):
+_TABLES = ((_FLOAT, None), (_FLOAT_BOOL, _B), (_INT, None), (_INT_BOOL, _B), (_BOOL, None))
+#: op name → (WGSL expression over x0, x1, result dtype or None for the input's): what the
+#: fused-kernel compiler (:mod:`.fused`) builds kernels from
+EXPRESSIONS = {op.name: (expr, out) for table, out in _TABLES for op, expr in table.items()}
+for _table, _out in _TABLES:
     for _op, _expr in _table.items():
         WgpuOps.implement(_op, _elementwise(_expr, _out))
 for _op, _name in _REDUCTIONS.items():

@@ -1,0 +1,117 @@
+"""The wgpu backend's fused programs (:mod:`ember.fusion.program`): one generated kernel per
+fused graph.
+
+Each node becomes one ``let tN = <expr>;`` built from the eager backend's own WGSL
+expressions (:data:`.ops.EXPRESSIONS`, the casts of :mod:`.launch`), so a fused kernel
+computes what the eager kernels compute. Leaves are strided storage bindings (broadcasts are
+zero strides), scalar constants travel in the meta words, and the body
+(``shaders/fused.wgsl``) runs in the frame of ``shaders/map.wgsl``. The pipeline cache key is
+the program's signature (ops, dtypes, wiring): new constant values or leaf layouts reuse the
+compiled kernel.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from ... import dtype as dt
+from .launch import _CONVERT, map_op
+from .ops import EXPRESSIONS
+from .primitive import COMPUTE
+
+# WebGPU's default storage buffers per shader stage; the meta words and the output take two
+_STORAGE_BINDINGS = 8
+_ARG = re.compile(r"\bx(\d+)\b")
+_WHERE = "select(x2, x1, x0)"
+# a node's result as the eager kernels would store and reload it
+_NARROW = {dt.float16: "round_f16", dt.int8: "wrap_i8", dt.uint8: "wrap_u8"}
+_CONST = {"f32": "bitcast<f32>(param({j}u))", "i32": "bitcast<i32>(param({j}u))",
+          "bool": "param({j}u) != 0u"}
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+class WgpuFusion:
+    """The fusion compiler of the wgpu backend (see :mod:`ember.fusion.program`)."""
+
+    max_nodes = 256
+    max_leaves = _STORAGE_BINDINGS - 2
+
+    def __init__(self, backend):
+        self.rt = backend.rt
+        self.dtypes = backend.caps.dtypes
+        self._code: dict[tuple, str] = {}  # signature → the body's statements
+
+    def can_fuse(self, op: str, dtypes) -> bool:
+        if op in EXPRESSIONS or op == "where":
+            return True
+        if op == "cast" or op == "full":
+            return dtypes[-1] in self.dtypes
+        return False
+
+    def holds(self, value, dtype) -> bool:
+        """Constants the eager ``full`` would store: ints in range, floats finite in f32."""
+        try:
+            _bits(value, dtype)
+        except (OverflowError, struct.error, TypeError, ValueError):
+            return False
+        return True
+
+    def run(self, program):
+        code = self._code.get(program.signature)
+        if code is None:
+            code = self._code[program.signature] = _statements(program)
+        words = [_bits(v, d) for v, d in program.consts]
+        return map_op(self.rt, list(program.leaves), program.dtype, code, body="fused",
+                      shape=program.shape, params=words)
+
+
+def _statements(program) -> str:
+    """The body: constants, one ``let`` per node, the result."""
+    names = {}
+    lines = []
+    for j, (_, d) in enumerate(program.consts):
+        names["c", j] = f"c{j}"
+        lines.append(f"    let c{j} = {_CONST[COMPUTE[d]].format(j=j)};")
+    for k in range(len(program.leaves)):
+        names["l", k] = f"x{k}"
+    for m, (op, args, params, dtype) in enumerate(program.nodes):
+        if op == "cast":
+            expr = _CONVERT[COMPUTE[_dtype_of(program, args[0])], COMPUTE[params[0]]]
+        elif op == "where":
+            expr = _WHERE
+        else:
+            expr = EXPRESSIONS[op][0]
+        operands = [names[a] for a in args]
+        expr = _ARG.sub(lambda g: operands[int(g.group(1))], expr)
+        if dtype in _NARROW:
+            expr = f"{_NARROW[dtype]}({expr})"
+        names["t", m] = f"t{m}"
+        lines.append(f"    let t{m} = {expr};")
+    lines.append(f"    return t{len(program.nodes) - 1};")
+    return "\n".join(lines)
+
+
+def _dtype_of(program, ref):
+    kind, k = ref
+    if kind == "l":
+        return program.leaf_dtypes[k]
+    if kind == "c":
+        return program.consts[k][1]
+    return program.nodes[k][3]
+
+
+def _bits(value, dtype) -> int:
+    """The meta word of a constant: its compute type's bit pattern (as a signed int32)."""
+    if dtype.is_float:
+        if dtype == dt.float16:
+            value = struct.unpack("<e", struct.pack("<e", value))[0]
+        return struct.unpack("<i", struct.pack("<f", value))[0]
+    if dtype.is_bool:
+        return int(bool(value))
+    if not isinstance(value, int):
+        raise TypeError(value)
+    lo, hi = dtype.int_range
+    if not (max(lo, _I32[0]) <= value <= min(hi, _I32[1])):
+        raise OverflowError(value)
+    return value

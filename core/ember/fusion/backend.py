@@ -1,0 +1,273 @@
+"""``Fusion(inner)``: a backend that records elementwise ops lazily and runs each chain as one
+fused program on the inner backend (Burn's ``Fusion<B>``).
+
+A Fusion primitive (:class:`FusionPrim`) knows its shape and dtype (from the op's registry
+``infer`` rule) and is either *materialised* (it holds an inner primitive) or *pending* (an
+elementwise node: op, input handles, params). Elementwise ops the inner backend's compiler
+can fuse (see :mod:`ember.fusion.program`) and scalar ``full`` constants are recorded;
+everything else materialises its inputs and runs on the inner backend. A pending handle is
+materialised when it is read (``to_data``), when a non-fusable op or a movement op needs it,
+or when recording one more node would pass the compiler's limits; it then keeps its result.
+"""
+
+from __future__ import annotations
+
+from ..contract import Backend, registry
+from ..contract.registry import Kind, Spec
+from ..errors import EmberError
+from .program import Program
+
+E = Kind.ELEMENTWISE
+_FULL = "full"
+
+
+class FusionPrim:
+    """A Fusion primitive: shape, dtype, and the inner primitive (``value``) or the pending
+    ``node`` ``(op, inputs, params)``. ``nodes``/``leaves`` bound the pending graph's size."""
+
+    __slots__ = ("__weakref__", "dtype", "leaves", "node", "nodes", "shape", "value")
+
+    def __init__(self, shape, dtype, value=None, node=None, nodes=0, leaves=frozenset()):
+        self.shape, self.dtype = tuple(shape), dtype
+        self.value, self.node = value, node
+        self.nodes, self.leaves = nodes, leaves
+
+    @property
+    def pending(self) -> bool:
+        return self.node is not None
+
+    def __repr__(self) -> str:
+        state = f"pending {self.node[0]}" if self.node is not None else "materialised"
+        return f"FusionPrim(shape={self.shape}, dtype={self.dtype.name}, {state})"
+
+
+class Fusion(Backend):
+    """Lazy elementwise fusion over a backend that can compile fused programs (numpy, wgpu).
+
+    Over a backend without a ``fusion_compiler()`` (python, or another decorator) every op
+    simply runs on the inner backend.
+
+    >>> import ember
+    >>> b = ember.Fusion(ember.get_backend("numpy"))
+    >>> x = ember.tensor([1.0, 2.0, 3.0], backend=b)
+    >>> y = (x * 2 + 1).exp().log()          # recorded, not run yet
+    >>> y._prim.pending
+    True
+    >>> y.tolist()                           # read: the chain runs as one program
+    [3.0, 5.0, 7.0]
+    """
+
+    def __init__(self, inner: Backend | str):
+        from ..backends import get_backend
+
+        self.inner = get_backend(inner)
+        if self.inner.caps.gradients:
+            raise EmberError(
+                f"Fusion({self.inner.name}): put Autodiff outside Fusion, "
+                f"Autodiff(Fusion({self.inner.inner.name})), so gradient ops fuse too"
+            )
+        self.name = f"fusion-{self.inner.name}"
+        self.caps = self.inner.caps
+        self.device = self.inner.device
+        make = getattr(self.inner, "fusion_compiler", None)
+        self.compiler = make() if make is not None else None
+        self.programs = 0  # fused programs run, for tests and benchmarks
+
+    # ------------------------------------------------------------------ plumbing
+    def _wrap(self, value) -> FusionPrim:
+        inner = self.inner
+        return FusionPrim(inner.shape(value), inner.dtype(value), value)
+
+    def materialise(self, x: FusionPrim):
+        """The inner primitive of ``x``, computing its pending graph first (once)."""
+        if x.node is None:
+            return x.value
+        name, inputs, params = x.node
+        if name == _FULL:
+            value = self.inner.full(x.shape, params[0], x.dtype)
+        else:
+            value = self.compiler.run(_program(x))
+            self.programs += 1
+        x.value, x.node, x.leaves = value, None, frozenset()
+        return value
+
+    def _unwrap(self, v):
+        if isinstance(v, FusionPrim):
+            return self.materialise(v)
+        if isinstance(v, (list, tuple)):
+            return type(v)(self._unwrap(x) for x in v)
+        return v
+
+    def _eager(self, name: str, args, kwargs):
+        out = getattr(self.inner, name)(*self._unwrap(args), **kwargs)
+        if isinstance(out, tuple):
+            return tuple(self._wrap(o) for o in out)
+        return self._wrap(out)
+
+    def _record(self, name: str, xs: tuple, params: tuple, spec: Spec) -> FusionPrim:
+        """A pending node over ``xs``; inputs are materialised first when the node would
+        pass the compiler's limits."""
+        compiler = self.compiler
+        nodes, leaves = 1, set()
+        for x in xs:
+            if x.node is None:
+                leaves.add(x)
+            else:
+                nodes += x.nodes
+                leaves |= x.leaves
+        if nodes > compiler.max_nodes or len(leaves) > compiler.max_leaves:
+            for x in xs:
+                self.materialise(x)
+            nodes, leaves = 1, set(xs)
+        return FusionPrim(spec.shape, spec.dtype, None, (name, xs, params), nodes,
+                          frozenset(leaves))
+
+    # ------------------------------------------------------------------ data
+    def from_data(self, data):
+        return self._wrap(self.inner.from_data(data))
+
+    def to_data(self, x):
+        return self.inner.to_data(self.materialise(x))
+
+    async def to_data_async(self, x):
+        return await self.inner.to_data_async(self.materialise(x))
+
+    def shape(self, x):
+        return x.shape
+
+    def dtype(self, x):
+        return x.dtype
+
+    def full(self, shape, value, dtype):
+        compiler = self.compiler
+        if compiler is None or not (compiler.can_fuse(_FULL, (dtype,))
+                                    and compiler.holds(value, dtype)):
+            return self._wrap(self.inner.full(shape, value, dtype))
+        return FusionPrim(shape, dtype, None, (_FULL, (), (value,)), 1)
+
+    def cast(self, x, dtype):
+        if dtype == x.dtype:
+            return x
+        if self.compiler is not None and self.compiler.can_fuse("cast", (x.dtype, dtype)):
+            return self._record("cast", (x,), (dtype,), Spec(x.shape, dtype))
+        return self._eager("cast", (x, dtype), {})
+
+    # ------------------------------------------------------------------ movement: views
+    def _move(self, name: str, x: FusionPrim, arg, shape) -> FusionPrim:
+        """A constant stays a constant of the new shape; anything else is materialised and
+        viewed by the inner backend (views are free there)."""
+        if x.node is not None and x.node[0] == _FULL:
+            return FusionPrim(shape, x.dtype, None, x.node, 1)
+        return self._wrap(getattr(self.inner, name)(self.materialise(x), arg))
+
+    def reshape(self, x, shape):
+        return self._move("reshape", x, tuple(shape), shape)
+
+    def expand(self, x, shape):
+        return self._move("expand", x, tuple(shape), shape)
+
+    def permute(self, x, axes):
+        return self._move("permute", x, tuple(axes), tuple(x.shape[a] for a in axes))
+
+    def slice(self, x, ranges):
+        return self._move("slice", x, ranges, tuple(len(range(*r)) for r in ranges))
+
+
+def _program(root: FusionPrim) -> Program:
+    """The pending graph under ``root`` as a :class:`Program` (nodes in evaluation order)."""
+    refs: dict[int, tuple[str, int]] = {}
+    nodes, leaves, leaf_dtypes, consts = [], [], [], []
+    stack = [(root, False)]
+    while stack:  # iterative post-order: chains are far deeper than Python's recursion limit
+        h, ready = stack.pop()
+        key = id(h)
+        if key in refs:
+            continue
+        if h.node is None:
+            refs[key] = ("l", len(leaves))
+            leaves.append(h.value)
+            leaf_dtypes.append(h.dtype)
+            continue
+        name, inputs, params = h.node
+        if name == _FULL:
+            refs[key] = ("c", len(consts))
+            consts.append((params[0], h.dtype))
+        elif ready:
+            refs[key] = ("t", len(nodes))
+            nodes.append((name, tuple(refs[id(i)] for i in inputs), params, h.dtype))
+        else:
+            stack.append((h, True))
+            stack.extend((i, False) for i in reversed(inputs) if id(i) not in refs)
+    return Program(root.shape, root.dtype, nodes, leaves, consts, leaf_dtypes)
+
+
+# ---------------------------------------------------------------------- installed methods
+def _overrides(inner: Backend, op: registry.Op) -> bool:
+    """Whether ``inner`` has its own implementation of the composite ``op``."""
+    return getattr(type(inner), op.name) is not op.default
+
+
+def _elementwise(op: registry.Op):
+    """Record the op when the inner compiler can fuse it; else, for a composite, run its
+    default body on Fusion (its parts may fuse); else run it on the inner backend."""
+    name, infer, default = op.name, op.infer, op.default
+    nparams = len(op.args) - len(op.tensors)
+
+    def method(self, *args, **kwargs):
+        if kwargs or len(args) < len(op.args):
+            args = op.bind(args, kwargs)
+        xs, params = args[:len(args) - nparams], args[len(args) - nparams:]
+        compiler = self.compiler
+        if compiler is not None and compiler.can_fuse(name, tuple(x.dtype for x in xs)):
+            spec = infer(*(Spec(x.shape, x.dtype) for x in xs), *params)
+            return self._record(name, xs, params, spec)
+        if default is not None and (compiler is not None or not _overrides(self.inner, op)):
+            return default(self, *args)
+        return self._eager(name, args, {})
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = op.doc
+    return method
+
+
+def _composite(op: registry.Op):
+    """A composite the inner backend overrides runs there; else its default body runs on
+    Fusion, so its elementwise parts fuse."""
+    name, default = op.name, op.default
+
+    def method(self, *args, **kwargs):
+        if _overrides(self.inner, op):
+            return self._eager(name, args, kwargs)
+        return default(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = op.doc
+    return method
+
+
+def _forwarded(op: registry.Op):
+    """Materialise the inputs and run the op on the inner backend."""
+    name = op.name
+
+    def method(self, *args, **kwargs):
+        return self._eager(name, args, kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = op.doc
+    return method
+
+
+def _install() -> None:
+    own = set(vars(Fusion))
+    for op in registry.ops():
+        if op.name in own:
+            continue
+        if op.kind is E and all(a in op.tensors for a in op.args[:len(op.tensors)]):
+            setattr(Fusion, op.name, _elementwise(op))
+        elif op.default is not None:
+            setattr(Fusion, op.name, _composite(op))
+        else:
+            setattr(Fusion, op.name, _forwarded(op))
+
+
+_install()

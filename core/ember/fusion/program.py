@@ -1,0 +1,72 @@
+"""A fused elementwise program, and the protocol an inner backend implements to run one.
+
+:class:`~ember.fusion.backend.Fusion` records elementwise ops lazily; when a result is needed
+it hands the pending graph to the inner backend as a :class:`Program`: a list of nodes in
+evaluation order over three kinds of operands, named by :data:`Ref`\\ s:
+
+- ``("l", k)`` — leaf ``k``: an inner-backend primitive (already computed), of the program's
+  shape (broadcasts are views, e.g. zero strides);
+- ``("c", k)`` — constant ``k``: a scalar ``(value, dtype)`` (a ``full`` that was never
+  materialised), which a compiler passes as data, not code;
+- ``("t", k)`` — the result of node ``k`` (earlier in the list).
+
+The last node is the result. Every node has the program's shape. :attr:`Program.signature`
+is what identifies the generated code (ops, dtypes, the graph's wiring): it holds no values
+and no layouts, so a compiler can cache its kernels by it.
+
+A backend that can fuse has a method ``fusion_compiler()`` returning an object with:
+
+- ``max_nodes: int`` — the most nodes one program may hold;
+- ``max_leaves: int`` — the most distinct leaves (the GPU's storage bindings per stage less
+  the ones the kernel needs for itself);
+- ``can_fuse(op: str, dtypes: tuple[DType, ...]) -> bool`` — whether the op (a registry name;
+  ``cast`` gets ``(from, to)``, ``full`` gets ``(dtype,)``) can be a node of a program;
+- ``holds(value, dtype) -> bool`` — whether a ``full`` of that value can be a constant (else
+  the inner backend's own ``full`` runs, with its own errors);
+- ``run(program) -> primitive`` — compute the program; the result must equal what running its
+  nodes one by one on the inner backend gives.
+
+>>> p = Program((2,), "float32", [("float_add", (("l", 0), ("c", 0)), (), "float32")],
+...             ["x"], [(1.0, "float32")], ["float32"])
+>>> p.signature
+((('float_add', (('l', 0), ('c', 0)), (), 'float32'),), ('float32',), ('float32',))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Ref = tuple[str, int]
+
+
+class Program:
+    """One fused elementwise graph, ready for an inner backend's compiler (see the module)."""
+
+    __slots__ = ("consts", "leaf_dtypes", "leaves", "nodes", "shape", "dtype", "_signature")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, nodes: list[tuple],
+                 leaves: list[Any], consts: list[tuple[Any, Any]], leaf_dtypes: list[Any]):
+        self.shape, self.dtype = tuple(shape), dtype
+        #: ``(op name, input refs, params, result dtype)`` in evaluation order
+        self.nodes = nodes
+        self.leaves, self.leaf_dtypes = leaves, leaf_dtypes
+        self.consts = consts
+        self._signature = None
+
+    @property
+    def signature(self) -> tuple:
+        """Ops, wiring and dtypes (by name): the cache key of generated code."""
+        if self._signature is None:
+            nodes = tuple((op, args, tuple(_name(p) for p in params), _name(dtype))
+                          for op, args, params, dtype in self.nodes)
+            self._signature = (nodes, tuple(_name(d) for d in self.leaf_dtypes),
+                               tuple(_name(d) for _, d in self.consts))
+        return self._signature
+
+    def __repr__(self) -> str:
+        return (f"Program(shape={self.shape}, {len(self.nodes)} nodes, "
+                f"{len(self.leaves)} leaves, {len(self.consts)} constants)")
+
+
+def _name(v: Any) -> Any:
+    return getattr(v, "name", v)
