@@ -74,6 +74,11 @@ class NumpyBackend(NumpyNNOps, NumpyOps):
         return TensorData(x.astype(x.dtype.newbyteorder("<"), copy=False).tobytes(), shape,
                           _EMBER[x.dtype])
 
+    def copy_into(self, dst, src) -> None:
+        """Write ``src``'s values into ``dst``'s array, in place (``ember.jit``'s state
+        updates: primitives are otherwise never written)."""
+        np.copyto(dst, src)
+
     def shape(self, x):
         return x.shape
 

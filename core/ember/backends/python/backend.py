@@ -63,6 +63,11 @@ class PythonBackend(PythonOps):
     def to_data(self, x: PyArray) -> TensorData:
         return to_data(x)
 
+    def copy_into(self, dst: PyArray, src: PyArray) -> None:
+        """Write ``src``'s values into ``dst``'s storage, in place (``ember.jit``'s state
+        updates: primitives are otherwise never written)."""
+        dst.data[:] = src.data
+
     def shape(self, x: PyArray) -> tuple[int, ...]:
         return x.shape
 

@@ -72,6 +72,18 @@ class WgpuBackend(WgpuNNOps, WgpuOps):
             raw = _int32_to_int64(raw)
         return TensorData(raw, x.shape, x.dtype)
 
+    def copy_into(self, dst: WgpuTensor, src: WgpuTensor) -> None:
+        """Write ``src``'s values into ``dst``'s buffer, in place (``ember.jit``'s state
+        updates: primitives are otherwise never written)."""
+        if PACK[dst.dtype] > 1:  # packed words: copy them as int32 words of whole buffers
+            if not (dst.is_contiguous() and dst.offset == 0):
+                raise DTypeError(f"copy_into: a strided {dst.dtype.name} target can't be "
+                                 "written in place (only 32-bit dtypes can)")
+            src = contiguous(self.rt, src)
+            words = -(-dst.size // PACK[dst.dtype])
+            src, dst = (t.view((words,), (1,), 0, dt.int32) for t in (src, dst))
+        copy_region(self.rt, src, dst, dst.offset, dst.strides)
+
     def shape(self, x):
         return x.shape
 
