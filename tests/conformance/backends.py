@@ -1,7 +1,8 @@
 """Backend names the conformance suite accepts, and how each is built.
 
-``python``/``numpy``/``wgpu`` come from ``ember.get_backend``; ``autodiff-X`` wraps backend X in
-``ember.autodiff.Autodiff``; ``checked-X`` runs X and checks every op's result against its
+``python``/``numpy``/``wgpu`` and the registered decorators (``fusion-numpy``,
+``fusion-wgpu``, ``autodiff-fusion-wgpu``) come from ``ember.get_backend``; ``autodiff-X``
+wraps backend X in ``ember.autodiff.Autodiff``; ``checked-X`` runs X and checks every op's result against its
 declared shape/dtype rule (:mod:`.infer_check`). A backend whose dependency is missing raises :class:`Unavailable`,
 which the suite turns into a clean skip.
 """
@@ -11,7 +12,8 @@ from __future__ import annotations
 import ember
 
 # What ``--backend=all`` runs (those whose dependencies are missing are skipped).
-ALL = ("numpy", "python", "wgpu", "autodiff-numpy", "autodiff-python", "autodiff-wgpu")
+ALL = ("numpy", "python", "wgpu", "autodiff-numpy", "autodiff-python", "autodiff-wgpu",
+       "fusion-numpy", "fusion-wgpu", "autodiff-fusion-wgpu")
 
 
 class Unavailable(Exception):
