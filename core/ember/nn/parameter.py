@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..errors import ShapeError
+from ..jit import trace as _jit
 from ..tensor import Tensor
 
 
@@ -47,6 +48,7 @@ class Parameter(Tensor):
         self._set(data, data.backend)
 
     def _set(self, value: Tensor, backend) -> None:
+        _jit.state_replaced()  # a jitted function that read the old primitive re-traces
         value = _onto(value, backend)
         if self.requires_grad and backend.caps.gradients:
             value = value.require_grad()
@@ -62,7 +64,13 @@ class Parameter(Tensor):
                 f"{self.shape}; a parameter keeps its shape"
             )
         dtype = self.dtype
-        self._set(value if value.dtype == dtype else value.astype(dtype), self.backend)
+        value = value if value.dtype == dtype else value.astype(dtype)
+        if _jit.assign(self, value):
+            # traced: the value went INTO this parameter's primitive (a replay does it again);
+            # a fresh tracked leaf around it, as below
+            self._set(Tensor(self._prim, self.backend), self.backend)
+            return self
+        self._set(value, self.backend)
         return self
 
     def inner(self) -> Tensor:

@@ -24,9 +24,9 @@ class Adam(Optimizer):
     def _decay_and_count(self, value, grad, state, group):
         """Weight decay (into the gradient, or decoupled for AdamW) and the new step count; the
         same operations on Tensors (update) and on numpy arrays (update_numpy)."""
-        lr, wd = group["lr"], group["weight_decay"]
+        wd = group["weight_decay"]
         if wd and self.decoupled:
-            value = value * (1 - lr * wd)
+            value = value * self.scalar(lambda: 1 - group["lr"] * group["weight_decay"], value)
         elif wd:
             grad = grad + wd * value
         step = state.get("step", 0) + 1
@@ -34,22 +34,22 @@ class Adam(Optimizer):
         return value, grad, step
 
     def update(self, value, grad, state, group):
+        # Values a scheduler or the step count change are scalar(...): plain numbers eagerly,
+        # fed afresh at each replay of a jitted step.
         beta1, beta2 = group["betas"]
-        lr = group["lr"]
         value, grad, step = self._decay_and_count(value, grad, state, group)
         m = state.get("exp_avg")
         v = state.get("exp_avg_sq")
         m = grad * (1 - beta1) if m is None else m * beta1 + grad * (1 - beta1)
         v = grad * grad * (1 - beta2) if v is None else v * beta2 + grad * grad * (1 - beta2)
-        state["exp_avg"], state["exp_avg_sq"] = m, v
+        m, v = self.keep(state, "exp_avg", m), self.keep(state, "exp_avg_sq", v)
         if group["amsgrad"]:
             vmax = state.get("max_exp_avg_sq")
-            v = v if vmax is None else vmax.maximum(v)
-            state["max_exp_avg_sq"] = v
-        bias1 = 1 - beta1**step
-        bias2 = 1 - beta2**step
-        denom = v.sqrt() / math.sqrt(bias2) + group["eps"]
-        return value - (lr / bias1) * (m / denom)
+            v = self.keep(state, "max_exp_avg_sq", v if vmax is None else vmax.maximum(v))
+        root_bias2 = self.scalar(lambda: math.sqrt(1 - beta2 ** state["step"]), value)
+        step_size = self.scalar(lambda: group["lr"] / (1 - beta1 ** state["step"]), value)
+        denom = v.sqrt() / root_bias2 + group["eps"]
+        return value - step_size * (m / denom)
 
     def update_numpy(self, value, grad, state, group, backend):
         # The same operations in the same order as update(), on arrays owned by the state.

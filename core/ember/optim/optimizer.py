@@ -25,6 +25,8 @@ import sys
 from typing import ClassVar
 
 from ..errors import EmberError
+from ..jit import trace as _jit
+from ..jit.errors import JitError
 from ..tensor import Tensor
 
 
@@ -130,11 +132,15 @@ class Optimizer:
             grads_only = clip_grad_norm(grads_only, self.grad_clip_norm)
         self.steps += 1
         np = sys.modules.get("numpy")  # no numpy imported ⇒ no numpy arrays to fuse
+        traced = _jit.tracing()
+        states = []
         for (group, p, _), g in zip(pairs, grads_only):
             state = self.state.setdefault(id(p), {})
+            states.append(state)
             value = p.inner()
             if (
                 self.fused
+                and not traced  # a trace records the portable update, state kept in place
                 and np is not None
                 and isinstance(value._prim, np.ndarray)
                 and isinstance(g._prim, np.ndarray)
@@ -145,6 +151,42 @@ class Optimizer:
                     p.assign(Tensor(new, value.backend))
                     continue
             p.assign(self.update(value, g, state, group))
+        if traced and pairs:
+            self._count_on_replay(states, pairs[0][2])
+
+    def _count_on_replay(self, states: list[dict], like: Tensor) -> None:
+        """Traced: the Python counters this step advanced advance again at every replay
+        (before its steps, so the feeds that read them see the new count)."""
+        counted = [s for s in states if "step" in s]
+
+        def advance() -> None:
+            self.steps += 1
+            for s in counted:
+                s["step"] += 1
+
+        _jit.on_replay(advance, like)
+
+    @staticmethod
+    def scalar(fn, like: Tensor):
+        """``fn()``, a number computed from hyper-parameters and counters; inside a traced
+        function a tensor fed with ``fn()`` at every replay (a scheduler's new ``lr``, the
+        bias correction of the new step count), so a replayed update stays right."""
+        return _jit.feed(fn, like)
+
+    def keep(self, state: dict, name: str, value: Tensor) -> Tensor:
+        """``state[name] = value``; inside a traced function the value is written into the
+        existing state tensor in place, so every replay updates what ``state_dict`` sees."""
+        old = state.get(name)
+        if isinstance(old, Tensor) and _jit.assign(old, value):
+            return value
+        if _jit.tracing(value):
+            raise JitError(
+                f"{type(self).__name__}: state {name!r} is created inside a traced function, "
+                "so replays would start it afresh each time; let jit run its warm-up call "
+                "(ember.jit(fn, warmup=1), the default) so the state exists before the trace"
+            )
+        state[name] = value
+        return value
 
     # A backend whose primitives are numpy arrays lets an optimizer update its own state in
     # place (no temporaries per op); ``update`` stays the portable reference.
@@ -205,6 +247,7 @@ class Optimizer:
             }
         self.state = new_state
         self.steps = int(state.get("steps", 0))
+        _jit.state_replaced()  # a jitted step reading the old state tensors re-traces
 
 
 def _copy(value):

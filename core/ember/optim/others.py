@@ -23,22 +23,23 @@ class RMSProp(Optimizer):
         if group["weight_decay"]:
             grad = grad + group["weight_decay"] * value
         alpha = group["alpha"]
+        lr = self.scalar(lambda: group["lr"], value)
         sq = state.get("square_avg")
         sq = grad * grad * (1 - alpha) if sq is None else sq * alpha + grad * grad * (1 - alpha)
-        state["square_avg"] = sq
+        sq = self.keep(state, "square_avg", sq)
         if group["centered"]:
             ga = state.get("grad_avg")
             ga = grad * (1 - alpha) if ga is None else ga * alpha + grad * (1 - alpha)
-            state["grad_avg"] = ga
+            ga = self.keep(state, "grad_avg", ga)
             avg = (sq - ga * ga).sqrt() + group["eps"]
         else:
             avg = sq.sqrt() + group["eps"]
         if group["momentum"]:
             buf = state.get("momentum_buffer")
             buf = grad / avg if buf is None else buf * group["momentum"] + grad / avg
-            state["momentum_buffer"] = buf
-            return value - group["lr"] * buf
-        return value - group["lr"] * (grad / avg)
+            buf = self.keep(state, "momentum_buffer", buf)
+            return value - lr * buf
+        return value - lr * (grad / avg)
 
 
 class AdaGrad(Optimizer):
@@ -60,9 +61,9 @@ class AdaGrad(Optimizer):
         acc = state.get("sum")
         if acc is None:
             acc = grad * 0 + group["initial_accumulator_value"]
-        acc = acc + grad * grad
-        state["sum"] = acc
-        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        acc = self.keep(state, "sum", acc + grad * grad)
+        clr = self.scalar(lambda: group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"]),
+                          value)
         return value - clr * (grad / (acc.sqrt() + group["eps"]))
 
 
@@ -77,7 +78,7 @@ class Lion(Optimizer):
         if m is None:
             m = grad * 0
         if group["weight_decay"]:
-            value = value * (1 - group["lr"] * group["weight_decay"])
+            value = value * self.scalar(lambda: 1 - group["lr"] * group["weight_decay"], value)
         direction = (m * beta1 + grad * (1 - beta1)).sign()
-        state["exp_avg"] = m * beta2 + grad * (1 - beta2)
-        return value - group["lr"] * direction
+        self.keep(state, "exp_avg", m * beta2 + grad * (1 - beta2))
+        return value - self.scalar(lambda: group["lr"], value) * direction

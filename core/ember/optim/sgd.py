@@ -36,9 +36,9 @@ class SGD(Optimizer):
         if momentum:
             buf = state.get("momentum_buffer")
             buf = grad if buf is None else buf * momentum + (1 - group["dampening"]) * grad
-            state["momentum_buffer"] = buf
+            buf = self.keep(state, "momentum_buffer", buf)
             grad = grad + momentum * buf if group["nesterov"] else buf
-        return value - group["lr"] * grad
+        return value - self.scalar(lambda: group["lr"], value) * grad
 
     def update_numpy(self, value, grad, state, group, backend):
         # update() on arrays: the momentum buffer is updated in place.

@@ -1,0 +1,38 @@
+"""``ember.jit``: capture a function (an inference forward, a whole training step) once per
+shape signature and replay it with no Python per op.
+
+``ember.jit`` is this package and the decorator at once (the module is callable)::
+
+    step = ember.jit(train_step)           # or @ember.jit above the def
+    ember.jit.JitError                      # the error for what can't be captured
+
+>>> import ember
+>>> double = ember.jit(lambda x: x * 2)
+>>> [double(ember.ones(2)).tolist() for _ in range(3)][-1]
+[2.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+from .errors import JitError
+from .function import Jitted, jit
+from .tape import Slot, Step, Tape, compile_generic, replay
+from .trace import assign, feed, on_replay, state_replaced, tracing
+
+
+class _CallableModule(types.ModuleType):
+    """``ember.jit(fn)`` calls :func:`~ember.jit.function.jit`."""
+
+    def __call__(self, fn=None, **options):
+        return jit(fn, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = [
+    "JitError", "Jitted", "Slot", "Step", "Tape", "assign", "compile_generic", "feed", "jit",
+    "on_replay", "replay", "state_replaced", "tracing",
+]

@@ -1,0 +1,41 @@
+"""Walking a chain of decorator backends (``Autodiff(Fusion(wgpu))``) down to the backend
+that runs the ops, and primitives with it.
+
+A decorator exposes ``inner`` (the backend it wraps) and ``from_inner(prim)`` (an inner
+primitive lifted, untracked, no copy); ``to_inner(prim)`` where getting the inner primitive
+takes work (a lazy graph materialises), else the primitive's own ``inner`` attribute
+(Autodiff's ``ADPrim``).
+"""
+
+from __future__ import annotations
+
+from .errors import JitError
+
+
+def innermost(backend):
+    """The backend at the bottom of a decorator chain (the one whose ops ``jit`` records)."""
+    while backend.inner is not None:
+        backend = backend.inner
+    return backend
+
+
+def lower(backend, prim):
+    """``prim`` of ``backend`` as a primitive of :func:`innermost` ``(backend)``."""
+    while backend.inner is not None:
+        to_inner = getattr(backend, "to_inner", None)
+        prim = to_inner(prim) if to_inner is not None else prim.inner
+        backend = backend.inner
+    return prim
+
+
+def lift(backend, prim):
+    """An innermost primitive as a primitive of ``backend`` (untracked)."""
+    if backend.inner is None:
+        return prim
+    from_inner = getattr(backend, "from_inner", None)
+    if from_inner is None:
+        raise JitError(
+            f"jit: backend {backend.name} has no from_inner(primitive), so a replayed value "
+            f"can't be handed back through it; a decorator backend needs one for jit"
+        )
+    return from_inner(lift(backend.inner, prim))

@@ -1,0 +1,145 @@
+"""``ember.jit(fn)``: warm up, trace once per signature, replay.
+
+Per signature (the structure of the arguments, each tensor's shape, dtype and backend, the
+non-tensor values): call 1 runs ``fn`` eagerly (lazily created state settles: optimizer
+moments, caches), call 2 runs it eagerly while recording a :class:`~ember.jit.tape.Tape`, and
+later calls replay the optimised tape. A replay re-traces when state the tape reads was
+replaced outside it (an eager ``Parameter.assign``, ``load_state_dict``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..backends import default_backend
+from ..tensor import Tensor
+from . import trace
+from .chain import innermost, lift, lower
+from .errors import JitError
+from .optimize import eliminate_dead, fold_constants
+from .tape import Tape, compile_generic
+from .tree import flatten, unflatten
+
+
+class _Entry:
+    """One signature: its calls so far and, once traced, its tape and compiled runner."""
+
+    __slots__ = ("calls", "generation", "run", "steps", "tape")
+
+    def __init__(self):
+        self.calls = 0
+        self.tape: Tape | None = None
+        self.run: Callable | None = None
+        self.generation = -1
+        self.steps: dict[str, int] = {}
+
+
+class Jitted:
+    """A function traced once per signature and replayed (see :func:`jit`)."""
+
+    def __init__(self, fn: Callable, backend=None, warmup: int = 1):
+        self.fn = fn
+        self.backend = backend
+        self.warmup = warmup
+        self.entries: dict = {}
+        self.traces = 0
+        self.replays = 0
+        self.__wrapped__ = fn
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__name__ = getattr(fn, "__name__", "jitted")
+
+    def __repr__(self) -> str:
+        return f"<ember.jit of {self.__name__}: {self.traces} traces, {self.replays} replays>"
+
+    def __call__(self, *args, **kwargs):
+        if trace.active() is not None:  # called from a traced function: part of its trace
+            return self.fn(*args, **kwargs)
+        tensors, key = flatten((args, kwargs))
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = _Entry()
+        entry.calls += 1
+        if entry.calls <= self.warmup:
+            return self.fn(*args, **kwargs)
+        if entry.tape is None or entry.generation != trace.generation():
+            return self._trace(entry, tensors, args, kwargs)
+        self.replays += 1
+        prims = [lower(t.backend, t._prim) for t in tensors]
+        outs = entry.run(prims)
+        tree, backends = entry.tape.output_tree
+        return unflatten(tree, [Tensor(lift(b, p), b) for b, p in zip(backends, outs)])
+
+    def _backend(self, tensors: list[Tensor]):
+        if tensors:
+            return innermost(tensors[0].backend)
+        from ..backends import get_backend
+
+        return innermost(get_backend(self.backend) if self.backend else default_backend())
+
+    def _trace(self, entry: _Entry, tensors: list[Tensor], args, kwargs):
+        tracer = trace.Tracer(self._backend(tensors))
+        for t in tensors:
+            if innermost(t.backend) is not tracer.backend:
+                raise JitError(
+                    f"jit: {self.__name__} takes tensors of backends {tensors[0].backend.name} "
+                    f"and {t.backend.name}; a traced function runs on one backend"
+                )
+            tracer.add_input(lower(t.backend, t._prim))
+        tracer.install()
+        try:
+            result = self.fn(*args, **kwargs)
+            outs, tree = flatten(result)
+            prims = [lower(t.backend, t._prim) for t in outs]
+        finally:
+            tracer.remove()
+        tape = tracer.tape(prims, (tree, [t.backend for t in outs]))
+        traced = len(tape.steps)
+        folded = fold_constants(tape)
+        tape = eliminate_dead(folded)
+        compile_tape = getattr(tape.backend, "compile_tape", None)
+        entry.run = compile_tape(tape) if compile_tape is not None else compile_generic(tape)
+        entry.tape, entry.generation = tape, trace.generation()
+        entry.steps = {"traced": traced, "after_folding": len(folded.steps),
+                       "replayed": len(tape.steps)}
+        self.traces += 1
+        return result
+
+    def stats(self) -> dict:
+        """Traces, replays and, per traced signature, the step counts: as traced, after
+        constant folding, and replayed (after dead-step elimination)."""
+        return {
+            "traces": self.traces,
+            "replays": self.replays,
+            "signatures": len(self.entries),
+            "steps": [e.steps for e in self.entries.values() if e.tape is not None],
+        }
+
+    def tapes(self) -> list[Tape]:
+        """The current tape of each traced signature."""
+        return [e.tape for e in self.entries.values() if e.tape is not None]
+
+
+def jit(fn: Callable | None = None, *, backend=None, warmup: int = 1):
+    """Trace ``fn`` once per signature and replay it: forward, backward and the optimizer's
+    update, with no Python per op (see docs/jit.md).
+
+    Call 1 of a signature runs eagerly (``warmup`` calls), the next one traces, later calls
+    replay. A new shape, dtype, backend or non-tensor argument traces again. Reading a
+    tensor's value inside ``fn`` raises :class:`~ember.jit.JitError`. ``backend`` is the one
+    traced when ``fn`` takes no tensor (default: the default backend).
+
+    >>> import ember
+    >>> @ember.jit
+    ... def f(x, y):
+    ...     return (x * y + 1).sum(dim=1)
+    >>> x = ember.ones(2, 3)
+    >>> [f(x, x * 2).tolist() for _ in range(3)]
+    [[9.0, 9.0], [9.0, 9.0], [9.0, 9.0]]
+    >>> f.stats()["traces"], f.stats()["replays"]
+    (1, 1)
+    """
+    if fn is None:
+        return lambda f: Jitted(f, backend=backend, warmup=warmup)
+    if not callable(fn):
+        raise TypeError(f"jit: expected a function, got {type(fn).__name__}")
+    return Jitted(fn, backend=backend, warmup=warmup)

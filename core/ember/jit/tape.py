@@ -1,0 +1,162 @@
+"""The tape: what ``ember.jit`` records of one traced call, and the generic replay.
+
+A tape is a straight-line program over *slots* (numbered primitive values) on ONE backend,
+the innermost of the traced tensors' backends. Each :class:`Step` calls a method of that
+backend with its arguments, where primitives are :class:`Slot` markers (also inside lists and
+tuples). Step kinds:
+
+- ``"op"``: a backend op; replay calls it with the slots' current values;
+- ``"feed"``: ``from_data`` of a host value re-computed at every replay: ``fn()`` returns the
+  call's arguments (a learning rate a scheduler changes, a bias correction of the step count);
+- ``"random"``: ``random_uniform`` whose ``(seed, offset)`` are drawn again at every replay,
+  as the eager path draws them: ``fn()`` returns the call's arguments;
+- ``"assign"``: ``copy_into(dst, src)``: the value of slot ``src`` is written INTO the existing
+  primitive of slot ``dst`` (parameters, optimizer state), in place; ``out`` is None.
+
+``hooks`` run before the steps at every replay (host-side counters: ``optimizer.steps``).
+
+>>> import ember
+>>> b = ember.get_backend("numpy")
+>>> tape = Tape(b, [0], {1: b.full((2,), 10.0, ember.float32)},
+...             [Step("float_add", (Slot(0), Slot(1)), {}, 2, "op")], [2], None)
+>>> replay(tape, [b.from_data(ember.TensorData.from_list([1.0, 2.0]))])[0].tolist()
+[11.0, 12.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("op", "feed", "random", "assign")
+
+
+class Slot:
+    """A primitive's place in a tape (an argument marker, distinct from a literal int)."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, id: int):
+        self.id = id
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Slot) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(("slot", self.id))
+
+    def __repr__(self) -> str:
+        return f"%{self.id}"
+
+
+@dataclass
+class Step:
+    """``out = backend.<name>(*args, **kwargs)``; see the module docstring for ``kind``."""
+
+    name: str
+    args: tuple
+    kwargs: dict
+    out: int | tuple[int, ...] | None
+    kind: str = "op"
+    #: feed and random steps: returns this replay's ``args``
+    fn: Callable[[], tuple] | None = None
+
+    def inputs(self) -> list[int]:
+        """The slots this step reads (for an assign: both the source and the target)."""
+        found: list[int] = []
+        _collect(self.args, found)
+        _collect(tuple(self.kwargs.values()), found)
+        return found
+
+    def outputs(self) -> tuple[int, ...]:
+        if self.out is None:
+            return ()
+        return self.out if isinstance(self.out, tuple) else (self.out,)
+
+    def __repr__(self) -> str:
+        outs = ", ".join(f"%{o}" for o in self.outputs()) or "-"
+        return f"{outs} = {self.name}{self.args!r}" + ("" if self.kind == "op" else f" [{self.kind}]")
+
+
+def _collect(args, found: list[int]) -> None:
+    for a in args:
+        if isinstance(a, Slot):
+            found.append(a.id)
+        elif isinstance(a, (list, tuple)):
+            _collect(a, found)
+
+
+@dataclass
+class Tape:
+    """One traced call: ``inputs`` and ``outputs`` are slot ids, ``constants`` the primitives
+    created outside the trace that it reads (parameters, optimizer state, buffers),
+    ``output_tree`` what rebuilds the function's return value around the output tensors."""
+
+    backend: Any
+    inputs: list[int]
+    constants: dict[int, Any]
+    steps: list[Step]
+    outputs: list[int]
+    output_tree: Any
+    hooks: list[Callable[[], None]] = field(default_factory=list)
+
+    def assigned(self) -> set[int]:
+        """The slots written in place by assign steps."""
+        return {s.args[0].id for s in self.steps if s.kind == "assign"}
+
+
+def _getter(arg):
+    """A function of the slot environment giving ``arg``'s value for this replay."""
+    if isinstance(arg, Slot):
+        i = arg.id
+        return lambda env: env[i]
+    if isinstance(arg, (list, tuple)) and any(isinstance(a, (Slot, list, tuple)) for a in arg):
+        parts, kind = [_getter(a) for a in arg], type(arg)
+        return lambda env: kind(p(env) for p in parts)
+    return lambda env: arg
+
+
+def _runner(backend, step: Step) -> Callable[[dict], None]:
+    method = getattr(backend, step.name)
+    if step.fn is not None:
+        fn = step.fn
+        call = lambda env: method(*fn())  # noqa: E731
+    else:
+        args = [_getter(a) for a in step.args]
+        kwargs = {k: _getter(v) for k, v in step.kwargs.items()}
+        call = lambda env: method(*[a(env) for a in args], **{k: v(env) for k, v in kwargs.items()})  # noqa: E731
+    out = step.out
+    if out is None:
+        return call
+    if isinstance(out, tuple):
+        def run(env):
+            env.update(zip(out, call(env)))
+        return run
+
+    def run(env):
+        env[out] = call(env)
+    return run
+
+
+def compile_generic(tape: Tape) -> Callable[[list], list]:
+    """``run(input_prims) -> output_prims`` calling the backend's methods step by step (the
+    per-step work done once here: argument getters and bound methods)."""
+    runners = [_runner(tape.backend, s) for s in tape.steps]
+    constants, inputs, outputs, hooks = dict(tape.constants), tape.inputs, tape.outputs, tape.hooks
+
+    def run(prims: list) -> list:
+        for hook in hooks:
+            hook()
+        env = dict(constants)
+        env.update(zip(inputs, prims))
+        for r in runners:
+            r(env)
+        return [env[o] for o in outputs]
+
+    return run
+
+
+def replay(tape: Tape, input_prims: list) -> list:
+    """Run ``tape`` once on ``input_prims``; returns the output primitives."""
+    return compile_generic(tape)(input_prims)
