@@ -71,6 +71,20 @@ class GpuAdapter(ABC):
     def dispatch_bound(self, pipeline, group, groups: tuple[int, int, int]) -> None:
         """Record a dispatch with a group from :meth:`bind_group`."""
 
+    def compile_commands(self, commands: list[tuple]):
+        """A function that records ``commands`` in order each time it is called; each is
+        ``("dispatch", pipeline, group, groups)`` (``group`` from :meth:`bind_group`) or
+        ``("copy", src, src_offset, dst, dst_offset, size)``. Adapters may override it with a
+        faster loop."""
+        calls = [(self.dispatch_bound if c[0] == "dispatch" else self.copy, c[1:])
+                 for c in commands]
+
+        def record() -> None:
+            for fn, args in calls:
+                fn(*args)
+
+        return record
+
     @abstractmethod
     def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
         """Record a buffer-to-buffer copy (offsets and size multiples of 4)."""

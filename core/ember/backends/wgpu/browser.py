@@ -275,9 +275,9 @@ def _browser_backend_class():
                 size = -(-nbytes // 4) * 4
                 staging = self.rt.adapter.create_buffer(size, "staging")
                 try:
-                    self.rt.engine.flush()  # pending kernels first, then the copy out
+                    # the copy out after the pending kernels, in their command buffer
                     self.rt.adapter.copy(x.block.buffer, 0, staging, 0, size)
-                    self.rt.adapter.submit()
+                    self.rt.engine.submit()
                     raw = (await self.rt.adapter.map_read_async(staging, size))[:nbytes]
                 finally:
                     self.rt.adapter.destroy_buffer(staging)

@@ -14,7 +14,8 @@ is also recorded. When the block ends the program is built, once:
   the recorded order.
 
 :meth:`Program.replay` copies new input blocks over the traced ones, re-records the commands
-(``adapter.dispatch_bound`` / ``adapter.copy``: no Python per op beyond those calls), copies
+(``adapter.compile_commands``: on wgpu-native, three C calls per dispatch and no other
+Python per op), copies
 the outputs into fresh blocks (results of two replays never alias) and submits once, together
 with whatever eager work was pending. :meth:`Program.feed` turns a recorded upload into a
 per-replay host value; :meth:`Program.patch` rewrites some meta words of one dispatch (the
@@ -51,7 +52,7 @@ class Program:
         self._feeds: list[int] = []  # index in _ops of each fed upload
         self._built = False
         self._pinned: list = []
-        self._arena = self._host = None
+        self._arena = self._host = self._record = None
 
     # ------------------------------------------------------------------ recording
     def __enter__(self) -> Program:
@@ -125,25 +126,24 @@ class Program:
         self._feed_at = [(placed[i], len(self._ops[i][2])) for i in self._feeds]
 
         commands, blocks = [], {}
-        dispatch, copy = adapter.dispatch_bound, adapter.copy
         for op, at in zip(self._ops, placed):
             if op[0] == "d":
                 _, pipeline, words, used, groups = op
                 bindings = [(self._arena, at, len(words))]
                 bindings += [(b.buffer, 0, b.size) for b in used]
-                commands.append((dispatch, (pipeline, adapter.bind_group(pipeline, bindings),
-                                            groups)))
+                commands.append(("dispatch", pipeline, adapter.bind_group(pipeline, bindings),
+                                 groups))
                 blocks.update((id(b), b) for b in used)
             elif op[0] == "c":
                 _, src, dst, size = op
-                commands.append((copy, (src.buffer, 0, dst.buffer, 0, size)))
+                commands.append(("copy", src.buffer, 0, dst.buffer, 0, size))
                 blocks.update({id(src): src, id(dst): dst})
             else:
                 _, dst, data = op
-                commands.append((copy, (self._host, at, dst.buffer, 0, len(data))))
+                commands.append(("copy", self._host, at, dst.buffer, 0, len(data)))
                 blocks[id(dst)] = dst
         blocks.update((id(b), b) for b in [*self.inputs, *self.outputs])
-        self._commands = commands
+        self._record = adapter.compile_commands(commands)
         self._pinned = list(blocks.values())
         engine.allocator.pin(self._pinned)
         self._ops = [op for op in self._ops if op[0] == "d"]  # words() still reads them
@@ -182,8 +182,7 @@ class Program:
         for src, dst in zip(inputs, self.inputs):
             if src.buffer is not dst.buffer:
                 adapter.copy(src.buffer, 0, dst.buffer, 0, min(src.size, dst.size))
-        for fn, args in self._commands:
-            fn(*args)
+        self._record()
         fresh: dict[int, object] = {}
         outs = []
         for block in self.outputs:
@@ -205,7 +204,7 @@ class Program:
             if buffer is not None:
                 self.engine.adapter.destroy_buffer(buffer)
         self._arena = self._host = None
-        self._commands = []
+        self._record = None
 
     def __del__(self):
         try:

@@ -29,11 +29,13 @@ _NARROW = {dt.float16: "round_f16", dt.int8: "wrap_i8", dt.uint8: "wrap_u8"}
 _CONST = {"f32": "bitcast<f32>(param({j}u))", "i32": "bitcast<i32>(param({j}u))",
           "bool": "param({j}u) != 0u"}
 _I32 = (-(1 << 31), (1 << 31) - 1)
+_F32_MAX = 3.4028234663852886e38
 
 
 class WgpuFusion:
     """The fusion compiler of the wgpu backend (see :mod:`ember.fusion.program`)."""
 
+    min_elements = 0
     max_nodes = 256
     max_leaves = _STORAGE_BINDINGS - 2
 
@@ -45,12 +47,15 @@ class WgpuFusion:
     def can_fuse(self, op: str, dtypes) -> bool:
         if op in EXPRESSIONS or op == "where":
             return True
-        if op == "cast" or op == "full":
-            return dtypes[-1] in self.dtypes
-        return False
+        return op == "cast" and dtypes[1] in self.dtypes
 
     def holds(self, value, dtype) -> bool:
-        """Constants the eager ``full`` would store: ints in range, floats finite in f32."""
+        """Constants the eager ``full`` would store the same: ints in range, floats in the
+        dtype's range (larger ones round to inf there)."""
+        if type(value) is float and dtype is dt.float32 and -_F32_MAX <= value <= _F32_MAX:
+            return True  # the common case, without packing it twice
+        if dtype not in self.dtypes:
+            return False
         try:
             _bits(value, dtype)
         except (OverflowError, struct.error, TypeError, ValueError):
