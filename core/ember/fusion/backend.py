@@ -12,25 +12,36 @@ or when recording one more node would pass the compiler's limits; it then keeps 
 
 from __future__ import annotations
 
+import itertools
+import operator
+
 from ..contract import Backend, registry
 from ..contract.registry import Kind, Spec
 from ..errors import EmberError
-from .program import Program
+from ..shape import numel
+from .program import Program, _name
 
 E = Kind.ELEMENTWISE
 _FULL = "full"
+_NONE: frozenset = frozenset()
+_COUNTER = itertools.count()
+_SERIAL = operator.attrgetter("serial")
 
 
 class FusionPrim:
-    """A Fusion primitive: shape, dtype, and the inner primitive (``value``) or the pending
-    ``node`` ``(op, inputs, params)``. ``nodes``/``leaves`` bound the pending graph's size."""
+    """A Fusion primitive: shape, dtype, element count, and the inner primitive (``value``)
+    or the pending ``node`` ``(op, inputs, params)``. ``nodes`` (an upper bound: a shared
+    subgraph counts once per use) and ``leaves`` bound the pending graph's size."""
 
-    __slots__ = ("__weakref__", "dtype", "leaves", "node", "nodes", "shape", "value")
+    __slots__ = ("__weakref__", "dtype", "leaves", "node", "nodes", "serial", "shape", "size",
+                 "value")
 
-    def __init__(self, shape, dtype, value=None, node=None, nodes=0, leaves=frozenset()):
-        self.shape, self.dtype = tuple(shape), dtype
+    def __init__(self, shape: tuple, dtype, size: int, value=None, node=None, nodes=0,
+                 leaves=_NONE):
+        self.shape, self.dtype, self.size = shape, dtype, size
         self.value, self.node = value, node
         self.nodes, self.leaves = nodes, leaves
+        self.serial = next(_COUNTER)  # creation order: the topological order of a graph
 
     @property
     def pending(self) -> bool:
@@ -76,7 +87,8 @@ class Fusion(Backend):
     # ------------------------------------------------------------------ plumbing
     def _wrap(self, value) -> FusionPrim:
         inner = self.inner
-        return FusionPrim(inner.shape(value), inner.dtype(value), value)
+        shape = tuple(inner.shape(value))
+        return FusionPrim(shape, inner.dtype(value), numel(shape), value)
 
     def materialise(self, x: FusionPrim):
         """The inner primitive of ``x``, computing its pending graph first (once)."""
@@ -88,7 +100,7 @@ class Fusion(Backend):
         else:
             value = self.compiler.run(_program(x))
             self.programs += 1
-        x.value, x.node, x.leaves = value, None, frozenset()
+        x.value, x.node, x.leaves = value, None, _NONE
         return value
 
     def _unwrap(self, v):
@@ -104,23 +116,23 @@ class Fusion(Backend):
             return tuple(self._wrap(o) for o in out)
         return self._wrap(out)
 
-    def _record(self, name: str, xs: tuple, params: tuple, spec: Spec) -> FusionPrim:
-        """A pending node over ``xs``; inputs are materialised first when the node would
-        pass the compiler's limits."""
+    def _record(self, name: str, xs: tuple, params: tuple, spec) -> FusionPrim:
+        """A pending node over ``xs`` (of one shape); inputs are materialised first when the
+        node would pass the compiler's limits."""
         compiler = self.compiler
-        nodes, leaves = 1, set()
-        for x in xs:
+        nodes, leaves = 1, _NONE
+        for x in xs if len(xs) != 2 or xs[0] is not xs[1] else xs[:1]:
             if x.node is None:
-                leaves.add(x)
+                leaves = leaves | {x}
             else:
                 nodes += x.nodes
-                leaves |= x.leaves
+                leaves = leaves | x.leaves
         if nodes > compiler.max_nodes or len(leaves) > compiler.max_leaves:
             for x in xs:
                 self.materialise(x)
-            nodes, leaves = 1, set(xs)
-        return FusionPrim(spec.shape, spec.dtype, None, (name, xs, params), nodes,
-                          frozenset(leaves))
+            nodes, leaves = 1, frozenset(xs)
+        return FusionPrim(spec.shape, spec.dtype, xs[0].size, None, (name, xs, params), nodes,
+                          leaves)
 
     # ------------------------------------------------------------------ data
     def from_data(self, data):
@@ -140,15 +152,18 @@ class Fusion(Backend):
 
     def full(self, shape, value, dtype):
         compiler = self.compiler
-        if compiler is None or not (compiler.can_fuse(_FULL, (dtype,))
-                                    and compiler.holds(value, dtype)):
+        shape = tuple(shape)
+        size = numel(shape)
+        if compiler is None or size < compiler.min_elements or not compiler.holds(value, dtype):
             return self._wrap(self.inner.full(shape, value, dtype))
-        return FusionPrim(shape, dtype, None, (_FULL, (), (value,)), 1)
+        return FusionPrim(shape, dtype, size, None, (_FULL, (), (value,)), 1)
 
     def cast(self, x, dtype):
         if dtype == x.dtype:
             return x
-        if self.compiler is not None and self.compiler.can_fuse("cast", (x.dtype, dtype)):
+        compiler = self.compiler
+        if (compiler is not None and x.size >= compiler.min_elements
+                and compiler.can_fuse("cast", (x.dtype, dtype))):
             return self._record("cast", (x,), (dtype,), Spec(x.shape, dtype))
         return self._eager("cast", (x, dtype), {})
 
@@ -157,7 +172,8 @@ class Fusion(Backend):
         """A constant stays a constant of the new shape; anything else is materialised and
         viewed by the inner backend (views are free there)."""
         if x.node is not None and x.node[0] == _FULL:
-            return FusionPrim(shape, x.dtype, None, x.node, 1)
+            shape = tuple(shape)
+            return FusionPrim(shape, x.dtype, numel(shape), None, x.node, 1)
         return self._wrap(getattr(self.inner, name)(self.materialise(x), arg))
 
     def reshape(self, x, shape):
@@ -174,31 +190,44 @@ class Fusion(Backend):
 
 
 def _program(root: FusionPrim) -> Program:
-    """The pending graph under ``root`` as a :class:`Program` (nodes in evaluation order)."""
+    """The pending graph under ``root`` as a :class:`Program`. Nodes are ordered by creation
+    (an input is always older than its user); leaves and constants are numbered by first
+    use, so one graph shape always gives one signature."""
+    seen = {id(root)}
+    stack, pending = [root], []
+    while stack:  # no recursion: chains are far deeper than Python's recursion limit
+        h = stack.pop()
+        pending.append(h)
+        for i in h.node[1]:
+            node = i.node
+            if node is not None and node[0] != _FULL and id(i) not in seen:
+                seen.add(id(i))
+                stack.append(i)
+    pending.sort(key=_SERIAL)
     refs: dict[int, tuple[str, int]] = {}
-    nodes, leaves, leaf_dtypes, consts = [], [], [], []
-    stack = [(root, False)]
-    while stack:  # iterative post-order: chains are far deeper than Python's recursion limit
-        h, ready = stack.pop()
-        key = id(h)
-        if key in refs:
-            continue
-        if h.node is None:
-            refs[key] = ("l", len(leaves))
-            leaves.append(h.value)
-            leaf_dtypes.append(h.dtype)
-            continue
+    nodes, sig, leaves, leaf_dtypes, consts = [], [], [], [], []
+    for h in pending:
         name, inputs, params = h.node
-        if name == _FULL:
-            refs[key] = ("c", len(consts))
-            consts.append((params[0], h.dtype))
-        elif ready:
-            refs[key] = ("t", len(nodes))
-            nodes.append((name, tuple(refs[id(i)] for i in inputs), params, h.dtype))
-        else:
-            stack.append((h, True))
-            stack.extend((i, False) for i in reversed(inputs) if id(i) not in refs)
-    return Program(root.shape, root.dtype, nodes, leaves, consts, leaf_dtypes)
+        args = []
+        for i in inputs:
+            ref = refs.get(id(i))
+            if ref is None:
+                if i.node is None:
+                    ref = refs[id(i)] = ("l", len(leaves))
+                    leaves.append(i.value)
+                    leaf_dtypes.append(i.dtype)
+                else:  # a constant
+                    ref = refs[id(i)] = ("c", len(consts))
+                    consts.append((i.node[2][0], i.dtype))
+            args.append(ref)
+        refs[id(h)] = ("t", len(nodes))
+        args = tuple(args)
+        nodes.append((name, args, params, h.dtype))
+        sig.append((name, args, tuple(_name(p) for p in params) if params else (),
+                    h.dtype.name))
+    signature = (tuple(sig), tuple(d.name for d in leaf_dtypes),
+                 tuple(d.name for _, d in consts))
+    return Program(root.shape, root.dtype, nodes, leaves, consts, leaf_dtypes, signature)
 
 
 # ---------------------------------------------------------------------- installed methods
@@ -216,11 +245,12 @@ def _elementwise(op: registry.Op):
     def method(self, *args, **kwargs):
         if kwargs or len(args) < len(op.args):
             args = op.bind(args, kwargs)
-        xs, params = args[:len(args) - nparams], args[len(args) - nparams:]
+        xs, params = (args[:-nparams], args[-nparams:]) if nparams else (args, ())
         compiler = self.compiler
-        if compiler is not None and compiler.can_fuse(name, tuple(x.dtype for x in xs)):
-            spec = infer(*(Spec(x.shape, x.dtype) for x in xs), *params)
-            return self._record(name, xs, params, spec)
+        if (compiler is not None and xs[0].size >= compiler.min_elements
+                and compiler.can_fuse(name, tuple(x.dtype for x in xs))):
+            # a FusionPrim has a Spec's shape and dtype: infer reads them directly
+            return self._record(name, xs, params, infer(*xs, *params))
         if default is not None and (compiler is not None or not _overrides(self.inner, op)):
             return default(self, *args)
         return self._eager(name, args, {})

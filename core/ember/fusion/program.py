@@ -16,13 +16,15 @@ and no layouts, so a compiler can cache its kernels by it.
 
 A backend that can fuse has a method ``fusion_compiler()`` returning an object with:
 
+- ``min_elements: int`` — tensors smaller than this run eagerly (where recording costs more
+  than it saves);
 - ``max_nodes: int`` — the most nodes one program may hold;
 - ``max_leaves: int`` — the most distinct leaves (the GPU's storage bindings per stage less
   the ones the kernel needs for itself);
-- ``can_fuse(op: str, dtypes: tuple[DType, ...]) -> bool`` — whether the op (a registry name;
-  ``cast`` gets ``(from, to)``, ``full`` gets ``(dtype,)``) can be a node of a program;
-- ``holds(value, dtype) -> bool`` — whether a ``full`` of that value can be a constant (else
-  the inner backend's own ``full`` runs, with its own errors);
+- ``can_fuse(op: str, dtypes: tuple[DType, ...]) -> bool`` — whether the elementwise op (a
+  registry name; ``cast`` gets ``(from, to)``) can be a node of a program;
+- ``holds(value, dtype) -> bool`` — whether a ``full`` of that value and dtype can be a
+  constant (else the inner backend's own ``full`` runs, with its own errors);
 - ``run(program) -> primitive`` — compute the program; the result must equal what running its
   nodes one by one on the inner backend gives.
 
@@ -45,13 +47,14 @@ class Program:
     __slots__ = ("consts", "leaf_dtypes", "leaves", "nodes", "shape", "dtype", "_signature")
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, nodes: list[tuple],
-                 leaves: list[Any], consts: list[tuple[Any, Any]], leaf_dtypes: list[Any]):
+                 leaves: list[Any], consts: list[tuple[Any, Any]], leaf_dtypes: list[Any],
+                 signature: tuple | None = None):
         self.shape, self.dtype = tuple(shape), dtype
         #: ``(op name, input refs, params, result dtype)`` in evaluation order
         self.nodes = nodes
         self.leaves, self.leaf_dtypes = leaves, leaf_dtypes
         self.consts = consts
-        self._signature = None
+        self._signature = signature  # the builder may know it already
 
     @property
     def signature(self) -> tuple:

@@ -57,11 +57,13 @@ _NOT_IN_PLACE = frozenset({"where"})
 class NumpyFusion:
     """The fusion compiler of the numpy backend (see :mod:`ember.fusion.program`)."""
 
+    # below ~16K elements a ufunc call costs more than its allocation: eager is faster
+    min_elements = 1 << 14
     max_nodes = 256
     max_leaves = 64
 
     def can_fuse(self, op: str, dtypes) -> bool:
-        return op in _RUN or op == "full"
+        return op in _RUN
 
     def holds(self, value, dtype) -> bool:
         if dtype.is_float or dtype.is_bool:
