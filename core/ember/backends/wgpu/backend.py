@@ -56,12 +56,22 @@ class WgpuBackend(WgpuNNOps, WgpuOps):
     # ------------------------------------------------------------------ data
     def from_data(self, data: TensorData):
         self.caps.check_dtype(data.dtype, "from_data", self.name)
-        raw = data.buffer
-        if data.dtype == dt.int64:
-            raw = _int64_to_int32(raw, data.size)
         out = self.rt.empty(data.shape, data.dtype, "from_data", upload=True)
-        self.rt.engine.write(out.block, raw)
+        self.rt.engine.write(out.block, self.upload_bytes(data))
         return out
+
+    def upload_bytes(self, data: TensorData) -> bytes:
+        """The bytes ``from_data`` uploads for ``data`` (int64 stored as int32)."""
+        if data.dtype == dt.int64:
+            return _int64_to_int32(data.buffer, data.size)
+        return data.buffer
+
+    def compile_tape(self, tape):
+        """An ``ember.jit`` tape as a captured program: one submit per call, pre-built bind
+        groups, no Python per op (:mod:`.replay`)."""
+        from .replay import compile_tape
+
+        return compile_tape(self, tape)
 
     def to_data(self, x: WgpuTensor) -> TensorData:
         x = contiguous(self.rt, x)

@@ -31,8 +31,24 @@ seed and offset of a random kernel).
 
 from __future__ import annotations
 
+from array import array
+from sys import byteorder
+
 from ...errors import EmberError
-from .engine import pack_words
+
+_BIG_ENDIAN = byteorder != "little"
+
+
+def pack_words(meta) -> array:
+    """Meta words as the little-endian 32-bit array a kernel reads (words above 2**31, seeds
+    and bit patterns, wrap)."""
+    try:
+        words = array("i", meta or (0,))
+    except OverflowError:
+        words = array("I", [w & 0xFFFFFFFF for w in meta])
+    if _BIG_ENDIAN:
+        words.byteswap()
+    return words
 
 
 class Program:

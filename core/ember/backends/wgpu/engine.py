@@ -13,25 +13,9 @@ arena for the next batch. Staging buffers for reads are recycled by size.
 
 from __future__ import annotations
 
-from array import array
-from sys import byteorder
-
 from ...errors import EmberError
 from .allocator import Allocator, size_class
-
-_BIG_ENDIAN = byteorder != "little"
-
-
-def pack_words(meta) -> array:
-    """Meta words as the little-endian 32-bit array a kernel reads (words above 2**31, seeds
-    and bit patterns, wrap)."""
-    try:
-        words = array("i", meta or (0,))
-    except OverflowError:
-        words = array("I", [w & 0xFFFFFFFF for w in meta])
-    if _BIG_ENDIAN:
-        words.byteswap()
-    return words
+from .capture import Program, pack_words
 
 
 class Engine:
@@ -117,8 +101,6 @@ class Engine:
                 y = launch.map_op(rt, [x], x.dtype, "x0 * 2.0")
             program.replay()   # the same work again, in one submit
         """
-        from .capture import Program
-
         if self.recording is not None:
             raise EmberError("wgpu: engine.capture() is already active; captures don't nest "
                              "(finish the outer `with engine.capture()` block first)")

@@ -1,0 +1,125 @@
+"""``WgpuBackend.compile_tape``: an ``ember.jit`` tape as a captured :class:`~.capture.Program`.
+
+The first call runs the tape's steps on the backend under ``engine.capture()`` (that run is
+the call's result); later calls replay the program: one submit, pre-built bind groups, no
+Python per op. Step kinds map onto the program's hooks:
+
+- ``"op"`` (and a decorator's compiled programs): their dispatches, copies and uploads;
+- ``"feed"``: the upload becomes a program feed, re-written from ``fn()`` at each call;
+- ``"random"``: the Philox dispatch's seed and offset words are patched from ``fn()``;
+- ``"assign"``: ``copy_into``'s region copy into the target's own buffer, in place.
+
+Inputs are copied into buffers of the program's own (made contiguous first), so any layout of
+a new input works; outputs are copied into fresh buffers at each call (no aliasing between
+calls). The tape is read by duck typing (a step argument with an ``id`` and the class name
+``Slot`` is a slot): backends sit below ``ember.jit`` and don't import it.
+"""
+
+from __future__ import annotations
+
+from ...errors import EmberError
+from .launch import contiguous
+from .primitive import Storage, WgpuTensor
+
+# philox_uniform's meta words: [n, blocks, offset_lo, offset_hi, seed_lo, seed_hi]
+_PHILOX_OFFSET_WORD = 2
+_MASK = 0xFFFFFFFF
+
+
+def _philox_words(seed: int, offset: int) -> list[int]:
+    return [offset & _MASK, (offset >> 32) & _MASK, seed & _MASK, (seed >> 32) & _MASK]
+
+
+def _resolve(arg, env: dict):
+    if type(arg).__name__ == "Slot":
+        return env[arg.id]
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_resolve(a, env) for a in arg)
+    return arg
+
+
+def compile_tape(backend, tape):
+    """``run(input_prims) -> output_prims`` for ``tape`` (see the module docstring)."""
+    rt = backend.rt
+    engine = rt.engine
+    state: dict = {"program": None, "hooks": []}  # hooks: (kind, number, fn) in step order
+
+    def capture(prims: list) -> list:
+        ins = [_own_copy(rt, p) for p in prims]
+        env = dict(tape.constants)
+        env.update(zip(tape.inputs, ins))
+        hooks = []
+        with engine.capture() as program:
+            for step in tape.steps:
+                first = program.dispatches
+                if step.fn is not None:
+                    args, kwargs = step.fn(), {}
+                else:
+                    args, kwargs = _resolve(step.args, env), _resolve(step.kwargs, env)
+                out = tape.method(step.name)(*args, **kwargs)
+                if step.kind == "feed":
+                    hooks.append(("feed", program.feed(out.block), step.fn))
+                elif step.kind == "random" and program.dispatches > first:
+                    _, _, seed, offset = args
+                    words = program.words(first)
+                    at = _PHILOX_OFFSET_WORD
+                    if words[at:at + 4] != _philox_words(seed, offset):
+                        raise EmberError("wgpu compile_tape: random_uniform's first dispatch "
+                                         "doesn't hold (offset, seed) where expected")
+                    hooks.append(("random", first, step.fn))
+                if isinstance(step.out, tuple):
+                    env.update(zip(step.out, out))
+                elif step.out is not None:
+                    env[step.out] = out
+            outs = [env[o] for o in tape.outputs]
+            program.inputs = [x.block for x in ins]
+            program.outputs = [o.block for o in outs]
+        state["program"], state["hooks"] = program, hooks
+        state["layouts"] = [(o.shape, o.strides, o.offset, o.dtype) for o in outs]
+        copies = {}
+        for o in outs:  # the traced buffers belong to the program: hand out copies
+            if id(o.block) not in copies:
+                fresh = rt.allocator.alloc(o.block.size, "jit")
+                engine.copy(o.block, fresh, o.block.size)
+                copies[id(o.block)] = fresh
+        return _wrap(rt, state["layouts"], [copies[id(o.block)] for o in outs])
+
+    def run(prims: list) -> list:
+        for hook in tape.hooks:
+            hook()
+        program = state["program"]
+        if program is None:
+            return capture(prims)
+        for kind, number, fn in state["hooks"]:
+            if kind == "feed":
+                program.write_feed(number, backend.upload_bytes(fn()[0]))
+            else:
+                _, _, seed, offset = fn()
+                program.patch(number, _PHILOX_OFFSET_WORD, _philox_words(seed, offset))
+        sources = [contiguous(rt, p) for p in prims]
+        blocks = program.replay([s.block for s in sources])
+        return _wrap(rt, state["layouts"], blocks)
+
+    return run
+
+
+def _own_copy(rt, prim) -> WgpuTensor:
+    """A contiguous copy of ``prim`` in a buffer of its own (the program's input buffer)."""
+    source = contiguous(rt, prim)
+    own = rt.empty(prim.shape, prim.dtype, "jit")
+    if own.block.size:
+        rt.engine.copy(source.block, own.block, min(source.block.size, own.block.size))
+    return own
+
+
+def _wrap(rt, layouts: list, blocks: list) -> list:
+    """Primitives of the given (shape, strides, offset, dtype) over ``blocks`` (one Storage
+    per block)."""
+    storages: dict[int, Storage] = {}
+    out = []
+    for layout, block in zip(layouts, blocks):
+        storage = storages.get(id(block))
+        if storage is None:
+            storage = storages[id(block)] = Storage(block, rt.allocator)
+        out.append(WgpuTensor(storage, *layout))
+    return out
