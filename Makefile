@@ -25,7 +25,7 @@ demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
 # Every suite in one pytest run: unit, the conformance suite on every backend (the wgpu ones
 # on Mesa lavapipe; checked-numpy also checks every op's declared shape/dtype rule), the
 # browser suite (Chromium + SwiftShader), embedded (real MicroPython), a short seeded fuzz.
-BACKENDS := numpy,python,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy
+BACKENDS := numpy,python,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy,fusion-numpy,fusion-wgpu,autodiff-fusion-wgpu
 
 test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded
 	$(PY) -m pytest -q tests --backend=$(BACKENDS)

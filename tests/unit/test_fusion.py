@@ -1,0 +1,235 @@
+"""Fusion: fused results equal the eager results of the same inner backend (numpy, wgpu on
+lavapipe) bit for bit, chains run as one program (one dispatch on wgpu), kernels are cached by
+graph signature, graphs materialise at the compiler's limits, and Autodiff(Fusion(wgpu))
+gradients equal numpy's."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tracemalloc
+
+import ember
+import numpy as np
+import pytest
+from ember import Autodiff, Fusion, get_backend
+from ember.errors import EmberError
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+
+
+def _wgpu_missing() -> str | None:
+    try:
+        import wgpu  # noqa: F401
+
+        get_backend("wgpu")
+    except (ImportError, EmberError, RuntimeError) as e:
+        return f"no wgpu adapter: {e}"
+    return None
+
+
+needs_wgpu = pytest.mark.skipif(_wgpu_missing() is not None, reason=str(_wgpu_missing()))
+INNERS = ["numpy", pytest.param("wgpu", marks=needs_wgpu)]
+SHAPE = (128, 160)  # above numpy's min_elements, so its chains fuse too
+rng = np.random.default_rng(7)
+X = rng.standard_normal(SHAPE).astype(np.float32)
+Y = rng.uniform(0.1, 2.0, SHAPE).astype(np.float32)
+ROW = rng.standard_normal(SHAPE[1]).astype(np.float32)
+
+
+def both(inner: str, fn, *arrays):
+    """``fn`` on a fresh ``Fusion(inner)`` and on ``inner`` itself: (fused, eager, fusion)."""
+    fusion = Fusion(get_backend(inner))
+    fused = fn(*(ember.tensor(a, backend=fusion) for a in arrays))
+    pending = fused._prim.pending
+    eager = fn(*(ember.tensor(a, backend=inner) for a in arrays))
+    out = fused.numpy()
+    assert pending and fusion.programs >= 1, "the chain was not recorded lazily"
+    return out, eager.numpy(), fusion
+
+
+def float_chain(x, y, row):
+    z = x * 1.5 + row  # a broadcast leaf (stride 0) and a scalar constant
+    z = (z * z - y / 3.0).tanh() + x.exp() * 0.01
+    z = ember.where(z > 0.1, z, z.sin()) + ember.maximum(x, y).sqrt()
+    z = z.sigmoid() - x.abs().relu() * 2.0
+    return (z * 100.0).int().float() / 7.0 + y.log()  # casts through int32 and back
+
+
+def bool_chain(x, y, row):
+    return ((x > 0.2) & (y < 1.0)) | ~(x + row > y)
+
+
+def int_chain(x, y, row):
+    i = (x.abs() * 40.0).to(ember.int32)
+    return (i * 3 + 7) // 2 - i % 5
+
+
+def uint8_chain(x, y, row):
+    u = (x.abs() * 60.0).to(ember.uint8)
+    return (u + 200) * 3 - u  # wraps at every step, as eager uint8 does
+
+
+def int8_chain(x, y, row):
+    i = (x * 40.0).to(ember.int8)
+    return (i + 100) * 3 - i.abs()
+
+
+def f16_chain(x, y, row):
+    h, r = x.half(), row.half()
+    z = (h * 0.1 + r) * (h - 0.3)  # 0.1 is rounded to float16 first, like eager's full
+    return (z.exp() / (y.half() + 1.0)).tanh() * 1000.0
+
+
+CHAINS = [float_chain, bool_chain, int_chain, uint8_chain, int8_chain, f16_chain]
+
+
+@pytest.mark.parametrize("inner", INNERS)
+@pytest.mark.parametrize("chain", CHAINS, ids=lambda f: f.__name__)
+def test_fused_chain_equals_eager(inner, chain):
+    fused, eager, _ = both(inner, chain, X, Y, ROW)
+    assert fused.dtype == eager.dtype
+    np.testing.assert_array_equal(fused, eager)
+
+
+@pytest.mark.parametrize("inner", INNERS)
+def test_movement_of_a_pending_result_materialises_it(inner):
+    def fn(x, y):
+        return (x * 2.0 + y).T.exp() + 1.0
+
+    fused, eager, fusion = both(inner, fn, X, Y)
+    np.testing.assert_array_equal(fused, eager)
+    assert fusion.programs == 2  # before the transpose, and the read
+
+
+@needs_wgpu
+def test_a_chain_is_one_dispatch():
+    fusion = Fusion(get_backend("wgpu"))
+    engine = fusion.inner.rt.engine
+    x = ember.tensor(X, backend=fusion)
+    y = ember.tensor(Y, backend=fusion)
+    before = engine.dispatches
+    z = x
+    for k in range(40):
+        z = (z * 0.5 + y) if k % 2 else z.tanh()
+    out = z.numpy()
+    assert engine.dispatches - before == 1
+    ref = X.astype(np.float64)
+    for k in range(40):
+        ref = (ref * 0.5 + Y) if k % 2 else np.tanh(ref)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+@needs_wgpu
+def test_new_scalar_values_reuse_the_compiled_kernel():
+    fusion = Fusion(get_backend("wgpu"))
+    lib = fusion.inner.rt.lib
+    x = ember.tensor(X, backend=fusion)
+    first = ((x * 1.5 + 0.25).exp() - 2.0).numpy()
+    compiled = len(lib)
+    second = ((x * -3.0 + 1.0).exp() - 0.5).numpy()
+    assert len(lib) == compiled
+    np.testing.assert_allclose(first, np.exp(X * 1.5 + 0.25) - 2.0, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(second, np.exp(X * -3.0 + 1.0) - 0.5, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("inner", INNERS)
+def test_materialises_at_the_node_limit(inner):
+    fusion = Fusion(get_backend(inner))
+    fusion.compiler.max_nodes = 8
+    x = ember.tensor(X, backend=fusion)
+    z = x
+    for _ in range(20):
+        z = -z.abs()
+    # 40 nodes: the 9th, 17th, 25th and 33rd materialise their input; the read, the rest
+    np.testing.assert_array_equal(z.numpy(), -np.abs(X))
+    assert fusion.programs == 5
+
+
+@needs_wgpu
+def test_materialises_at_the_leaf_limit():
+    fusion = Fusion(get_backend("wgpu"))
+    arrays = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(9)]
+    total = ember.tensor(arrays[0], backend=fusion)
+    for a in arrays[1:]:
+        total = total + ember.tensor(a, backend=fusion)
+    assert total._prim.leaves and len(total._prim.leaves) <= fusion.compiler.max_leaves
+    out = total.numpy()
+    assert fusion.programs == 2  # 6 leaves per kernel (8 storage bindings - meta - output)
+    eager = ember.tensor(arrays[0], backend="wgpu")
+    for a in arrays[1:]:
+        eager = eager + ember.tensor(a, backend="wgpu")
+    np.testing.assert_array_equal(out, eager.numpy())
+
+
+@pytest.mark.parametrize("inner", INNERS)
+def test_a_materialised_node_keeps_its_result(inner):
+    fusion = Fusion(get_backend(inner))
+    x = ember.tensor(X, backend=fusion)
+    y = x * 2.0 + 1.0
+    y.numpy()
+    assert not y._prim.pending and fusion.programs == 1
+    y.numpy()
+    z = y.exp()
+    np.testing.assert_allclose(z.numpy(), np.exp(X * 2 + 1), rtol=1e-6)
+    assert fusion.programs == 2  # y was read as a leaf, not recomputed
+
+
+@pytest.mark.parametrize("inner", INNERS)
+def test_to_data_async_materialises(inner):
+    fusion = Fusion(get_backend(inner))
+    y = ember.tensor(X, backend=fusion) * 3.0
+    data = asyncio.run(fusion.to_data_async(y._prim))
+    np.testing.assert_array_equal(data.to_numpy(), X * np.float32(3.0))
+
+
+def test_numpy_chain_reuses_its_temporaries():
+    fusion = Fusion(get_backend("numpy"))
+    a = np.ones((1024, 1024), np.float32)
+    x = ember.tensor(a, backend=fusion)
+    z = x
+    for _ in range(50):
+        z = z * 0.99 + 0.5
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        fusion.materialise(z._prim)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak <= 1.5 * a.nbytes  # one temporary for 100 ops (eager: a fresh array each)
+
+
+def test_over_a_backend_without_a_compiler_ops_pass_through():
+    fusion = Fusion(get_backend("python"))
+    x = ember.tensor([1.0, -2.0, 3.0], backend=fusion)
+    z = (x * 2.0 + 1.0).abs()
+    assert not z._prim.pending
+    assert z.tolist() == [3.0, 3.0, 7.0]
+
+
+def test_fusion_over_autodiff_says_where_autodiff_goes():
+    with pytest.raises(EmberError, match="Autodiff outside Fusion"):
+        Fusion(Autodiff(get_backend("numpy")))
+
+
+@needs_wgpu
+def test_autodiff_over_fusion_gradients_equal_numpy():
+    a = rng.standard_normal((16, 5)).astype(np.float32)
+    w0 = rng.standard_normal((5, 4)).astype(np.float32)
+    b0 = rng.standard_normal(4).astype(np.float32)
+    target = rng.standard_normal((16, 4)).astype(np.float32)
+
+    def grads(backend):
+        w = ember.tensor(w0, backend=backend).require_grad()
+        b = ember.tensor(b0, backend=backend).require_grad()
+        h = (ember.tensor(a, backend=backend) @ w + b).tanh() * 2.0 - 0.5
+        d = h.sigmoid() * h - ember.tensor(target, backend=backend)
+        loss = (d * d).mean()
+        g = loss.backward()
+        return loss.item(), w.grad(g).numpy(), b.grad(g).numpy()
+
+    fused = grads(get_backend("autodiff-fusion-wgpu"))
+    ref = grads(get_backend("autodiff-numpy"))
+    for f, r in zip(fused, ref):
+        np.testing.assert_allclose(f, r, rtol=2e-5, atol=1e-6)
