@@ -22,7 +22,8 @@ def innermost(backend):
 def lower(backend, prim):
     """``prim`` of ``backend`` as a primitive of :func:`innermost` ``(backend)``."""
     while backend.inner is not None:
-        to_inner = getattr(backend, "to_inner", None)
+        # Fusion names it materialise
+        to_inner = getattr(backend, "to_inner", None) or getattr(backend, "materialise", None)
         prim = to_inner(prim) if to_inner is not None else prim.inner
         backend = backend.inner
     return prim
@@ -32,7 +33,8 @@ def lift(backend, prim):
     """An innermost primitive as a primitive of ``backend`` (untracked)."""
     if backend.inner is None:
         return prim
-    from_inner = getattr(backend, "from_inner", None)
+    # Fusion's lifting is _wrap (a materialised handle); TODO(fusion): a public from_inner
+    from_inner = getattr(backend, "from_inner", None) or getattr(backend, "_wrap", None)
     if from_inner is None:
         raise JitError(
             f"jit: backend {backend.name} has no from_inner(primitive), so a replayed value "

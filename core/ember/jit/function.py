@@ -77,7 +77,7 @@ class Jitted:
         return innermost(get_backend(self.backend) if self.backend else default_backend())
 
     def _trace(self, entry: _Entry, tensors: list[Tensor], args, kwargs):
-        tracer = trace.Tracer(self._backend(tensors))
+        tracer = trace.Tracer(self._backend(tensors), tensors[0].backend if tensors else None)
         for t in tensors:
             if innermost(t.backend) is not tracer.backend:
                 raise JitError(
@@ -90,6 +90,7 @@ class Jitted:
             result = self.fn(*args, **kwargs)
             outs, tree = flatten(result)
             prims = [lower(t.backend, t._prim) for t in outs]
+            tracer.finish()
         finally:
             tracer.remove()
         tape = tracer.tape(prims, (tree, [t.backend for t in outs]))

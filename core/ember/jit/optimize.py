@@ -30,7 +30,7 @@ def fold_constants(tape: Tape) -> Tape:
         if (step.kind == "op" and outs and not assigned.intersection(outs)
                 and all(i in known for i in step.inputs())):
             args = [_getter(a)(constants) for a in step.args]
-            value = getattr(tape.backend, step.name)(*args, **step.kwargs)
+            value = tape.method(step.name)(*args, **step.kwargs)
             constants.update(zip(outs, value if isinstance(step.out, tuple) else (value,)))
             known.update(outs)
         else:

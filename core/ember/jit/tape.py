@@ -13,7 +13,9 @@ tuples). Step kinds:
 - ``"assign"``: ``copy_into(dst, src)``: the value of slot ``src`` is written INTO the existing
   primitive of slot ``dst`` (parameters, optimizer state), in place; ``out`` is None.
 
-``hooks`` run before the steps at every replay (host-side counters: ``optimizer.steps``).
+``hooks`` run before the steps at every replay (host-side counters: ``optimizer.steps``);
+``extras`` are the callables of steps that aren't backend methods (a decorator's compiled
+program: Fusion's fused chains, ``run_program_<i>(program, leaves)``).
 
 >>> import ember
 >>> b = ember.get_backend("numpy")
@@ -100,6 +102,14 @@ class Tape:
     outputs: list[int]
     output_tree: Any
     hooks: list[Callable[[], None]] = field(default_factory=list)
+    #: step names that aren't methods of ``backend``: a decorator's compiled programs
+    #: (Fusion's fused chains), ``name -> fn(*args)``
+    extras: dict[str, Callable] = field(default_factory=dict)
+
+    def method(self, name: str) -> Callable:
+        """What a step named ``name`` calls."""
+        extra = self.extras.get(name)
+        return extra if extra is not None else getattr(self.backend, name)
 
     def assigned(self) -> set[int]:
         """The slots written in place by assign steps."""
@@ -117,8 +127,8 @@ def _getter(arg):
     return lambda env: arg
 
 
-def _runner(backend, step: Step) -> Callable[[dict], None]:
-    method = getattr(backend, step.name)
+def _runner(tape: Tape, step: Step) -> Callable[[dict], None]:
+    method = tape.method(step.name)
     if step.fn is not None:
         fn = step.fn
         call = lambda env: method(*fn())  # noqa: E731
@@ -142,7 +152,7 @@ def _runner(backend, step: Step) -> Callable[[dict], None]:
 def compile_generic(tape: Tape) -> Callable[[list], list]:
     """``run(input_prims) -> output_prims`` calling the backend's methods step by step (the
     per-step work done once here: argument getters and bound methods)."""
-    runners = [_runner(tape.backend, s) for s in tape.steps]
+    runners = [_runner(tape, s) for s in tape.steps]
     constants, inputs, outputs, hooks = dict(tape.constants), tape.inputs, tape.outputs, tape.hooks
 
     def run(prims: list) -> list:

@@ -14,6 +14,7 @@ update) and :func:`on_replay` (host-side counters).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 
 from .. import random as _random
@@ -49,8 +50,15 @@ class Tracer:
     """Records the ops run on ``backend`` (an innermost backend) between :meth:`install` and
     :meth:`remove`."""
 
-    def __init__(self, backend):
+    def __init__(self, backend, chain=None):
         self.backend = backend
+        #: the decorators above ``backend`` (``chain`` is the top one): their compilers' runs
+        #: are steps too
+        self.decorators = []
+        while chain is not None and chain is not backend:
+            self.decorators.append(chain)
+            chain = chain.inner
+        self.extras: dict[str, Callable] = {}
         self.slots: dict[int, int] = {}  # id(primitive) -> slot
         self.keep: list = []  # every primitive seen stays alive, so ids stay unique
         self.constants: dict[int, object] = {}
@@ -59,9 +67,10 @@ class Tracer:
         self.producer: dict[int, str] = {}  # slot -> the op that made it
         self.hooks: list[Callable[[], None]] = []
         self.takes: list[tuple] = []  # generator draws not yet matched to a random step
-        self.owned: set[int] = set()  # constants the tape writes in place (private copies)
+        self.updates: dict[int, list] = {}  # id(tensor) -> [tensor, target, source, settle]
         self.depth = 0
         self._saved: dict[str, object] = {}
+        self._compilers: list[tuple] = []
 
     # ------------------------------------------------------------------ slots
     def _new(self, prim) -> int:
@@ -99,6 +108,11 @@ class Tracer:
             saved[op.name] = vars(b).get(op.name, _MISSING)
             wrap = self._guard if op.name in _READS else self._recorder
             setattr(b, op.name, wrap(op, getattr(b, op.name)))
+        for d in self.decorators:
+            compiler = getattr(d, "compiler", None)
+            if compiler is not None and hasattr(compiler, "run"):
+                self._compilers.append((compiler, vars(compiler).get("run", _MISSING)))
+                compiler.run = self._program_recorder(compiler)
         saved["take"] = _random.Generator.take
         _random.Generator.take = self._taker(_random.Generator.take)
         _ACTIVE.append(self)
@@ -115,6 +129,12 @@ class Tracer:
             else:
                 setattr(self.backend, name, old)
         self._saved.clear()
+        for compiler, old in self._compilers:
+            if old is _MISSING:
+                vars(compiler).pop("run", None)
+            else:
+                compiler.run = old
+        self._compilers.clear()
 
     def original(self, name: str):
         """The backend's own method, not the recorder."""
@@ -130,6 +150,29 @@ class Tracer:
             finally:
                 self.depth -= 1
             self._record(op, op.bind(args, kwargs), out)
+            return out
+
+        return record
+
+    def _program_recorder(self, compiler):
+        """A decorator's compiled program (Fusion's fused chain) run on the innermost
+        backend: one step, ``run_program(program, leaves)``, its leaves as slots."""
+        run = type(compiler).run.__get__(compiler)
+        name = f"run_program_{len(self.extras)}"
+        self.extras[name] = lambda shell, leaves: run(_with_leaves(shell, leaves))
+
+        def record(program):
+            if self.depth:
+                return run(program)
+            self.depth += 1
+            try:
+                out = run(program)
+            finally:
+                self.depth -= 1
+            leaves = [Slot(self.slot(p)) for p in program.leaves]
+            slot = self._new(out)
+            self.producer[slot] = f"a fused program of {len(program.nodes)} ops"
+            self.steps.append(Step(name, (_with_leaves(program, ()), leaves), {}, slot))
             return out
 
         return record
@@ -213,32 +256,76 @@ class Tracer:
         self.steps.append(Step("from_data", args(), {}, slot, "feed", args))
         return Tensor(lift(like.backend, prim), like.backend)
 
-    def assign(self, dst, value) -> None:
-        """Write ``value`` into ``dst``'s primitive, in place, now and at every replay."""
+    def assign(self, dst, value, settle: Callable[[], None] | None = None) -> None:
+        """Update ``dst`` to ``value`` in place: the write into the primitive ``dst`` holds
+        now is deferred to the end of the trace (and of every replay), so whatever read the
+        old value meanwhile, a lazy graph included, reads the old value. The caller rebinds
+        ``dst`` to ``value`` as an eager update would; :meth:`finish` hands ``dst`` its
+        updated primitive back and calls ``settle()``."""
         b = self.backend
-        copy_into = getattr(type(b), "copy_into", None)
-        if copy_into is None:
+        if getattr(type(b), "copy_into", None) is None:
             raise JitError(
                 f"jit: backend {b.name} has no copy_into(dst, src), so jit can't update "
                 "parameters and optimizer state in place on it"
             )
         target, source = lower(dst.backend, dst._prim), lower(value.backend, value._prim)
-        slot = self.slot(target)
-        if slot in self.constants and slot not in self.owned:
-            target = self._adopt(dst, slot, target)
         if tuple(b.shape(target)) != tuple(b.shape(source)) or b.dtype(target) != b.dtype(source):
             raise JitError(
                 f"jit: in-place update of a {b.dtype(target).name}{tuple(b.shape(target))} "
                 f"tensor with a {b.dtype(source).name}{tuple(b.shape(source))} value"
             )
-        copy_into(b, target, source)
-        self.steps.append(Step("copy_into", (Slot(slot), Slot(self.slot(source))), {}, None,
-                               "assign"))
+        entry = self.updates.get(id(dst))
+        if entry is None:  # the first update of dst in this call targets its current primitive
+            self.updates[id(dst)] = [dst, self.slot(target), self.slot(source), settle]
+        else:
+            entry[2] = self.slot(source)
 
-    def _adopt(self, dst, slot: int, prim):
-        """Give ``dst`` a private copy of its primitive, which the tape then owns and writes
-        in place: the old one may be shared (a clone, a read-only broadcast of a scalar) and
-        primitives outside jit are never written."""
+    def finish(self) -> None:
+        """Run and record the deferred in-place updates (the traced call succeeded)."""
+        copy_into = self.original("copy_into") if self.updates else None
+        for dst, target, source, settle in self.updates.values():
+            prim = self.keep[target]
+            if target not in self.constants:
+                self._settle_lazy(target)
+            else:
+                prim = self._adopt(target, prim)
+            self.depth += 1
+            try:
+                copy_into(prim, self.keep[source])
+            finally:
+                self.depth -= 1
+            self.steps.append(Step("copy_into", (Slot(target), Slot(source)), {}, None, "assign"))
+            dst._prim = lift(dst.backend, prim)
+            if settle is not None:
+                settle()
+        self.updates.clear()
+
+    def _settle_lazy(self, slot: int) -> None:
+        """State a lazy decorator computed before the trace (Fusion's pending ``w - lr * g``
+        from the warm-up call) is materialised during it, as a step over constants only: its
+        result is state, so it becomes a constant (the replay must read the value the last
+        call wrote, not recompute the old one)."""
+        for i, step in enumerate(self.steps):
+            if slot in step.outputs():
+                break
+        else:
+            raise JitError("jit: an in-place update targets an input of the traced function; "
+                           "only state created outside it (parameters, buffers) can be updated")
+        if not all(s in self.constants for s in step.inputs()):
+            raise JitError(
+                f"jit: state updated in place holds {self.describe(self.keep[slot])}, computed "
+                "inside the traced call; state must exist before the call (let the warm-up "
+                "call create it)"
+            )
+        del self.steps[i]
+        for s in step.outputs():
+            self.constants[s] = self.keep[s]
+            self.producer.pop(s, None)
+
+    def _adopt(self, slot: int, prim):
+        """A private copy of a constant the tape will write in place: the old primitive may
+        be shared (a clone, a read-only broadcast of a scalar), and primitives outside jit
+        are never written."""
         self.depth += 1
         try:
             fresh = self.original("from_data")(self.original("to_data")(prim))
@@ -247,18 +334,24 @@ class Tracer:
         self.keep.append(fresh)
         self.slots[id(fresh)] = slot
         self.constants[slot] = fresh
-        self.owned.add(slot)
-        dst._prim = lift(dst.backend, fresh)
         return fresh
 
     def tape(self, outputs: list, output_tree) -> Tape:
         for generator, n, _ in self.takes:  # draws no random step used: keep the stream
             self.hooks.append(lambda g=generator, k=n: g.take(k))
         return Tape(self.backend, list(self.inputs), dict(self.constants), list(self.steps),
-                    [self.slot(p) for p in outputs], output_tree, list(self.hooks))
+                    [self.slot(p) for p in outputs], output_tree, list(self.hooks),
+                    dict(self.extras))
 
 
 _MISSING = object()
+
+
+def _with_leaves(program, leaves):
+    """A copy of a compiled program reading ``leaves`` (its other fields are literals)."""
+    out = copy.copy(program)
+    out.leaves = leaves if leaves is not None else ()
+    return out
 
 
 def _tracer_for(tensor) -> Tracer | None:
@@ -283,14 +376,15 @@ def feed(fn: Callable[[], float], like):
     return fn() if tracer is None else tracer.feed(fn, like)
 
 
-def assign(dst, value) -> bool:
-    """Inside a traced function, write ``value`` into ``dst``'s primitive in place (recorded,
-    so every replay does it) and return True; elsewhere do nothing and return False (the
-    caller swaps in the new value as usual)."""
+def assign(dst, value, settle: Callable[[], None] | None = None) -> bool:
+    """Inside a traced function, record an in-place update of ``dst`` to ``value`` (done at
+    the end of the call and of every replay, into a primitive the tape owns; ``settle()``
+    runs after ``dst`` gets it) and return True; elsewhere return False. Either way the
+    caller then rebinds ``dst`` to ``value`` as an eager update does."""
     tracer = _tracer_for(dst)
     if tracer is None:
         return False
-    tracer.assign(dst, value)
+    tracer.assign(dst, value, settle)
     return True
 
 

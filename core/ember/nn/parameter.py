@@ -65,13 +65,14 @@ class Parameter(Tensor):
             )
         dtype = self.dtype
         value = value if value.dtype == dtype else value.astype(dtype)
-        if _jit.assign(self, value):
-            # traced: the value went INTO this parameter's primitive (a replay does it again);
-            # a fresh tracked leaf around it, as below
-            self._set(Tensor(self._prim, self.backend), self.backend)
-            return self
+        # in a traced function, the update is also written into the primitive (at the end of
+        # the call and of every replay), then wrapped as a fresh tracked leaf again
+        _jit.assign(self, value, settle=self._rewrap)
         self._set(value, self.backend)
         return self
+
+    def _rewrap(self) -> None:
+        self._set(Tensor(self._prim, self.backend), self.backend)
 
     def inner(self) -> Tensor:
         """The value on the inner backend (itself, untracked, on a plain backend)."""

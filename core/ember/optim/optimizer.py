@@ -178,7 +178,8 @@ class Optimizer:
         existing state tensor in place, so every replay updates what ``state_dict`` sees."""
         old = state.get(name)
         if isinstance(old, Tensor) and _jit.assign(old, value):
-            return value
+            old._prim = value._prim  # the same tensor object stays in the state
+            return old
         if _jit.tracing(value):
             raise JitError(
                 f"{type(self).__name__}: state {name!r} is created inside a traced function, "
