@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ...errors import UnsupportedOpError
 from .adapter import AdapterInfo, GpuAdapter
 
 try:
@@ -28,9 +29,8 @@ class NativeAdapter(GpuAdapter):
     """Wraps one ``wgpu.GPUAdapter`` and the device requested from it."""
 
     def __init__(self, adapter):
-        features = []
-        if "shader-f16" in adapter.features:
-            features.append("shader-f16")
+        # timestamp-query: only for GPU timing (start_gpu_timer), which benchmarks turn on
+        features = [f for f in ("shader-f16", "timestamp-query") if f in adapter.features]
         limits = {k: adapter.limits[k] for k in _LIMITS if k in adapter.limits}
         self._device = adapter.request_device_sync(required_features=features,
                                                    required_limits=limits)
@@ -56,6 +56,8 @@ class NativeAdapter(GpuAdapter):
         # make the same (layout, buffers, offsets) come back often in loops.
         self._groups: OrderedDict = OrderedDict()
         self.max_groups = 4096
+        self._timer = None  # (query set, capacity) while GPU timing is on
+        self._stamps = 0
 
     # ---------------------------------------------------------------- buffers
     def create_buffer(self, size: int, kind: str):
@@ -114,9 +116,50 @@ class NativeAdapter(GpuAdapter):
         if self._encoder is None:
             self._encoder = self._device.create_command_encoder()
         if self._pass is None:
-            self._pass = self._encoder.begin_compute_pass()
+            writes = None
+            if self._timer is not None and self._stamps + 2 <= self._timer[1]:
+                writes = {"query_set": self._timer[0],
+                          "beginning_of_pass_write_index": self._stamps,
+                          "end_of_pass_write_index": self._stamps + 1}
+                self._stamps += 2
+            self._pass = self._encoder.begin_compute_pass(timestamp_writes=writes)
             self._last_pipe = None
         return self._pass
+
+    # ---------------------------------------------------------------- GPU timing
+    def start_gpu_timer(self, capacity: int = 4096) -> None:
+        """Time every compute pass on the GPU from now on (timestamp queries; the adapter
+        must have ``timestamp-query``): :meth:`gpu_seconds` reads the sum."""
+        if "timestamp-query" not in self.info.features:
+            raise UnsupportedOpError(f"wgpu: {self.info.name} has no timestamp-query, so GPU "
+                                     "time can't be measured on it")
+        self._timer = (self._device.create_query_set(type="timestamp", count=capacity),
+                       capacity)
+        self._stamps = 0
+
+    def gpu_seconds(self) -> float:
+        """GPU seconds spent in compute passes since the timer started or was last read
+        (waits for the submitted work); passes beyond the timer's capacity aren't counted."""
+        queries, n = self._timer[0], self._stamps
+        if n == 0:
+            return 0.0
+        self.submit()
+        usage = wgpu.BufferUsage
+        resolved = self._device.create_buffer(size=8 * n,
+                                              usage=usage.QUERY_RESOLVE | usage.COPY_SRC)
+        staging = self.create_buffer(8 * n, "staging")
+        encoder = self._device.create_command_encoder()
+        encoder.resolve_query_set(queries, 0, n, resolved, 0)
+        encoder.copy_buffer_to_buffer(resolved, 0, staging, 0, 8 * n)
+        self._queue.submit([encoder.finish()])
+        ticks = memoryview(self.map_read(staging, 8 * n)).cast("Q")
+        resolved.destroy()
+        staging.destroy()
+        self._stamps = 0
+        from wgpu.backends.wgpu_native._api import lib
+
+        period = lib.wgpuQueueGetTimestampPeriod(self._queue._internal)  # ns per tick
+        return sum(ticks[i + 1] - ticks[i] for i in range(0, n, 2)) * period * 1e-9
 
     def dispatch(self, pipeline, bindings, groups) -> None:
         pipe, bgl = pipeline
