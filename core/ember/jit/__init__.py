@@ -20,7 +20,7 @@ import types
 from .errors import JitError
 from .function import Jitted, jit
 from .tape import Slot, Step, Tape, compile_generic, replay
-from .trace import assign, feed, on_replay, state_replaced, tracing
+from .state import assign, feed, on_replay, state_replaced, tracing
 
 
 class _CallableModule(types.ModuleType):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ..backends import default_backend
 from ..tensor import Tensor
-from . import trace
+from . import state, trace
 from .chain import innermost, lift, lower
 from .errors import JitError
 from .optimize import eliminate_dead, fold_constants
@@ -52,7 +52,7 @@ class Jitted:
         return f"<ember.jit of {self.__name__}: {self.traces} traces, {self.replays} replays>"
 
     def __call__(self, *args, **kwargs):
-        if trace.active() is not None:  # called from a traced function: part of its trace
+        if state.active() is not None:  # called from a traced function: part of its trace
             return self.fn(*args, **kwargs)
         tensors, key = flatten((args, kwargs))
         entry = self.entries.get(key)
@@ -61,7 +61,7 @@ class Jitted:
         entry.calls += 1
         if entry.calls <= self.warmup:
             return self.fn(*args, **kwargs)
-        if entry.tape is None or entry.generation != trace.generation():
+        if entry.tape is None or entry.generation != state.generation():
             return self._trace(entry, tensors, args, kwargs)
         self.replays += 1
         prims = [lower(t.backend, t._prim) for t in tensors]
@@ -99,7 +99,7 @@ class Jitted:
         tape = eliminate_dead(folded)
         compile_tape = getattr(tape.backend, "compile_tape", None)
         entry.run = compile_tape(tape) if compile_tape is not None else compile_generic(tape)
-        entry.tape, entry.generation = tape, trace.generation()
+        entry.tape, entry.generation = tape, state.generation()
         entry.steps = {"traced": traced, "after_folding": len(folded.steps),
                        "replayed": len(tape.steps)}
         self.traces += 1

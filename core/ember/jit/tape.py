@@ -78,7 +78,8 @@ class Step:
 
     def __repr__(self) -> str:
         outs = ", ".join(f"%{o}" for o in self.outputs()) or "-"
-        return f"{outs} = {self.name}{self.args!r}" + ("" if self.kind == "op" else f" [{self.kind}]")
+        kind = "" if self.kind == "op" else f" [{self.kind}]"
+        return f"{outs} = {self.name}{self.args!r}{kind}"
 
 
 def _collect(args, found: list[int]) -> None:
@@ -128,24 +129,32 @@ def _getter(arg):
 
 
 def _runner(tape: Tape, step: Step) -> Callable[[dict], None]:
+    """One step as ``run(env)``: reads its slots from ``env``, stores its results there."""
     method = tape.method(step.name)
     if step.fn is not None:
         fn = step.fn
-        call = lambda env: method(*fn())  # noqa: E731
+
+        def call(env):
+            return method(*fn())
     else:
         args = [_getter(a) for a in step.args]
         kwargs = {k: _getter(v) for k, v in step.kwargs.items()}
-        call = lambda env: method(*[a(env) for a in args], **{k: v(env) for k, v in kwargs.items()})  # noqa: E731
+
+        def call(env):
+            return method(*[a(env) for a in args], **{k: v(env) for k, v in kwargs.items()})
+
     out = step.out
     if out is None:
         return call
     if isinstance(out, tuple):
+
         def run(env):
             env.update(zip(out, call(env)))
-        return run
+    else:
 
-    def run(env):
-        env[out] = call(env)
+        def run(env):
+            env[out] = call(env)
+
     return run
 
 

@@ -7,9 +7,7 @@ call: a composite's inner ops are part of its step); reads of values raise
 autodiff bookkeeping, the optimizer's Python) runs during the trace and costs nothing at
 replay.
 
-Code that keeps state across calls cooperates through three functions, no-ops when nothing is
-traced: :func:`feed` (a host scalar re-computed at each replay), :func:`assign` (an in-place
-update) and :func:`on_replay` (host-side counters).
+Feeds and in-place updates of state are recorded by :mod:`ember.jit.state`.
 """
 
 from __future__ import annotations
@@ -20,33 +18,14 @@ from collections.abc import Callable
 from .. import random as _random
 from ..contract import registry
 from ..contract.registry import Kind
-from ..tensordata import TensorData
-from .chain import innermost, lift, lower
 from .errors import JitError
-from ..tensor import Tensor
+from .state import _ACTIVE, StateRecorder
 from .tape import Slot, Step, Tape
 
-_ACTIVE: list[Tracer] = []  # the tracer of the call being traced (one at a time)
-_GENERATION = [0]  # bumped when state a tape may read is replaced outside a trace
 _READS = ("to_data", "to_data_async")
 
 
-def active() -> Tracer | None:
-    """The tracer recording now, or None."""
-    return _ACTIVE[-1] if _ACTIVE else None
-
-
-def generation() -> int:
-    return _GENERATION[0]
-
-
-def state_replaced() -> None:
-    """Called when a parameter or optimizer state gets a new primitive outside a trace:
-    tapes that read the old one re-trace at their next call."""
-    _GENERATION[0] += 1
-
-
-class Tracer:
+class Tracer(StateRecorder):
     """Records the ops run on ``backend`` (an innermost backend) between :meth:`install` and
     :meth:`remove`."""
 
@@ -243,99 +222,6 @@ class Tracer:
             "fresh numbers; draw (seed, offset) with generator.take(n) inside it"
         )
 
-    def feed(self, fn: Callable[[], float], like) -> object:
-        """A 0-d tensor on ``like``'s backend holding ``fn()``, re-computed at every replay."""
-        dtype = like.dtype
-
-        def args() -> tuple:
-            return (TensorData.from_values([fn()], (), dtype),)
-
-        prim = self.original("from_data")(*args())
-        slot = self._new(prim)
-        self.producer[slot] = "a feed"
-        self.steps.append(Step("from_data", args(), {}, slot, "feed", args))
-        return Tensor(lift(like.backend, prim), like.backend)
-
-    def assign(self, dst, value, settle: Callable[[], None] | None = None) -> None:
-        """Update ``dst`` to ``value`` in place: the write into the primitive ``dst`` holds
-        now is deferred to the end of the trace (and of every replay), so whatever read the
-        old value meanwhile, a lazy graph included, reads the old value. The caller rebinds
-        ``dst`` to ``value`` as an eager update would; :meth:`finish` hands ``dst`` its
-        updated primitive back and calls ``settle()``."""
-        b = self.backend
-        if getattr(type(b), "copy_into", None) is None:
-            raise JitError(
-                f"jit: backend {b.name} has no copy_into(dst, src), so jit can't update "
-                "parameters and optimizer state in place on it"
-            )
-        target, source = lower(dst.backend, dst._prim), lower(value.backend, value._prim)
-        if tuple(b.shape(target)) != tuple(b.shape(source)) or b.dtype(target) != b.dtype(source):
-            raise JitError(
-                f"jit: in-place update of a {b.dtype(target).name}{tuple(b.shape(target))} "
-                f"tensor with a {b.dtype(source).name}{tuple(b.shape(source))} value"
-            )
-        entry = self.updates.get(id(dst))
-        if entry is None:  # the first update of dst in this call targets its current primitive
-            self.updates[id(dst)] = [dst, self.slot(target), self.slot(source), settle]
-        else:
-            entry[2] = self.slot(source)
-
-    def finish(self) -> None:
-        """Run and record the deferred in-place updates (the traced call succeeded)."""
-        copy_into = self.original("copy_into") if self.updates else None
-        for dst, target, source, settle in self.updates.values():
-            prim = self.keep[target]
-            if target not in self.constants:
-                self._settle_lazy(target)
-            else:
-                prim = self._adopt(target, prim)
-            self.depth += 1
-            try:
-                copy_into(prim, self.keep[source])
-            finally:
-                self.depth -= 1
-            self.steps.append(Step("copy_into", (Slot(target), Slot(source)), {}, None, "assign"))
-            dst._prim = lift(dst.backend, prim)
-            if settle is not None:
-                settle()
-        self.updates.clear()
-
-    def _settle_lazy(self, slot: int) -> None:
-        """State a lazy decorator computed before the trace (Fusion's pending ``w - lr * g``
-        from the warm-up call) is materialised during it, as a step over constants only: its
-        result is state, so it becomes a constant (the replay must read the value the last
-        call wrote, not recompute the old one)."""
-        for i, step in enumerate(self.steps):
-            if slot in step.outputs():
-                break
-        else:
-            raise JitError("jit: an in-place update targets an input of the traced function; "
-                           "only state created outside it (parameters, buffers) can be updated")
-        if not all(s in self.constants for s in step.inputs()):
-            raise JitError(
-                f"jit: state updated in place holds {self.describe(self.keep[slot])}, computed "
-                "inside the traced call; state must exist before the call (let the warm-up "
-                "call create it)"
-            )
-        del self.steps[i]
-        for s in step.outputs():
-            self.constants[s] = self.keep[s]
-            self.producer.pop(s, None)
-
-    def _adopt(self, slot: int, prim):
-        """A private copy of a constant the tape will write in place: the old primitive may
-        be shared (a clone, a read-only broadcast of a scalar), and primitives outside jit
-        are never written."""
-        self.depth += 1
-        try:
-            fresh = self.original("from_data")(self.original("to_data")(prim))
-        finally:
-            self.depth -= 1
-        self.keep.append(fresh)
-        self.slots[id(fresh)] = slot
-        self.constants[slot] = fresh
-        return fresh
-
     def tape(self, outputs: list, output_tree) -> Tape:
         for generator, n, _ in self.takes:  # draws no random step used: keep the stream
             self.hooks.append(lambda g=generator, k=n: g.take(k))
@@ -350,52 +236,5 @@ _MISSING = object()
 def _with_leaves(program, leaves):
     """A copy of a compiled program reading ``leaves`` (its other fields are literals)."""
     out = copy.copy(program)
-    out.leaves = leaves if leaves is not None else ()
+    out.leaves = leaves
     return out
-
-
-def _tracer_for(tensor) -> Tracer | None:
-    tracer = active()
-    if tracer is None or not isinstance(tensor, Tensor):  # numpy arrays: an eager fast path
-        return None
-    if innermost(tensor.backend) is not tracer.backend:
-        return None
-    return tracer
-
-
-def feed(fn: Callable[[], float], like):
-    """``fn()`` as a Python number; inside a traced function, a 0-d tensor on ``like``'s
-    backend whose value ``fn`` re-computes at every replay (use it for values that change
-    between calls: a learning rate, a bias correction of the step count).
-
-    >>> import ember
-    >>> feed(lambda: 0.5, ember.ones(2))
-    0.5
-    """
-    tracer = _tracer_for(like)
-    return fn() if tracer is None else tracer.feed(fn, like)
-
-
-def assign(dst, value, settle: Callable[[], None] | None = None) -> bool:
-    """Inside a traced function, record an in-place update of ``dst`` to ``value`` (done at
-    the end of the call and of every replay, into a primitive the tape owns; ``settle()``
-    runs after ``dst`` gets it) and return True; elsewhere return False. Either way the
-    caller then rebinds ``dst`` to ``value`` as an eager update does."""
-    tracer = _tracer_for(dst)
-    if tracer is None:
-        return False
-    tracer.assign(dst, value, settle)
-    return True
-
-
-def on_replay(hook: Callable[[], None], like) -> None:
-    """Inside a traced function, run ``hook()`` before the steps of every replay (host-side
-    counters the traced Python advanced); elsewhere nothing."""
-    tracer = _tracer_for(like)
-    if tracer is not None:
-        tracer.hooks.append(hook)
-
-
-def tracing(like=None) -> bool:
-    """Whether a traced function is running (on ``like``'s backend, when given)."""
-    return active() is not None if like is None else _tracer_for(like) is not None

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..errors import ShapeError
-from ..jit import trace as _jit
+from ..jit import state as _jit
 from ..tensor import Tensor
 
 

@@ -25,7 +25,7 @@ import sys
 from typing import ClassVar
 
 from ..errors import EmberError
-from ..jit import trace as _jit
+from ..jit import state as _jit
 from ..jit.errors import JitError
 from ..tensor import Tensor
 
