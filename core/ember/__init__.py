@@ -50,6 +50,7 @@ from . import limits
 # loaded on first use, so `import ember` (and the CLI) don't read their modules
 _LAZY = {
     "optim": ("ember.optim", None),
+    "jit": ("ember.jit", None),  # the package, callable: ember.jit(fn), ember.jit.JitError
     "io": ("ember.io", None),
     "load": ("ember.io", "load"),
     "save": ("ember.io", "save"),
