@@ -157,7 +157,7 @@ class Fusion(Backend):
         shape = tuple(shape)
         size = numel(shape)
         if compiler is None or size < compiler.min_elements or not compiler.holds(value, dtype):
-            return self._wrap(self.inner.full(shape, value, dtype))
+            return FusionPrim(shape, dtype, size, self.inner.full(shape, value, dtype))
         return FusionPrim(shape, dtype, size, None, (_FULL, (), (value,)), 1)
 
     def cast(self, x, dtype):
@@ -239,8 +239,10 @@ def _overrides(inner: Backend, op: registry.Op) -> bool:
 
 
 def _elementwise(op: registry.Op):
-    """Record the op when the inner compiler can fuse it; else, for a composite, run its
-    default body on Fusion (its parts may fuse); else run it on the inner backend."""
+    """Record the op when the inner compiler can fuse it (on tensors of at least its
+    ``min_elements``); else, for a composite, run its default body on Fusion (its parts may
+    fuse; for small tensors only when the inner backend has no override of its own); else run
+    it on the inner backend."""
     name, infer, default = op.name, op.infer, op.default
     nparams = len(op.args) - len(op.tensors)
 
@@ -248,14 +250,19 @@ def _elementwise(op: registry.Op):
         if kwargs or len(args) < len(op.args):
             args = op.bind(args, kwargs)
         xs, params = (args[:-nparams], args[-nparams:]) if nparams else (args, ())
-        compiler = self.compiler
-        if (compiler is not None and xs[0].size >= compiler.min_elements
-                and compiler.can_fuse(name, tuple(x.dtype for x in xs))):
-            # a FusionPrim has a Spec's shape and dtype: infer reads them directly
-            return self._record(name, xs, params, infer(*xs, *params))
-        if default is not None and (compiler is not None or not _overrides(self.inner, op)):
+        compiler, x0 = self.compiler, xs[0]
+        if compiler is not None and x0.size >= compiler.min_elements:
+            if compiler.can_fuse(name, tuple(x.dtype for x in xs)):
+                # a FusionPrim has a Spec's shape and dtype: infer reads them directly
+                return self._record(name, xs, params, infer(*xs, *params))
+            if default is not None:
+                return default(self, *args)
+        elif default is not None and not _overrides(self.inner, op):
             return default(self, *args)
-        return self._eager(name, args, {})
+        # eager: the result has the inputs' shape
+        out = getattr(self.inner, name)(*[x.value if x.node is None else self.materialise(x)
+                                          for x in xs], *params)
+        return FusionPrim(x0.shape, self.inner.dtype(out), x0.size, out)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = op.doc

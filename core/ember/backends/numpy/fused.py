@@ -1,6 +1,8 @@
 """The numpy backend's fused programs (:mod:`ember.fusion.program`): a chain of elementwise
 ops evaluated with the eager backend's own ufuncs, each writing into a reused temporary
-(``out=``), so a chain of N ops allocates one or two arrays instead of N.
+(``out=``), block of rows by block of rows: a chain of N ops allocates its result and a few
+block-sized temporaries instead of N arrays, and each block stays in the CPU's cache for the
+whole chain.
 
 Results equal the eager numpy backend's bit for bit: the same ufunc runs on the same dtypes;
 only where the result lands changes. ``where`` and ``cast`` use ``np.copyto`` (the same bits
@@ -13,6 +15,8 @@ as ``np.where`` / ``astype``).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -61,6 +65,8 @@ class NumpyFusion:
     min_elements = 1 << 14
     max_nodes = 256
     max_leaves = 64
+    #: elements per block: the whole chain runs on one block of rows while it is in cache
+    block = 1 << 16
 
     def can_fuse(self, op: str, dtypes) -> bool:
         return op in _RUN
@@ -72,42 +78,66 @@ class NumpyFusion:
         return lo <= value <= hi
 
     def run(self, program):
-        shape = program.shape
+        shape, nodes = program.shape, program.nodes
+        steps, slot_dtypes = _plan(nodes)
         consts = [np.array(v, dtype=_NP[d]) for v, d in program.consts]
-        nodes = program.nodes
-        last = _last_uses(nodes)
-        free: dict[object, list] = {}  # dtype → temporaries whose values are dead
-        temps: list = []
+        out = np.empty(shape, _NP[program.dtype])
+        rows = len(shape) and max(1, self.block // max(1, math.prod(shape[1:])))
+        if not rows or rows >= shape[0]:  # one block: the whole tensor
+            blocks, rows = [None], shape[0] if shape else None
+        else:
+            blocks = [slice(r, r + rows) for r in range(0, shape[0], rows)]
+        full = [np.empty((rows, *shape[1:]) if rows else (), d) for d in slot_dtypes]
         with quiet():
-            for m, (op, args, params, dtype) in enumerate(nodes):
-                xs = [program.leaves[k] if kind == "l" else consts[k] if kind == "c"
-                      else temps[k] for kind, k in args]
-                dead = [k for kind, k in args if kind == "t" and last[k] == m]
-                in_place = op not in _NOT_IN_PLACE
-                if in_place:
-                    _release(free, temps, dead)
-                want = _NP[dtype]
-                pool = free.get(want)
-                out = pool.pop() if pool else np.empty(shape, want)
-                _RUN[op](out, *xs)
-                temps.append(out)
-                if not in_place:
-                    _release(free, temps, dead)
-        return temps[-1]
+            for block in blocks:
+                if block is None:
+                    leaves, temps, result = program.leaves, full, out
+                else:
+                    leaves = [x[block] for x in program.leaves]
+                    n = len(range(*block.indices(shape[0])))
+                    temps = full if n == rows else [t[:n] for t in full]
+                    result = out[block]
+                for op, slot, args in steps:
+                    xs = [leaves[k] if kind == "l" else consts[k] if kind == "c" else temps[k]
+                          for kind, k in args]
+                    _RUN[op](result if slot is None else temps[slot], *xs)
+        return out
 
 
-def _last_uses(nodes) -> list[int]:
-    """For each node, the index of the last node that reads it."""
+def _plan(nodes) -> tuple[list, list]:
+    """Which temporary each node writes (the last writes the result: slot None), reusing a
+    temporary once the value in it is dead. Returns the steps ``(op, slot, args)`` with args
+    naming slots (``"t"``), leaves and constants, and the dtype of each slot."""
     last = list(range(len(nodes)))
     for m, (_, args, _, _) in enumerate(nodes):
         for kind, k in args:
             if kind == "t":
                 last[k] = m
-    return last
+    slot_of: list = []
+    slot_dtypes: list = []
+    free: dict = {}  # numpy dtype → dead slots
+    steps = []
+    for m, (op, args, _, dtype) in enumerate(nodes):
+        refs = [(kind, slot_of[k]) if kind == "t" else (kind, k) for kind, k in args]
+        dead = dict.fromkeys(slot_of[k] for kind, k in args if kind == "t" and last[k] == m)
+        if op not in _NOT_IN_PLACE:
+            _release(free, slot_dtypes, dead)
+        if m == len(nodes) - 1:
+            slot = None
+        else:
+            pool = free.get(_NP[dtype])
+            if pool:
+                slot = pool.pop()
+            else:
+                slot = len(slot_dtypes)
+                slot_dtypes.append(_NP[dtype])
+        if op in _NOT_IN_PLACE:
+            _release(free, slot_dtypes, dead)
+        slot_of.append(slot)
+        steps.append((op, slot, refs))
+    return steps, slot_dtypes
 
 
-def _release(free: dict, temps: list, dead: list[int]) -> None:
-    for k in dict.fromkeys(dead):  # an input read twice is released once
-        arr = temps[k]
-        free.setdefault(arr.dtype, []).append(arr)
-
+def _release(free: dict, slot_dtypes: list, slots) -> None:
+    for slot in slots:
+        free.setdefault(slot_dtypes[slot], []).append(slot)

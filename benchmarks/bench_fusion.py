@@ -1,0 +1,222 @@
+"""Fusion against eager on the same backend and against torch: a chain of 1,000 elementwise ops.
+
+    .venv/bin/python benchmarks/bench_fusion.py                  # numpy, torch CPU
+    .venv/bin/python benchmarks/bench_fusion.py --backend wgpu   # wgpu, torch CUDA when present
+
+The chain is 250 steps of ``x = (x * 0.5 + y).tanh() - 0.25`` (1,000 ops: a scalar multiply,
+a tensor add, a unary function, a scalar subtract) on float32 tensors of each size, ending with
+a one-element read (ember) or ``torch.cuda.synchronize()`` so the device work is included.
+Eager ember, ``Fusion`` over the same backend and torch run in alternation (medians). Reported
+per size: µs/op, dispatches (wgpu) or fused programs (numpy) per chain, and the ratios. On wgpu,
+when the adapter has ``timestamp-query``, the kernels' own time per op from timestamp queries
+around each compute pass (a second device opened with that feature); otherwise that column
+says why it is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+
+import ember
+from _common import median_times
+
+OPS = 1000
+
+
+def chain(x, y):
+    for _ in range(OPS // 4):
+        x = (x * 0.5 + y).tanh() - 0.25
+    return x
+
+
+def ember_case(backend, shape):
+    """A call running the chain on ``backend`` and reading one element back."""
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal(shape, dtype=np.float32), backend=backend)
+    y = ember.tensor(rng.standard_normal(shape, dtype=np.float32), backend=backend)
+    return lambda: chain(x, y)[0, 0].item()
+
+
+def torch_case(shape):
+    try:
+        import torch
+    except ImportError:
+        return None, "torch not installed"
+    cuda = torch.cuda.is_available()
+    device = "cuda" if cuda else "cpu"
+    x = torch.randn(shape, device=device)
+    y = torch.randn(shape, device=device)
+
+    def run():
+        with torch.no_grad():
+            out = chain(x, y)
+        if cuda:
+            torch.cuda.synchronize()
+        return out
+
+    return run, f"torch {torch.__version__} {device}"
+
+
+def counters(backend):
+    """A function returning the work counter of ``backend``: wgpu dispatches, or the fused
+    programs of a Fusion over numpy."""
+    inner = getattr(backend, "inner", None) or backend
+    if hasattr(inner, "rt"):
+        return lambda: inner.rt.engine.dispatches, "dispatches"
+    if hasattr(backend, "programs"):
+        return lambda: backend.programs, "programs"
+    return None, "ops"
+
+
+def per_chain(fn, backend) -> str:
+    count, _ = counters(backend)
+    if count is None:
+        return str(OPS)
+    before = count()
+    fn()
+    return str(count() - before)
+
+
+# ---------------------------------------------------------------------- GPU timestamps
+def timed_wgpu():
+    """A wgpu backend whose compute passes are timed with timestamp queries, and a function
+    returning (and resetting) the GPU seconds measured so far; or None and the reason."""
+    try:
+        import wgpu
+        from ember.backends.wgpu import WgpuBackend
+        from ember.backends.wgpu.device import choose_adapter
+        from ember.backends.wgpu.native import NativeAdapter
+    except ImportError as e:
+        return None, f"no wgpu ({e})"
+    raw = choose_adapter(None, "high-performance")
+    if "timestamp-query" not in raw.features:
+        return None, "the adapter has no timestamp-query"
+
+    class WithTimestamps:
+        """The raw adapter, asking for timestamp-query with the device."""
+
+        def __getattr__(self, name):
+            return getattr(raw, name)
+
+        def request_device_sync(self, required_features=(), **kwargs):
+            return raw.request_device_sync(
+                required_features=[*required_features, "timestamp-query"], **kwargs)
+
+    class TimedAdapter(NativeAdapter):
+        """Each compute pass writes timestamps at its start and end (ember's adapter keeps
+        its encoder and pass in ``_encoder``/``_pass``; this leans on that)."""
+
+        slots = 4096
+
+        def __init__(self):
+            super().__init__(WithTimestamps())
+            self.queries = self._device.create_query_set(type="timestamp", count=self.slots)
+            self.used = 0
+
+        def _compute_pass(self):
+            if self._pass is None and self.used + 2 <= self.slots:
+                if self._encoder is None:
+                    self._encoder = self._device.create_command_encoder()
+                self._pass = self._encoder.begin_compute_pass(timestamp_writes={
+                    "query_set": self.queries, "beginning_of_pass_write_index": self.used,
+                    "end_of_pass_write_index": self.used + 1})
+                self._last_pipe = None
+                self.used += 2
+            return super()._compute_pass()
+
+        def gpu_seconds(self) -> float:
+            self.submit()
+            n = self.used
+            if not n:
+                return 0.0
+            usage = wgpu.BufferUsage
+            resolved = self._device.create_buffer(size=8 * n,
+                                                  usage=usage.QUERY_RESOLVE | usage.COPY_SRC)
+            staging = self._device.create_buffer(size=8 * n,
+                                                 usage=usage.MAP_READ | usage.COPY_DST)
+            encoder = self._device.create_command_encoder()
+            encoder.resolve_query_set(self.queries, 0, n, resolved, 0)
+            encoder.copy_buffer_to_buffer(resolved, 0, staging, 0, 8 * n)
+            self._queue.submit([encoder.finish()])
+            staging.map_sync(wgpu.MapMode.READ)
+            ticks = np.frombuffer(staging.read_mapped(), dtype=np.uint64).astype(np.int64)
+            staging.unmap()
+            self.used = 0
+            return float((ticks[1::2] - ticks[0::2]).sum()) * _tick_ns(self._queue) * 1e-9
+
+    adapter = TimedAdapter()
+    return (WgpuBackend(adapter=adapter), adapter.gpu_seconds), None
+
+
+def _tick_ns(queue) -> float:
+    """Nanoseconds per timestamp tick (wgpu-native resolves raw ticks)."""
+    try:
+        from wgpu.backends.wgpu_native._api import lib
+
+        return float(lib.wgpuQueueGetTimestampPeriod(queue._internal))
+    except (ImportError, AttributeError):
+        return 1.0
+
+
+def gpu_us_per_op(timed, make, shape, repeat: int) -> float:
+    backend, gpu_seconds = timed
+    fn = ember_case(make(backend), shape)
+    fn()
+    gpu_seconds()
+    for _ in range(repeat):
+        fn()
+    return gpu_seconds() / repeat / OPS * 1e6
+
+
+# ---------------------------------------------------------------------- main
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="numpy", help="numpy (default) or wgpu")
+    parser.add_argument("--sizes", default="32x32,1024x1024",
+                        help="comma-separated shapes, e.g. 32x32,1024x1024")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    eager = ember.get_backend(args.backend)
+    fused = ember.Fusion(eager)
+    shapes = [tuple(int(s) for s in size.split("x")) for size in args.sizes.split(",")]
+    timed, no_timestamps = (None, "numpy has no GPU") if args.backend != "wgpu" else timed_wgpu()
+    print(f"# Fusion: a chain of {OPS:,} elementwise ops ({date.today()}, {platform.node()}, "
+          f"{eager.device}, Python {platform.python_version()})\n")
+    _, unit = counters(fused)
+    gpu_col = " GPU µs/op eager / fused |" if args.backend == "wgpu" else ""
+    print(f"| size | eager µs/op | Fusion µs/op | torch µs/op | Fusion/eager | Fusion/torch "
+          f"| {unit}/chain eager / Fusion |{gpu_col}")
+    print(f"|---|---|---|---|---|---|---|{'---|' if gpu_col else ''}")
+    for shape in shapes:
+        run_eager, run_fused = ember_case(eager, shape), ember_case(fused, shape)
+        run_torch, peer = torch_case(shape)
+        fns = [run_eager, run_fused] + ([run_torch] if run_torch else [])
+        times = [t / OPS * 1e6 for t in median_times(fns, args.repeat)]
+        t_torch = times[2] if run_torch else float("nan")
+        counts = f"{per_chain(run_eager, eager)} / {per_chain(run_fused, fused)}"
+        gpu = ""
+        if gpu_col:
+            if timed is None:
+                gpu = f" n/a ({no_timestamps}) |"
+            else:
+                g_eager = gpu_us_per_op(timed, lambda b: b, shape, args.repeat)
+                g_fused = gpu_us_per_op(timed, ember.Fusion, shape, args.repeat)
+                gpu = f" {g_eager:.2f} / {g_fused:.3f} |"
+        size = "×".join(map(str, shape))
+        print(f"| {size} | {times[0]:.2f} | {times[1]:.2f} | {t_torch:.2f} "
+              f"| {times[1] / times[0]:.2f} | {times[1] / t_torch:.2f} | {counts} |{gpu}")
+    print(f"\npeer: {peer}")
+
+
+if __name__ == "__main__":
+    main()
