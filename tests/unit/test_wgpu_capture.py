@@ -101,15 +101,33 @@ def test_replay_with_new_inputs_matches_numpy():
 def test_replay_is_one_submit_of_the_recorded_dispatches(monkeypatch):
     x, w = up(rand(5, 7)), up(rand(7, 3))
     before = ENG.dispatches
-    program, _ = captured(x, w)
+    program, outs = captured(x, w)
     assert program.dispatches == ENG.dispatches - before > 3
     ENG.flush()
     count = Counting(monkeypatch)
     before = ENG.dispatches
-    program.replay(blocks(rand(5, 7), rand(7, 3)))
-    assert count.submits == 1
+    a, b = rand(5, 7), rand(7, 3)
+    got = program.replay(blocks(a, b))
+    assert count.submits == 0  # a small program waits for the read (or a full batch)
+    close(down(wrap(got[1], outs[1])), reference(a, b)[1])
+    assert count.submits == 1  # the replay and the read's copy: one submit
     assert count.eager == 0  # every dispatch went through the pre-built groups
     assert ENG.dispatches - before == program.dispatches
+
+
+def test_a_program_of_a_full_batch_submits_at_once(monkeypatch):
+    x = up(rand(32))
+    with ENG.capture() as program:
+        y = x
+        for _ in range(ENG.submit_every):
+            y = B.float_add(y, x)
+        program.inputs, program.outputs = [x.block], [y.block]
+    ENG.flush()
+    count = Counting(monkeypatch)
+    a = rand(32)
+    (got,) = program.replay(blocks(a))
+    assert count.submits == 1
+    close(down(wrap(got, y)), f64(a) * (ENG.submit_every + 1))
 
 
 def test_outputs_of_two_replays_do_not_alias():
@@ -139,9 +157,11 @@ def test_feed_rewrites_an_uploaded_value_per_replay():
         feed = program.feed(s.block)
         program.outputs = [y.block]
     close(down(y), f64(down(x)) * 2.0)
-    for value in (3.0, -0.5):
+    got = []
+    for value in (3.0, -0.5):  # both replays before any read: a feed must not overtake
         program.write_feed(feed, np.float32(value).tobytes())
-        (block,) = program.replay()
+        got.append((value, program.replay()[0]))
+    for value, block in got:
         close(down(wrap(block, y)), f64(down(x)) * value)
     with pytest.raises(ember.EmberError, match="bytes"):
         program.write_feed(feed, np.zeros(2, np.float32).tobytes())
@@ -161,9 +181,11 @@ def test_patched_meta_words_change_the_random_numbers():
         u = B.random_uniform((n,), ember.float32, 5, 0)
         program.outputs = [u.block]
     assert program.words(0)[2:6] == [0, 0, 5, 0]  # [n, blocks, offset lo/hi, seed lo/hi]
-    for seed, offset in ((5, 0), (7, 3), (2**40 + 9, 2**33 + 1)):
+    got = []
+    for seed, offset in ((5, 0), (7, 3), (2**40 + 9, 2**33 + 1)):  # reads after all replays
         program.patch(0, 2, [offset & 0xFFFFFFFF, offset >> 32, seed & 0xFFFFFFFF, seed >> 32])
-        (block,) = program.replay()
+        got.append((seed, offset, program.replay()[0]))
+    for seed, offset, block in got:
         want = np.array(philox_uniform(n, seed, offset), np.float32)
         np.testing.assert_array_equal(down(wrap(block, u)), want)
 
@@ -261,7 +283,8 @@ def test_jitted_function_replays_a_captured_program(monkeypatch):
             count = Counting(monkeypatch)
         results.append(((a, b), f(x, w)))
         if i == 4:
-            assert count.submits == 1 and count.eager == 0
+            results[-1][1][1].numpy()
+            assert count.submits == 1 and count.eager == 0  # the call and a read: one submit
     assert f.stats()["replays"] == 3
     for (a, b), (p, s) in results:  # read at the end: no call's outputs were overwritten
         p_want, s_want = want(a, b)

@@ -14,10 +14,11 @@ is also recorded. When the block ends the program is built, once:
   the recorded order.
 
 :meth:`Program.replay` copies new input blocks over the traced ones, re-records the commands
-(``adapter.compile_commands``: on wgpu-native, three C calls per dispatch and no other
-Python per op), copies
-the outputs into fresh blocks (results of two replays never alias) and submits once, together
-with whatever eager work was pending. :meth:`Program.feed` turns a recorded upload into a
+(``adapter.compile_commands``: on wgpu-native, three C calls per dispatch and no other Python
+per op) and copies the outputs into fresh blocks (results of two replays never alias). It all
+goes out in one submit with the eager work around it: at once when the program fills a batch
+(``engine.submit_every`` dispatches), else with the next batch or read, so a small program and
+the read of its result share one submit. :meth:`Program.feed` turns a recorded upload into a
 per-replay host value; :meth:`Program.patch` rewrites some meta words of one dispatch (the
 seed and offset of a random kernel).
 
@@ -26,7 +27,7 @@ seed and offset of a random kernel).
 >>> with rt.engine.capture() as program:                   # doctest: +SKIP
 ...     y = map_op(rt, [x], x.dtype, "x0 * 2.0")
 ...     program.inputs, program.outputs = [x.block], [y.block]
->>> (block,) = program.replay([x2.block])                  # 2 * x2, in one submit   # doctest: +SKIP
+>>> (block,) = program.replay([x2.block])   # 2 * x2, one submit   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Program:
         self._built = False
         self._pinned: list = []
         self._arena = self._host = self._record = None
+        self._replayed_at = -1  # engine.submits right after the latest replay
 
     # ------------------------------------------------------------------ recording
     def __enter__(self) -> Program:
@@ -169,6 +171,7 @@ class Program:
     def write_feed(self, feed: int, data: bytes) -> None:
         """Replace feed ``feed``'s bytes (same length as traced) for the following replays."""
         offset, size = self._feed_at[feed]
+        self._submit_replay()
         if len(data) % 4:
             data = bytes(data) + bytes(4 - len(data) % 4)
         if len(data) != size:
@@ -180,6 +183,7 @@ class Program:
         """Rewrite meta words ``start...`` of dispatch number ``dispatch`` for the following
         replays (queue writes land before the next submit, after the previous replays)."""
         packed = pack_words(words).tobytes()
+        self._submit_replay()
         self.engine.adapter.write_buffer(self._arena, self._dispatch_at[dispatch] + 4 * start,
                                          packed)
 
@@ -207,12 +211,19 @@ class Program:
                 out = fresh[id(block)] = engine.allocator.alloc(block.size, "replay")
                 adapter.copy(block.buffer, 0, out.buffer, 0, block.size)
             outs.append(out)
-        engine.dispatches += self.dispatches
-        engine.submit()
+        engine.recorded(self.dispatches)
+        self._replayed_at = engine.submits
         return outs
+
+    def _submit_replay(self) -> None:
+        """Submit a replay still in the open command buffer: a queue write (a feed, a patch)
+        or a destroyed buffer must not reach it."""
+        if self._replayed_at == self.engine.submits:
+            self.engine.flush()
 
     def close(self) -> None:
         """Unpin the blocks and free the program's buffers (also done when it is collected)."""
+        self._submit_replay()
         if self._pinned:
             self.engine.allocator.unpin(self._pinned)
             self._pinned = []

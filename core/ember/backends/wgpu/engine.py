@@ -67,14 +67,24 @@ class Engine:
         if self.recording is not None:
             self.recording.record_copy(src, dst, size)
 
+    def recorded(self, dispatches: int) -> None:
+        """Count work a caller recorded into the adapter directly (a replayed program): it
+        leaves with the next submit, at once when it fills a batch. Blocks freed meanwhile
+        are held, as for the engine's own dispatches."""
+        self._dirty = True
+        self.allocator.hold = True
+        self.dispatches += dispatches
+        self._pending += dispatches
+        if self._pending >= self.submit_every:
+            self.flush()
+
     def flush(self) -> None:
         """Submit everything recorded so far (nothing when nothing was)."""
         if self._dirty:
             self.submit()
 
     def submit(self) -> None:
-        """Submit the open command buffer, with whatever a caller recorded into the adapter
-        directly (a replayed program)."""
+        """Submit the open command buffer."""
         if self._meta:
             self.adapter.write_buffer(self._arena, 0, bytes(self._meta))
         self.adapter.submit()

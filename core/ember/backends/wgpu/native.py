@@ -137,6 +137,9 @@ class NativeAdapter(GpuAdapter):
                        capacity)
         self._stamps = 0
 
+    def stop_gpu_timer(self) -> None:
+        self._timer = None
+
     def gpu_seconds(self) -> float:
         """GPU seconds spent in compute passes since the timer started or was last read
         (waits for the submitted work); passes beyond the timer's capacity aren't counted."""
