@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from .. import dtype as dt
 from ..errors import DimensionError, DTypeError, ShapeError, TensorIndexError
 from ..shape import broadcast_shapes, normalize_dim, numel
+from ..jit.state import tracing
 from ..tensor import Tensor, check_same_backend
 from ._dispatch import as_tensor, broadcast_to, full_like_shape, wrap
 from .where import nonzero, where
@@ -32,12 +33,15 @@ def _check_index_dtype(idx: Tensor, op: str) -> None:
 
 
 def wrap_index(idx: Tensor, size: int, op: str, dim: int) -> Tensor:
-    """``idx`` as int64 with negatives wrapped; raises TensorIndexError when out of range."""
+    """``idx`` as int64 with negatives wrapped; raises TensorIndexError when out of range
+    (except inside an ``ember.jit`` trace, which can't read the indices)."""
     _check_index_dtype(idx, op)
     idx = idx.astype(dt.int64)
     n = idx.numel()
     if n == 0:
         return idx
+    if tracing(idx):  # ember.jit can't read values: wrap unconditionally, no range check
+        return where(idx < 0, idx + size, idx)
     b = idx.backend
     flat = b.reshape(idx._prim, (n,))
     lo_hi = b.cat([b.int_min(flat, (0,)), b.int_max(flat, (0,))], 0)
