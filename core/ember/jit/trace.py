@@ -23,6 +23,7 @@ from .state import _ACTIVE, StateRecorder
 from .tape import Slot, Step, Tape
 
 _READS = ("to_data", "to_data_async")
+_VIEWS = {op.name for op in registry.ops(Kind.MOVEMENT)}
 
 
 class Tracer(StateRecorder):
@@ -182,9 +183,17 @@ class Tracer(StateRecorder):
         slot = self.slots.get(id(prim))
         if slot is None or slot in self.constants:
             return "a tensor created outside the traced function"
-        if slot in self.producer:
-            return f"the result of {self.producer[slot]} (step {self._step_of(slot)} of the trace)"
-        return f"input tensor #{self.inputs.index(slot)} of the traced function"
+        if slot not in self.producer:
+            return f"input tensor #{self.inputs.index(slot)} of the traced function"
+        index = self._step_of(slot)
+        views = []
+        while self.producer.get(slot) in _VIEWS:  # name the op that computed the values
+            views.append(self.producer[slot])
+            slot = self.steps[self._step_of(slot)].inputs()[0]
+        if slot not in self.producer:
+            return "a view of " + self.describe(self.keep[slot])
+        through = f", through {', '.join(views)}" if views else ""
+        return f"the result of {self.producer[slot]}{through} (step {index} of the trace)"
 
     def _step_of(self, slot: int) -> int:
         return next(i for i, s in enumerate(self.steps) if slot in s.outputs())
