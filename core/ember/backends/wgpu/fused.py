@@ -18,7 +18,7 @@ import struct
 from ... import dtype as dt
 from .launch import _CONVERT, map_op
 from .ops import EXPRESSIONS
-from .primitive import COMPUTE
+from .primitive import COMPUTE, collapse, contiguous_strides
 
 # WebGPU's default storage buffers per shader stage; the meta words and the output take two
 _STORAGE_BINDINGS = 8
@@ -67,8 +67,13 @@ class WgpuFusion:
         if code is None:
             code = self._code[program.signature] = _statements(program)
         words = [_bits(v, d) for v, d in program.consts]
-        return map_op(self.rt, list(program.leaves), program.dtype, code, body="fused",
-                      shape=program.shape, params=words)
+        # fewer index steps per load: dims contiguous in every leaf are merged
+        leaves, shape = program.leaves, program.shape
+        cshape, cstrides = collapse(shape, *(x.strides for x in leaves))
+        views = [x.view(cshape, st) for x, st in zip(leaves, cstrides)]
+        out = map_op(self.rt, views, program.dtype, code, body="fused", shape=cshape,
+                     params=words)
+        return out.view(shape, contiguous_strides(shape))
 
 
 def _statements(program) -> str:
