@@ -222,19 +222,24 @@ class Program:
             self.engine.flush()
 
     def close(self) -> None:
-        """Unpin the blocks and free the program's buffers (also done when it is collected)."""
+        """Unpin the blocks and destroy the program's buffers now."""
         self._submit_replay()
+        arena, host = self._arena, self._host
+        self._release()
+        for buffer in (arena, host):
+            if buffer is not None:
+                self.engine.adapter.destroy_buffer(buffer)
+
+    def _release(self) -> None:
         if self._pinned:
             self.engine.allocator.unpin(self._pinned)
             self._pinned = []
-        for buffer in (self._arena, self._host):
-            if buffer is not None:
-                self.engine.adapter.destroy_buffer(buffer)
-        self._arena = self._host = None
-        self._record = None
+        self._arena = self._host = self._record = None
 
     def __del__(self):
+        # no submit and no destroy here (a collection can happen anywhere, even inside the
+        # engine): dropped handles are freed once no recorded command uses them
         try:
-            self.close()
+            self._release()
         except Exception:  # noqa: BLE001, S110 - at interpreter shutdown the device may be gone
             pass
