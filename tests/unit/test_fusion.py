@@ -176,6 +176,24 @@ def test_a_materialised_node_keeps_its_result(inner):
 
 
 @pytest.mark.parametrize("inner", INNERS)
+def test_state_carried_from_step_to_step_stays_bounded(inner):
+    """An optimizer's moment (``m = 0.9 m + 0.1 g``) is computed in passing by each step's
+    read; the next step keeps it instead of growing its graph by one step each time."""
+    fusion = Fusion(get_backend(inner))
+    m, p = ember.zeros(SHAPE, backend=fusion), ember.tensor(X, backend=fusion)
+    ref_m, ref_p = np.zeros(SHAPE, np.float32), X.copy()
+    for i in range(12):
+        g = X * np.float32(i % 5)
+        m = m * 0.9 + ember.tensor(g, backend=fusion) * 0.1
+        p = p - m
+        p.numpy()  # a read per step, like a training loss
+        assert m._prim.nodes <= 5
+        ref_m = ref_m * np.float32(0.9) + g * np.float32(0.1)
+        ref_p = ref_p - ref_m
+    np.testing.assert_allclose(p.numpy(), ref_p, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("inner", INNERS)
 def test_to_data_async_materialises(inner):
     fusion = Fusion(get_backend(inner))
     y = ember.tensor(X, backend=fusion) * 3.0

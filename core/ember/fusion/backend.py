@@ -33,8 +33,8 @@ class FusionPrim:
     or the pending ``node`` ``(op, inputs, params)``. ``nodes`` (an upper bound: a shared
     subgraph counts once per use) and ``leaves`` bound the pending graph's size."""
 
-    __slots__ = ("__weakref__", "dtype", "leaves", "node", "nodes", "serial", "shape", "size",
-                 "value")
+    __slots__ = ("__weakref__", "dtype", "inlined", "leaves", "node", "nodes", "serial", "shape",
+                 "size", "value")
 
     def __init__(self, shape: tuple, dtype, size: int, value=None, node=None, nodes=0,
                  leaves=_NONE):
@@ -42,6 +42,7 @@ class FusionPrim:
         self.value, self.node = value, node
         self.nodes, self.leaves = nodes, leaves
         self.serial = next(_COUNTER)  # creation order: the topological order of a graph
+        self.inlined = False  # computed inside another handle's program, not kept
 
     @property
     def pending(self) -> bool:
@@ -124,6 +125,10 @@ class Fusion(Backend):
         compiler = self.compiler
         nodes, leaves = 1, _NONE
         for x in xs if len(xs) != 2 or xs[0] is not xs[1] else xs[:1]:
+            if x.inlined and x.node is not None:
+                # used again after a program computed it in passing: compute and keep it now,
+                # or chains that carry state (optimizer moments) would grow step after step
+                self.materialise(x)
             if x.node is None:
                 leaves = leaves | {x}
             else:
@@ -206,6 +211,8 @@ def _program(root: FusionPrim) -> Program:
                 seen.add(id(i))
                 stack.append(i)
     pending.sort(key=_SERIAL)
+    for h in pending:
+        h.inlined = h is not root
     refs: dict[int, tuple[str, int]] = {}
     nodes, sig, leaves, leaf_dtypes, consts = [], [], [], [], []
     for h in pending:
