@@ -103,7 +103,7 @@ class Fusion(Backend):
         else:
             value = self.compiler.run(_program(x))
             self.programs += 1
-        x.value, x.node, x.leaves = value, None, _NONE
+        x.value, x.node, x.leaves, x.nodes = value, None, _NONE, 0
         return value
 
     def _unwrap(self, v):
