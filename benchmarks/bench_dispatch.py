@@ -3,9 +3,10 @@
     PYTHONPATH=core python benchmarks/bench_dispatch.py          # GPU machine
     PYTHONPATH=core python benchmarks/bench_dispatch.py --small  # lavapipe / CI: small sizes
 
-Three workloads, each called eagerly, through ``ember.jit`` (one captured program replayed per
-call: pre-built bind groups, one submit) and on torch (CUDA when available, else CPU), the
-three timed in alternation: a chain of 1,000 small elementwise ops (500 × ``x * a + b``), an
+Three workloads, each called eagerly (the engine submitting as it goes, and as it did before:
+only at reads, so CPU and GPU never overlap), through ``ember.jit`` (one captured program
+replayed per call: pre-built bind groups, one submit) and on torch (CUDA when available, else
+CPU), all timed in alternation: a chain of 1,000 small elementwise ops (500 × ``x * a + b``), an
 MLP forward (784-512-512-10) and the MNIST demo CNN's forward. Per workload and variant:
 
 - µs/op: wall time per call (ending with a one-element readback; torch with
@@ -110,14 +111,20 @@ class Variant:
         self.wall.append(time.perf_counter() - t0)
 
 
-def ember_variant(name, fn, x):
+def ember_variant(name, fn, x, submit_every=None):
+    """``submit_every``: the engine's batch size during the call (a huge one: the old
+    submit-at-reads engine, no CPU/GPU overlap)."""
     xt = ember.tensor(x, backend=BACKEND)
 
     def call(t0, issue):
-        y = fn(xt)
-        issue.append(time.perf_counter() - t0)
-        first = tuple((0, 1, 1) for _ in y.shape)
-        BACKEND.to_data(BACKEND.slice(y._prim, first))
+        default, ENGINE.submit_every = ENGINE.submit_every, submit_every or ENGINE.submit_every
+        try:
+            y = fn(xt)
+            issue.append(time.perf_counter() - t0)
+            first = tuple((0, 1, 1) for _ in y.shape)
+            BACKEND.to_data(BACKEND.slice(y._prim, first))
+        finally:
+            ENGINE.submit_every = default
 
     return Variant(name, call)
 
@@ -169,13 +176,14 @@ def run(small: bool, repeat: int) -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for name, (fn, x, torch_fn) in workloads(small).items():
         variants = [ember_variant("ember eager", fn, x),
+                    ember_variant("ember eager, submit at reads", fn, x, 1 << 30),
                     ember_variant("ember jit", ember.jit(fn), x)]
         if torch is not None:
             variants.append(torch_variant(torch, dev, torch_fn(torch, dev), x))
         for v in variants:  # warm up: the jit's warm-up call, its trace, its capture
             for _ in range(3):
                 v()
-        info = {v.name: counts(v) for v in variants[:2]}
+        info = {v.name: counts(v) for v in variants[:3]}
         ops = info["ember eager"][0]
         for v in variants:
             v.wall.clear()
