@@ -26,6 +26,7 @@ _FULL = "full"
 _NONE: frozenset = frozenset()
 _COUNTER = itertools.count()
 _SERIAL = operator.attrgetter("serial")
+_DTYPE = operator.attrgetter("dtype")
 
 
 class FusionPrim:
@@ -123,17 +124,18 @@ class Fusion(Backend):
         """A pending node over ``xs`` (of one shape); inputs are materialised first when the
         node would pass the compiler's limits."""
         compiler = self.compiler
-        nodes, leaves = 1, _NONE
+        nodes, leaves = 1, None
         for x in xs if len(xs) != 2 or xs[0] is not xs[1] else xs[:1]:
             if x.inlined and x.node is not None:
                 # used again after a program computed it in passing: compute and keep it now,
                 # or chains that carry state (optimizer moments) would grow step after step
                 self.materialise(x)
             if x.node is None:
-                leaves = leaves | {x}
+                mine = frozenset((x,))
             else:
                 nodes += x.nodes
-                leaves = leaves | x.leaves
+                mine = x.leaves
+            leaves = mine if leaves is None else leaves | mine
         if nodes > compiler.max_nodes or len(leaves) > compiler.max_leaves:
             for x in xs:
                 self.materialise(x)
@@ -259,7 +261,7 @@ def _elementwise(op: registry.Op):
         xs, params = (args[:-nparams], args[-nparams:]) if nparams else (args, ())
         compiler, x0 = self.compiler, xs[0]
         if compiler is not None and x0.size >= compiler.min_elements:
-            if compiler.can_fuse(name, tuple(x.dtype for x in xs)):
+            if compiler.can_fuse(name, tuple(map(_DTYPE, xs))):
                 # a FusionPrim has a Spec's shape and dtype: infer reads them directly
                 return self._record(name, xs, params, infer(*xs, *params))
             if default is not None:
