@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import struct
+from array import array
 
 from ... import dtype as dt
 from .launch import _CONVERT, map_op
@@ -66,7 +67,7 @@ class WgpuFusion:
         code = self._code.get(program.signature)
         if code is None:
             code = self._code[program.signature] = _statements(program)
-        words = [_bits(v, d) for v, d in program.consts]
+        words = _words(program.consts)
         # fewer index steps per load: dims contiguous in every leaf are merged
         leaves, shape = program.leaves, program.shape
         cshape, cstrides = collapse(shape, *(x.strides for x in leaves))
@@ -109,6 +110,13 @@ def _dtype_of(program, ref):
     if kind == "c":
         return program.consts[k][1]
     return program.nodes[k][3]
+
+
+def _words(consts) -> list[int]:
+    """The meta words of the constants; float32 ones (the common case) converted at once."""
+    if all(d is dt.float32 for _, d in consts):
+        return list(array("i", array("f", [v for v, _ in consts]).tobytes()))
+    return [_bits(v, d) for v, d in consts]
 
 
 def _bits(value, dtype) -> int:
