@@ -1,10 +1,10 @@
 """Backend names the conformance suite accepts, and how each is built.
 
-``python``/``numpy``/``wgpu`` and the registered decorators (``fusion-numpy``,
-``fusion-wgpu``, ``autodiff-fusion-wgpu``) come from ``ember.get_backend``; ``autodiff-X``
-wraps backend X in ``ember.autodiff.Autodiff``; ``checked-X`` runs X and checks every op's result against its
-declared shape/dtype rule (:mod:`.infer_check`). A backend whose dependency is missing raises :class:`Unavailable`,
-which the suite turns into a clean skip.
+``python``/``numpy``/``wgpu`` come from ``ember.get_backend``; ``autodiff-X`` wraps backend X
+in ``ember.autodiff.Autodiff``; ``fusion-X`` and ``autodiff-fusion-X`` wrap X in
+``ember.Fusion`` (fusing tensors of every size); ``checked-X`` runs X and checks every op's
+result against its declared shape/dtype rule (:mod:`.infer_check`). A backend whose
+dependency is missing raises :class:`Unavailable`, which the suite turns into a clean skip.
 """
 
 from __future__ import annotations
@@ -26,7 +26,17 @@ _CACHE: dict[str, object] = {}
 def make_backend(name: str):
     if name in _CACHE:
         return _CACHE[name]
-    if name.startswith("checked-"):
+    if name.startswith(("fusion-", "autodiff-fusion-")):
+        from ember.autodiff import Autodiff
+        from ember.fusion import Fusion
+
+        backend = Fusion(make_backend(name.split("fusion-", 1)[1]))
+        if backend.compiler is not None:
+            # the suite's tensors are small: fuse them too (numpy fuses only large ones)
+            backend.compiler.min_elements = 0
+        if name.startswith("autodiff-"):
+            backend = Autodiff(backend)
+    elif name.startswith("checked-"):
         from .infer_check import InferChecked
 
         backend = InferChecked(make_backend(name[len("checked-") :]))
