@@ -160,8 +160,11 @@ def _runner(tape: Tape, step: Step) -> Callable[[dict], None]:
 
 def compile_generic(tape: Tape) -> Callable[[list], list]:
     """``run(input_prims) -> output_prims`` calling the backend's methods step by step (the
-    per-step work done once here: argument getters and bound methods)."""
+    per-step work done once here: argument getters, bound methods, and when each value is
+    last read, so it is dropped then and its memory reused, as eagerly)."""
     runners = [_runner(tape, s) for s in tape.steps]
+    drops = _last_reads(tape)
+    program = list(zip(runners, drops))
     constants, inputs, outputs, hooks = dict(tape.constants), tape.inputs, tape.outputs, tape.hooks
 
     def run(prims: list) -> list:
@@ -169,11 +172,26 @@ def compile_generic(tape: Tape) -> Callable[[list], list]:
             hook()
         env = dict(constants)
         env.update(zip(inputs, prims))
-        for r in runners:
-            r(env)
+        for step, dead in program:
+            step(env)
+            for slot in dead:
+                del env[slot]
         return [env[o] for o in outputs]
 
     return run
+
+
+def _last_reads(tape: Tape) -> list[tuple[int, ...]]:
+    """Per step, the slots no later step reads (nor the outputs, nor a constant: kept)."""
+    keep = set(tape.outputs) | set(tape.constants)
+    seen: set[int] = set(keep)
+    drops: list[tuple[int, ...]] = []
+    for step in reversed(tape.steps):
+        here = [s for s in dict.fromkeys(step.inputs() + list(step.outputs())) if s not in seen]
+        seen.update(here)
+        drops.append(tuple(here))
+    drops.reverse()
+    return drops
 
 
 def replay(tape: Tape, input_prims: list) -> list:
