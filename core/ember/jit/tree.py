@@ -2,8 +2,10 @@
 
 >>> import ember
 >>> tensors, key = flatten(((ember.ones(2), 3), {"k": "v"}))
->>> len(tensors), key[0][0]
-(1, <class 'tuple'>)
+>>> len(tensors), key == flatten(((ember.zeros(2), 3), {"k": "v"}))[1]   # same signature
+(1, True)
+>>> key == flatten(((ember.zeros(3), 3), {"k": "v"}))[1]                # another shape
+False
 """
 
 from __future__ import annotations
