@@ -176,6 +176,49 @@ def test_a_materialised_node_keeps_its_result(inner):
 
 
 @pytest.mark.parametrize("inner", INNERS)
+def test_values_held_elsewhere_are_outputs_of_the_same_program(inner):
+    """Intermediate values that are still referenced (here: by Python names) are written by
+    the program that computes them in passing, in their own dtypes (float16, bool, int8 pack
+    2 and 4 per word on wgpu), so reading them later runs nothing."""
+
+    def fn(x, y):
+        h = x.half() * 0.5
+        b = h > 0.1
+        i = (x * 10.0).to(ember.int8)
+        z = h.float() + i.float() * b.float() - y
+        return z, h, b, i
+
+    fusion = Fusion(get_backend(inner))
+    fused = fn(*(ember.tensor(a, backend=fusion) for a in (X, Y)))
+    eager = fn(*(ember.tensor(a, backend=inner) for a in (X, Y)))
+    np.testing.assert_array_equal(fused[0].numpy(), eager[0].numpy())
+    assert fusion.programs == 1
+    assert not any(t._prim.pending for t in fused)
+    for f, e in zip(fused[1:], eager[1:]):
+        assert f.dtype == e.dtype
+        np.testing.assert_array_equal(f.numpy(), e.numpy())
+    assert fusion.programs == 1
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 6, 7, 1025])
+@needs_wgpu
+def test_packed_outputs_of_any_length(n):
+    """Lanes write 4 elements; float16, int8 and bool outputs pack 2 or 4 to a word."""
+    fusion = Fusion(get_backend("wgpu"))
+    a = rng.standard_normal(n).astype(np.float32)
+    x = ember.tensor(a, backend=fusion)
+    h, b, i = x.half() * 3.0, x > 0.0, (x * 50.0).to(ember.int8)
+    total = (h.float() + b.float() + i.float()).numpy()  # writes h, b and i too
+    assert fusion.programs == 1
+    np.testing.assert_array_equal(h.numpy(), (a.astype(np.float16) * np.float16(3.0)))
+    np.testing.assert_array_equal(b.numpy(), a > 0)
+    np.testing.assert_array_equal(i.numpy(), (a * np.float32(50.0)).astype(np.int8))
+    np.testing.assert_array_equal(
+        total, h.numpy().astype(np.float32) + (a > 0) + i.numpy().astype(np.float32))
+    assert fusion.programs == 1
+
+
+@pytest.mark.parametrize("inner", INNERS)
 def test_state_carried_from_step_to_step_stays_bounded(inner):
     """An optimizer's moment (``m = 0.9 m + 0.1 g``) is computed in passing by each step's
     read; the next step keeps it instead of growing its graph by one step each time."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import sys
 
 from ..contract import Backend, registry
 from ..contract.registry import Kind, Spec
@@ -100,12 +101,15 @@ class Fusion(Backend):
             return x.value
         name, inputs, params = x.node
         if name == _FULL:
-            value = self.inner.full(x.shape, params[0], x.dtype)
-        else:
-            value = self.compiler.run(_program(x))
-            self.programs += 1
-        x.value, x.node, x.leaves, x.nodes = value, None, _NONE, 0
-        return value
+            x.value = self.inner.full(x.shape, params[0], x.dtype)
+            x.node = None
+            return x.value
+        program, handles = _program(x, self.compiler)
+        values = self.compiler.run(program)
+        self.programs += 1
+        for h, value in zip(handles, values):
+            h.value, h.node, h.leaves, h.nodes, h.inlined = value, None, _NONE, 0, False
+        return x.value
 
     def _unwrap(self, v):
         if isinstance(v, FusionPrim):
@@ -198,10 +202,12 @@ class Fusion(Backend):
         return self._move("slice", x, ranges, tuple(len(range(*r)) for r in ranges))
 
 
-def _program(root: FusionPrim) -> Program:
-    """The pending graph under ``root`` as a :class:`Program`. Nodes are ordered by creation
-    (an input is always older than its user); leaves and constants are numbered by first
-    use, so one graph shape always gives one signature."""
+def _program(root: FusionPrim, compiler) -> tuple[Program, list[FusionPrim]]:
+    """The pending graph under ``root`` as a :class:`Program`, and the handles its outputs
+    are for: ``root`` and the intermediate values something outside the graph still holds.
+
+    Nodes are ordered by creation (an input is always older than its user); leaves and
+    constants are numbered by first use, so one graph shape always gives one signature."""
     seen = {id(root)}
     stack, pending = [root], []
     while stack:  # no recursion: chains are far deeper than Python's recursion limit
@@ -213,9 +219,8 @@ def _program(root: FusionPrim) -> Program:
                 seen.add(id(i))
                 stack.append(i)
     pending.sort(key=_SERIAL)
-    for h in pending:
-        h.inlined = h is not root
     refs: dict[int, tuple[str, int]] = {}
+    uses = [0] * len(pending)  # references to each node from the graph's own input tuples
     nodes, sig, leaves, leaf_dtypes, consts = [], [], [], [], []
     for h in pending:
         name, inputs, params = h.node
@@ -230,15 +235,44 @@ def _program(root: FusionPrim) -> Program:
                 else:  # a constant
                     ref = refs[id(i)] = ("c", len(consts))
                     consts.append((i.node[2][0], i.dtype))
+            elif ref[0] == "t":
+                uses[ref[1]] += 1
             args.append(ref)
         refs[id(h)] = ("t", len(nodes))
         args = tuple(args)
         nodes.append((name, args, params, h.dtype))
         sig.append((name, args, tuple(_name(p) for p in params) if params else (),
                     h.dtype.name))
+    h = i = None  # hold no handle here: _held_elsewhere counts references
+    room = compiler.max_buffers - len(leaves) - 1
+    outputs = _held_elsewhere(pending, uses, room) + [len(nodes) - 1]
+    for m in range(len(pending) - 1):
+        pending[m].inlined = True  # those not among the outputs are computed in passing
     signature = (tuple(sig), tuple(d.name for d in leaf_dtypes),
-                 tuple(d.name for _, d in consts))
-    return Program(root.shape, root.dtype, nodes, leaves, consts, leaf_dtypes, signature)
+                 tuple(d.name for _, d in consts), tuple(outputs))
+    program = Program(root.shape, root.dtype, nodes, leaves, consts, leaf_dtypes, signature,
+                      outputs)
+    return program, [pending[m] for m in outputs]
+
+
+def _held_elsewhere(pending: list, uses: list[int], room: int) -> list[int]:
+    """Indices of the intermediate nodes (not the last) that something besides the graph
+    holds (a Tensor, a saved value of Autodiff, another pending graph): they will be needed
+    again, so the program writes them out too instead of leaving them to be recomputed.
+    CPython's reference counts tell (elsewhere: none are chosen, and a value computed in
+    passing is computed again by itself when it is used again)."""
+    count = getattr(sys, "getrefcount", None)
+    if count is None or room <= 0:
+        return []
+    out = []
+    for m in range(len(pending) - 1):
+        h = pending[m]
+        # the references here: the list, the name h, getrefcount's argument
+        if count(h) > 3 + uses[m]:
+            out.append(m)
+            if len(out) == room:
+                break
+    return out
 
 
 # ---------------------------------------------------------------------- installed methods

@@ -10,9 +10,11 @@ evaluation order over three kinds of operands, named by :data:`Ref`\\ s:
   materialised), which a compiler passes as data, not code;
 - ``("t", k)`` — the result of node ``k`` (earlier in the list).
 
-The last node is the result. Every node has the program's shape. :attr:`Program.signature`
-is what identifies the generated code (ops, dtypes, the graph's wiring): it holds no values
-and no layouts, so a compiler can cache its kernels by it.
+Every node has the program's shape. :attr:`Program.outputs` lists the nodes whose values are
+wanted: the last node (the result asked for) and intermediate values something else still
+holds, so they are computed once. :attr:`Program.signature` is what identifies the generated
+code (ops, dtypes, the graph's wiring, the outputs): it holds no values and no layouts, so a
+compiler can cache its kernels by it.
 
 A backend that can fuse has a method ``fusion_compiler()`` returning an object with:
 
@@ -21,17 +23,18 @@ A backend that can fuse has a method ``fusion_compiler()`` returning an object w
 - ``max_nodes: int`` — the most nodes one program may hold;
 - ``max_leaves: int`` — the most distinct leaves (the GPU's storage bindings per stage less
   the ones the kernel needs for itself);
+- ``max_buffers: int`` — the most leaves and outputs together;
 - ``can_fuse(op: str, dtypes: tuple[DType, ...]) -> bool`` — whether the elementwise op (a
   registry name; ``cast`` gets ``(from, to)``) can be a node of a program;
 - ``holds(value, dtype) -> bool`` — whether a ``full`` of that value and dtype can be a
   constant (else the inner backend's own ``full`` runs, with its own errors);
-- ``run(program) -> primitive`` — compute the program; the result must equal what running its
-  nodes one by one on the inner backend gives.
+- ``run(program) -> list`` — compute the program: one primitive per output, each equal to what
+  running the nodes one by one on the inner backend gives.
 
 >>> p = Program((2,), "float32", [("float_add", (("l", 0), ("c", 0)), (), "float32")],
 ...             ["x"], [(1.0, "float32")], ["float32"])
 >>> p.signature
-((('float_add', (('l', 0), ('c', 0)), (), 'float32'),), ('float32',), ('float32',))
+((('float_add', (('l', 0), ('c', 0)), (), 'float32'),), ('float32',), ('float32',), (0,))
 """
 
 from __future__ import annotations
@@ -44,14 +47,17 @@ Ref = tuple[str, int]
 class Program:
     """One fused elementwise graph, ready for an inner backend's compiler (see the module)."""
 
-    __slots__ = ("consts", "leaf_dtypes", "leaves", "nodes", "shape", "dtype", "_signature")
+    __slots__ = ("consts", "dtype", "leaf_dtypes", "leaves", "nodes", "outputs", "shape",
+                 "_signature")
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, nodes: list[tuple],
                  leaves: list[Any], consts: list[tuple[Any, Any]], leaf_dtypes: list[Any],
-                 signature: tuple | None = None):
+                 signature: tuple | None = None, outputs: list[int] | None = None):
         self.shape, self.dtype = tuple(shape), dtype
         #: ``(op name, input refs, params, result dtype)`` in evaluation order
         self.nodes = nodes
+        #: the nodes whose values ``run`` returns, in this order; the last node comes last
+        self.outputs = [len(nodes) - 1] if outputs is None else outputs
         self.leaves, self.leaf_dtypes = leaves, leaf_dtypes
         self.consts = consts
         self._signature = signature  # the builder may know it already
@@ -63,7 +69,7 @@ class Program:
             nodes = tuple((op, args, tuple(_name(p) for p in params), _name(dtype))
                           for op, args, params, dtype in self.nodes)
             self._signature = (nodes, tuple(_name(d) for d in self.leaf_dtypes),
-                               tuple(_name(d) for _, d in self.consts))
+                               tuple(_name(d) for _, d in self.consts), tuple(self.outputs))
         return self._signature
 
     def __repr__(self) -> str:

@@ -65,6 +65,7 @@ class NumpyFusion:
     min_elements = 1 << 14
     max_nodes = 256
     max_leaves = 64
+    max_buffers = 128
     #: elements per block: the whole chain runs on one block of rows while it is in cache
     block = 1 << 16
 
@@ -78,10 +79,10 @@ class NumpyFusion:
         return lo <= value <= hi
 
     def run(self, program):
-        shape, nodes = program.shape, program.nodes
-        steps, slot_dtypes = _plan(nodes)
+        shape = program.shape
+        steps, slot_dtypes = _plan(program.nodes, program.outputs)
         consts = [np.array(v, dtype=_NP[d]) for v, d in program.consts]
-        out = np.empty(shape, _NP[program.dtype])
+        outs = [np.empty(shape, _NP[program.nodes[m][3]]) for m in program.outputs]
         rows = len(shape) and max(1, self.block // max(1, math.prod(shape[1:])))
         if not rows or rows >= shape[0]:  # one block: the whole tensor
             blocks, rows = [None], shape[0] if shape else None
@@ -91,50 +92,54 @@ class NumpyFusion:
         with quiet():
             for block in blocks:
                 if block is None:
-                    leaves, temps, result = program.leaves, full, out
+                    arrays = (program.leaves, consts, full, outs)
                 else:
-                    leaves = [x[block] for x in program.leaves]
                     n = len(range(*block.indices(shape[0])))
-                    temps = full if n == rows else [t[:n] for t in full]
-                    result = out[block]
-                for op, slot, args in steps:
-                    xs = [leaves[k] if kind == "l" else consts[k] if kind == "c" else temps[k]
-                          for kind, k in args]
-                    _RUN[op](result if slot is None else temps[slot], *xs)
-        return out
+                    arrays = ([x[block] for x in program.leaves], consts,
+                              full if n == rows else [t[:n] for t in full],
+                              [o[block] for o in outs])
+                for op, (kind, k), args in steps:
+                    _RUN[op](arrays[kind][k], *[arrays[a][j] for a, j in args])
+        return outs
 
 
-def _plan(nodes) -> tuple[list, list]:
-    """Which temporary each node writes (the last writes the result: slot None), reusing a
-    temporary once the value in it is dead. Returns the steps ``(op, slot, args)`` with args
-    naming slots (``"t"``), leaves and constants, and the dtype of each slot."""
+# where a step's operands are: the arrays of one block, by kind
+_LEAF, _CONST, _TEMP, _OUT = 0, 1, 2, 3
+_KIND = {"l": _LEAF, "c": _CONST}
+
+
+def _plan(nodes, outputs) -> tuple[list, list]:
+    """Where each node writes: its output array, or a temporary reused once the value in it
+    is dead. Returns the steps ``(op, (kind, index), args)`` with the operands as
+    ``(kind, index)`` too, and the dtype of each temporary."""
     last = list(range(len(nodes)))
     for m, (_, args, _, _) in enumerate(nodes):
         for kind, k in args:
             if kind == "t":
                 last[k] = m
-    slot_of: list = []
+    out_of = {m: j for j, m in enumerate(outputs)}
+    where: list = []  # node → (kind, index)
     slot_dtypes: list = []
-    free: dict = {}  # numpy dtype → dead slots
+    free: dict = {}  # numpy dtype → dead temporaries
     steps = []
     for m, (op, args, _, dtype) in enumerate(nodes):
-        refs = [(kind, slot_of[k]) if kind == "t" else (kind, k) for kind, k in args]
-        dead = dict.fromkeys(slot_of[k] for kind, k in args if kind == "t" and last[k] == m)
+        refs = [where[k] if kind == "t" else (_KIND[kind], k) for kind, k in args]
+        dead = dict.fromkeys(where[k][1] for kind, k in args
+                             if kind == "t" and last[k] == m and where[k][0] == _TEMP)
         if op not in _NOT_IN_PLACE:
             _release(free, slot_dtypes, dead)
-        if m == len(nodes) - 1:
-            slot = None
+        if m in out_of:
+            dest = (_OUT, out_of[m])
         else:
             pool = free.get(_NP[dtype])
-            if pool:
-                slot = pool.pop()
-            else:
-                slot = len(slot_dtypes)
+            if not pool:
+                pool = [len(slot_dtypes)]
                 slot_dtypes.append(_NP[dtype])
+            dest = (_TEMP, pool.pop())
         if op in _NOT_IN_PLACE:
             _release(free, slot_dtypes, dead)
-        slot_of.append(slot)
-        steps.append((op, slot, refs))
+        where.append(dest)
+        steps.append((op, dest, refs))
     return steps, slot_dtypes
 
 

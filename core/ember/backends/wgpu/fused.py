@@ -4,10 +4,10 @@ fused graph.
 Each node becomes one ``let tN = <expr>;`` built from the eager backend's own WGSL
 expressions (:data:`.ops.EXPRESSIONS`, the casts of :mod:`.launch`), so a fused kernel
 computes what the eager kernels compute. Leaves are strided storage bindings (broadcasts are
-zero strides), scalar constants travel in the meta words, and the body
-(``shaders/fused.wgsl``) runs in the frame of ``shaders/map.wgsl``. The pipeline cache key is
-the program's signature (ops, dtypes, wiring): new constant values or leaf layouts reuse the
-compiled kernel.
+zero strides), scalar constants travel in the meta words, and every output of the program
+(its result and the intermediate values kept for later) gets a binding. The kernel's frame is
+``shaders/fused.wgsl``. The pipeline cache key is the program's signature (ops, dtypes,
+wiring, outputs): new constant values or leaf layouts reuse the compiled kernel.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ import struct
 from array import array
 
 from ... import dtype as dt
-from .launch import _CONVERT, map_op
+from ...shape import numel
+from .kernels import render
+from .launch import _CONVERT, WG
 from .ops import EXPRESSIONS
-from .primitive import COMPUTE, collapse, contiguous_strides
+from .primitive import COMPUTE, LOADER, STORE, collapse, contiguous_strides
 
-# WebGPU's default storage buffers per shader stage; the meta words and the output take two
+# WebGPU's default storage buffers per shader stage; the meta words take one of them
 _STORAGE_BINDINGS = 8
 _ARG = re.compile(r"\bx(\d+)\b")
 _WHERE = "select(x2, x1, x0)"
@@ -29,6 +31,10 @@ _WHERE = "select(x2, x1, x0)"
 _NARROW = {dt.float16: "round_f16", dt.int8: "wrap_i8", dt.uint8: "wrap_u8"}
 _CONST = {"f32": "bitcast<f32>(param({j}u))", "i32": "bitcast<i32>(param({j}u))",
           "bool": "param({j}u) != 0u"}
+# how an output of each dtype is written: 4 elements per lane (fused.wgsl's sections)
+_STORES = {dt.float32: "store_32", dt.int32: "store_32", dt.int64: "store_32",
+           dt.float16: "store_f16", dt.int8: "store_8", dt.uint8: "store_8",
+           dt.bool_: "store_bool"}
 _I32 = (-(1 << 31), (1 << 31) - 1)
 _F32_MAX = 3.4028234663852886e38
 
@@ -38,12 +44,12 @@ class WgpuFusion:
 
     min_elements = 0
     max_nodes = 256
-    max_leaves = _STORAGE_BINDINGS - 2
+    max_buffers = _STORAGE_BINDINGS - 1
+    max_leaves = max_buffers - 1
 
     def __init__(self, backend):
         self.rt = backend.rt
         self.dtypes = backend.caps.dtypes
-        self._code: dict[tuple, str] = {}  # signature → the body's statements
 
     def can_fuse(self, op: str, dtypes) -> bool:
         if op in EXPRESSIONS or op == "where":
@@ -63,22 +69,50 @@ class WgpuFusion:
             return False
         return True
 
-    def run(self, program):
-        code = self._code.get(program.signature)
-        if code is None:
-            code = self._code[program.signature] = _statements(program)
-        words = _words(program.consts)
+    def run(self, program) -> list:
+        rt, shape = self.rt, program.shape
+        outs = [rt.empty(shape, program.nodes[m][3], "fused") for m in program.outputs]
+        n = numel(shape)
+        if n == 0:
+            return outs
         # fewer index steps per load: dims contiguous in every leaf are merged
-        leaves, shape = program.leaves, program.shape
+        leaves = program.leaves
         cshape, cstrides = collapse(shape, *(x.strides for x in leaves))
-        views = [x.view(cshape, st) for x, st in zip(leaves, cstrides)]
-        out = map_op(self.rt, views, program.dtype, code, body="fused", shape=cshape,
-                     params=words)
-        return out.view(shape, contiguous_strides(shape))
+        dense = contiguous_strides(cshape)
+        meta = [n, len(cshape), *cshape]
+        for x, st in zip(leaves, cstrides):
+            meta += [x.offset, int(st == dense), *st]
+        meta += _words(program.consts)
+        pipe = rt.lib.pipeline(("fused", program.signature), lambda: _kernel(rt, program))
+        rt.engine.dispatch(pipe, meta, [x.block for x in leaves] + [o.block for o in outs],
+                           rt.groups(-(-n // 4)))
+        return outs
+
+
+def _kernel(rt, program) -> tuple[str, tuple[str, ...]]:
+    """The WGSL of a program and its bindings' access modes."""
+    lib, nin = rt.lib, len(program.leaves)
+    bindings, loaders = [], []
+    for k, d in enumerate(program.leaf_dtypes):
+        bindings.append(f"@group(0) @binding({k + 1}) var<storage, read> in{k}: "
+                        f"array<{STORE[d]}>;")
+        loaders.append(lib.snippet("lib_dtypes", LOADER[d], NAME=f"in{k}"))
+    fields, stores = [], []
+    for j, m in enumerate(program.outputs):
+        d = program.nodes[m][3]
+        bindings.append(f"@group(0) @binding({nin + j + 1}) var<storage, read_write> out{j}: "
+                        f"array<{STORE[d]}>;")
+        fields.append(f"    v{j}: {COMPUTE[d]},")
+        stores.append(lib.snippet("fused", _STORES[d], M=j).rstrip("\n"))
+    loads = "\n".join(f"    let x{k} = load_in{k}(in_offset(i, {k}u));" for k in range(nin))
+    code = render(lib.source("fused"), BINDINGS="\n".join(bindings), WG=WG, NIN=nin,
+                  LIBS=rt.libs(*loaders), FIELDS="\n".join(fields), LOADS=loads,
+                  LETS=_statements(program), STORES="\n".join(stores))
+    return code, ("read",) * (nin + 1) + ("read_write",) * len(program.outputs)
 
 
 def _statements(program) -> str:
-    """The body: constants, one ``let`` per node, the result."""
+    """The body of ``compute``: constants, one ``let`` per node, the outputs."""
     names = {}
     lines = []
     for j, (_, d) in enumerate(program.consts):
@@ -99,7 +133,7 @@ def _statements(program) -> str:
             expr = f"{_NARROW[dtype]}({expr})"
         names["t", m] = f"t{m}"
         lines.append(f"    let t{m} = {expr};")
-    lines.append(f"    return t{len(program.nodes) - 1};")
+    lines.append(f"    return Values({', '.join(f't{m}' for m in program.outputs)});")
     return "\n".join(lines)
 
 
