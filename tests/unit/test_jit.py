@@ -201,6 +201,20 @@ def test_clones_taken_before_a_jitted_step_keep_their_values():
     assert not np.array_equal(model[0].weight.numpy(), saved)
 
 
+@pytest.mark.parametrize("norm_type", [2.0, float("inf")])
+def test_gradient_norm_clipping_is_captured(norm_type):
+    rng = np.random.default_rng(4)
+    grads = [rng.standard_normal(5).astype(np.float32), np.array([3.0, -4.0], np.float32)]
+    clip = ember.jit(lambda a, b: optim.clip_grad_norm([a, b], 0.7, norm_type))
+    for _ in range(3):  # warm-up, trace, replay
+        got = clip(*(ember.tensor(g) for g in grads))
+    flat = np.concatenate(grads).astype(np.float64)
+    total = np.abs(flat).max() if norm_type == float("inf") else np.sqrt((flat**2).sum())
+    for g, want in zip(got, grads):
+        close(g.numpy(), want * min(1.0, 0.7 / (total + 1e-6)))
+    assert clip.replays == 1
+
+
 # ---------------------------------------------------------------------- errors
 @pytest.mark.parametrize("name", ["numpy", "python"])
 def test_reading_a_value_inside_the_trace_names_the_op_and_leaves_the_backend_clean(name):

@@ -267,6 +267,8 @@ def clip_grad_norm(grads: list[Tensor], max_norm: float, norm_type: float = 2.0)
     """Scale gradients so their joint norm is at most ``max_norm`` (PyTorch's rule)."""
     if not grads:
         return grads
+    if _jit.tracing(grads[0]):
+        return _clip_grad_norm_on_device(grads, max_norm, norm_type)
     if math.isinf(norm_type):
         total = max(g.abs().max().item() for g in grads)
     else:
@@ -274,4 +276,16 @@ def clip_grad_norm(grads: list[Tensor], max_norm: float, norm_type: float = 2.0)
     scale = max_norm / (total + 1e-6)
     if scale >= 1.0:
         return grads
+    return [g * scale for g in grads]
+
+
+def _clip_grad_norm_on_device(grads: list[Tensor], max_norm: float, norm_type: float):
+    """clip_grad_norm in tensor ops (no value read): the form an ``ember.jit`` trace captures."""
+    if math.isinf(norm_type):
+        total = grads[0].abs().max()
+        for g in grads[1:]:
+            total = total.maximum(g.abs().max())
+    else:
+        total = sum((g.abs() ** norm_type).sum() for g in grads) ** (1.0 / norm_type)
+    scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
     return [g * scale for g in grads]
