@@ -100,6 +100,22 @@ def test_non_tensor_arguments_are_part_of_the_key():
         f(x, {2.0, 3.0})  # a set: neither container nor hashable
 
 
+def test_a_jitted_method_is_bound_and_keyed_by_its_instance():
+    class Scale:
+        def __init__(self, k):
+            self.k = k
+
+        @ember.jit
+        def __call__(self, x):
+            return x * self.k
+
+    two, three = Scale(2.0), Scale(3.0)
+    x = ember.tensor([1.0, 2.0])
+    for _ in range(3):
+        assert (two(x).tolist(), three(x).tolist()) == ([2.0, 4.0], [3.0, 6.0])
+    assert Scale.__call__.stats()["signatures"] == 2
+
+
 def test_random_numbers_are_drawn_afresh_at_each_replay_as_eager_draws_them():
     def draw(x):
         return x + ember.rand(3)

@@ -9,6 +9,7 @@ replaced outside it (an eager ``Parameter.assign``, ``load_state_dict``).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 
 from ..backends import default_backend
@@ -50,6 +51,11 @@ class Jitted:
 
     def __repr__(self) -> str:
         return f"<ember.jit of {self.__name__}: {self.traces} traces, {self.replays} replays>"
+
+    def __get__(self, obj, owner=None):
+        """``@ember.jit`` on a method: bound like a function (the instance is part of the
+        key, by identity)."""
+        return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
         if state.active() is not None:  # called from a traced function: part of its trace
