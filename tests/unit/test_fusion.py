@@ -93,6 +93,20 @@ def test_fused_chain_equals_eager(inner, chain):
 
 
 @pytest.mark.parametrize("inner", INNERS)
+def test_strided_leaves(inner):
+    """Leaves that are views: transposed, stepped and reversed slices, offsets."""
+
+    def fn(x, y):
+        t = x.T[::2, 1:]  # (150, 255): strides of a transpose, a step, an offset
+        u = y.flip(0).T[1::2, :-1] * 2.0
+        return (t - u).exp() * t
+
+    a, b = (rng.standard_normal((256, 300)).astype(np.float32) for _ in range(2))
+    fused, eager, _ = both(inner, fn, a, b)
+    np.testing.assert_array_equal(fused, eager)
+
+
+@pytest.mark.parametrize("inner", INNERS)
 def test_movement_of_a_pending_result_materialises_it(inner):
     def fn(x, y):
         return (x * 2.0 + y).T.exp() + 1.0
