@@ -85,8 +85,10 @@ class StateRecorder:
             prim = self.keep[target]
             if target not in self.constants:
                 self._settle_lazy(target)
-            else:
+            elif target not in self.owned:
                 prim = self._adopt(target, prim)
+            else:  # a second tensor sharing the primitive: the same private copy
+                prim = self.constants[target]
             self.depth += 1
             try:
                 copy_into(prim, self.keep[source])
@@ -132,6 +134,7 @@ class StateRecorder:
         self.keep.append(fresh)
         self.slots[id(fresh)] = slot
         self.constants[slot] = fresh
+        self.owned.add(slot)
         return fresh
 
 

@@ -48,6 +48,7 @@ class Tracer(StateRecorder):
         self.hooks: list[Callable[[], None]] = []
         self.takes: list[tuple] = []  # generator draws not yet matched to a random step
         self.updates: dict[int, list] = {}  # id(tensor) -> [tensor, target, source, settle]
+        self.owned: set[int] = set()  # constants replaced by private copies the tape writes
         self.depth = 0
         self._saved: dict[str, object] = {}
         self._compilers: list[tuple] = []
