@@ -90,7 +90,8 @@ class Fusion(Backend):
         self.programs = 0  # fused programs run, for tests and benchmarks
 
     # ------------------------------------------------------------------ plumbing
-    def _wrap(self, value) -> FusionPrim:
+    def from_inner(self, value) -> FusionPrim:
+        """Lift an inner-backend primitive (a materialised handle, no copy)."""
         inner = self.inner
         shape = tuple(inner.shape(value))
         return FusionPrim(shape, inner.dtype(value), numel(shape), value)
@@ -121,8 +122,8 @@ class Fusion(Backend):
     def _eager(self, name: str, args, kwargs):
         out = getattr(self.inner, name)(*self._unwrap(args), **kwargs)
         if isinstance(out, tuple):
-            return tuple(self._wrap(o) for o in out)
-        return self._wrap(out)
+            return tuple(self.from_inner(o) for o in out)
+        return self.from_inner(out)
 
     def _record(self, name: str, xs: tuple, params: tuple, spec) -> FusionPrim:
         """A pending node over ``xs`` (of one shape); inputs are materialised first when the
@@ -149,7 +150,7 @@ class Fusion(Backend):
 
     # ------------------------------------------------------------------ data
     def from_data(self, data):
-        return self._wrap(self.inner.from_data(data))
+        return self.from_inner(self.inner.from_data(data))
 
     def to_data(self, x):
         return self.inner.to_data(self.materialise(x))
@@ -187,7 +188,7 @@ class Fusion(Backend):
         if x.node is not None and x.node[0] == _FULL:
             shape = tuple(shape)
             return FusionPrim(shape, x.dtype, numel(shape), None, x.node, 1)
-        return self._wrap(getattr(self.inner, name)(self.materialise(x), arg))
+        return self.from_inner(getattr(self.inner, name)(self.materialise(x), arg))
 
     def reshape(self, x, shape):
         return self._move("reshape", x, tuple(shape), shape)
