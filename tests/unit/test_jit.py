@@ -199,10 +199,13 @@ def test_a_parameter_replaced_outside_the_trace_makes_it_trace_again():
     x = ember.ones(1, 3)
     for _ in range(3):
         f(x)
+    nn.Linear(3, 2).weight.assign(ember.zeros(2, 3))  # another layer's: no re-trace
+    f(x)
+    assert (f.traces, f.replays) == (1, 2)
     lin.weight.assign(ember.zeros(2, 3))
     lin.bias.assign(ember.tensor([1.0, 2.0]))
     assert f(x).tolist() == [[1.0, 2.0]]
-    assert (f.traces, f.replays) == (2, 1)
+    assert (f.traces, f.replays) == (2, 2)
 
 
 def test_clones_taken_before_a_jitted_step_keep_their_values():

@@ -3,8 +3,9 @@
 Per signature (the structure of the arguments, each tensor's shape, dtype and backend, the
 non-tensor values): call 1 runs ``fn`` eagerly (lazily created state settles: optimizer
 moments, caches), call 2 runs it eagerly while recording a :class:`~ember.jit.tape.Tape`, and
-later calls replay the optimised tape. A replay re-traces when state the tape reads was
-replaced outside it (an eager ``Parameter.assign``, ``load_state_dict``).
+later calls replay the optimised tape. A call re-traces when state the tape reads was
+replaced outside it (an eager ``Parameter.assign`` of one of its parameters,
+``load_state_dict``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .tree import flatten, unflatten
 class _Entry:
     """One signature: its calls so far and, once traced, its tape and compiled runner."""
 
-    __slots__ = ("calls", "generation", "run", "steps", "tape")
+    __slots__ = ("calls", "generation", "run", "steps", "tape", "watched")
 
     def __init__(self):
         self.calls = 0
@@ -33,6 +34,7 @@ class _Entry:
         self.run: Callable | None = None
         self.generation = -1
         self.steps: dict[str, int] = {}
+        self.watched: list = []  # the primitives the trace read as constants
 
 
 class Jitted:
@@ -100,11 +102,15 @@ class Jitted:
         finally:
             tracer.remove()
         tape = tracer.tape(prims, (tree, [t.backend for t in outs]))
-        traced = len(tape.steps)
+        traced, read = len(tape.steps), list(tape.constants.values())
         folded = fold_constants(tape)
         tape = eliminate_dead(folded)
         compile_tape = getattr(tape.backend, "compile_tape", None)
         entry.run = compile_tape(tape) if compile_tape is not None else compile_generic(tape)
+        # what the trace read, folded or not: replacing any of it outside makes this stale
+        state.watch(entry.watched, add=False)
+        entry.watched = read
+        state.watch(entry.watched, add=True)
         entry.tape, entry.generation = tape, state.generation()
         entry.steps = {"traced": traced, "after_folding": len(folded.steps),
                        "replayed": len(tape.steps)}

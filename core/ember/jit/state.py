@@ -20,7 +20,8 @@ from .errors import JitError
 from .tape import Slot, Step
 
 _ACTIVE: list = []  # the tracer of the call being traced (one at a time)
-_GENERATION = [0]  # bumped when state a tape may read is replaced outside a trace
+_GENERATION = [0]  # bumped when state a tape reads is replaced outside a trace
+_WATCHED: dict[int, int] = {}  # id(primitive) -> how many tapes read it as a constant
 
 
 def active():
@@ -32,10 +33,25 @@ def generation() -> int:
     return _GENERATION[0]
 
 
-def state_replaced() -> None:
-    """Called when a parameter or optimizer state gets a new primitive outside a trace:
-    tapes that read the old one re-trace at their next call."""
-    _GENERATION[0] += 1
+def state_replaced(old=None) -> None:
+    """Called when a parameter or optimizer state tensor ``old`` is about to get a new
+    primitive outside a trace (no argument: any state may have): the tapes that read its
+    primitive re-trace at their next call."""
+    if old is None:
+        _GENERATION[0] += 1
+    elif _WATCHED and id(lower(old.backend, old._prim)) in _WATCHED:
+        _GENERATION[0] += 1
+
+
+def watch(constants, add: bool) -> None:
+    """Count (or, ``add=False``, uncount) a tape's constants as read by it."""
+    for prim in constants:
+        key = id(prim)
+        count = _WATCHED.get(key, 0) + (1 if add else -1)
+        if count > 0:
+            _WATCHED[key] = count
+        else:
+            _WATCHED.pop(key, None)
 
 
 class StateRecorder:

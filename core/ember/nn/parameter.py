@@ -48,7 +48,8 @@ class Parameter(Tensor):
         self._set(data, data.backend)
 
     def _set(self, value: Tensor, backend) -> None:
-        _jit.state_replaced()  # a jitted function that read the old primitive re-traces
+        if hasattr(self, "_prim"):  # a jitted function that read the old value re-traces
+            _jit.state_replaced(Tensor(self._prim, self.backend))
         value = _onto(value, backend)
         if self.requires_grad and backend.caps.gradients:
             value = value.require_grad()
