@@ -107,6 +107,20 @@ def test_strided_leaves(inner):
 
 
 @pytest.mark.parametrize("inner", INNERS)
+def test_a_broadcast_pending_value_fuses_into_its_user(inner):
+    """``x - x.mean(1)``: the mean's division, broadcast back, runs inside the subtraction's
+    program (its leaf, the sum, is read through zero strides) instead of a program of its own."""
+
+    def fn(x, y):
+        m = x.sum(dim=1, keepdim=True) / 160.0
+        return ((x - m) * y + m.exp()).tanh()
+
+    fused, eager, fusion = both(inner, fn, X, Y)
+    np.testing.assert_array_equal(fused, eager)
+    assert fusion.programs == 1
+
+
+@pytest.mark.parametrize("inner", INNERS)
 def test_movement_of_a_pending_result_materialises_it(inner):
     def fn(x, y):
         return (x * 2.0 + y).T.exp() + 1.0

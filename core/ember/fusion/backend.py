@@ -28,6 +28,7 @@ _NONE: frozenset = frozenset()
 _COUNTER = itertools.count()
 _SERIAL = operator.attrgetter("serial")
 _DTYPE = operator.attrgetter("dtype")
+_BROADCAST_NODES = 8  # a pending graph up to this size is broadcast, not materialised first
 
 
 class FusionPrim:
@@ -194,7 +195,27 @@ class Fusion(Backend):
         return self._move("reshape", x, tuple(shape), shape)
 
     def expand(self, x, shape):
-        return self._move("expand", x, tuple(shape), shape)
+        shape = tuple(shape)
+        if x.node is not None and x.node[0] != _FULL and x.nodes <= _BROADCAST_NODES:
+            return self._broadcast(x, shape, {})
+        return self._move("expand", x, shape, shape)
+
+    def _broadcast(self, h: FusionPrim, shape: tuple, done: dict) -> FusionPrim:
+        """``h``'s small pending graph again, at the broadcast ``shape``: its leaves are
+        expanded views, so the few ops run per element of the larger tensor, in the program
+        of whatever uses it (a mean's division broadcast against its input, say)."""
+        out = done.get(id(h))
+        if out is None:
+            if h.node is None:
+                out = self.from_inner(self.inner.expand(h.value, shape))
+            elif h.node[0] == _FULL:
+                out = FusionPrim(shape, h.dtype, numel(shape), None, h.node, 1)
+            else:
+                name, inputs, params = h.node
+                xs = tuple(self._broadcast(i, shape, done) for i in inputs)
+                out = self._record(name, xs, params, Spec(shape, h.dtype))
+            done[id(h)] = out
+        return out
 
     def permute(self, x, axes):
         return self._move("permute", x, tuple(axes), tuple(x.shape[a] for a in axes))
