@@ -11,6 +11,7 @@ replaced outside it (an eager ``Parameter.assign`` of one of its parameters,
 from __future__ import annotations
 
 import types
+import weakref
 from collections.abc import Callable
 
 from ..backends import default_backend
@@ -26,7 +27,7 @@ from .tree import flatten, unflatten
 class _Entry:
     """One signature: its calls so far and, once traced, its tape and compiled runner."""
 
-    __slots__ = ("calls", "generation", "run", "steps", "tape", "watched")
+    __slots__ = ("__weakref__", "calls", "generation", "run", "steps", "tape", "watched")
 
     def __init__(self):
         self.calls = 0
@@ -35,6 +36,7 @@ class _Entry:
         self.generation = -1
         self.steps: dict[str, int] = {}
         self.watched: list = []  # the primitives the trace read as constants
+        weakref.finalize(self, state.watch, self.watched, False)  # a dead tape watches none
 
 
 class Jitted:
@@ -109,7 +111,7 @@ class Jitted:
         entry.run = compile_tape(tape) if compile_tape is not None else compile_generic(tape)
         # what the trace read, folded or not: replacing any of it outside makes this stale
         state.watch(entry.watched, add=False)
-        entry.watched = read
+        entry.watched[:] = read
         state.watch(entry.watched, add=True)
         entry.tape, entry.generation = tape, state.generation()
         entry.steps = {"traced": traced, "after_folding": len(folded.steps),
