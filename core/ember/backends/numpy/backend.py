@@ -103,7 +103,7 @@ class NumpyBackend(NumpyNNOps, NumpyOps):
         """What :class:`~ember.fusion.Fusion` runs fused elementwise chains with."""
         from .fused import NumpyFusion
 
-        return NumpyFusion()
+        return NumpyFusion(_NP)
 
     def arange(self, n, dtype):
         return np.arange(n, dtype=_NP[dtype])

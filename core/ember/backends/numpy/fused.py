@@ -21,7 +21,6 @@ import math
 import numpy as np
 
 from ...contract.registry import Kind
-from .backend import _NP
 from .ops import _ELEMENTWISE
 from .quiet import quiet
 
@@ -69,6 +68,9 @@ class NumpyFusion:
     #: elements per block: the whole chain runs on one block of rows while it is in cache
     block = 1 << 16
 
+    def __init__(self, np_dtypes: dict):
+        self.np_dtypes = np_dtypes  # the backend's DType → numpy dtype table
+
     def can_fuse(self, op: str, dtypes) -> bool:
         return op in _RUN
 
@@ -79,10 +81,10 @@ class NumpyFusion:
         return lo <= value <= hi
 
     def run(self, program):
-        shape = program.shape
-        steps, slot_dtypes = _plan(program.nodes, program.outputs)
-        consts = [np.array(v, dtype=_NP[d]) for v, d in program.consts]
-        outs = [np.empty(shape, _NP[program.nodes[m][3]]) for m in program.outputs]
+        shape, npd = program.shape, self.np_dtypes
+        steps, slot_dtypes = _plan(program.nodes, program.outputs, npd)
+        consts = [np.array(v, dtype=npd[d]) for v, d in program.consts]
+        outs = [np.empty(shape, npd[program.nodes[m][3]]) for m in program.outputs]
         rows = len(shape) and max(1, self.block // max(1, math.prod(shape[1:])))
         if not rows or rows >= shape[0]:  # one block: the whole tensor
             blocks, rows = [None], shape[0] if shape else None
@@ -108,7 +110,7 @@ _LEAF, _CONST, _TEMP, _OUT = 0, 1, 2, 3
 _KIND = {"l": _LEAF, "c": _CONST}
 
 
-def _plan(nodes, outputs) -> tuple[list, list]:
+def _plan(nodes, outputs, npd: dict) -> tuple[list, list]:
     """Where each node writes: its output array, or a temporary reused once the value in it
     is dead. Returns the steps ``(op, (kind, index), args)`` with the operands as
     ``(kind, index)`` too, and the dtype of each temporary."""
@@ -131,10 +133,10 @@ def _plan(nodes, outputs) -> tuple[list, list]:
         if m in out_of:
             dest = (_OUT, out_of[m])
         else:
-            pool = free.get(_NP[dtype])
+            pool = free.get(npd[dtype])
             if not pool:
                 pool = [len(slot_dtypes)]
-                slot_dtypes.append(_NP[dtype])
+                slot_dtypes.append(npd[dtype])
             dest = (_TEMP, pool.pop())
         if op in _NOT_IN_PLACE:
             _release(free, slot_dtypes, dead)
