@@ -350,3 +350,31 @@ def test_the_docs_example_runs():
     assert blocks
     for code in blocks:
         exec(compile(code, "docs/fusion.md", "exec"), {})  # noqa: S102 - our own docs
+
+
+@pytest.mark.parametrize("inner", INNERS)
+def test_training_steps_give_the_eager_weights_bit_for_bit(inner):
+    """Adam steps of a small MLP: Autodiff(Fusion(inner)) ends with the weights of
+    Autodiff(inner), exactly (forward, backward and the optimizer's update all fuse)."""
+    from ember import nn
+    from ember.nn.loss import cross_entropy
+    from ember.optim import Adam
+
+    def train(backend):
+        ember.seed(0)
+        with ember.use_backend(backend):
+            model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5))
+        opt = Adam(model.parameters(), lr=1e-2)
+        data = np.random.default_rng(1)
+        for _ in range(3):
+            x = ember.tensor(data.standard_normal((16, 20)).astype(np.float32), backend=backend)
+            t = ember.tensor(data.integers(0, 5, 16), backend=backend)
+            opt.step(cross_entropy(model(x), t).backward())
+        return [p.numpy() for p in model.parameters()]
+
+    fusion = Fusion(get_backend(inner))
+    fusion.compiler.min_elements = 0  # these tensors are small: fuse them on numpy too
+    fused = train(Autodiff(fusion))
+    assert fusion.programs > 0
+    for f, e in zip(fused, train(Autodiff(get_backend(inner)))):
+        np.testing.assert_array_equal(f, e)
