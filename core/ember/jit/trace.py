@@ -214,7 +214,8 @@ class Tracer(StateRecorder):
             return  # the op handed an operand back (a cast to its own dtype): nothing to run
         kind, fn = "op", None
         if op.name == "random_uniform":
-            kind, fn = "random", self._redraw(*args)
+            fn = self._redraw(*args)
+            kind = "op" if fn is None else "random"
         if isinstance(out, (tuple, list)):
             slots = tuple(self._new(o) for o in out)
         else:
@@ -223,17 +224,15 @@ class Tracer(StateRecorder):
             self.producer[s] = op.name
         self.steps.append(Step(op.name, tuple(call), {}, slots, kind, fn))
 
-    def _redraw(self, shape, dtype, seed, offset) -> Callable[[], tuple]:
-        """Draw ``(seed, offset)`` again at each replay from the generator that drew them."""
+    def _redraw(self, shape, dtype, seed, offset) -> Callable[[], tuple] | None:
+        """Draw ``(seed, offset)`` again at each replay from the generator that drew them
+        in the call (None: the function passed them itself, and eagerly gets the same
+        numbers at every call, so the replay does too)."""
         for i, (generator, n, drawn) in enumerate(self.takes):
             if drawn == (seed, offset):
                 del self.takes[i]
                 return lambda: (shape, dtype, *generator.take(n))
-        raise JitError(
-            f"jit: random_uniform{tuple(shape)} with seed {seed} and offset {offset} was drawn "
-            "from no ember.Generator inside the traced function, so a replay can't draw "
-            "fresh numbers; draw (seed, offset) with generator.take(n) inside it"
-        )
+        return None
 
     def tape(self, outputs: list, output_tree) -> Tape:
         for generator, n, _ in self.takes:  # draws no random step used: keep the stream
