@@ -305,33 +305,50 @@ def _overrides(inner: Backend, op: registry.Op) -> bool:
 
 def _elementwise(op: registry.Op):
     """Record the op when the inner compiler can fuse it (on tensors of at least its
-    ``min_elements``); else, for a composite, run its default body on Fusion (its parts may
-    fuse; for small tensors only when the inner backend has no override of its own); else run
-    it on the inner backend."""
-    name, infer, default = op.name, op.infer, op.default
+    ``min_elements``); else see :func:`_unfused`."""
+    name, infer = op.name, op.infer
     nparams = len(op.args) - len(op.tensors)
 
-    def method(self, *args, **kwargs):
-        if kwargs or len(args) < len(op.args):
-            args = op.bind(args, kwargs)
-        xs, params = (args[:-nparams], args[-nparams:]) if nparams else (args, ())
-        compiler, x0 = self.compiler, xs[0]
-        if compiler is not None and x0.size >= compiler.min_elements:
-            if compiler.can_fuse(name, tuple(map(_DTYPE, xs))):
+    if nparams == 0:  # tensors only (arithmetic, comparisons, where): the hot path
+
+        def method(self, *xs):
+            compiler = self.compiler
+            if (compiler is not None and xs[0].size >= compiler.min_elements
+                    and compiler.can_fuse(name, tuple(map(_DTYPE, xs)))):
                 # a FusionPrim has a Spec's shape and dtype: infer reads them directly
+                return self._record(name, xs, (), infer(*xs))
+            return _unfused(self, op, xs, ())
+
+    else:
+
+        def method(self, *args, **kwargs):
+            if kwargs or len(args) < len(op.args):
+                args = op.bind(args, kwargs)
+            xs, params = args[:-nparams], args[-nparams:]
+            compiler = self.compiler
+            if (compiler is not None and xs[0].size >= compiler.min_elements
+                    and compiler.can_fuse(name, tuple(map(_DTYPE, xs)))):
                 return self._record(name, xs, params, infer(*xs, *params))
-            if default is not None:
-                return default(self, *args)
-        elif default is not None and not _overrides(self.inner, op):
-            return default(self, *args)
-        # eager: the result has the inputs' shape
-        out = getattr(self.inner, name)(*[x.value if x.node is None else self.materialise(x)
-                                          for x in xs], *params)
-        return FusionPrim(x0.shape, self.inner.dtype(out), x0.size, out)
+            return _unfused(self, op, xs, params)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = op.doc
     return method
+
+
+def _unfused(self: Fusion, op: registry.Op, xs: tuple, params: tuple) -> FusionPrim:
+    """An elementwise op that is not recorded: a composite runs its default body on Fusion
+    (its parts may fuse; for tensors under ``min_elements`` only when the inner backend has no
+    override of its own); anything else runs on the inner backend."""
+    default, compiler, x0 = op.default, self.compiler, xs[0]
+    if default is not None and (
+        (compiler is not None and x0.size >= compiler.min_elements)
+        or not _overrides(self.inner, op)
+    ):
+        return default(self, *xs, *params)
+    out = getattr(self.inner, op.name)(
+        *[x.value if x.node is None else self.materialise(x) for x in xs], *params)
+    return FusionPrim(x0.shape, self.inner.dtype(out), x0.size, out)
 
 
 def _composite(op: registry.Op):
