@@ -2,8 +2,8 @@
 that runs the ops, and primitives with it.
 
 A decorator exposes ``inner`` (the backend it wraps) and ``from_inner(prim)`` (an inner
-primitive lifted, untracked, no copy); ``to_inner(prim)`` where getting the inner primitive
-takes work (a lazy graph materialises), else the primitive's own ``inner`` attribute
+primitive lifted, untracked, no copy); ``to_inner(prim)`` (or Fusion's ``materialise``) where
+getting the inner primitive takes work, else the primitive's own ``inner`` attribute
 (Autodiff's ``ADPrim``).
 """
 
@@ -22,7 +22,7 @@ def innermost(backend):
 def lower(backend, prim):
     """``prim`` of ``backend`` as a primitive of :func:`innermost` ``(backend)``."""
     while backend.inner is not None:
-        # Fusion names it materialise
+        # Fusion's is materialise (a pending value is computed)
         to_inner = getattr(backend, "to_inner", None) or getattr(backend, "materialise", None)
         prim = to_inner(prim) if to_inner is not None else prim.inner
         backend = backend.inner
@@ -33,8 +33,7 @@ def lift(backend, prim):
     """An innermost primitive as a primitive of ``backend`` (untracked)."""
     if backend.inner is None:
         return prim
-    # Fusion's lifting is _wrap (a materialised handle); TODO(fusion): a public from_inner
-    from_inner = getattr(backend, "from_inner", None) or getattr(backend, "_wrap", None)
+    from_inner = getattr(backend, "from_inner", None)
     if from_inner is None:
         raise JitError(
             f"jit: backend {backend.name} has no from_inner(primitive), so a replayed value "
