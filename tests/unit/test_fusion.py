@@ -30,16 +30,24 @@ def _wgpu_missing() -> str | None:
 
 needs_wgpu = pytest.mark.skipif(_wgpu_missing() is not None, reason=str(_wgpu_missing()))
 INNERS = ["numpy", pytest.param("wgpu", marks=needs_wgpu)]
-SHAPE = (128, 160)  # above numpy's min_elements, so its chains fuse too
+SHAPE = (128, 160)
 rng = np.random.default_rng(7)
 X = rng.standard_normal(SHAPE).astype(np.float32)
 Y = rng.uniform(0.1, 2.0, SHAPE).astype(np.float32)
 ROW = rng.standard_normal(SHAPE[1]).astype(np.float32)
 
 
+def fusing(inner: str) -> Fusion:
+    """A fresh Fusion over ``inner`` that fuses tensors of every size (numpy's leaves small
+    ones eager by default: test_numpy_fuses_only_tensors_worth_it)."""
+    fusion = Fusion(get_backend(inner))
+    fusion.compiler.min_elements = 0
+    return fusion
+
+
 def both(inner: str, fn, *arrays):
     """``fn`` on a fresh ``Fusion(inner)`` and on ``inner`` itself: (fused, eager, fusion)."""
-    fusion = Fusion(get_backend(inner))
+    fusion = fusing(inner)
     fused = fn(*(ember.tensor(a, backend=fusion) for a in arrays))
     pending = fused._prim.pending
     eager = fn(*(ember.tensor(a, backend=inner) for a in arrays))
@@ -132,7 +140,7 @@ def test_movement_of_a_pending_result_materialises_it(inner):
 
 @needs_wgpu
 def test_a_chain_is_one_dispatch():
-    fusion = Fusion(get_backend("wgpu"))
+    fusion = fusing("wgpu")
     engine = fusion.inner.rt.engine
     x = ember.tensor(X, backend=fusion)
     y = ember.tensor(Y, backend=fusion)
@@ -150,7 +158,7 @@ def test_a_chain_is_one_dispatch():
 
 @needs_wgpu
 def test_new_scalar_values_reuse_the_compiled_kernel():
-    fusion = Fusion(get_backend("wgpu"))
+    fusion = fusing("wgpu")
     lib = fusion.inner.rt.lib
     x = ember.tensor(X, backend=fusion)
     first = ((x * 1.5 + 0.25).exp() - 2.0).numpy()
@@ -163,7 +171,7 @@ def test_new_scalar_values_reuse_the_compiled_kernel():
 
 @pytest.mark.parametrize("inner", INNERS)
 def test_materialises_at_the_node_limit(inner):
-    fusion = Fusion(get_backend(inner))
+    fusion = fusing(inner)
     fusion.compiler.max_nodes = 8
     x = ember.tensor(X, backend=fusion)
     z = x
@@ -176,7 +184,7 @@ def test_materialises_at_the_node_limit(inner):
 
 @needs_wgpu
 def test_materialises_at_the_leaf_limit():
-    fusion = Fusion(get_backend("wgpu"))
+    fusion = fusing("wgpu")
     arrays = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(9)]
     total = ember.tensor(arrays[0], backend=fusion)
     for a in arrays[1:]:
@@ -192,7 +200,7 @@ def test_materialises_at_the_leaf_limit():
 
 @pytest.mark.parametrize("inner", INNERS)
 def test_a_materialised_node_keeps_its_result(inner):
-    fusion = Fusion(get_backend(inner))
+    fusion = fusing(inner)
     x = ember.tensor(X, backend=fusion)
     y = x * 2.0 + 1.0
     y.numpy()
@@ -216,7 +224,7 @@ def test_values_held_elsewhere_are_outputs_of_the_same_program(inner):
         z = h.float() + i.float() * b.float() - y
         return z, h, b, i
 
-    fusion = Fusion(get_backend(inner))
+    fusion = fusing(inner)
     fused = fn(*(ember.tensor(a, backend=fusion) for a in (X, Y)))
     eager = fn(*(ember.tensor(a, backend=inner) for a in (X, Y)))
     np.testing.assert_array_equal(fused[0].numpy(), eager[0].numpy())
@@ -232,7 +240,7 @@ def test_values_held_elsewhere_are_outputs_of_the_same_program(inner):
 @needs_wgpu
 def test_packed_outputs_of_any_length(n):
     """Lanes write 4 elements; float16, int8 and bool outputs pack 2 or 4 to a word."""
-    fusion = Fusion(get_backend("wgpu"))
+    fusion = fusing("wgpu")
     a = rng.standard_normal(n).astype(np.float32)
     x = ember.tensor(a, backend=fusion)
     h, b, i = x.half() * 3.0, x > 0.0, (x * 50.0).to(ember.int8)
@@ -250,7 +258,7 @@ def test_packed_outputs_of_any_length(n):
 def test_state_carried_from_step_to_step_stays_bounded(inner):
     """An optimizer's moment (``m = 0.9 m + 0.1 g``) is computed in passing by each step's
     read; the next step keeps it instead of growing its graph by one step each time."""
-    fusion = Fusion(get_backend(inner))
+    fusion = fusing(inner)
     m, p = ember.zeros(SHAPE, backend=fusion), ember.tensor(X, backend=fusion)
     ref_m, ref_p = np.zeros(SHAPE, np.float32), X.copy()
     for i in range(12):
@@ -266,14 +274,14 @@ def test_state_carried_from_step_to_step_stays_bounded(inner):
 
 @pytest.mark.parametrize("inner", INNERS)
 def test_to_data_async_materialises(inner):
-    fusion = Fusion(get_backend(inner))
+    fusion = fusing(inner)
     y = ember.tensor(X, backend=fusion) * 3.0
     data = asyncio.run(fusion.to_data_async(y._prim))
     np.testing.assert_array_equal(data.to_numpy(), X * np.float32(3.0))
 
 
 def test_numpy_chain_reuses_its_temporaries():
-    fusion = Fusion(get_backend("numpy"))
+    fusion = fusing("numpy")
     a = np.ones((1024, 1024), np.float32)
     x = ember.tensor(a, backend=fusion)
     z = x
@@ -296,7 +304,7 @@ def test_numpy_chain_reuses_its_temporaries():
 @pytest.mark.parametrize("chain", [float_chain, bool_chain, uint8_chain, f16_chain],
                          ids=lambda f: f.__name__)
 def test_numpy_blocks_of_rows_equal_eager(chain):
-    fusion = Fusion(get_backend("numpy"))
+    fusion = fusing("numpy")
     fusion.compiler.block = 4096  # 300 rows in blocks of 13, the last one shorter
     x = rng.standard_normal((300, 320)).astype(np.float32)
     y = rng.uniform(0.1, 2.0, (300, 1)).astype(np.float32)  # a column broadcast leaf
@@ -305,6 +313,15 @@ def test_numpy_blocks_of_rows_equal_eager(chain):
     eager = chain(*(ember.tensor(a, backend="numpy") for a in (x, y, row)))
     np.testing.assert_array_equal(fused.numpy(), eager.numpy())
     assert fusion.programs >= 1
+
+
+def test_numpy_fuses_only_tensors_worth_it():
+    fusion = Fusion(get_backend("numpy"))
+    small = ember.ones((100, 100), backend=fusion) * 2.0 + 1.0
+    assert not small._prim.pending  # eager: a ufunc call costs more than it saves here
+    big = ember.ones((1024, 256), backend=fusion) * 2.0 + 1.0
+    assert big._prim.pending
+    assert big[0, 0].item() == small[0, 0].item() == 3.0
 
 
 def test_over_a_backend_without_a_compiler_ops_pass_through():
@@ -372,8 +389,7 @@ def test_training_steps_give_the_eager_weights_bit_for_bit(inner):
             opt.step(cross_entropy(model(x), t).backward())
         return [p.numpy() for p in model.parameters()]
 
-    fusion = Fusion(get_backend(inner))
-    fusion.compiler.min_elements = 0  # these tensors are small: fuse them on numpy too
+    fusion = fusing(inner)
     fused = train(Autodiff(fusion))
     assert fusion.programs > 0
     for f, e in zip(fused, train(Autodiff(get_backend(inner)))):

@@ -64,7 +64,7 @@ class Fusion(Backend):
 
     >>> import ember
     >>> b = ember.Fusion(ember.get_backend("numpy"))
-    >>> x = ember.ones((200, 100), backend=b)
+    >>> x = ember.ones((500, 300), backend=b)
     >>> y = ((x * 2 + 1) * 3 - 1).abs()      # recorded, not run yet
     >>> y._prim.pending
     True

@@ -60,8 +60,9 @@ _NOT_IN_PLACE = frozenset({"where"})
 class NumpyFusion:
     """The fusion compiler of the numpy backend (see :mod:`ember.fusion.program`)."""
 
-    # below ~16K elements a ufunc call costs more than its allocation: eager is faster
-    min_elements = 1 << 14
+    # below ~128K elements recording and running a fused chain costs more than the
+    # allocations and cache misses it saves (measured with benchmarks/bench_fusion.py)
+    min_elements = 1 << 17
     max_nodes = 256
     max_leaves = 64
     max_buffers = 128
