@@ -117,6 +117,12 @@ class Tape:
         return {s.args[0].id for s in self.steps if s.kind == "assign"}
 
 
+def _has_slot(args) -> bool:
+    found: list[int] = []
+    _collect(args, found)
+    return bool(found)
+
+
 def _getter(arg):
     """A function of the slot environment giving ``arg``'s value for this replay."""
     if isinstance(arg, Slot):
@@ -136,6 +142,13 @@ def _runner(tape: Tape, step: Step) -> Callable[[dict], None]:
 
         def call(env):
             return method(*fn())
+    elif not step.kwargs and not any(isinstance(a, (list, tuple)) and _has_slot(a)
+                                     for a in step.args):
+        # the common case, kept cheap: each argument a slot or a literal
+        spec = tuple((a.id, True) if isinstance(a, Slot) else (a, False) for a in step.args)
+
+        def call(env):
+            return method(*[env[v] if is_slot else v for v, is_slot in spec])
     else:
         args = [_getter(a) for a in step.args]
         kwargs = {k: _getter(v) for k, v in step.kwargs.items()}
