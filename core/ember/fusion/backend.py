@@ -121,6 +121,8 @@ class Fusion(Backend):
         return v
 
     def _eager(self, name: str, args, kwargs):
+        if kwargs:
+            kwargs = {k: self._unwrap(v) for k, v in kwargs.items()}
         out = getattr(self.inner, name)(*self._unwrap(args), **kwargs)
         if isinstance(out, tuple):
             return tuple(self.from_inner(o) for o in out)
