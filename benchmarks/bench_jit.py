@@ -7,7 +7,8 @@ CPU backends race PyTorch CPU at one thread (numpy's BLAS is pinned to one threa
 numpy loads); wgpu races torch CUDA when CUDA is available, else PyTorch CPU. Every step ends
 with ``loss.item()`` on both sides (a GPU step is timed to completion). Prints a markdown
 table: ms/step (median), ratio to PyTorch, and per call the backend steps the jitted tape
-replays and (wgpu) the GPU dispatches each variant records.
+replays and (wgpu) the GPU dispatches each variant records. A second table times a chain of
+1,000 small elementwise ops (per-op overhead) the same way.
 """
 
 from __future__ import annotations
@@ -60,6 +61,26 @@ def torch_step(torch, model, x_np, y_np, device):
         return loss.item()
 
     return step
+
+
+CHAIN = 1000  # elementwise ops per call of the chain workload
+
+
+def chain(x):
+    """1,000 small elementwise ops (the per-op overhead a trace removes)."""
+    for i in range(CHAIN // 2):
+        x = x * 1.0001 + 0.5 if i % 2 else (x - 0.25).relu()
+    return x
+
+
+def chain_calls(torch, inner, device):
+    """eager, jitted and torch calls of :func:`chain` on a (16,) tensor, each read back."""
+    data = np.linspace(0, 1, 16, dtype=np.float32)
+    x, tx = ember.tensor(data, backend=inner), torch.from_numpy(data).to(device)
+    jitted = ember.jit(chain)
+    for _ in range(3):
+        jitted(x)
+    return [lambda: chain(x).tolist(), lambda: jitted(x).tolist(), lambda: chain(tx).tolist()]
 
 
 def dispatches_per_call(inner, run) -> int | None:
@@ -118,6 +139,15 @@ def main() -> None:
     for label, t, steps, dispatches in rows:
         shown = "-" if dispatches is None else dispatches
         print(f"| {label} | {t * 1e3:.2f} | {t / tt:.2f}× | {steps} | {shown} |")
+
+    te, tj, tt = median_times(chain_calls(torch, inner, device), args.repeat, warmup=2)
+    print()
+    print(f"A chain of {CHAIN} elementwise ops on 16 floats ({inner.name}), per op:")
+    print()
+    print("| variant | µs/op | ratio to torch |")
+    print("|---|---:|---:|")
+    for label, t in (("ember eager", te), ("ember.jit", tj), (f"torch eager ({device})", tt)):
+        print(f"| {label} | {t / CHAIN * 1e6:.2f} | {t / tt:.2f}× |")
 
 
 if __name__ == "__main__":
