@@ -296,6 +296,23 @@ def test_optimizer_state_created_inside_a_trace_is_refused():
     assert shadowed(b) == []
 
 
+def test_returning_state_from_before_its_in_place_update_is_refused():
+    b = ember.Autodiff(backend("numpy"))
+    lin = nn.Linear(2, 1, backend=b)
+    opt = optim.SGD(lin.parameters(), lr=0.1)
+
+    def step(x):
+        before = lin.weight.detach()
+        opt.step((lin(x) ** 2).sum().backward())
+        return before
+
+    jitted = ember.jit(step)
+    x = ember.ones(1, 2, backend=b)
+    jitted(x)
+    with pytest.raises(JitError, match="updates in place"):
+        jitted(x)
+
+
 # ---------------------------------------------------------------------- the tape
 def test_dead_steps_are_dropped_and_constants_folded():
     def f(x):

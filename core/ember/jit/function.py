@@ -104,6 +104,12 @@ class Jitted:
         finally:
             tracer.remove()
         tape = tracer.tape(prims, (tree, [t.backend for t in outs]))
+        if tape.assigned().intersection(tape.outputs):
+            raise JitError(
+                f"jit: {self.__name__} returns a tensor holding state it also updates in place "
+                "(a parameter or optimizer state read before its update); a replay would "
+                "return the updated value. Return a copy computed before the update (t * 1)"
+            )
         traced, read = len(tape.steps), list(tape.constants.values())
         folded = fold_constants(tape)
         tape = eliminate_dead(folded)
