@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from ..errors import ShapeError
+from ..jit import state as _jit
 from ..random import default_generator
 from ..tensor import Tensor
 from .functional_util import as_input, check_float, reshape, result
@@ -97,10 +98,10 @@ def batch_norm(
         mean = b.reshape(b.float_mean(x._prim, dims), (c,))
         var = b.reshape(b.float_var(x._prim, dims, 0), (c,))
         if rm is not None:
-            rm._prim = _blend(b, rm._prim, mean, momentum)
+            _set_stat(rm, _blend(b, rm._prim, mean, momentum))
         if rv is not None:
             unbiased = b.float_mul(var, b.full((c,), count / (count - 1), x.dtype))
-            rv._prim = _blend(b, rv._prim, unbiased, momentum)
+            _set_stat(rv, _blend(b, rv._prim, unbiased, momentum))
     else:
         if rm is None or rv is None:
             raise ValueError(f"{op}: running_mean and running_var are needed when not training")
@@ -115,6 +116,12 @@ def batch_norm(
         float(eps),
     )
     return result(x, prim)
+
+
+def _set_stat(stat: Tensor, prim) -> None:
+    """A running statistic's new value; inside ``ember.jit`` also written in place."""
+    _jit.assign(stat, Tensor(prim, stat.backend))
+    stat._prim = prim
 
 
 def _blend(b, old, new, momentum: float):

@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import EmberError, ShapeError
+from ..jit import state as _jit
 from ..tensor import Tensor
 from .parameter import Parameter, _detached, _onto
 
@@ -103,6 +104,9 @@ class Module:
             )
         if name in self._buffers_map() and value is not None and not isinstance(value, Tensor):
             raise TypeError(f"buffer '{name}' of {type(self).__name__} must be a Tensor or None")
+        if isinstance(current, Tensor) and isinstance(value, Tensor) and _jit.assign(current, value):
+            current._prim = value._prim  # traced: the buffer is updated in place (ember.jit)
+            return
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
