@@ -181,6 +181,35 @@ def test_captured_training_step_gives_the_eager_weights(name, kind):
     assert shadowed(model[0].weight.backend) == []
 
 
+@pytest.mark.parametrize("name", ["numpy", "wgpu"])
+def test_batchnorm_running_statistics_are_updated_at_each_replay(name):
+    def run(backend_name, jitted):
+        b = ember.Autodiff(backend(backend_name))
+        ember.seed(1)
+        with ember.use_backend(b):
+            model = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 2))
+        opt = optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            loss = cross_entropy(model(x), y)
+            opt.step(loss.backward())
+            return loss
+
+        fn = ember.jit(step) if jitted else step
+        rng = np.random.default_rng(2)
+        for _ in range(5):
+            fn(ember.tensor(rng.standard_normal((8, 4)).astype(np.float32), backend=b),
+               ember.tensor(rng.integers(0, 2, 8), backend=b))
+        return model.state_dict(), fn
+
+    state, fn = run(name, True)
+    want, _ = run(reference_name(name), False)
+    assert fn.replays == 3 and set(state) == set(want)
+    for key, value in want.items():
+        close(state[key].numpy(), value.numpy())
+    assert int(state["1.num_batches_tracked"].item()) == 5
+
+
 def test_eager_training_after_replays_continues_from_the_replayed_state():
     model, opt, step, _ = _train("numpy", "adam", jitted=True, steps=4)
     ref_model, ref_opt, ref_step, _ = _train("python", "adam", jitted=False, steps=4)
