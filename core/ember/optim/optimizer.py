@@ -96,6 +96,7 @@ class Optimizer:
             if k not in ("params", "initial_lr"):
                 group.setdefault(k, v)
         self.param_groups.append(group)
+        _jit.state_replaced()  # a jitted step must trace again to update the new group
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Nothing to clear: each ``loss.backward()`` returns fresh gradients. Kept so a
