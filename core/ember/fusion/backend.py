@@ -232,42 +232,42 @@ def _program(root: FusionPrim, compiler) -> tuple[Program, list[FusionPrim]]:
 
     Nodes are ordered by creation (an input is always older than its user); leaves and
     constants are numbered by first use, so one graph shape always gives one signature."""
-    seen = {id(root)}
+    # handles key these (identity hashing); both are dropped before references are counted
+    seen = {root}
+    refs: dict[FusionPrim, tuple[str, int]] = {}
     stack, pending = [root], []
     while stack:  # no recursion: chains are far deeper than Python's recursion limit
         h = stack.pop()
         pending.append(h)
         for i in h.node[1]:
             node = i.node
-            if node is not None and node[0] != _FULL and id(i) not in seen:
-                seen.add(id(i))
+            if node is not None and node[0] != _FULL and i not in seen:
+                seen.add(i)
                 stack.append(i)
     pending.sort(key=_SERIAL)
-    refs: dict[int, tuple[str, int]] = {}
     uses = [0] * len(pending)  # references to each node from the graph's own input tuples
     nodes, sig, leaves, leaf_dtypes, consts = [], [], [], [], []
     for h in pending:
         name, inputs, params = h.node
         args = []
         for i in inputs:
-            ref = refs.get(id(i))
+            ref = refs.get(i)
             if ref is None:
                 if i.node is None:
-                    ref = refs[id(i)] = ("l", len(leaves))
+                    ref = refs[i] = ("l", len(leaves))
                     leaves.append(i.value)
                     leaf_dtypes.append(i.dtype)
                 else:  # a constant
-                    ref = refs[id(i)] = ("c", len(consts))
+                    ref = refs[i] = ("c", len(consts))
                     consts.append((i.node[2][0], i.dtype))
             elif ref[0] == "t":
                 uses[ref[1]] += 1
             args.append(ref)
-        refs[id(h)] = ("t", len(nodes))
+        refs[h] = ("t", len(nodes))
         args = tuple(args)
         nodes.append((name, args, params, h.dtype))
-        sig.append((name, args, tuple(_name(p) for p in params) if params else (),
-                    h.dtype.name))
-    h = i = None  # hold no handle here: _held_elsewhere counts references
+        sig.append((name, args, tuple(map(_name, params)) if params else (), h.dtype.name))
+    h = i = seen = refs = None  # hold no handle here: _held_elsewhere counts references
     room = compiler.max_buffers - len(leaves) - 1
     outputs = _held_elsewhere(pending, uses, room) + [len(nodes) - 1]
     for m in range(len(pending) - 1):
