@@ -164,12 +164,17 @@ def browser_without_webgpu(playwright_instance):
     yield from _chromium(playwright_instance, webgpu=False)
 
 
+def _ember_page(browser, server):
+    """A fresh page with ember loaded (WebGPU chosen when SwiftShader offers it)."""
+    page = blank_page(browser, server)
+    page.ember_info = load_ember(page, "auto")
+    return page
+
+
 @pytest.fixture(scope="session")
 def ember_page(browser, server):
-    """The one page with ember loaded (WebGPU chosen when SwiftShader offers it)."""
-    page = blank_page(browser, server)
-    info = load_ember(page, "auto")
-    page.ember_info = info
+    """The page the runtime tests share."""
+    page = _ember_page(browser, server)
     yield page
     page.close()
 
@@ -188,18 +193,45 @@ page_runner.load_cases(await (await pyfetch("tests/cases.json")).string())
 """
 
 
+def _run_cases(browser, server, backend: str) -> dict:
+    """Every case on ``backend`` in a page of its own, so a renderer crash can't take the
+    runtime tests' page down with it. A crash is retried once on a fresh page (SwiftShader's
+    renderer has crashed once in CI where the same run passed on the same machine); the
+    console of the crashed page is printed so the next occurrence leaves a trace."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for attempt in (1, 2):
+        page = _ember_page(browser, server)
+        try:
+            if backend == "wgpu" and page.ember_info["backend"] != "wgpu":
+                pytest.skip(f"no WebGPU in this Chromium: {page.ember_info['reason']}")
+            run_python(page, _LOAD_TESTS)
+            return json.loads(run_python(page, f"page_runner.run_all({backend!r})"))
+        except PlaywrightError as e:
+            if "crashed" not in str(e) or attempt == 2:
+                raise
+            print(f"\nthe {backend} conformance page crashed ({e}); retrying on a fresh page. "
+                  "Its console:\n" + "\n".join(page.console_lines[-40:]))
+        finally:
+            page.close()
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="session")
-def conformance_results(ember_page):
-    """Runs every case once per backend on first use (one Python call each); id → result."""
-    run_python(ember_page, _LOAD_TESTS)
-    cache: dict[str, dict] = {}
+def conformance_results(browser, server):
+    """Runs every case once per backend on first use (one Python call each); id → result.
+    A run that fails is remembered, so its cases fail at once instead of re-running."""
+    cache: dict[str, dict | BaseException] = {}
 
     def results(backend: str) -> dict:
         if backend not in cache:
-            if backend == "wgpu" and ember_page.ember_info["backend"] != "wgpu":
-                pytest.skip(f"no WebGPU in this Chromium: {ember_page.ember_info['reason']}")
-            text = run_python(ember_page, f"page_runner.run_all({backend!r})")
-            cache[backend] = json.loads(text)
-        return cache[backend]
+            try:
+                cache[backend] = _run_cases(browser, server, backend)
+            except (Exception, pytest.skip.Exception) as e:  # noqa: BLE001 - re-raised below
+                cache[backend] = e
+        found = cache[backend]
+        if isinstance(found, BaseException):
+            raise found
+        return found
 
     return results
