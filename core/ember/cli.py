@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .demos.arguments import backend_name, port, positive_int
+from .demos.arguments import add_jit_flag, backend_name, port, positive_int
 from .errors import EmberError
 
 # what users cause (a bad file, a missing extra, a failed build step) rather than ember's bugs
@@ -65,7 +65,7 @@ def _demo_mnist(args: argparse.Namespace) -> int:
         return _use_trained(args, run_dir)
     summary = train_mnist(dataset=args.dataset, backend=args.backend, epochs=args.epochs,
                           batch_size=args.batch_size, run_dir=run_dir, resume=args.resume,
-                          seed=args.seed)
+                          seed=args.seed, jit=args.jit)
     folder = Path(summary["files"]["model"]).parent
     acc, target = summary["test_accuracy"], TARGET_ACCURACY[args.dataset]
     verdict = "reached" if acc >= target else "below"
@@ -123,6 +123,7 @@ def _add_demo(sub) -> None:
                        help="export the trained model and run it on the local MicroPython")
     mnist.add_argument("--count", type=positive_int, default=20, help="digits to run with --embedded")
     mnist.add_argument("--int8", action="store_true", help="quantize for --embedded")
+    add_jit_flag(mnist)
     mnist.set_defaults(run=_demo_mnist)
     from .demos.classify import add_subcommand as add_classify
 

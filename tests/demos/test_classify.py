@@ -75,6 +75,26 @@ def test_cli_prints_top5(photos, capsys):
     assert 0 < float(out[1].split("%")[0]) <= 100
 
 
+def test_jitted_classify_replays_and_agrees_with_eager(photos):
+    """Three batches of one shape: eager, traced, replayed; the same top-5 as eager."""
+    images = [photos["chelsea"], photos["coffee"]]
+    eager = classify(images, backend="numpy", batch_size=1, jit=False)
+    jitted = classify(images + images[:1], backend="numpy", batch_size=1, jit=True)
+    from ember.demos.classify import _model
+
+    assert _model("numpy", True).stats()["replays"] == 1
+    for want, got in zip(eager + eager[:1], jitted):
+        assert [label for label, _ in got] == [label for label, _ in want]
+        assert [p for _, p in got] == pytest.approx([p for _, p in want], rel=1e-4, abs=1e-6)
+
+
+def test_cli_no_jit(photos, capsys):
+    from ember.cli import main
+
+    assert main(["demo", "classify", str(photos["coffee"]), "--top", "1", "--no-jit"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split("%", 1)[1].strip() in {"espresso", "cup"}
+
+
 def test_demo_script_on_sample_photos(capsys):
     import runpy
     from pathlib import Path

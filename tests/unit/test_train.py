@@ -222,3 +222,27 @@ def test_sigint_leaves_a_loadable_checkpoint_and_resumes(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "done 30 False" in again.stdout
     assert not (folder / "checkpoints/interrupted.ckpt").exists()
+
+
+def test_jitted_learner_trains_as_the_eager_one(tmp_path):
+    """jit=True captures the step (Dropout and a per-epoch scheduler included) and the
+    validation forward; weights and history match the eager run."""
+    model, learner, train, valid = _setup(tmp_path / "eager", jit=False)
+    eager = learner.fit(train, valid, epochs=4)
+    expected = _weights(model)
+    model2, learner2, train2, valid2 = _setup(tmp_path / "jit", jit=True)
+    jitted = learner2.fit(train2, valid2, epochs=4)
+    assert not learner.jit and learner2.jit
+    assert learner2._train_step.stats()["replays"] > 0
+    # one validation batch an epoch: eager, traced, then replayed (reading updated weights)
+    assert learner2._forward.stats()["replays"] == 2
+    got = _weights(model2)
+    for k in expected:
+        np.testing.assert_allclose(got[k], expected[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    assert [h["loss"] for h in jitted.history] == pytest.approx(
+        [h["loss"] for h in eager.history], rel=1e-5)
+
+
+def test_learner_jits_by_default_only_where_it_pays(tmp_path):
+    _, learner, _, _ = _setup(tmp_path)
+    assert learner.jit is False  # numpy: the kernels dominate

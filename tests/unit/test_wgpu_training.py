@@ -85,3 +85,26 @@ def test_mnist_cnn_trains_on_wgpu():
     assert all(np.isfinite(losses)), losses
     assert losses[0] > 2.0  # ~ln(10) at the start
     assert min(losses[-3:]) < 0.75 * losses[0], losses
+
+
+def test_learner_on_wgpu_jits_by_default_and_matches_eager_numpy(tmp_path):
+    from ember.dataset import DataLoader, InMemoryDataset
+    from ember.train import Learner, PlainRenderer
+
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((64, 6)).astype(np.float32)
+    items = [(list(map(float, x)), int(x[0] + x[1] > 0)) for x in xs]
+    weights = {}
+    for name in ("wgpu", "numpy"):
+        ember.seed(0)
+        backend = Autodiff(INNER if name == "wgpu" else ember.get_backend("numpy"))
+        with ember.use_backend(backend):
+            model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 2))
+        learner = Learner(model, Adam(model.parameters(), lr=0.01), cross_entropy,
+                          folder=tmp_path / name, num_classes=2,
+                          renderer=PlainRenderer(stream=open(os.devnull, "w")))
+        learner.fit(DataLoader(InMemoryDataset(items), batch_size=16), epochs=3)
+        assert learner.jit is (name == "wgpu")
+        weights[name] = {k: v.numpy() for k, v in model.state_dict().items()}
+    for k, v in weights["numpy"].items():
+        np.testing.assert_allclose(weights["wgpu"][k], v, rtol=1e-4, atol=1e-5, err_msg=k)

@@ -122,6 +122,7 @@ def test_trained_model_reads_digits_drawn_with_the_mouse(request, server, traine
         assert page.evaluate("window.mnistDemo.error") is None, page.console_lines[-20:]
         want_backend = "wgpu" if variant == "webgpu" else "python"
         assert page.evaluate("window.mnistDemo.backend") == want_backend
+        assert page.evaluate("window.mnistDemo.jit") is True  # the forward replays a trace
         label = page.text_content("#backend")
         if variant == "webgpu":
             assert "WebGPU" in label and "swiftshader" in label.lower(), label

@@ -43,3 +43,11 @@ def backend_name(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"unknown backend {text!r}; registered backends: {', '.join(available())}")
     return text
+
+
+def add_jit_flag(parser: argparse.ArgumentParser) -> None:
+    """``--no-jit``: run eagerly. Without it, ``args.jit`` is None: jit where the backend
+    benefits (:func:`ember.jit.benefits`)."""
+    parser.add_argument("--no-jit", dest="jit", action="store_const", const=False, default=None,
+                        help="run every op eagerly (default: ember.jit where the backend "
+                             "benefits: wgpu)")

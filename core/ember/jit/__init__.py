@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import types
 
+from .chain import benefits
 from .errors import JitError
 from .function import Jitted, jit
 from .tape import Slot, Step, Tape, compile_generic, replay
@@ -33,6 +34,6 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
-    "JitError", "Jitted", "Slot", "Step", "Tape", "assign", "compile_generic", "feed", "jit",
+    "JitError", "Jitted", "benefits", "Slot", "Step", "Tape", "assign", "compile_generic", "feed", "jit",
     "on_replay", "replay", "state_replaced", "tracing",
 ]

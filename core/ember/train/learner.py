@@ -22,6 +22,8 @@ from pathlib import Path
 from ..errors import RecordError
 from ..random import default_generator
 from ..io.untrusted import reading
+from ..jit import benefits
+from ..jit import jit as ember_jit
 from .checkpoint import load_checkpoint, save_checkpoint
 from .interrupt import GracefulInterrupt
 from .metrics import Metric, StepOutput, classification_metrics
@@ -50,14 +52,19 @@ class Learner:
     - ``metrics``: a list of :class:`Metric` (default: the classification set);
     - ``scheduler`` stepped every ``"step"`` or ``"epoch"``; ``accumulate`` batches per
       optimizer step; ``monitor``/``patience`` for early stopping and the best checkpoint;
-    - checkpoints go to ``folder/checkpoints`` (last ``keep_last`` kept, plus ``best``).
+    - checkpoints go to ``folder/checkpoints`` (last ``keep_last`` kept, plus ``best``);
+    - ``jit``: run the training step (forward, loss, backward, optimizer update) and the
+      validation forward through :func:`ember.jit` — default: where the backend benefits
+      (:func:`ember.jit.benefits`: wgpu); ``False`` always eager. Steps that accumulate
+      gradients (``accumulate > 1``, a resumed accumulation) run eagerly.
     """
 
     def __init__(self, model, optimizer, loss_fn: Callable, folder: str | Path,
                  metrics: list[Metric] | None = None, num_classes: int | None = None,
                  scheduler=None, scheduler_step: str = "epoch", accumulate: int = 1,
                  monitor: str = "loss", patience: int | None = None, keep_last: int = 2,
-                 prepare: Callable | None = None, renderer: Renderer | None = None):
+                 prepare: Callable | None = None, renderer: Renderer | None = None,
+                 jit: bool | None = None):
         if scheduler_step not in ("epoch", "step"):
             raise ValueError(f"Learner: scheduler_step must be 'epoch' or 'step', got {scheduler_step!r}")
         if accumulate < 1:
@@ -72,6 +79,9 @@ class Learner:
         self.prepare = prepare or self._to_backend
         self.renderer = renderer
         self.backend = next(iter(model.parameters())).backend
+        self.jit = benefits(self.backend) if jit is None else bool(jit)
+        self._train_step = ember_jit(self._step) if self.jit else self._step
+        self._forward = ember_jit(self.model) if self.jit else self.model
 
     # ------------------------------------------------------------------ helpers
     def _to_backend(self, batch):
@@ -151,6 +161,13 @@ class Learner:
             state["grads"] = self._restore_accumulated(state.get("accumulated"))
         return state
 
+    def _step(self, x, y):
+        """One optimizer step on one batch: ``(loss, outputs)``."""
+        out = self.model(x)
+        loss = self.loss_fn(out, y)
+        self.optimizer.step(loss.backward())
+        return loss, out
+
     def _inner_backend(self):
         return self.backend.inner or self.backend
 
@@ -203,17 +220,21 @@ class Learner:
                 grads = resumed_grads if epoch == start_epoch else None
                 for batch in train_loader.iter_from(first):
                     x, y = self.prepare(batch)
-                    out = self.model(x)
-                    loss = self.loss_fn(out, y)
-                    scaled = loss / self.accumulate if self.accumulate > 1 else loss
-                    grads = scaled.backward(into=grads) if grads is not None else scaled.backward()
                     step += 1
                     steps_done += 1
-                    if step % self.accumulate == 0 or step == steps_per_epoch:
-                        self.optimizer.step(grads)
-                        grads = None
-                        if self.scheduler and self.scheduler_step == "step":
-                            self.scheduler.step()
+                    if self.accumulate == 1 and grads is None:
+                        loss, out = self._train_step(x, y)
+                    else:
+                        out = self.model(x)
+                        loss = self.loss_fn(out, y)
+                        scaled = loss / self.accumulate if self.accumulate > 1 else loss
+                        grads = scaled.backward(into=grads) if grads is not None \
+                            else scaled.backward()
+                        if step % self.accumulate == 0 or step == steps_per_epoch:
+                            self.optimizer.step(grads)
+                            grads = None
+                    if grads is None and self.scheduler and self.scheduler_step == "step":
+                        self.scheduler.step()
                     self._update(metrics, loss, out, y)
                     live = {m.name: m.compute() for m in metrics if m.per_step}
                     renderer.on_step(epoch, "train", step, steps_per_epoch, live)
@@ -239,7 +260,7 @@ class Learner:
                     with no_grad():
                         for i, batch in enumerate(valid_loader, 1):
                             x, y = self.prepare(batch)
-                            out = self.model(x)
+                            out = self._forward(x)
                             self._update(vmetrics, self.loss_fn(out, y), out, y)
                             renderer.on_step(epoch, "valid", i, len(valid_loader), {})
                     results["valid"] = _results(vmetrics)

@@ -1,7 +1,7 @@
 // MNIST drawing demo: draw on the canvas, the model (ember in a Web Worker, WebGPU or the
 // Python CPU backend) predicts live. Query parameters: ?ember=<dist URL> (default: the
 // site root) &model=<folder with model.safetensors + model.json> (default: ./model/)
-// &backend=auto|wgpu|python.
+// &backend=auto|wgpu|python &jit=0 (every op eagerly; default: the forward through ember.jit).
 const params = new URLSearchParams(location.search);
 const EMBER = new URL(params.get("ember") ?? "../", location.href);
 const MODEL = new URL(params.get("model") ?? "./model/", location.href);
@@ -158,12 +158,14 @@ try {
   ember = await loadEmber({ worker: true, baseURL: EMBER.href, backend: params.get("backend") ?? "auto", onStatus: status });
   status("loading the model");
   const code = await (await fetch(new URL("predict.py", import.meta.url))).text();
-  const loaded = await ember.run(code + "\nawait load_model(MODEL_BASE)", { MODEL_BASE: MODEL.href });
+  const jit = params.get("jit") !== "0"; // ?jit=0: every op eagerly
+  const loaded = await ember.run(code + "\nawait load_model(MODEL_BASE, JIT)", { MODEL_BASE: MODEL.href, JIT: jit });
   const info = ember.info;
   $("backend").textContent = info.backend === "wgpu" ? `WebGPU (${info.adapter})` : "CPU (Python backend)";
   $("why").textContent = info.reason;
   status(`ready (${loaded.dataset} model, ember started in ${(info.startup_ms / 1000).toFixed(1)} s): draw a digit`);
   demo.backend = info.backend;
+  demo.jit = loaded.jit;
   demo.ready = true;
 } catch (e) {
   demo.error = String(e.message ?? e);
