@@ -18,20 +18,6 @@ const NIN: u32 = {{NIN}}u;
 
 {{LIBS}}
 
-// Element offset in leaf k's buffer of the output element with row-major index i.
-fn in_offset(i: u32, k: u32) -> u32 {
-    let nd = prm[1];
-    let base = 2u + nd + k * (nd + 2u);
-    let off = bitcast<i32>(prm[base]);
-    if (prm[base + 1u] == 1u) { return u32(off) + i; }
-    return u32(off + strided_offset(i, nd, 2u, base + 2u));
-}
-
-fn param(j: u32) -> u32 {
-    let nd = prm[1];
-    return prm[2u + nd + NIN * (nd + 2u) + j];
-}
-
 fn round_f16(x: f32) -> f32 { return f16_bits_to_f32(f32_to_f16_bits(x)); }
 fn wrap_i8(x: i32) -> i32 { return extractBits(x, 0u, 8u); }
 fn wrap_u8(x: i32) -> i32 { return x & 255; }

@@ -105,8 +105,9 @@ def _kernel(rt, program) -> tuple[str, tuple[str, ...]]:
         fields.append(f"    v{j}: {COMPUTE[d]},")
         stores.append(lib.snippet("fused", _STORES[d], M=j).rstrip("\n"))
     loads = "\n".join(f"    let x{k} = load_in{k}(in_offset(i, {k}u));" for k in range(nin))
+    libs = rt.libs(lib.snippet("lib_index", "strided_inputs"), *loaders)
     code = render(lib.source("fused"), BINDINGS="\n".join(bindings), WG=WG, NIN=nin,
-                  LIBS=rt.libs(*loaders), FIELDS="\n".join(fields), LOADS=loads,
+                  LIBS=libs, FIELDS="\n".join(fields), LOADS=loads,
                   LETS=_statements(program), STORES="\n".join(stores))
     return code, ("read",) * (nin + 1) + ("read_write",) * len(program.outputs)
 

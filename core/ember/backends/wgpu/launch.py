@@ -130,7 +130,8 @@ def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str
                 "ACCUMULATE": accumulate}
         code = render(text, **keys)
         full = render(rt.lib.source("map"), BINDINGS="\n".join(lines), WG=WG,
-                      PACK=PACK[out_dtype], NIN=len(dtypes), LIBS=rt.libs(*loaders),
+                      PACK=PACK[out_dtype], NIN=len(dtypes),
+                      LIBS=rt.libs(rt.lib.snippet("lib_index", "strided_inputs"), *loaders),
                       BODY=code, OUT_CT=COMPUTE[out_dtype])
         return full, ("read",) * (len(dtypes) + 1) + ("read_write",)
 
