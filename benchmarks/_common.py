@@ -1,5 +1,5 @@
-"""Helpers shared by the benchmark scripts: timing medians, the BLAS thread count and the
-torch.nn twin of a small ember ``nn.Sequential``.
+"""Helpers shared by the benchmark scripts: timing medians, the BLAS thread count, GPU
+dispatches per call and the torch.nn twin of a small ember ``nn.Sequential``.
 
 The scripts run as ``python benchmarks/bench_*.py``, so this folder is on ``sys.path``::
 
@@ -11,7 +11,22 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
+
+
+def pin_blas_threads(default: str | None = None) -> None:
+    """Set the BLAS thread variables to the command line's ``--threads N`` (else ``default``;
+    None: leave them). Call before numpy is imported: BLAS reads them once, when it loads."""
+    value = default
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            value = sys.argv[i + 1]
+        elif arg.startswith("--threads="):
+            value = arg.split("=", 1)[1]
+    if value is not None:
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = value
 
 
 def blas_threads() -> tuple[int, str]:
@@ -56,6 +71,18 @@ def median_time(fn, repeat: int, budget_s: float = float("inf")) -> float:
     if budget_s != float("inf"):
         repeat = max(1, min(repeat, int(budget_s / max(first, 1e-6))))
     return median_times([fn], repeat, warmup=0)[0]
+
+
+def dispatches(backend, fn) -> int | None:
+    """GPU dispatches one call of ``fn`` records on ``backend`` (the wgpu engine's counter,
+    found under any decorators: ``Autodiff(Fusion(wgpu))``); None (``fn`` still called once) on a
+    backend without one."""
+    while getattr(backend, "inner", None) is not None:
+        backend = backend.inner
+    engine = getattr(getattr(backend, "rt", None), "engine", None)
+    before = 0 if engine is None else engine.dispatches
+    fn()
+    return None if engine is None else engine.dispatches - before
 
 
 def torch_twin(torch, model):

