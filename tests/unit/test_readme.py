@@ -28,3 +28,4 @@ def test_readme_blocks_run(tmp_path, monkeypatch):
     assert "[0, 1, 1, 0]" in printed  # the XOR model learned XOR
     assert "8589934592\n" in printed and "refused:" in printed  # ember.limits bound a read
     assert "max_tensor_bytes=1048576" in printed
+    assert "1 298 True" in printed  # ember.jit: traced once, replayed, and the model learned
