@@ -1,13 +1,26 @@
-"""One MNIST training epoch with the demo's CNN: ember Autodiff(numpy) vs PyTorch CPU.
+"""One MNIST training epoch with the demo's CNN: ember Autodiff(numpy), eager and through
+``ember.jit``, vs PyTorch CPU; or ember on wgpu vs PyTorch on CUDA.
 
-    python benchmarks/bench_mnist_epoch.py [--repeat 3] [--profile]
+    python benchmarks/bench_mnist_epoch.py [--repeat 3] [--threads 1] [--profile]
+    python benchmarks/bench_mnist_epoch.py --backend wgpu [--fusion] [--repeat 3]
 
-Both train ``ember.demos.mnist_model.mnist_cnn`` (the same architecture in ``torch.nn``, with
-ember's initial weights copied in) with Adam on the 8,500-digit MNIST train split, batch 64,
-in the same shuffled order, side by side in one process; epochs alternate between the two so
-both see the same machine load. Each framework scales and normalises its own uint8 batches.
+Every variant trains ``ember.demos.mnist_model.mnist_cnn`` from the same initial weights (the
+same architecture in ``torch.nn`` for PyTorch, with ember's weights copied in) with Adam on
+the 8,500-digit MNIST train split, batch 64, in the same shuffled order, side by side in one
+process; epochs alternate between the variants so all see the same machine load. Each
+framework scales and normalises its own uint8 batches; every step reads its loss back
+(``loss.item()``), on both sides.
 
-Rows:
+Variants:
+- *ember eager*: ``loss = cross_entropy(model(preprocess(x)), y); opt.step(loss.backward())``;
+- *ember + jit*: the same step (preprocessing included) through ``ember.jit``, the loss read
+  outside: after a warm-up call and the traced call per batch shape, the steps replay the tape;
+- ``--backend wgpu``: Autodiff(wgpu) eager and jitted, Autodiff(Fusion(wgpu)) jitted with
+  ``--fusion``, and Autodiff(numpy) jitted for the ratio of a GPU epoch to a CPU one on the same
+  host; PyTorch on CUDA when available (TF32 off), else on the CPU. The dispatches per step of
+  the wgpu variants are counted over the timed epochs.
+
+Rows per input pipeline:
 - *pre-batched*: the batches are numpy arrays made once, up front (model + optimizer cost);
 - *with DataLoader*: ember reads through ``DataLoader`` + ``Batcher`` from ``MnistDataset``,
   PyTorch through ``torch.utils.data.DataLoader`` over a ``TensorDataset`` (the whole input
@@ -17,7 +30,8 @@ PyTorch gets as many threads as numpy's BLAS uses (``threadpoolctl`` when instal
 ``--threads N`` sets both. On a machine shared with other work, spinning BLAS/OpenMP threads
 collapse when cores are oversubscribed (both frameworks slow down 5-10× and erratically);
 ``--threads 1`` then gives steady numbers. The load average is printed with the table.
-``--profile`` runs one ember epoch under cProfile and prints the top costs.
+``--max-steps N`` cuts every epoch to N batches (a quick check of the script, not a figure).
+``--profile`` runs one eager ember epoch under cProfile and prints the top costs.
 """
 
 from __future__ import annotations
@@ -31,9 +45,14 @@ import pstats
 import statistics
 import time
 
+from _common import blas_threads, dispatches, pin_blas_threads, torch_twin
+
+pin_blas_threads()  # --threads N, before numpy loads (threadpoolctl, when installed, too)
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # wgpu-py's Vulkan loader wants one
+
 import ember
+import ember.jit
 import numpy as np
-from _common import blas_threads, torch_twin
 from ember import nn
 from ember.dataset import DataLoader, MnistDataset
 from ember.demos.mnist_model import MEAN, STD, mnist_cnn, preprocess
@@ -42,52 +61,91 @@ from ember.optim import Adam
 BATCH, LR = 64, 2e-3
 
 
-def epoch_order(n: int, epoch: int) -> list[np.ndarray]:
+def epoch_order(n: int, epoch: int, max_steps: int | None) -> list[np.ndarray]:
     order = np.random.default_rng(epoch).permutation(n)
-    return [order[i : i + BATCH] for i in range(0, n, BATCH)]
+    return [order[i : i + BATCH] for i in range(0, n, BATCH)][:max_steps]
+
+
+def ember_trainer(backend, jit: bool):
+    """A fresh model (seeded as every other variant's), its Adam, and ``run(x_u8, y) -> loss``
+    for one training step; ``jit``: the step through ``ember.jit``."""
+    ember.seed(0)
+    model = mnist_cnn().to(backend)
+    opt = Adam(model.parameters(), lr=LR)
+
+    def step(x_u8, y):
+        loss = nn.loss.cross_entropy(model(preprocess(x_u8)), y)
+        opt.step(loss.backward())
+        return loss
+
+    fn = ember.jit(step) if jit else step
+
+    def run(x_u8, y) -> float:
+        return fn(x_u8.to(backend), y.to(backend)).item()
+
+    return model, run, (fn if jit else None)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="timed epochs per framework")
+    parser.add_argument("--backend", choices=("numpy", "wgpu"), default="numpy",
+                        help="numpy: vs PyTorch CPU; wgpu: vs PyTorch CUDA (when available)")
+    parser.add_argument("--fusion", action="store_true",
+                        help="wgpu: add Autodiff(Fusion(wgpu)), jitted")
+    parser.add_argument("--repeat", type=int, default=3, help="timed epochs per variant")
     parser.add_argument("--profile", action="store_true", help="cProfile one ember epoch")
     parser.add_argument("--top", type=int, default=30, help="rows of the profile")
     parser.add_argument("--threads", type=int, default=None,
                         help="set numpy's BLAS threads (threadpoolctl) and torch's to this; "
                         "1 gives steady figures on a busy machine")
     parser.add_argument("--no-loader", action="store_true", help="skip the DataLoader rows")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="batches per epoch (a quick check; default: the whole split)")
     args = parser.parse_args()
 
     import torch
 
     if args.threads:
-        # threadpoolctl sets the BLAS pool at run time (env vars only work before numpy loads)
-        from threadpoolctl import threadpool_limits
+        try:  # the environment variables set above are enough; threadpoolctl makes sure
+            from threadpoolctl import threadpool_limits
 
-        threadpool_limits(args.threads, user_api="blas")
+            threadpool_limits(args.threads, user_api="blas")
+        except ImportError:
+            pass
     threads, how = blas_threads()
     torch.set_num_threads(threads)
-    ember.seed(0)
+    gpu = args.backend == "wgpu"
+    device = "cuda" if gpu and torch.cuda.is_available() else "cpu"
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
     train = MnistDataset("train")
     images = np.frombuffer(b"".join(train[i][0] for i in range(len(train))), np.uint8)
     images = images.reshape(len(train), 784).copy()  # writable, for torch.from_numpy
     labels = np.array([train[i][1] for i in range(len(train))], dtype=np.int64)
     n = len(train)
+    steps = len(epoch_order(n, 0, args.max_steps))
 
-    backend = ember.Autodiff(ember.get_backend("numpy"))
-    model = mnist_cnn().to(backend)
-    opt = Adam(model.parameters(), lr=LR)
-    twin = torch_twin(torch, model)
+    numpy_ad = ember.Autodiff(ember.get_backend("numpy"))
+    if gpu:
+        wgpu = ember.get_backend("wgpu")
+        specs = [("ember Autodiff(wgpu)", ember.Autodiff(wgpu), False),
+                 ("ember Autodiff(wgpu) + jit", ember.Autodiff(wgpu), True)]
+        if args.fusion:
+            specs.append(("ember Autodiff(Fusion(wgpu)) + jit",
+                          ember.Autodiff(ember.Fusion(wgpu)), True))
+        specs.append(("ember Autodiff(numpy) + jit", numpy_ad, True))
+    else:
+        specs = [("ember Autodiff(numpy)", numpy_ad, False),
+                 ("ember Autodiff(numpy) + jit", numpy_ad, True)]
+    trainers = {label: (backend, *ember_trainer(backend, jit)) for label, backend, jit in specs}
+    model0 = next(iter(trainers.values()))[1]
+    twin = torch_twin(torch, model0).to(device)
     topt = torch.optim.Adam(twin.parameters(), lr=LR)
-
-    def ember_step(x_u8, y) -> float:
-        x = preprocess(x_u8.to(backend))
-        loss = nn.loss.cross_entropy(model(x), y.to(backend))
-        opt.step(loss.backward())
-        return loss.item()
+    torch_label = f"PyTorch {device.upper() if gpu else 'CPU'}"
 
     def torch_step(x_u8, y) -> float:
+        x_u8, y = x_u8.to(device), y.to(device)
         x = (x_u8.reshape(-1, 1, 28, 28).float() / 255.0 - MEAN) / STD
         topt.zero_grad(set_to_none=True)
         loss = torch.nn.functional.cross_entropy(twin(x), y)
@@ -95,63 +153,76 @@ def main() -> None:
         topt.step()
         return loss.item()
 
-    epochs = {"ember": 0, "torch": 0}
+    def prebatched(step, make):
+        """An epoch over the pre-made batches in the shared order of that epoch number."""
+        epochs = [0]
 
-    def ember_epoch() -> float:
-        epochs["ember"] += 1
-        losses = [ember_step(ember.tensor(images[b]), ember.tensor(labels[b]))
-                  for b in epoch_order(n, epochs["ember"])]
-        return float(np.mean(losses))
+        def epoch() -> float:
+            epochs[0] += 1
+            return float(np.mean([step(make(images[b]), make(labels[b]))
+                                  for b in epoch_order(n, epochs[0], args.max_steps)]))
 
-    def torch_epoch() -> float:
-        epochs["torch"] += 1
-        losses = [torch_step(torch.from_numpy(images[b]), torch.from_numpy(labels[b]))
-                  for b in epoch_order(n, epochs["torch"])]
-        return float(np.mean(losses))
+        return epoch
 
-    ember_loader = DataLoader(train, batch_size=BATCH, shuffle=True, seed=0)
-    torch_loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(torch.from_numpy(images), torch.from_numpy(labels)),
-        batch_size=BATCH, shuffle=True, generator=torch.Generator().manual_seed(0))
+    def loader_epoch(step, loader):
+        def epoch() -> float:
+            losses = []
+            for x, y in loader:
+                losses.append(step(x, y))
+                if len(losses) == args.max_steps:
+                    break
+            return float(np.mean(losses))
 
-    def ember_loader_epoch() -> float:
-        return float(np.mean([ember_step(x, y) for x, y in ember_loader]))
+        return epoch
 
-    def torch_loader_epoch() -> float:
-        return float(np.mean([torch_step(x, y) for x, y in torch_loader]))
+    runs = {}  # (pipeline, variant) -> (backend for the dispatch count, epoch function)
+    for label, (backend, _, run, _) in trainers.items():
+        runs[("pre-batched", label)] = (backend, prebatched(run, ember.tensor))
+    runs[("pre-batched", torch_label)] = (None, prebatched(torch_step, torch.from_numpy))
+    if not args.no_loader:
+        for label, (backend, _, run, _) in trainers.items():
+            loader = DataLoader(train, batch_size=BATCH, shuffle=True, seed=0)
+            runs[("with DataLoader", label)] = (backend, loader_epoch(run, loader))
+        torch_loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.from_numpy(images), torch.from_numpy(labels)),
+            batch_size=BATCH, shuffle=True, generator=torch.Generator().manual_seed(0))
+        runs[("with DataLoader", torch_label)] = (None, loader_epoch(torch_step, torch_loader))
 
     if args.profile:
-        ember_epoch()  # warm-up
+        first = runs[("pre-batched", specs[0][0])][1]
+        first()  # warm-up
         prof = cProfile.Profile()
         prof.enable()
-        ember_epoch()
+        first()
         prof.disable()
-        print(f"cProfile of one ember epoch ({-(-n // BATCH)} steps), by own time:\n")
+        print(f"cProfile of one {specs[0][0]} epoch ({steps} steps), by own time:\n")
         pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
         pstats.Stats(prof).sort_stats("cumtime").print_stats(args.top)
         return
 
-    runs = {("pre-batched", "ember"): ember_epoch, ("pre-batched", "torch"): torch_epoch}
-    if not args.no_loader:
-        runs[("with DataLoader", "ember")] = ember_loader_epoch
-        runs[("with DataLoader", "torch")] = torch_loader_epoch
-    for fn in runs.values():
-        fn()  # warm-up epoch each (allocator, caches, lazy imports)
+    for _ in range(2):  # jit's warm-up and traced calls: the timed steps replay
+        for _, fn in runs.values():
+            fn()  # every variant alike, so all train the same epochs (comparable losses)
     load_before = os.getloadavg()[0]
     # Every repeat runs every variant once, in turn, so a burst of load from elsewhere on the
     # machine hits all of them rather than one.
     times: dict = {key: [] for key in runs}
+    counts: dict = {key: [] for key in runs}
     final: dict = {}
     for _ in range(args.repeat):
-        for key, fn in runs.items():
-            t0 = time.perf_counter()
-            final[key] = fn()
-            times[key].append(time.perf_counter() - t0)
+        for key, (backend, fn) in runs.items():
+
+            def timed(key=key, fn=fn):
+                t0 = time.perf_counter()
+                final[key] = fn()
+                times[key].append(time.perf_counter() - t0)
+
+            counts[key].append(dispatches(backend, timed))
     load_after = os.getloadavg()[0]
+    for label, (_, _, _, jitted) in trainers.items():
+        if jitted is not None and jitted.stats()["traces"] != jitted.stats()["signatures"]:
+            raise SystemExit(f"{label} traced again while timed: {jitted.stats()}")
     median = {key: statistics.median(t) for key, t in times.items()}
-    rows = [(label, median[(label, "ember")], median[(label, "torch")],
-             final[(label, "ember")], final[(label, "torch")])
-            for label in dict.fromkeys(label for label, _ in runs)]
 
     cpu = platform.processor() or platform.machine()
     try:
@@ -159,20 +230,34 @@ def main() -> None:
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    steps = -(-n // BATCH)
-    print(f"MNIST epoch ({n:,} digits, {steps} steps of batch {BATCH}, Adam), mnist_cnn "
-          f"({model.num_params():,} params); median of {args.repeat} epochs each after one "
-          f"warm-up")
+    peer = torch.cuda.get_device_name(0) if device == "cuda" else cpu
+    print(f"MNIST epoch ({steps * BATCH if args.max_steps else n:,} digits, {steps} steps of "
+          f"batch {BATCH}, Adam), mnist_cnn ({model0.num_params():,} params); median of "
+          f"{args.repeat} epochs each after two warm-up epochs, variants alternated")
+    gpu_note = f" · ember wgpu on {wgpu.device} · torch on {peer}" if gpu else ""
     print(f"{datetime.date.today().isoformat()} · {cpu} · {os.cpu_count()} CPUs · "
           f"{threads} thread(s) ({how}) · Python {platform.python_version()} · "
-          f"numpy {np.__version__} · torch {torch.__version__} · load average "
+          f"numpy {np.__version__} · torch {torch.__version__}{gpu_note} · load average "
           f"{load_before:.1f} before, {load_after:.1f} after")
     print()
-    print("| pipeline | ember Autodiff(numpy) s | PyTorch CPU s | ratio ember/torch "
-          "| mean loss ember / torch |")
-    print("|---|---:|---:|---:|---:|")
-    for label, te, tt, le, lt in rows:
-        print(f"| {label} | {te:.2f} | {tt:.2f} | {te / tt:.2f}× | {le:.3f} / {lt:.3f} |")
+    print(f"| pipeline | variant | s/epoch | ratio to {torch_label} | "
+          + ("dispatches/step | " if gpu else "") + "mean loss |")
+    print("|---|---|---:|---:|" + ("---:|" if gpu else "") + "---:|")
+    for (pipeline, label), t in median.items():
+        ratio = t / median[(pipeline, torch_label)]
+        shown = ""
+        if gpu:
+            d = counts[(pipeline, label)][-1]
+            shown = f"{'-' if d is None else round(d / steps)} | "
+        print(f"| {pipeline} | {label} | {t:.2f} | {ratio:.2f}× | {shown}"
+              f"{final[(pipeline, label)]:.3f} |")
+    if gpu:
+        print()
+        for pipeline in dict.fromkeys(p for p, _ in median):
+            cpu_t = median[(pipeline, "ember Autodiff(numpy) + jit")]
+            gpu_t = median[(pipeline, "ember Autodiff(wgpu) + jit")]
+            print(f"{pipeline}: the jitted wgpu epoch is {cpu_t / gpu_t:.2f}× as fast as the "
+                  "jitted numpy epoch on the same host.")
 
 
 if __name__ == "__main__":
