@@ -1,5 +1,6 @@
-"""The MNIST demo CNN in one headless Chromium: ember (WebGPU), ember (python) and
-onnxruntime-web (wasm), with the same weights, plus Pyodide + ember cold start.
+"""The MNIST demo CNN in one headless Chromium: ember (WebGPU), ember (python), each eager and
+through ``ember.jit``, and onnxruntime-web (wasm), with the same weights, plus Pyodide + ember
+cold start.
 
     python benchmarks/bench_browser.py [--run-dir runs/mnist] [--runs 30] [--cold 3]
 
@@ -12,7 +13,9 @@ the ONNX file that onnxruntime-web runs.
 
 One inference = one 28×28 image (batch 1) from 784 float pixel values in 0..255 to 10
 probabilities readable on the CPU: scale, normalise, CNN, softmax, read back. ember is timed
-inside Pyodide (``time.perf_counter`` around ``model(x).softmax(1).tolist()``), ORT from
+inside Pyodide (``time.perf_counter`` around ``model(x).softmax(1).tolist()``; jitted: the
+normalisation, model and softmax replayed by ``ember.jit`` after a warm-up and a traced call,
+the tensor's creation and ``tolist()`` outside; eager and jitted calls alternate), ORT from
 JavaScript (tensor creation + ``session.run`` + ``.data``; the page's clock ticks in 0.1 ms, so
 each ORT sample is the mean of 25 consecutive runs). Medians after warm-up.
 onnxruntime-web runs the wasm execution provider with one thread (the page is not
@@ -115,6 +118,7 @@ def sample_pixels() -> list[float]:
 EMBER_SETUP = """
 import json, time
 import ember
+import ember.jit
 from ember.demos.mnist_model import mnist_cnn
 from ember.io import load_file
 from pyodide.http import pyfetch
@@ -122,29 +126,53 @@ from pyodide.http import pyfetch
 CONFIG = await (await pyfetch("bench/model.json")).json()
 with open("/tmp/bench.safetensors", "wb") as f:
     f.write(await (await pyfetch("bench/model.safetensors")).bytes())
-MODELS = {}
+FORWARD = {}  # (backend name, jitted) -> normalised pixels to probabilities
+
+
+def forward_of(model):
+    def forward(x):
+        return model((x / 255.0 - CONFIG["mean"]) / CONFIG["std"]).softmax(dim=1)
+
+    return forward
+
+
 for name in NAMES:
     b = ember.get_backend(name)
     m = mnist_cnn(tuple(CONFIG["channels"]), CONFIG["hidden"]).to(b)
     m.load_state_dict(load_file("/tmp/bench.safetensors", backend=b))
-    MODELS[name] = m.eval()
+    m.eval()
+    FORWARD[name, False] = forward_of(m)
+    FORWARD[name, True] = ember.jit(forward_of(m))
 
-def infer(name, pixels):
+def infer(name, jit, pixels):
     b = ember.get_backend(name)
     x = ember.tensor(pixels, dtype="float32", backend=b).reshape(1, 1, 28, 28)
     with ember.no_grad():
-        return MODELS[name]((x / 255.0 - CONFIG["mean"]) / CONFIG["std"]).softmax(dim=1).tolist()[0]
+        return FORWARD[name, jit](x).tolist()[0]
 
-def bench(name, pixels, warmup, runs):
+def dispatches(name, jit, pixels):
+    engine = getattr(getattr(ember.get_backend(name), "rt", None), "engine", None)
+    if engine is None:
+        return None
+    before = engine.dispatches
+    infer(name, jit, pixels)
+    return engine.dispatches - before
+
+def bench(name, pixels, warmup, runs):  # eager and jitted inferences, timed in alternation
     pixels = list(pixels)
-    for _ in range(warmup):
-        probs = infer(name, pixels)
-    times = []
+    for _ in range(max(warmup, 2)):  # jit: a warm-up and a traced call first
+        for jit in (False, True):
+            infer(name, jit, pixels)
+    times = {False: [], True: []}
     for _ in range(runs):
-        t0 = time.perf_counter()
-        probs = infer(name, pixels)
-        times.append((time.perf_counter() - t0) * 1000.0)
-    return json.dumps({"times": times, "probs": probs})
+        for jit in (False, True):
+            t0 = time.perf_counter()
+            infer(name, jit, pixels)
+            times[jit].append((time.perf_counter() - t0) * 1000.0)
+    return json.dumps([{"times": times[jit], "probs": infer(name, jit, pixels),
+                        "dispatches": dispatches(name, jit, pixels),
+                        "stats": FORWARD[name, jit].stats() if jit else None}
+                       for jit in (False, True)])
 """
 
 ORT_BENCH = """async ([pixels, warmup, runs]) => {
@@ -234,7 +262,8 @@ def main() -> None:
             for name in names:
                 text = harness.run_python(page, f"bench({name!r}, PIXELS, {args.warmup}, "
                                                 f"{args.runs})", {"PIXELS": pixels})
-                ember_results[name] = json.loads(text)
+                eager, jitted = json.loads(text)
+                ember_results[name, False], ember_results[name, True] = eager, jitted
             ort = page.evaluate(ORT_BENCH, [pixels, args.warmup * 4, args.ort_runs])
             chromium = browser.version
         finally:
@@ -244,28 +273,33 @@ def main() -> None:
     ort_median = quantiles(ort["times"])[0]
     labels = {"wgpu": "ember, WebGPU adapter (SwiftShader = CPU emulation)",
               "python": "ember, python backend (CPU, pure Python)"}
-    for name in ("wgpu", "python"):
-        if name in ember_results:
-            times = ember_results[name]["times"]
-            diff = max(abs(a - b) for a, b in zip(ember_results[name]["probs"], ort["probs"]))
-            med, p10, p90 = quantiles(times)
-            rows.append((labels[name], med, p10, p90, str(len(times)), med / ort_median, diff))
+    for (name, jit), result in sorted(ember_results.items(), key=lambda kv: kv[0][0] != "wgpu"):
+        stats = result["stats"]
+        if jit and stats["traces"] != stats["signatures"]:
+            raise SystemExit(f"ember.jit on {name} traced again while timed: {stats}")
+        diff = max(abs(a - b) for a, b in zip(result["probs"], ort["probs"]))
+        med, p10, p90 = quantiles(result["times"])
+        label = labels[name] + (", ember.jit (replays)" if jit else ", eager")
+        rows.append((label, med, p10, p90, str(len(result["times"])), med / ort_median, diff,
+                     "–" if result["dispatches"] is None else str(result["dispatches"])))
     med, p10, p90 = quantiles(ort["times"])
     rows.append(("onnxruntime-web, wasm EP (1 thread)", med, p10, p90,
-                 f"{len(ort['times'])}×25", 1.0, 0.0))
+                 f"{len(ort['times'])}×25", 1.0, 0.0, "–"))
 
     print(f"\n### Browser: MNIST CNN inference, batch 1 ({date.today().isoformat()})\n")
     print(f"Headless Chromium {chromium}, Pyodide {info['pyodide_version']}, "
           f"onnxruntime-web {ort['version'] or '(npm)'}, {platform.machine()} "
-          f"{os.cpu_count()} cores; weights: {weights}. WebGPU adapter: "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; weights: {weights}. WebGPU adapter: "
           f"{info.get('adapter') or 'none'} (CPU emulation, not a GPU).\n")
-    print("| runtime | median ms | p10 ms | p90 ms | runs | × ORT-web | max abs Δprob vs ORT |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for label, m, lo, hi, n, ratio, diff in rows:
-        print(f"| {label} | {m:.3g} | {lo:.3g} | {hi:.3g} | {n} | {ratio:.0f} | {diff:.1e} |")
+    print("| runtime | median ms | p10 ms | p90 ms | runs | × ORT-web | max abs Δprob vs ORT "
+          "| GPU dispatches |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, m, lo, hi, n, ratio, diff, d in rows:
+        print(f"| {label} | {m:.3g} | {lo:.3g} | {hi:.3g} | {n} | {ratio:.3g} | {diff:.1e} "
+              f"| {d} |")
     cm = statistics.median(cold)
     print(f"| cold start: Pyodide + ember wheel + backend choice (`loadEmber()`) | {cm:.0f} | "
-          f"{min(cold):.0f} | {max(cold):.0f} | {len(cold)} | – | – |")
+          f"{min(cold):.0f} | {max(cold):.0f} | {len(cold)} | – | – | – |")
     print(f"\nORT session creation (model load, wasm compile): {ort['loadMs']:.0f} ms.")
     for note in notes:
         print(f"Note: {note}")
