@@ -3,10 +3,11 @@
 // meta: [m, k, nk, nr, offset, kept_shape[nk], kept_strides[nk], red_shape[nr], red_strides[nr]]
 // `reduce_wg`: one workgroup per output, strided loop then a shared-memory tree;
 // `reduce_lane`: one lane per output (small K).
+// The kernels call `element(o, k)`, the k-th reduced element of output o: section `strided`
+// reads it from one strided view; a fused reduction (shaders/fused_reduce.wgsl) computes it.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
-@group(0) @binding(1) var<storage, read> src: array<{{CT}}>;
-@group(0) @binding(2) var<storage, read_write> out: array<{{OUT_T}}>;
+@group(0) @binding(1) var<storage, read_write> out: array<{{OUT_T}}>;
 
 const WG: u32 = {{WG}}u;
 
@@ -27,16 +28,6 @@ fn comb_max(a: Acc, b: Acc) -> Acc {
 fn comb_min(a: Acc, b: Acc) -> Acc {
     if (better_min(b.v, a.v) || (!better_min(a.v, b.v) && b.i < a.i)) { return b; }
     return a;
-}
-
-fn element(o: u32, k: u32) -> {{CT}} {
-    let nk = prm[2];
-    let nr = prm[3];
-    let ks = 5u;
-    let rs = 5u + 2u * nk;
-    let off = bitcast<i32>(prm[4]) + strided_offset(o, nk, ks, ks + nk)
-        + strided_offset(k, nr, rs, rs + nr);
-    return src[u32(off)];
 }
 
 var<workgroup> sh_v: array<{{CT}}, WG>;
@@ -81,4 +72,17 @@ fn reduce_lane(@builtin(global_invocation_id) gid: vec3<u32>,
         r = comb_{{OP}}(r, Acc(element(o, k), i32(k)));
     }
     out[o] = {{RESULT}};
+}
+
+//! strided
+@group(0) @binding(2) var<storage, read> src: array<{{CT}}>;
+
+fn element(o: u32, k: u32) -> {{CT}} {
+    let nk = prm[2];
+    let nr = prm[3];
+    let ks = 5u;
+    let rs = 5u + 2u * nk;
+    let off = bitcast<i32>(prm[4]) + strided_offset(o, nk, ks, ks + nk)
+        + strided_offset(k, nr, rs, rs + nr);
+    return src[u32(off)];
 }

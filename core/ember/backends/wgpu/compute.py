@@ -35,25 +35,34 @@ def reduce(rt: Runtime, x: WgpuTensor, dims: tuple[int, ...], op: str, arg: bool
     rshape, (rstr,) = collapse(tuple(x.shape[d] for d in dims), tuple(x.strides[d] for d in dims))
     k = numel(rshape)
     meta = [m, k, len(kshape), len(rshape), x.offset, *kshape, *kstr, *rshape, *rstr]
+    reduce_run(rt, ("strided",), lambda: rt.lib.snippet("reduce", "strided", CT=ct), op, ct, m, k,
+               meta, [out.block, x.block], ("read",), arg)
+    return out
+
+
+def reduce_run(rt: Runtime, key: tuple, element, op: str, ct: str, m: int, k: int, meta: list,
+               blocks: list, access: tuple, arg: bool = False, libs: tuple = ()) -> None:
+    """Dispatch reduce.wgsl's kernels (shared with fused reductions): ``element()`` returns the
+    WGSL defining ``element(o, k)`` and its bindings from 2 on (``access`` gives their modes;
+    ``blocks`` are the output then those bindings' buffers); ``key`` names that WGSL for the
+    pipeline cache; ``libs`` are extra WGSL libraries it needs."""
     entry = "reduce_wg" if k >= 64 else "reduce_lane"
     wg = 64 if entry == "reduce_lane" else (256 if k >= 256 else 64)
     out_t = "i32" if arg else ct
-    key = ("reduce", entry, wg, op, ct, arg)
 
     def build():
-        code = render(rt.lib.source("reduce"), CT=ct, OUT_T=out_t, WG=wg, OP=op,
+        code = render(rt.lib.source("reduce") + element(), CT=ct, OUT_T=out_t, WG=wg, OP=op,
                       IDENT=_IDENT[op, ct], RESULT="r.i" if arg else "r.v",
-                      LIBS=rt.libs(rt.nan_lib(ct)))
-        return code.replace(f"fn {entry}(", "fn main("), ("read", "read", "read_write")
+                      LIBS=rt.libs(rt.nan_lib(ct), *libs))
+        return code.replace(f"fn {entry}(", "fn main("), ("read", "read_write") + access
 
-    pipe = rt.lib.pipeline(key, build)
+    pipe = rt.lib.pipeline(("reduce", entry, wg, op, ct, arg) + key, build)
     if entry == "reduce_wg":
         top = rt.info.max_groups_per_dim
         groups = (min(m, top), -(-m // top), 1)
     else:
         groups = rt.groups(m, wg)
-    rt.engine.dispatch(pipe, meta, [x.block, out.block], groups)
-    return out
+    rt.engine.dispatch(pipe, meta, blocks, groups)
 
 
 # -------------------------------------------------------------------- scans
@@ -133,9 +142,10 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
     return _copy_into(rt, summed, out, out_view, batch_shape)
 
 
-def _unrolled(ct: str, tile: dict[str, int]) -> dict[str, str]:
+def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}") -> dict[str, str]:
     """The register tile's statements, unrolled (TM and TN multiples of 4): accumulator
-    declarations, the BK steps of products, and the guarded stores."""
+    declarations, the BK steps of products, and the guarded stores of ``value`` (a format
+    of the accumulated ``acc`` at row ``r`` and column ``col``: a fused epilogue)."""
     tm4, tn4 = tile["TM"] // 4, tile["TN"] // 4
     rows = [(g, q) for g in range(tm4) for q in range(4)]
     decl = [f"    var acc{g}_{q}_{j}: vec4<{ct}>;" for g, q in rows for j in range(tn4)]
@@ -154,8 +164,9 @@ def _unrolled(ct: str, tile: dict[str, int]) -> dict[str, str]:
         for j in range(tn4):
             for w in range(4):
                 col = f"col0 + (lid.x + LX * {j}u) * 4u + {w}u"
+                v = value.format(acc=f"acc{g}_{q}_{j}[{w}]", r=r, col=col)
                 store.append(f"    if ({r} < n && {col} < m) {{ out[u32(o_base + i32({r}) * s(14)"
-                             f" + i32({col}))] = acc{g}_{q}_{j}[{w}]; }}")
+                             f" + i32({col}))] = {v}; }}")
     lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
     loads = []
     for t in range(-(-tile["BM"] * tile["BK"] // lanes)):
@@ -206,21 +217,27 @@ def _copy_into(rt, src, out, out_view, batch_shape):
     return out
 
 
-def _matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile):
+def _matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epilogue=None):
+    """One matmul dispatch per 65535 batch entries. ``epilogue``: ``(key, code(), value,
+    blocks, access, meta)`` of a fused epilogue: WGSL appended to the kernel (bindings from
+    4 on), the stored ``value`` (see :func:`_unrolled`), its buffers, their access modes and
+    the meta words after the matmul's."""
     ct = _ct(a)
     n, k = a.shape[-2:]
     m = b.shape[-1]
     zero = "0.0" if ct == "f32" else "0"
-    pipe = rt.lib.pipeline(("matmul", ct, tuple(tile.items())), lambda: (
-        render(rt.lib.source("matmul"), CT=ct, ZERO=zero, **_unrolled(ct, tile), **tile),
-        ("read", "read", "read", "read_write")))
+    key, code, value, blocks, access, extra = epilogue or ((), str, "{acc}", [], (), [])
+    pipe = rt.lib.pipeline(("matmul", ct, tuple(tile.items())) + key, lambda: (
+        render(rt.lib.source("matmul"), CT=ct, ZERO=zero, **_unrolled(ct, tile, value),
+               **tile) + code(),
+        ("read", "read", "read", "read_write") + access))
     gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
     top = rt.info.max_groups_per_dim
     total = numel(a.shape[:-2]) * splits
     for z0 in range(0, total, top):
         meta = [z0, n, m, k, a.offset, sa, a.strides[-2], a.strides[-1],
-                b.offset, sb, b.strides[-2], b.strides[-1], *out_view, splits, kc, o_ss]
-        rt.engine.dispatch(pipe, meta, [a.block, b.block, out.block],
+                b.offset, sb, b.strides[-2], b.strides[-1], *out_view, splits, kc, o_ss, *extra]
+        rt.engine.dispatch(pipe, meta, [a.block, b.block, out.block, *blocks],
                            (gx, gy, min(top, total - z0)))
 
 
