@@ -18,9 +18,7 @@ const NIN: u32 = {{NIN}}u;
 
 {{LIBS}}
 
-fn round_f16(x: f32) -> f32 { return f16_bits_to_f32(f32_to_f16_bits(x)); }
-fn wrap_i8(x: i32) -> i32 { return extractBits(x, 0u, 8u); }
-fn wrap_u8(x: i32) -> i32 { return x & 255; }
+{{NARROW}}
 
 fn pack_f16(a: f32, b: f32) -> u32 { return f32_to_f16_bits(a) | (f32_to_f16_bits(b) << 16u); }
 
@@ -71,3 +69,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 
 //! store_bool
     out{{M}}[w] = pack_bool(r[0].v{{M}}, r[1].v{{M}}, r[2].v{{M}}, r[3].v{{M}});
+
+//! narrow
+// a node's result as the eager kernels would store and reload it (shared by fused_*.wgsl)
+fn round_f16(x: f32) -> f32 { return f16_bits_to_f32(f32_to_f16_bits(x)); }
+fn wrap_i8(x: i32) -> i32 { return extractBits(x, 0u, 8u); }
+fn wrap_u8(x: i32) -> i32 { return x & 255; }

@@ -20,7 +20,7 @@ from ..contract import Backend, registry
 from ..contract.registry import Kind, Spec
 from ..errors import EmberError
 from ..shape import numel
-from .program import Program, _name
+from .program import CONTRACTIONS, Program, _name
 
 E = Kind.ELEMENTWISE
 _FULL = "full"
@@ -34,16 +34,18 @@ _BROADCAST_NODES = 8  # a pending graph up to this size is broadcast, not materi
 class FusionPrim:
     """A Fusion primitive: shape, dtype, element count, and the inner primitive (``value``)
     or the pending ``node`` ``(op, inputs, params)``. ``nodes`` (an upper bound: a shared
-    subgraph counts once per use) and ``leaves`` bound the pending graph's size."""
+    subgraph counts once per use) and ``leaves`` bound the pending graph's size; ``heavy``
+    counts the pending contractions in it (a bound too)."""
 
-    __slots__ = ("__weakref__", "dtype", "inlined", "leaves", "node", "nodes", "serial", "shape",
-                 "size", "value")
+    __slots__ = ("__weakref__", "dtype", "heavy", "inlined", "leaves", "node", "nodes", "serial",
+                 "shape", "size", "value")
 
     def __init__(self, shape: tuple, dtype, size: int, value=None, node=None, nodes=0,
-                 leaves=_NONE):
+                 leaves=_NONE, heavy=0):
         self.shape, self.dtype, self.size = shape, dtype, size
         self.value, self.node = value, node
         self.nodes, self.leaves = nodes, leaves
+        self.heavy = heavy  # pending contractions (matmuls) in the graph: an upper bound
         self.serial = next(_COUNTER)  # creation order: the topological order of a graph
         self.inlined = False  # computed inside another handle's program, not kept
 
@@ -87,7 +89,10 @@ class Fusion(Backend):
         self.caps = self.inner.caps
         self.device = self.inner.device
         make = getattr(self.inner, "fusion_compiler", None)
-        self.compiler = make() if make is not None else None
+        self.compiler = compiler = make() if make is not None else None
+        # the optional parts of the protocol (ember.fusion.program)
+        self._reduces = getattr(compiler, "can_reduce", None)
+        self._contracts = getattr(compiler, "can_contract", None)
         self.programs = 0  # fused programs run, for tests and benchmarks
 
     # ------------------------------------------------------------------ plumbing
@@ -106,12 +111,57 @@ class Fusion(Backend):
             x.value = self.inner.full(x.shape, params[0], x.dtype)
             x.node = None
             return x.value
-        program, handles = _program(x, self.compiler)
+        if name in CONTRACTIONS:  # alone: the inner backend's own kernel
+            _done(x, getattr(self.inner, name)(*(i.value for i in inputs)))
+            return x.value
+        if x.heavy:
+            self._settle(x, keep=True)
+        program, handles, mm = _program(x, self.compiler)
+        if mm is not None and not self.compiler.can_epilogue(program):
+            program = handles = None
+            self.materialise(mm)
+            program, handles, mm = _program(x, self.compiler)
         values = self.compiler.run(program)
         self.programs += 1
         for h, value in zip(handles, values):
-            h.value, h.node, h.leaves, h.nodes, h.inlined = value, None, _NONE, 0, False
+            _done(h, value)
         return x.value
+
+    def _settle(self, root: FusionPrim, keep: bool) -> None:
+        """Compute the contractions of ``root``'s pending graph first, all of them or (with
+        ``keep``) all but a lone one that nothing outside the graph holds: the graph's other
+        nodes can be that one's epilogue, since its raw product is needed nowhere else."""
+        found, uses = _contractions(root)
+        count = getattr(sys, "getrefcount", None)
+        # the references here: the list, getrefcount's argument
+        if keep and len(found) == 1 and count is not None and count(found[0]) <= 2 + uses[0]:
+            return
+        for h in found:
+            self.materialise(h)
+
+    def _reduce(self, name: str, x: FusionPrim, dims: tuple):
+        """The reduction of ``x``'s pending graph as one program (the graph itself is not
+        stored: ``x`` stays pending, and is computed again where something else uses it)."""
+        if x.node[0] in CONTRACTIONS:
+            return self._eager(name, (x, dims), {})
+        if x.heavy:
+            self._settle(x, keep=False)
+        program, _, _ = _program(x, self.compiler, (name, dims))
+        (value,) = self.compiler.run(program)
+        self.programs += 1
+        return self.from_inner(value)
+
+    def float_matmul(self, a, b):
+        """Recorded (pending) when the compiler can fuse contractions, so the elementwise ops
+        applied to the product can run in the matmul's store; its operands are computed now."""
+        if (self._contracts is not None and a.size >= self.compiler.min_elements
+                and self._contracts("float_matmul", (a.dtype, b.dtype))):
+            spec = registry.REGISTRY["float_matmul"].infer(a, b)
+            self.materialise(a)
+            self.materialise(b)
+            return FusionPrim(spec.shape, spec.dtype, numel(spec.shape), None,
+                              ("float_matmul", (a, b), ()), 1, frozenset((a, b)), 1)
+        return self._eager("float_matmul", (a, b), {})
 
     def _unwrap(self, v):
         if isinstance(v, FusionPrim):
@@ -132,7 +182,7 @@ class Fusion(Backend):
         """A pending node over ``xs`` (of one shape); inputs are materialised first when the
         node would pass the compiler's limits."""
         compiler = self.compiler
-        nodes, leaves = 1, None
+        nodes, leaves, heavy = 1, None, 0
         for x in xs if len(xs) != 2 or xs[0] is not xs[1] else xs[:1]:
             if x.inlined and x.node is not None:
                 # used again after a program computed it in passing: compute and keep it now,
@@ -142,14 +192,15 @@ class Fusion(Backend):
                 mine = frozenset((x,))
             else:
                 nodes += x.nodes
+                heavy += x.heavy
                 mine = x.leaves
             leaves = mine if leaves is None else leaves | mine
         if nodes > compiler.max_nodes or len(leaves) > compiler.max_leaves:
             for x in xs:
                 self.materialise(x)
-            nodes, leaves = 1, frozenset(xs)
+            nodes, leaves, heavy = 1, frozenset(xs), 0
         return FusionPrim(spec.shape, spec.dtype, xs[0].size, None, (name, xs, params), nodes,
-                          leaves)
+                          leaves, heavy)
 
     # ------------------------------------------------------------------ data
     def from_data(self, data):
@@ -194,7 +245,10 @@ class Fusion(Backend):
         return self.from_inner(getattr(self.inner, name)(self.materialise(x), arg))
 
     def reshape(self, x, shape):
-        return self._move("reshape", x, tuple(shape), shape)
+        shape = tuple(shape)
+        if shape == x.shape:  # nothing to view: a pending value stays pending
+            return x
+        return self._move("reshape", x, shape, shape)
 
     def expand(self, x, shape):
         shape = tuple(shape)
@@ -208,8 +262,8 @@ class Fusion(Backend):
         of whatever uses it (a mean's division broadcast against its input, say)."""
         out = done.get(id(h))
         if out is None:
-            if h.node is None:
-                out = self.from_inner(self.inner.expand(h.value, shape))
+            if h.node is None or h.node[0] in CONTRACTIONS:
+                out = self.from_inner(self.inner.expand(self.materialise(h), shape))
             elif h.node[0] == _FULL:
                 out = FusionPrim(shape, h.dtype, numel(shape), None, h.node, 1)
             else:
@@ -226,9 +280,11 @@ class Fusion(Backend):
         return self._move("slice", x, ranges, tuple(len(range(*r)) for r in ranges))
 
 
-def _program(root: FusionPrim, compiler) -> tuple[Program, list[FusionPrim]]:
-    """The pending graph under ``root`` as a :class:`Program`, and the handles its outputs
-    are for: ``root`` and the intermediate values something outside the graph still holds.
+def _program(root: FusionPrim, compiler, reduction: tuple | None = None):
+    """The pending graph under ``root`` as a :class:`Program`, the handles its outputs are
+    for (``root`` and the intermediate values something outside the graph still holds), and
+    the handle of its contraction node (or None). A program with a ``reduction`` has one
+    output, the reduced value (its handle is made by the caller).
 
     Nodes are ordered by creation (an input is always older than its user); leaves and
     constants are numbered by first use, so one graph shape always gives one signature."""
@@ -247,8 +303,11 @@ def _program(root: FusionPrim, compiler) -> tuple[Program, list[FusionPrim]]:
     pending.sort(key=_SERIAL)
     uses = [0] * len(pending)  # references to each node from the graph's own input tuples
     nodes, sig, leaves, leaf_dtypes, consts = [], [], [], [], []
+    contraction = None
     for h in pending:
         name, inputs, params = h.node
+        if name in CONTRACTIONS:
+            contraction = len(nodes)
         args = []
         for i in inputs:
             ref = refs.get(i)
@@ -268,15 +327,43 @@ def _program(root: FusionPrim, compiler) -> tuple[Program, list[FusionPrim]]:
         nodes.append((name, args, params, h.dtype))
         sig.append((name, args, tuple(map(_name, params)) if params else (), h.dtype.name))
     h = i = seen = refs = None  # hold no handle here: _held_elsewhere counts references
-    room = compiler.max_buffers - len(leaves) - 1
-    outputs = _held_elsewhere(pending, uses, room) + [len(nodes) - 1]
+    room = 0 if reduction else compiler.max_buffers - len(leaves) - 1
+    outputs = [m for m in _held_elsewhere(pending, uses, room) if m != contraction]
+    outputs.append(len(nodes) - 1)
     for m in range(len(pending) - 1):
         pending[m].inlined = True  # those not among the outputs are computed in passing
     signature = (tuple(sig), tuple(d.name for d in leaf_dtypes),
-                 tuple(d.name for _, d in consts), tuple(outputs))
+                 tuple(d.name for _, d in consts), tuple(outputs), reduction and reduction[0])
     program = Program(root.shape, root.dtype, nodes, leaves, consts, leaf_dtypes, signature,
-                      outputs)
-    return program, [pending[m] for m in outputs]
+                      outputs, reduction, contraction)
+    return (program, [] if reduction else [pending[m] for m in outputs],
+            None if contraction is None else pending[contraction])
+
+
+def _contractions(root: FusionPrim) -> tuple[list[FusionPrim], list[int]]:
+    """The pending contraction nodes of ``root``'s graph, and how often the graph's input
+    tuples name each."""
+    seen, stack, found, uses = {root}, [root], [], []
+    while stack:
+        for i in stack.pop().node[1]:
+            node = i.node
+            if node is None or node[0] == _FULL:
+                continue
+            if node[0] in CONTRACTIONS:
+                if i in found:
+                    uses[found.index(i)] += 1
+                else:
+                    found.append(i)
+                    uses.append(1)
+            elif i not in seen:
+                seen.add(i)
+                stack.append(i)
+    return found, uses
+
+
+def _done(h: FusionPrim, value) -> None:
+    """``h`` holds its computed ``value`` from now on."""
+    h.value, h.node, h.leaves, h.nodes, h.inlined, h.heavy = value, None, _NONE, 0, False, 0
 
 
 def _held_elsewhere(pending: list, uses: list[int], room: int) -> list[int]:
@@ -368,6 +455,23 @@ def _composite(op: registry.Op):
     return method
 
 
+def _reduction(op: registry.Op):
+    """A reduction of a pending graph runs as one program when the compiler can fuse it (the
+    graph is evaluated where it is reduced); anything else runs on the inner backend."""
+    name = op.name
+
+    def method(self, x, dims):
+        node = x.node
+        if (node is not None and node[0] != _FULL and self._reduces is not None
+                and self._reduces(name, x.dtype)):
+            return self._reduce(name, x, tuple(dims))
+        return self._eager(name, (x, dims), {})
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = op.doc
+    return method
+
+
 def _forwarded(op: registry.Op):
     """Materialise the inputs and run the op on the inner backend."""
     name = op.name
@@ -389,6 +493,8 @@ def _install() -> None:
             setattr(Fusion, op.name, _elementwise(op))
         elif op.default is not None:
             setattr(Fusion, op.name, _composite(op))
+        elif op.kind is Kind.REDUCTION and op.args == ("x", "dims"):
+            setattr(Fusion, op.name, _reduction(op))
         else:
             setattr(Fusion, op.name, _forwarded(op))
 

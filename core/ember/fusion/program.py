@@ -31,10 +31,23 @@ A backend that can fuse has a method ``fusion_compiler()`` returning an object w
 - ``run(program) -> list`` — compute the program: one primitive per output, each equal to what
   running the nodes one by one on the inner backend gives.
 
+Optionally, to fuse more than elementwise chains:
+
+- ``can_reduce(op: str, dtype) -> bool`` — whether a reduction (``float_sum``…) of a pending
+  graph of that dtype can run as one program: :attr:`Program.reduction` is then
+  ``(op, dims)`` and ``run`` returns the reduced result alone (the graph's result is
+  evaluated where it is reduced, never stored);
+- ``can_contract(op: str, dtypes) -> bool`` — whether a contraction (``float_matmul``) may be
+  recorded as a pending node: a program may then hold one such node (its index is
+  :attr:`Program.contraction`; its operands are leaves), whose elementwise users the compiler
+  applies where it stores the product (an epilogue); then also
+  ``can_epilogue(program) -> bool`` — whether ``run`` can do that for this program (else
+  Fusion computes the contraction alone first and runs the rest as an elementwise program).
+
 >>> p = Program((2,), "float32", [("float_add", (("l", 0), ("c", 0)), (), "float32")],
 ...             ["x"], [(1.0, "float32")], ["float32"])
 >>> p.signature
-((('float_add', (('l', 0), ('c', 0)), (), 'float32'),), ('float32',), ('float32',), (0,))
+((('float_add', (('l', 0), ('c', 0)), (), 'float32'),), ('float32',), ('float32',), (0,), None)
 """
 
 from __future__ import annotations
@@ -42,17 +55,20 @@ from __future__ import annotations
 from typing import Any
 
 Ref = tuple[str, int]
+#: the ops a program may hold besides elementwise ones (see ``can_contract``)
+CONTRACTIONS = frozenset({"float_matmul"})
 
 
 class Program:
     """One fused elementwise graph, ready for an inner backend's compiler (see the module)."""
 
-    __slots__ = ("consts", "dtype", "leaf_dtypes", "leaves", "nodes", "outputs", "shape",
-                 "_signature")
+    __slots__ = ("consts", "contraction", "dtype", "leaf_dtypes", "leaves", "nodes", "outputs",
+                 "reduction", "shape", "_signature")
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, nodes: list[tuple],
                  leaves: list[Any], consts: list[tuple[Any, Any]], leaf_dtypes: list[Any],
-                 signature: tuple | None = None, outputs: list[int] | None = None):
+                 signature: tuple | None = None, outputs: list[int] | None = None,
+                 reduction: tuple | None = None, contraction: int | None = None):
         self.shape, self.dtype = tuple(shape), dtype
         #: ``(op name, input refs, params, result dtype)`` in evaluation order
         self.nodes = nodes
@@ -60,6 +76,10 @@ class Program:
         self.outputs = [len(nodes) - 1] if outputs is None else outputs
         self.leaves, self.leaf_dtypes = leaves, leaf_dtypes
         self.consts = consts
+        #: ``(op, dims)``: the program's result is reduced (see the module), else None
+        self.reduction = reduction
+        #: the index of the contraction node (a matmul), if there is one
+        self.contraction = contraction
         self._signature = signature  # the builder may know it already
 
     @property
@@ -69,7 +89,8 @@ class Program:
             nodes = tuple((op, args, tuple(_name(p) for p in params), _name(dtype))
                           for op, args, params, dtype in self.nodes)
             self._signature = (nodes, tuple(_name(d) for d in self.leaf_dtypes),
-                               tuple(_name(d) for _, d in self.consts), tuple(self.outputs))
+                               tuple(_name(d) for _, d in self.consts), tuple(self.outputs),
+                               self.reduction and self.reduction[0])
         return self._signature
 
     def __repr__(self) -> str:

@@ -35,6 +35,8 @@ _CONST = {"f32": "bitcast<f32>(param({j}u))", "i32": "bitcast<i32>(param({j}u))"
 _STORES = {dt.float32: "store_32", dt.int32: "store_32", dt.int64: "store_32",
            dt.float16: "store_f16", dt.int8: "store_8", dt.uint8: "store_8",
            dt.bool_: "store_bool"}
+#: the reductions that fuse their input's graph, and reduce.wgsl's combining op for each
+REDUCE_OPS = {"float_sum": "sum", "float_prod": "prod", "float_max": "max", "float_min": "min"}
 _I32 = (-(1 << 31), (1 << 31) - 1)
 _F32_MAX = 3.4028234663852886e38
 
@@ -56,6 +58,20 @@ class WgpuFusion:
             return True
         return op == "cast" and dtypes[1] in self.dtypes
 
+    def can_reduce(self, op: str, dtype) -> bool:
+        """float32 sums, products, maxima and minima (mean is a sum and a division)."""
+        return dtype is dt.float32 and op in REDUCE_OPS
+
+    def can_contract(self, op: str, dtypes) -> bool:
+        """float32 matmuls, whose elementwise users fuse into the matmul's store."""
+        return op == "float_matmul" and all(d is dt.float32 for d in dtypes)
+
+    def can_epilogue(self, program) -> bool:
+        """Whether ``run`` applies the program's elementwise nodes in its matmul's store."""
+        from .fused_matmul import fits
+
+        return fits(self.rt, program)
+
     def holds(self, value, dtype) -> bool:
         """Constants the eager ``full`` would store the same: ints in range, floats in the
         dtype's range (larger ones round to inf there)."""
@@ -70,6 +86,14 @@ class WgpuFusion:
         return True
 
     def run(self, program) -> list:
+        if program.reduction is not None:
+            from .fused_reduce import run_reduction
+
+            return run_reduction(self.rt, program)
+        if program.contraction is not None:
+            from .fused_matmul import run_contraction
+
+            return run_contraction(self.rt, program)
         rt, shape = self.rt, program.shape
         outs = [rt.empty(shape, program.nodes[m][3], "fused") for m in program.outputs]
         n = numel(shape)
@@ -82,7 +106,7 @@ class WgpuFusion:
         meta = [n, len(cshape), *cshape]
         for x, st in zip(leaves, cstrides):
             meta += [x.offset, int(st == dense), *st]
-        meta += _words(program.consts)
+        meta += const_words(program.consts)
         pipe = rt.lib.pipeline(("fused", program.signature), lambda: _kernel(rt, program))
         rt.engine.dispatch(pipe, meta, [x.block for x in leaves] + [o.block for o in outs],
                            rt.groups(-(-n // 4)))
@@ -92,11 +116,7 @@ class WgpuFusion:
 def _kernel(rt, program) -> tuple[str, tuple[str, ...]]:
     """The WGSL of a program and its bindings' access modes."""
     lib, nin = rt.lib, len(program.leaves)
-    bindings, loaders = [], []
-    for k, d in enumerate(program.leaf_dtypes):
-        bindings.append(f"@group(0) @binding({k + 1}) var<storage, read> in{k}: "
-                        f"array<{STORE[d]}>;")
-        loaders.append(lib.snippet("lib_dtypes", LOADER[d], NAME=f"in{k}"))
+    bindings, loaders = leaf_bindings(rt, program.leaf_dtypes, 1)
     fields, stores = [], []
     for j, m in enumerate(program.outputs):
         d = program.nodes[m][3]
@@ -106,14 +126,30 @@ def _kernel(rt, program) -> tuple[str, tuple[str, ...]]:
         stores.append(lib.snippet("fused", _STORES[d], M=j).rstrip("\n"))
     loads = "\n".join(f"    let x{k} = load_in{k}(in_offset(i, {k}u));" for k in range(nin))
     libs = rt.libs(lib.snippet("lib_index", "strided_inputs"), *loaders)
+    lets = statements(program, {}, f"Values({', '.join(f't{m}' for m in program.outputs)})")
     code = render(lib.source("fused"), BINDINGS="\n".join(bindings), WG=WG, NIN=nin,
-                  LIBS=libs, FIELDS="\n".join(fields), LOADS=loads,
-                  LETS=_statements(program), STORES="\n".join(stores))
+                  LIBS=libs, NARROW=lib.snippet("fused", "narrow"), FIELDS="\n".join(fields),
+                  LOADS=loads, LETS=lets, STORES="\n".join(stores))
     return code, ("read",) * (nin + 1) + ("read_write",) * len(program.outputs)
 
 
-def _statements(program) -> str:
-    """The body of ``compute``: constants, one ``let`` per node, the outputs."""
+def leaf_bindings(rt, dtypes, first: int, skip=()) -> tuple[list[str], list[str]]:
+    """Read-only bindings ``in<k>`` from binding ``first`` on (leaves in ``skip`` get none)
+    and their ``load_in<k>`` functions."""
+    bindings, loaders = [], []
+    for k, d in enumerate(dtypes):
+        if k in skip:
+            continue
+        bindings.append(f"@group(0) @binding({first + len(bindings)}) var<storage, read> "
+                        f"in{k}: array<{STORE[d]}>;")
+        loaders.append(rt.lib.snippet("lib_dtypes", LOADER[d], NAME=f"in{k}"))
+    return bindings, loaders
+
+
+def statements(program, given: dict, result: str, before: str = "") -> str:
+    """A function body: constants, one ``let`` per node, ``before`` (stores), then
+    ``return <result>``. ``given`` names the WGSL values of nodes computed elsewhere (a
+    matmul's accumulator)."""
     names = {}
     lines = []
     for j, (_, d) in enumerate(program.consts):
@@ -122,6 +158,10 @@ def _statements(program) -> str:
     for k in range(len(program.leaves)):
         names["l", k] = f"x{k}"
     for m, (op, args, params, dtype) in enumerate(program.nodes):
+        names["t", m] = f"t{m}"
+        if m in given:
+            lines.append(f"    let t{m} = {given[m]};")
+            continue
         if op == "cast":
             expr = _CONVERT[COMPUTE[_dtype_of(program, args[0])], COMPUTE[params[0]]]
         elif op == "where":
@@ -132,9 +172,10 @@ def _statements(program) -> str:
         expr = _ARG.sub(lambda g: operands[int(g.group(1))], expr)
         if dtype in _NARROW:
             expr = f"{_NARROW[dtype]}({expr})"
-        names["t", m] = f"t{m}"
         lines.append(f"    let t{m} = {expr};")
-    lines.append(f"    return Values({', '.join(f't{m}' for m in program.outputs)});")
+    if before:
+        lines.append(before)
+    lines.append(f"    return {result};")
     return "\n".join(lines)
 
 
@@ -147,7 +188,7 @@ def _dtype_of(program, ref):
     return program.nodes[k][3]
 
 
-def _words(consts) -> list[int]:
+def const_words(consts) -> list[int]:
     """The meta words of the constants; float32 ones (the common case) converted at once."""
     if all(d is dt.float32 for _, d in consts):
         return list(array("i", array("f", [v for v, _ in consts]).tobytes()))
