@@ -2,18 +2,20 @@
 // appended to reduce.wgsl's shared part, whose kernels call `element(o, k)` for the k-th
 // reduced element of output o (so the accumulation order is the eager reduction's). It loads
 // each leaf of the elementwise graph at its own strides (a keepdim broadcast, `x - m`, is a
-// zero stride) and evaluates the graph there: the graph's result never goes to memory.
+// zero stride) and evaluates the graph there: the graph's result never goes to memory. The
+// intermediate values kept for later (`out<j>`, 32-bit words: each element is visited by one
+// lane) are written as they are computed.
 //
-// meta: [m, k, nk, nr, kept_shape[nk], red_shape[nr], then per leaf j: offset,
-//        kept_strides[nk], red_strides[nr], then the constants]
+// meta: [m, k, nk, nr, kept_shape[nk], red_shape[nr], then per view j (the leaves, then the
+//        kept values): offset, kept_strides[nk], red_strides[nr], then the constants]
 
 {{BINDINGS}}
 
-const NIN: u32 = {{NIN}}u;
+const NVIEWS: u32 = {{NVIEWS}}u;
 
 {{NARROW}}
 
-// Element offset in leaf j's buffer of reduced element k of output o.
+// Element offset in view j's buffer of reduced element k of output o.
 fn leaf_offset(o: u32, k: u32, j: u32) -> u32 {
     let nk = prm[2];
     let nr = prm[3];
@@ -22,11 +24,11 @@ fn leaf_offset(o: u32, k: u32, j: u32) -> u32 {
         + strided_offset(k, nr, 4u + nk, base + 1u + nk));
 }
 
-// Constant j (its bit pattern) after the leaves' words.
+// Constant j (its bit pattern) after the views' words.
 fn param(j: u32) -> u32 {
     let nk = prm[2];
     let nr = prm[3];
-    return prm[4u + nk + nr + NIN * (1u + nk + nr) + j];
+    return prm[4u + nk + nr + NVIEWS * (1u + nk + nr) + j];
 }
 
 fn element(o: u32, k: u32) -> {{CT}} {

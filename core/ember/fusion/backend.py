@@ -140,16 +140,19 @@ class Fusion(Backend):
             self.materialise(h)
 
     def _reduce(self, name: str, x: FusionPrim, dims: tuple):
-        """The reduction of ``x``'s pending graph as one program (the graph itself is not
-        stored: ``x`` stays pending, and is computed again where something else uses it)."""
+        """The reduction of ``x``'s pending graph as one program (the graph's result is not
+        stored: ``x`` stays pending, and is computed again where something else uses it;
+        intermediate values held elsewhere are written, as in an elementwise program)."""
         if x.node[0] in CONTRACTIONS:
             return self._eager(name, (x, dims), {})
         if x.heavy:
             self._settle(x, keep=False)
-        program, _, _ = _program(x, self.compiler, (name, dims))
-        (value,) = self.compiler.run(program)
+        program, handles, _ = _program(x, self.compiler, (name, dims))
+        values = self.compiler.run(program)
         self.programs += 1
-        return self.from_inner(value)
+        for h, value in zip(handles, values):
+            _done(h, value)
+        return self.from_inner(values[-1])
 
     def float_matmul(self, a, b):
         """Recorded (pending) when the compiler can fuse contractions, so the elementwise ops
@@ -283,8 +286,9 @@ class Fusion(Backend):
 def _program(root: FusionPrim, compiler, reduction: tuple | None = None):
     """The pending graph under ``root`` as a :class:`Program`, the handles its outputs are
     for (``root`` and the intermediate values something outside the graph still holds), and
-    the handle of its contraction node (or None). A program with a ``reduction`` has one
-    output, the reduced value (its handle is made by the caller).
+    the handle of its contraction node (or None). A program with a ``reduction`` writes the
+    values held elsewhere that the compiler ``reduce_keeps``, then the reduced value (whose
+    handle the caller makes: ``root`` stays pending).
 
     Nodes are ordered by creation (an input is always older than its user); leaves and
     constants are numbered by first use, so one graph shape always gives one signature."""
@@ -327,8 +331,9 @@ def _program(root: FusionPrim, compiler, reduction: tuple | None = None):
         nodes.append((name, args, params, h.dtype))
         sig.append((name, args, tuple(map(_name, params)) if params else (), h.dtype.name))
     h = i = seen = refs = None  # hold no handle here: _held_elsewhere counts references
-    room = 0 if reduction else compiler.max_buffers - len(leaves) - 1
-    outputs = [m for m in _held_elsewhere(pending, uses, room) if m != contraction]
+    room = compiler.max_buffers - len(leaves) - 1
+    outputs = [m for m in _held_elsewhere(pending, uses, room) if m != contraction
+               and (not reduction or compiler.reduce_keeps(nodes[m][3]))]
     outputs.append(len(nodes) - 1)
     for m in range(len(pending) - 1):
         pending[m].inlined = True  # those not among the outputs are computed in passing
@@ -336,8 +341,8 @@ def _program(root: FusionPrim, compiler, reduction: tuple | None = None):
                  tuple(d.name for _, d in consts), tuple(outputs), reduction and reduction[0])
     program = Program(root.shape, root.dtype, nodes, leaves, consts, leaf_dtypes, signature,
                       outputs, reduction, contraction)
-    return (program, [] if reduction else [pending[m] for m in outputs],
-            None if contraction is None else pending[contraction])
+    handles = [pending[m] for m in (outputs[:-1] if reduction else outputs)]
+    return program, handles, None if contraction is None else pending[contraction]
 
 
 def _contractions(root: FusionPrim) -> tuple[list[FusionPrim], list[int]]:

@@ -35,8 +35,10 @@ Optionally, to fuse more than elementwise chains:
 
 - ``can_reduce(op: str, dtype) -> bool`` — whether a reduction (``float_sum``…) of a pending
   graph of that dtype can run as one program: :attr:`Program.reduction` is then
-  ``(op, dims)`` and ``run`` returns the reduced result alone (the graph's result is
-  evaluated where it is reduced, never stored);
+  ``(op, dims)``, and ``run`` returns the values of the outputs but the last (intermediate
+  values kept for later), then the reduced result (the graph's own result is evaluated where
+  it is reduced, never stored); ``reduce_keeps(dtype) -> bool`` says which dtypes such a
+  program can keep;
 - ``can_contract(op: str, dtypes) -> bool`` — whether a contraction (``float_matmul``) may be
   recorded as a pending node: a program may then hold one such node (its index is
   :attr:`Program.contraction`; its operands are leaves), whose elementwise users the compiler

@@ -35,6 +35,8 @@ _CONST = {"f32": "bitcast<f32>(param({j}u))", "i32": "bitcast<i32>(param({j}u))"
 _STORES = {dt.float32: "store_32", dt.int32: "store_32", dt.int64: "store_32",
            dt.float16: "store_f16", dt.int8: "store_8", dt.uint8: "store_8",
            dt.bool_: "store_bool"}
+#: outputs a lane stores whole, so lanes in any order may write neighbours
+WORDS = (dt.float32, dt.int32)
 #: the reductions that fuse their input's graph, and reduce.wgsl's combining op for each
 REDUCE_OPS = {"float_sum": "sum", "float_prod": "prod", "float_max": "max", "float_min": "min"}
 _I32 = (-(1 << 31), (1 << 31) - 1)
@@ -61,6 +63,11 @@ class WgpuFusion:
     def can_reduce(self, op: str, dtype) -> bool:
         """float32 sums, products, maxima and minima (mean is a sum and a division)."""
         return dtype is dt.float32 and op in REDUCE_OPS
+
+    def reduce_keeps(self, dtype) -> bool:
+        """Values a reduction can write as it goes: whole 32-bit words (each element is
+        visited by one lane; a packed word would be shared by several)."""
+        return dtype in WORDS
 
     def can_contract(self, op: str, dtypes) -> bool:
         """float32 matmuls, whose elementwise users fuse into the matmul's store."""

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from ... import dtype as dt
 from .compute import _batch_view, _choose_tile, _matmul_dispatch, _split_k
-from .fused import const_words, leaf_bindings, statements
+from .fused import WORDS, const_words, leaf_bindings, statements
 from .kernels import render
 from ...shape import numel
 from .primitive import STORE
 
 _BINDINGS = 8  # WebGPU's default storage buffers per shader stage
-_WORDS = (dt.float32, dt.int32)  # outputs a lane stores whole (no packed neighbours)
 
 
 def _parts(program):
@@ -42,7 +41,7 @@ def fits(rt, program) -> bool:
     # the meta words, a, b, the product's output, the leaves, the other outputs
     buffers = 4 + len(used) + len(outputs) - 1
     return (splits == 1 and buffers <= _BINDINGS and program.dtype is dt.float32
-            and all(d in _WORDS for d in outputs)
+            and all(d in WORDS for d in outputs)
             and all(_batch_view(x) is not None
                     for x in (a, b, *(program.leaves[j] for j in used))))
 
