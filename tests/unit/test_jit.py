@@ -237,6 +237,48 @@ def test_a_parameter_replaced_outside_the_trace_makes_it_trace_again():
     assert (f.traces, f.replays) == (2, 2)
 
 
+@pytest.mark.parametrize("name", ["numpy", "wgpu"])
+def test_two_batch_shapes_trace_once_each_and_share_the_state(name):
+    """An epoch's short last batch is a second signature: it traces once, into the state the
+    first tape updates (no re-trace at each switch), and the weights stay the eager ones."""
+    def run(jitted: bool):
+        b = ember.Autodiff(backend(name) if jitted else backend(reference_name(name)))
+        model, _, _, step = _trainer(b, "adam", jitted)
+        rng = np.random.default_rng(5)
+        for i in range(12):
+            n = 3 if i % 4 == 3 else 8
+            x = ember.tensor(rng.standard_normal((n, 6)).astype(np.float32), backend=b)
+            step(x, ember.tensor(rng.integers(0, 3, n), backend=b))
+        return model, step
+
+    model, step = run(True)
+    ref_model, _ = run(False)
+    assert (step.traces, step.replays) == (2, 9)
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        close(p.numpy(), q.numpy())
+
+
+def test_a_forward_traced_before_the_training_step_reads_the_trained_weights():
+    """The training step's trace gives the parameters private copies: a jitted forward that
+    read the old ones traces again (once) and sees the updates."""
+    b = ember.Autodiff(backend("numpy"))
+    model, _, _, step = _trainer(b, "sgd", jitted=True)
+    model.eval()
+    forward = ember.jit(lambda x: model(x))
+    x = ember.ones(4, 6, backend=b)
+    for _ in range(3):
+        forward(x)
+    model.train()
+    for _ in range(4):
+        step(x, ember.tensor([0, 1, 2, 0], backend=b))
+    model.eval()
+    for _ in range(3):
+        got = forward(x)
+    with ember.no_grad():
+        close(got.numpy(), model(x).numpy())
+    assert forward.traces == 2
+
+
 def test_clones_taken_before_a_jitted_step_keep_their_values():
     model, opt, sched, step = _trainer(ember.Autodiff(backend("numpy")), "sgd", jitted=True)
     before = model[0].weight.clone()

@@ -27,7 +27,8 @@ from .tree import flatten, unflatten
 class _Entry:
     """One signature: its calls so far and, once traced, its tape and compiled runner."""
 
-    __slots__ = ("__weakref__", "calls", "generation", "run", "steps", "tape", "watched")
+    __slots__ = ("__weakref__", "calls", "generation", "owned", "run", "steps", "tape",
+                 "watched")
 
     def __init__(self):
         self.calls = 0
@@ -36,7 +37,9 @@ class _Entry:
         self.generation = -1
         self.steps: dict[str, int] = {}
         self.watched: list = []  # the primitives the trace read as constants
+        self.owned: list = []  # the private copies its tape writes in place
         weakref.finalize(self, state.watch, self.watched, False)  # a dead tape watches none
+        weakref.finalize(self, state.own, self.owned, False)
 
 
 class Jitted:
@@ -69,7 +72,10 @@ class Jitted:
         if entry is None:
             entry = self.entries[key] = _Entry()
         entry.calls += 1
-        if entry.calls <= self.warmup:
+        # A warm-up call lets lazily created state (optimizer moments) settle. Once another
+        # signature has a tape the state exists, and an eager call would replace it (making
+        # every tape re-trace): a new signature then traces at once, into the same state.
+        if entry.calls <= self.warmup and not any(e.tape is not None for e in self.entries.values()):
             return self.fn(*args, **kwargs)
         if entry.tape is None or entry.generation != state.generation():
             return self._trace(entry, tensors, args, kwargs)
@@ -119,6 +125,9 @@ class Jitted:
         state.watch(entry.watched, add=False)
         entry.watched[:] = read
         state.watch(entry.watched, add=True)
+        state.own(entry.owned, add=False)
+        entry.owned[:] = [tape.constants[s] for s in tape.assigned() if s in tape.constants]
+        state.own(entry.owned, add=True)
         entry.tape, entry.generation = tape, state.generation()
         entry.steps = {"traced": traced, "after_folding": len(folded.steps),
                        "replayed": len(tape.steps)}

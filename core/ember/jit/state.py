@@ -22,6 +22,11 @@ from .tape import Slot, Step
 _ACTIVE: list = []  # the tracer of the call being traced (one at a time)
 _GENERATION = [0]  # bumped when state a tape reads is replaced outside a trace
 _WATCHED: dict[int, int] = {}  # id(primitive) -> how many tapes read it as a constant
+# id(primitive) -> [primitive, how many tapes write it]: the private copies tapes update in
+# place. Another trace (a second signature) writes the same copy instead of making its own,
+# so the tapes of one function keep sharing their state. The primitive is held, so its id
+# can't be reused while registered.
+_OWNED: dict[int, list] = {}
 
 
 def active():
@@ -36,10 +41,19 @@ def generation() -> int:
 def state_replaced(old=None) -> None:
     """Called when a parameter or optimizer state tensor ``old`` is about to get a new
     primitive outside a trace (no argument: any state may have): the tapes that read its
-    primitive re-trace at their next call."""
+    primitive re-trace at their next call. Inside a trace it does nothing: the traced code
+    rebinds state only for the duration of the call, and :meth:`StateRecorder.finish`
+    reports the primitives that really changed."""
+    if active() is not None:
+        return
     if old is None:
         _GENERATION[0] += 1
-    elif _WATCHED and id(lower(old.backend, old._prim)) in _WATCHED:
+    else:
+        _primitive_replaced(lower(old.backend, old._prim))
+
+
+def _primitive_replaced(prim) -> None:
+    if id(prim) in _WATCHED:
         _GENERATION[0] += 1
 
 
@@ -52,6 +66,15 @@ def watch(constants, add: bool) -> None:
             _WATCHED[key] = count
         else:
             _WATCHED.pop(key, None)
+
+
+def own(prims, add: bool) -> None:
+    """Register (or, ``add=False``, release) primitives a tape writes in place."""
+    for prim in prims:
+        entry = _OWNED.setdefault(id(prim), [prim, 0])
+        entry[1] += 1 if add else -1
+        if entry[1] <= 0:
+            del _OWNED[id(prim)]
 
 
 class StateRecorder:
@@ -98,7 +121,7 @@ class StateRecorder:
         """Run and record the deferred in-place updates (the traced call succeeded)."""
         copy_into = self.original("copy_into") if self.updates else None
         for dst, target, source, settle in self.updates.values():
-            prim = self.keep[target]
+            prim = original = self.keep[target]
             if target not in self.constants:
                 self._settle_lazy(target)
             elif target not in self.owned:
@@ -114,6 +137,8 @@ class StateRecorder:
             dst._prim = lift(dst.backend, prim)
             if settle is not None:
                 settle()
+            if prim is not original:  # other tapes reading the old primitive re-trace
+                _primitive_replaced(original)
         self.updates.clear()
 
     def _settle_lazy(self, slot: int) -> None:
@@ -141,7 +166,10 @@ class StateRecorder:
     def _adopt(self, slot: int, prim):
         """A private copy of a constant the tape will write in place: the old primitive may
         be shared (a clone, a read-only broadcast of a scalar), and primitives outside jit
-        are never written."""
+        are never written. A copy another tape already writes is jit's own: used as is."""
+        if id(prim) in _OWNED:
+            self.owned.add(slot)
+            return prim
         self.depth += 1
         try:
             fresh = self.original("from_data")(self.original("to_data")(prim))
