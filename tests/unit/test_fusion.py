@@ -394,3 +394,218 @@ def test_training_steps_give_the_eager_weights_bit_for_bit(inner):
     assert fusion.programs > 0
     for f, e in zip(fused, train(Autodiff(get_backend(inner)))):
         np.testing.assert_array_equal(f, e)
+
+
+# ---------------------------------------------------------------------- reductions and matmul
+# On wgpu a reduction of a pending graph evaluates the graph where it reduces (one kernel: the
+# eager reduction's, so the same accumulation order), and a matmul's elementwise users run in
+# its store. The eager wgpu backend is the reference bit for bit (same kernels, same order);
+# numpy float64 checks the values themselves.
+SOFT = (rng.standard_normal((48, 300)) * 3).astype(np.float32)
+A = rng.standard_normal((40, 96)).astype(np.float32)
+W = rng.standard_normal((96, 24)).astype(np.float32)
+BIAS = rng.standard_normal(24).astype(np.float32)
+
+
+def softmax_pieces(x):
+    e = (x - x.amax(1, keepdim=True)).exp()
+    return e / e.sum(1, keepdim=True)
+
+
+def log_softmax_pieces(x):
+    s = x - x.amax(-1, keepdim=True)
+    return s - s.exp().sum(-1, keepdim=True).log()
+
+
+def norm_pieces(x):
+    """layer_norm without its affine part: two means of pending graphs."""
+    d = x - x.mean(-1, keepdim=True)
+    return d / ((d * d).mean(-1, keepdim=True) + 1e-5).sqrt()
+
+
+def linear_relu(x, w, b):
+    return (x @ w + b).relu() * 0.5
+
+
+def _np_softmax(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def _np_log_softmax(x):
+    s = x - x.max(-1, keepdims=True)
+    return s - np.log(np.exp(s).sum(-1, keepdims=True))
+
+
+def _np_norm(x):
+    d = x - x.mean(-1, keepdims=True)
+    return d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-5)
+
+
+def _np_linear_relu(x, w, b):
+    return np.maximum(x @ w + b, 0) * 0.5
+
+
+def run_counted(fn, backend, *arrays):
+    """``fn`` of the arrays on ``backend``: its result and the dispatches it took (the read
+    included; the uploads not)."""
+    engine = get_backend("wgpu").rt.engine
+    xs = [ember.tensor(a, backend=backend) for a in arrays]
+    for x in xs:
+        x.numpy()
+    before = engine.dispatches
+    out = fn(*xs).numpy()
+    return out, engine.dispatches - before
+
+
+@needs_wgpu
+@pytest.mark.parametrize("fn, ref, arrays, fused_count, eager_count", [
+    (softmax_pieces, _np_softmax, (SOFT,), 3, 5),          # max, exp+sum, divide
+    (log_softmax_pieces, _np_log_softmax, (SOFT,), 3, 6),  # max, exp+sum, log+subtract
+    (norm_pieces, _np_norm, (SOFT,), 3, 9),                # sum, square+sum, normalise
+    (linear_relu, _np_linear_relu, (A, W, BIAS), 1, 4),    # matmul+bias+relu+scale
+])
+def test_reduction_prologues_and_matmul_epilogues_fuse(fn, ref, arrays, fused_count,
+                                                       eager_count):
+    fusion = fusing("wgpu")
+    fused, n_fused = run_counted(fn, fusion, *arrays)
+    eager, n_eager = run_counted(fn, get_backend("wgpu"), *arrays)
+    np.testing.assert_array_equal(fused, eager)
+    np.testing.assert_allclose(fused, ref(*(a.astype(np.float64) for a in arrays)), rtol=2e-5,
+                               atol=2e-6)
+    assert (n_fused, n_eager) == (fused_count, eager_count)
+
+
+@needs_wgpu
+@pytest.mark.parametrize("op", ["sum", "prod", "amax", "amin", "mean"])
+def test_every_float_reduction_fuses_over_strided_leaves(op):
+    """All dims, one dim, two dims; a transposed leaf and a broadcast row."""
+    def fn(x, y, row):
+        z = (x.T * 0.25 + row[:128]).tanh() * y.T + 1.0
+        return [getattr(z, op)(dim=d) for d in ((0,), (1,), (0, 1))]
+
+    fusion = fusing("wgpu")
+    engine = get_backend("wgpu").rt.engine
+    args = [ember.tensor(a, backend=fusion) for a in (X, Y, ROW)]
+    before = engine.dispatches
+    fused = [r.numpy() for r in fn(*args)]
+    # one per reduction (the graph is never stored), and mean's division when it is read
+    assert engine.dispatches - before == (6 if op == "mean" else 3)
+    eager = [r.numpy() for r in fn(*(ember.tensor(a, backend="wgpu") for a in (X, Y, ROW)))]
+    for f, e in zip(fused, eager):
+        np.testing.assert_array_equal(f, e)
+
+
+@needs_wgpu
+def test_a_reduced_graph_stays_pending_and_kept_values_are_written():
+    fusion = fusing("wgpu")
+    x = ember.tensor(X, backend=fusion)
+    d = (x * 2.0).tanh()  # held here, so the reduction's kernel writes it too
+    e = d * d + 1.0
+    s = e.sum(1, keepdim=True)
+    assert not s._prim.pending and not d._prim.pending and e._prim.pending
+    ref = np.tanh(X.astype(np.float64) * 2)
+    np.testing.assert_allclose(s.numpy()[:, 0], (ref * ref + 1).sum(1), rtol=1e-5)
+    np.testing.assert_allclose(e.numpy(), ref * ref + 1, rtol=1e-6, atol=1e-6)
+
+
+@needs_wgpu
+@pytest.mark.parametrize("case, count", [
+    ("batched", 1), ("transposed", 1), ("held", None), ("twice", 2), ("reduced", 2),
+    ("split_k", 3), ("empty_k", 2)])
+def test_matmul_epilogue_cases_equal_eager(case, count):
+    """Results equal eager wgpu's; ``count``: the dispatches under Fusion."""
+    a3 = rng.standard_normal((3, 20, 33)).astype(np.float32)
+    w3 = rng.standard_normal((3, 33, 17)).astype(np.float32)
+    wt = rng.standard_normal((24, 96)).astype(np.float32)
+    long_a = rng.standard_normal((4, 4096)).astype(np.float32)
+    long_b = rng.standard_normal((4096, 8)).astype(np.float32)
+    cases = {
+        # a bias broadcast over batch and rows (zero strides), a scalar, a sigmoid
+        "batched": (lambda a, w, b: (a @ w + b[:17]).sigmoid() * 3.0, (a3, w3, BIAS)),
+        # a strided (transposed) operand and a (rows, 1) leaf
+        "transposed": (lambda a, w, b: (a @ w.T) * a[:, :1] - b, (A, wt, BIAS)),
+        # the raw product is held: it is computed alone, its users fuse as a chain
+        "held": (lambda a, w, b: _both(a @ w, lambda p: (p + b).tanh()), (A, W, BIAS)),
+        # two products in one graph: one is the epilogue's host, one is computed first
+        "twice": (lambda a, w, b: (a @ w) * (a @ w + b), (A, W, BIAS)),
+        # a reduction of a pending product: the product first, then the fused reduction
+        "reduced": (lambda a, w, b: ((a @ w + b) * 2.0).sum(0), (A, W, BIAS)),
+        # a long k splits the matmul: the product first, the rest as an elementwise program
+        "split_k": (lambda a, w, b: (a @ w + b[:8]).relu(), (long_a, long_b, BIAS)),
+        # (the pending bias is computed first, where it is reshaped to broadcast)
+        "empty_k": (lambda a, w, b: a @ w + b[:5] * 2.0,
+                    (np.zeros((3, 0), np.float32), np.zeros((0, 5), np.float32), BIAS)),
+    }
+    fn, arrays = cases[case]
+    fused, n = run_counted(fn, fusing("wgpu"), *arrays)
+    eager, _ = run_counted(fn, get_backend("wgpu"), *arrays)
+    np.testing.assert_array_equal(fused, eager)
+    assert count is None or n == count
+
+
+def _both(p, f):
+    """``f(p)`` and ``p`` itself, both read (so the product is held while the graph runs)."""
+    out = f(p)
+    return ember.stack([out, p])
+
+
+@needs_wgpu
+def test_autodiff_over_fusion_gradients_equal_eager_wgpu_through_fused_kernels():
+    """A linear+bias+relu layer, a norm and a softmax cross-entropy written with tensor ops:
+    Autodiff(Fusion(wgpu)) gives Autodiff(wgpu)'s gradients (and numpy's, within float32)."""
+    a = rng.standard_normal((32, 24)).astype(np.float32)
+    w0 = (rng.standard_normal((24, 16)) * 0.3).astype(np.float32)
+    b0 = rng.standard_normal(16).astype(np.float32)
+    onehot = np.eye(16, dtype=np.float32)[rng.integers(0, 16, 32)]
+
+    def grads(backend):
+        w = ember.tensor(w0, backend=backend).require_grad()
+        b = ember.tensor(b0, backend=backend).require_grad()
+        h = norm_pieces((ember.tensor(a, backend=backend) @ w + b).relu())
+        loss = -(log_softmax_pieces(h) * ember.tensor(onehot, backend=backend)).sum(1).mean()
+        g = loss.backward()
+        return loss.item(), w.grad(g).numpy(), b.grad(g).numpy()
+
+    fused = grads(get_backend("autodiff-fusion-wgpu"))
+    eager = grads(Autodiff(get_backend("wgpu")))
+    ref = grads(get_backend("autodiff-numpy"))
+    for f, e, r in zip(fused, eager, ref):
+        np.testing.assert_array_equal(f, e)
+        np.testing.assert_allclose(f, r, rtol=1e-4, atol=1e-5)
+
+
+@needs_wgpu
+def test_a_jitted_training_step_on_autodiff_fusion_wgpu_matches_eager():
+    from ember import nn
+    from ember.nn.loss import cross_entropy
+    from ember.optim import Adam
+
+    def train(backend, jitted):
+        ember.seed(0)
+        with ember.use_backend(backend):
+            model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.LayerNorm(32),
+                                  nn.Linear(32, 5))
+        opt = Adam(model.parameters(), lr=1e-2)
+
+        def step(x, t):
+            loss = cross_entropy(model(x), t)
+            opt.step(loss.backward())
+            return loss
+
+        fn = ember.jit(step) if jitted else step
+        data = np.random.default_rng(1)
+        losses = []
+        for _ in range(4):
+            x = ember.tensor(data.standard_normal((16, 20)).astype(np.float32), backend=backend)
+            t = ember.tensor(data.integers(0, 5, 16), backend=backend)
+            losses.append(fn(x, t).item())
+        return losses, [p.numpy() for p in model.parameters()], fn
+
+    fusion = fusing("wgpu")
+    losses, weights, fn = train(Autodiff(fusion), True)
+    ref_losses, ref_weights, _ = train(Autodiff(get_backend("wgpu")), False)
+    assert (fn.traces, fn.replays) == (1, 2) and fusion.programs > 0
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    for w, r in zip(weights, ref_weights):
+        np.testing.assert_allclose(w, r, rtol=1e-5, atol=1e-6)

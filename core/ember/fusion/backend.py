@@ -128,16 +128,21 @@ class Fusion(Backend):
         return x.value
 
     def _settle(self, root: FusionPrim, keep: bool) -> None:
-        """Compute the contractions of ``root``'s pending graph first, all of them or (with
-        ``keep``) all but a lone one that nothing outside the graph holds: the graph's other
+        """Compute the contractions of ``root``'s pending graph first: all of them, or (with
+        ``keep``) all but the newest that nothing outside the graph holds; the graph's other
         nodes can be that one's epilogue, since its raw product is needed nowhere else."""
         found, uses = _contractions(root)
         count = getattr(sys, "getrefcount", None)
-        # the references here: the list, getrefcount's argument
-        if keep and len(found) == 1 and count is not None and count(found[0]) <= 2 + uses[0]:
-            return
-        for h in found:
-            self.materialise(h)
+        kept = -1
+        if keep and count is not None:
+            for j in range(len(found) - 1, -1, -1):
+                # the references here: the list, getrefcount's argument
+                if count(found[j]) <= 2 + uses[j]:
+                    kept = j
+                    break
+        for j in range(len(found)):
+            if j != kept:
+                self.materialise(found[j])
 
     def _reduce(self, name: str, x: FusionPrim, dims: tuple):
         """The reduction of ``x``'s pending graph as one program (the graph's result is not
