@@ -8,6 +8,9 @@ zero strides), scalar constants travel in the meta words, and every output of th
 (its result and the intermediate values kept for later) gets a binding. The kernel's frame is
 ``shaders/fused.wgsl``. The pipeline cache key is the program's signature (ops, dtypes,
 wiring, outputs): new constant values or leaf layouts reuse the compiled kernel.
+
+Programs that end in a reduction run in :mod:`.fused_reduce`, programs around a matmul in
+:mod:`.fused_matmul`; both build their code with :func:`statements` and :func:`leaf_bindings`.
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ matmul alone and the rest as an elementwise program.
 from __future__ import annotations
 
 from ... import dtype as dt
+from ...shape import numel
 from .compute import _batch_view, _choose_tile, _matmul_dispatch, _split_k
 from .fused import WORDS, const_words, leaf_bindings, statements
 from .kernels import render
-from ...shape import numel
 from .primitive import STORE
 
 _BINDINGS = 8  # WebGPU's default storage buffers per shader stage
