@@ -13,7 +13,7 @@ from __future__ import annotations
 from ... import dtype as dt
 from ...shape import numel
 from .compute import _batch_view, _choose_tile, _matmul_dispatch, _split_k
-from .fused import WORDS, const_words, leaf_bindings, statements
+from .fused_code import WORDS, const_words, leaf_bindings, statements
 from .kernels import render
 from .primitive import STORE
 

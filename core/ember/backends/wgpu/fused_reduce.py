@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from ...shape import numel
 from .compute import reduce_run
-from .fused import REDUCE_OPS, const_words, leaf_bindings, statements
+from .fused_code import const_words, leaf_bindings, statements
 from .kernels import render
 from .primitive import COMPUTE, STORE, collapse
+
+#: the reductions that fuse their input's graph, and reduce.wgsl's combining op for each
+REDUCE_OPS = {"float_sum": "sum", "float_prod": "prod", "float_max": "max", "float_min": "min"}
 
 def run_reduction(rt, program) -> list:
     """The intermediate values ``program.outputs`` keeps (whole, contiguous), then the
