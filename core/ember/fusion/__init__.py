@@ -1,7 +1,8 @@
 """Lazy elementwise fusion as a backend decorator (Burn's ``Fusion<B>``); see docs/fusion.md.
 
 ``Fusion(inner)`` records chains of elementwise ops and runs each as one program on the inner
-backend: one generated WGSL kernel on wgpu, ufuncs writing into reused temporaries on numpy.
+backend: one generated WGSL kernel on wgpu (with the reduction or the matmul the chain feeds
+or follows), ufuncs writing into reused temporaries on numpy.
 Registered names: ``"fusion-numpy"``, ``"fusion-wgpu"`` and ``"autodiff-fusion-wgpu"``
 (``Autodiff(Fusion(wgpu))``).
 

@@ -8,6 +8,10 @@ can fuse (see :mod:`ember.fusion.program`) and scalar ``full`` constants are rec
 everything else materialises its inputs and runs on the inner backend. A pending handle is
 materialised when it is read (``to_data``), when a non-fusable op or a movement op needs it,
 or when recording one more node would pass the compiler's limits; it then keeps its result.
+
+Where the compiler can, a reduction of a pending handle runs with its graph as one program
+(the handle stays pending), and a matmul is recorded as a pending contraction node whose
+elementwise users the compiler applies in the matmul's store (an epilogue).
 """
 
 from __future__ import annotations
