@@ -1,6 +1,7 @@
 // Reductions over any set of dims, with arg-reductions. The input view is split into kept dims
 // (the output, row-major) and reduced dims (K elements per output).
-// meta: [m, k, nk, nr, offset, kept_shape[nk], kept_strides[nk], red_shape[nr], red_strides[nr]]
+// meta: [m, k, then what `element` reads: for section `strided`, nk, nr, offset,
+//        kept_shape[nk], kept_strides[nk], red_shape[nr], red_strides[nr]]
 // `reduce_wg`: one workgroup per output, strided loop then a shared-memory tree;
 // `reduce_lane`: one lane per output (small K).
 // The kernels call `element(o, k)`, the k-th reduced element of output o: section `strided`
