@@ -280,9 +280,9 @@ def test_gradients_through_overrides_match_numpy():
 @pytest.mark.parametrize("n,k,m,batch", [(8, 2048, 8, ()), (3, 1000, 70, (2,)), (64, 600, 5, ())])
 def test_matmul_split_k(n, k, m, batch):
     """Few output tiles and a long k: the kernel splits k and adds the parts."""
-    from ember.backends.wgpu.compute import _split_k
+    from ember.backends.wgpu.compute import split_k
 
-    assert _split_k(1, k, 16)[0] > 1
+    assert split_k(1, k, 16)[0] > 1
     a, b = f32(*batch, n, k), f32(*batch, k, m)
     close(T(a) @ T(b), a @ b, tol=1e-4)
     ai = rng.integers(-3, 4, (n, k))
@@ -298,11 +298,11 @@ def test_matmul_split_k(n, k, m, batch):
 def test_matmul_large_tile():
     """Enough output tiles select the 128×128 kernel where the device allows it; ragged edges
     and a transposed operand included."""
-    from ember.backends.wgpu.compute import _choose_tile
+    from ember.backends.wgpu.compute import choose_tile
 
     rt = B.rt
     if rt.large_tile is None:
         pytest.skip("this device has no room for the large tile")
-    assert _choose_tile(rt, 100, 130, 260) is rt.large_tile
+    assert choose_tile(rt, 100, 130, 260) is rt.large_tile
     a, b = f32(260, 100, 40), f32(260, 130, 40)
     close(T(a) @ T(b).transpose(1, 2), a @ b.transpose(0, 2, 1), tol=1e-4)

@@ -94,7 +94,7 @@ def scan(rt: Runtime, x: WgpuTensor, dim: int, op: str) -> WgpuTensor:
 
 
 # -------------------------------------------------------------------- matmul
-def _batch_view(x: WgpuTensor):
+def batch_view(x: WgpuTensor):
     """(offset, batch stride) when the batch dims collapse to one, else None."""
     bshape, (bstr,) = collapse(x.shape[:-2], x.strides[:-2])
     if len(bshape) == 0:
@@ -113,15 +113,15 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
     m = b.shape[-1]
     batch_shape = a.shape[:-2]
     batch = numel(batch_shape)
-    tile = _choose_tile(rt, n, m, batch)
+    tile = choose_tile(rt, n, m, batch)
     gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
-    splits, kc = _split_k(gx * gy * batch, k, tile["BK"])
+    splits, kc = split_k(gx * gy * batch, k, tile["BK"])
     if out is None and splits == 1:
         out = rt.empty(batch_shape + (n, m), a.dtype, "matmul")
         out_view = (0, n * m, m)
     if batch == 0 or n == 0 or m == 0:
         return out if out is not None else rt.empty(batch_shape + (n, m), a.dtype, "matmul")
-    sa, sb = _batch_view(a), _batch_view(b)
+    sa, sb = batch_view(a), batch_view(b)
     if sa is None:
         a = contiguous(rt, a)
         sa = n * k
@@ -129,10 +129,10 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
         b = contiguous(rt, b)
         sb = k * m
     if splits == 1:
-        _matmul_dispatch(rt, a, b, sa, sb, out, out_view, 1, k, 0, tile)
+        matmul_dispatch(rt, a, b, sa, sb, out, out_view, 1, k, 0, tile)
         return out
     partial = rt.empty((splits, batch, n, m), a.dtype, "matmul")
-    _matmul_dispatch(rt, a, b, sa, sb, partial, (0, n * m, m), splits, kc, batch * n * m,
+    matmul_dispatch(rt, a, b, sa, sb, partial, (0, n * m, m), splits, kc, batch * n * m,
                      tile)
     summed = reduce(rt, partial, (0,), "sum")
     # reduce's output is a fresh contiguous (1, batch, n, m) buffer: drop the split dim
@@ -184,7 +184,7 @@ def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}") -> dict[str, 
 _SMALL_TILE = {"BM": 16, "BN": 32, "BK": 16, "TM": 4, "TN": 4}
 
 
-def _choose_tile(rt, n: int, m: int, batch: int = 1) -> dict[str, int]:
+def choose_tile(rt, n: int, m: int, batch: int = 1) -> dict[str, int]:
     """The large tile when it still gives enough workgroups to fill a big GPU, else the
     device's default tile unless that would pad the output to twice its size or more."""
     large = getattr(rt, "large_tile", None)
@@ -200,7 +200,7 @@ _TARGET_GROUPS = 256
 _MIN_KC = 256
 
 
-def _split_k(groups: int, k: int, bk: int) -> tuple[int, int]:
+def split_k(groups: int, k: int, bk: int) -> tuple[int, int]:
     if groups >= _TARGET_GROUPS or k < 2 * _MIN_KC:
         return 1, k
     splits = min(-(-_TARGET_GROUPS // groups), k // _MIN_KC)
@@ -217,7 +217,7 @@ def _copy_into(rt, src, out, out_view, batch_shape):
     return out
 
 
-def _matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epilogue=None):
+def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epilogue=None):
     """One matmul dispatch per 65535 batch entries. ``epilogue``: ``(key, code(), value,
     blocks, access, meta)`` of a fused epilogue: WGSL appended to the kernel (bindings from
     4 on), the stored ``value`` (see :func:`_unrolled`), its buffers, their access modes and

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ... import dtype as dt
 from ...shape import numel
-from .compute import _batch_view, _choose_tile, _matmul_dispatch, _split_k
+from .compute import batch_view, choose_tile, matmul_dispatch, split_k
 from .fused_code import WORDS, const_words, leaf_bindings, statements
 from .kernels import render
 from .primitive import STORE
@@ -35,14 +35,14 @@ def fits(rt, program) -> bool:
     n, k = a.shape[-2:]
     m = b.shape[-1]
     batch = numel(a.shape[:-2])
-    tile = _choose_tile(rt, n, m, batch)
-    splits, _ = _split_k(-(-m // tile["BN"]) * -(-n // tile["BM"]) * batch, k, tile["BK"])
+    tile = choose_tile(rt, n, m, batch)
+    splits, _ = split_k(-(-m // tile["BN"]) * -(-n // tile["BM"]) * batch, k, tile["BK"])
     outputs = [program.nodes[o][3] for o in program.outputs]
     # the meta words, a, b, the product's output, the leaves, the other outputs
     buffers = 4 + len(used) + len(outputs) - 1
     return (splits == 1 and buffers <= _BINDINGS and program.dtype is dt.float32
             and all(d in WORDS for d in outputs)
-            and all(_batch_view(x) is not None
+            and all(batch_view(x) is not None
                     for x in (a, b, *(program.leaves[j] for j in used))))
 
 
@@ -59,7 +59,7 @@ def run_contraction(rt, program) -> list:
     extra = []
     for j in used:
         x = leaves[j]
-        extra += [x.offset, _batch_view(x), x.strides[-2], x.strides[-1]]
+        extra += [x.offset, batch_view(x), x.strides[-2], x.strides[-1]]
     extra += const_words(program.consts)
     root = program.outputs[-1]
     side = program.outputs[:-1]
@@ -78,10 +78,10 @@ def run_contraction(rt, program) -> list:
                       NARROW=rt.lib.snippet("fused", "narrow"), LOADS=loads, LETS=lets) \
             + rt.libs(*loaders)
 
-    tile = _choose_tile(rt, n, m, numel(shape[:-2]))
+    tile = choose_tile(rt, n, m, numel(shape[:-2]))
     epilogue = (("fused", program.signature), code, "epilogue({acc}, batch, {r}, {col})",
                 [leaves[j].block for j in used] + [o.block for o in outs[:-1]],
                 ("read",) * len(used) + ("read_write",) * len(side), extra)
-    _matmul_dispatch(rt, a, b, _batch_view(a), _batch_view(b), outs[-1], (0, n * m, m), 1, k, 0,
+    matmul_dispatch(rt, a, b, batch_view(a), batch_view(b), outs[-1], (0, n * m, m), 1, k, 0,
                      tile, epilogue)
     return outs
