@@ -108,3 +108,13 @@ def test_learner_on_wgpu_jits_by_default_and_matches_eager_numpy(tmp_path):
         weights[name] = {k: v.numpy() for k, v in model.state_dict().items()}
     for k, v in weights["numpy"].items():
         np.testing.assert_allclose(weights["wgpu"][k], v, rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+def test_demos_run_wgpu_through_fusion_and_jit_unless_told_not_to():
+    from ember.demos.acceleration import demo_backend
+    from ember.fusion import Fusion
+
+    backend, jit = demo_backend("wgpu", None)
+    assert isinstance(backend, Fusion) and backend.inner.name == "wgpu" and jit is True
+    backend, jit = demo_backend("wgpu", False)
+    assert backend.name == "wgpu" and jit is False

@@ -70,20 +70,21 @@ def load_image(image) -> object:
 
 @lru_cache(maxsize=8)
 def _model(backend: str | None, jit: bool | None):
-    """The folded pretrained model's forward (to probabilities), through :func:`ember.jit`
-    when asked or, by default, where the backend benefits."""
+    """``(forward, backend)``: the folded pretrained model's forward to probabilities on the
+    backend :func:`~ember.demos.acceleration.demo_backend` picks (wgpu: Fusion + jit)."""
     # the model (and ember.nn) load when a photo is classified, not when the CLI starts
     import ember
 
+    from .acceleration import demo_backend
     from .efficientnet import pretrained
 
-    model = pretrained(backend=backend, fold=True)
+    runs_on, use_jit = demo_backend(backend or ember.default_backend().name, jit)
+    model = pretrained(backend=runs_on, fold=True)
 
     def forward(x):
         return model(x).softmax(dim=1)
 
-    use_jit = ember.jit.benefits(ember.get_backend(backend or ember.default_backend()))
-    return ember.jit(forward) if (use_jit if jit is None else jit) else forward
+    return (ember.jit(forward) if use_jit else forward), runs_on
 
 
 def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: int = 8,
@@ -104,9 +105,10 @@ def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: in
     images = list(images)
     for start in range(0, len(images), batch_size):
         batch = np.stack([load_image(im) for im in images[start:start + batch_size]])
-        forward = _model(backend, jit)  # after the first images: a bad file is reported at once
+        # after the first images: a bad file is reported at once
+        forward, runs_on = _model(backend, jit)
         with ember.no_grad():
-            probs = forward(ember.tensor(batch, backend=backend)).numpy()
+            probs = forward(ember.tensor(batch, backend=runs_on)).numpy()
         for row in probs:
             best = np.argsort(-row, kind="stable")[:top]
             results.append([(labels[i], float(row[i])) for i in best])

@@ -23,6 +23,7 @@ from ..io import atomic_write, save_file
 from ..jit import benefits
 from ..jit import jit as ember_jit
 from ..train import Learner
+from .acceleration import demo_backend
 from .mnist_model import MEAN, STD, mnist_cnn, preprocess
 
 DEFAULT_EPOCHS = {"mnist": 8, "fashion-mnist": 3}
@@ -50,13 +51,13 @@ def train_mnist(dataset: str = "mnist", backend: str = "numpy", epochs: int | No
                 resume: bool = False, seed: int = 0, renderer=None,
                 max_steps: int | None = None, jit: bool | None = None) -> dict:
     """Train, evaluate on the held-out test split, save the run; returns ``summary.json``.
-    ``jit``: capture the training step with :func:`ember.jit` (default: where the backend
-    benefits, see :class:`~ember.train.Learner`)."""
+    ``jit``: capture the training step with :func:`ember.jit` (default: on wgpu, over
+    ``Fusion``; see :func:`~ember.demos.acceleration.demo_backend`)."""
     started = time.perf_counter()
     set_seed(seed)
     epochs = epochs or DEFAULT_EPOCHS[dataset]
     folder = Path(run_dir or Path("runs") / dataset)
-    inner = get_backend(backend)
+    inner, jit = demo_backend(backend, jit)
     train_backend = inner if inner.caps.gradients else Autodiff(inner)
 
     full = MnistDataset("train", name=dataset)
