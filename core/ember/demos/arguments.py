@@ -46,8 +46,8 @@ def backend_name(text: str) -> str:
 
 
 def add_jit_flag(parser: argparse.ArgumentParser) -> None:
-    """``--no-jit``: run eagerly. Without it, ``args.jit`` is None: jit where the backend
-    benefits (:func:`ember.jit.benefits`)."""
+    """``--no-jit``: run eagerly. Without it, ``args.jit`` is None: Fusion + jit where the
+    backend benefits (:func:`~ember.demos.acceleration.demo_backend`)."""
     parser.add_argument("--no-jit", dest="jit", action="store_const", const=False, default=None,
-                        help="run every op eagerly (default: ember.jit where the backend "
-                             "benefits: wgpu)")
+                        help="run every op eagerly (default on wgpu: fused kernels, the step "
+                             "captured by ember.jit)")
