@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # before numpy loads: one BLAS thread, as torch below
@@ -83,13 +84,26 @@ def chain_calls(torch, inner, device):
     return [lambda: chain(x).tolist(), lambda: jitted(x).tolist(), lambda: chain(tx).tolist()]
 
 
-def dispatches_per_call(inner, run) -> int | None:
-    engine = getattr(getattr(inner, "rt", None), "engine", None)
-    if engine is None:
-        return None
-    before = engine.dispatches
+def profile(inner, run) -> tuple[int | None, float, float | None]:
+    """One call's GPU dispatches (wgpu), CPU ms of this thread (recording, submitting and
+    the host side of the read; not the wait) and GPU ms in compute passes (timestamp queries,
+    where the adapter has them; else None)."""
+    rt = getattr(inner, "rt", None)
+    adapter = rt.adapter if rt is not None else None
+    timed = adapter is not None and "timestamp-query" in adapter.info.features \
+        and hasattr(adapter, "start_gpu_timer")
+    if rt is not None:
+        rt.engine.flush()
+    if timed:
+        adapter.start_gpu_timer()
+    before = rt.engine.dispatches if rt is not None else 0
+    cpu = time.thread_time()
     run()
-    return engine.dispatches - before
+    cpu = (time.thread_time() - cpu) * 1e3
+    gpu = adapter.gpu_seconds() * 1e3 if timed else None
+    if timed:
+        adapter.stop_gpu_timer()  # timed passes cost a little: not in the timed calls
+    return (rt.engine.dispatches - before if rt is not None else None), cpu, gpu
 
 
 def main() -> None:
@@ -123,7 +137,7 @@ def main() -> None:
     while innermost.inner is not None:
         innermost = innermost.inner
     (counts,) = jitted_fn.stats()["steps"]
-    d_eager, d_jit = dispatches_per_call(innermost, eager), dispatches_per_call(innermost, jitted)
+    p_eager, p_jit = profile(innermost, eager), profile(innermost, jitted)
 
     print(f"MNIST CNN training step (Adam, batch {args.batch}), median of {args.repeat}, "
           f"calls alternated; ember on {backend.name} ({inner.device}), torch "
@@ -132,13 +146,15 @@ def main() -> None:
     print(f"tape: {counts['traced']} steps traced, {counts['after_folding']} after constant "
           f"folding, {counts['replayed']} replayed")
     print()
-    print("| variant | ms/step | ratio to torch | backend steps/call | dispatches/call |")
-    print("|---|---:|---:|---:|---:|")
-    rows = [("ember eager", te, "-", d_eager), ("ember.jit", tj, counts["replayed"], d_jit),
-            (f"torch ({device})", tt, "-", None)]
-    for label, t, steps, dispatches in rows:
-        shown = "-" if dispatches is None else dispatches
-        print(f"| {label} | {t * 1e3:.2f} | {t / tt:.2f}× | {steps} | {shown} |")
+    print("| variant | ms/step | ratio to torch | backend steps/call | dispatches/call "
+          "| CPU ms/call | GPU ms/call |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    rows = [("ember eager", te, "-", p_eager), ("ember.jit", tj, counts["replayed"], p_jit),
+            (f"torch ({device})", tt, "-", (None, None, None))]
+    for label, t, steps, (dispatches, cpu, gpu) in rows:
+        shown = ["-" if v is None else f"{v:.2f}" if isinstance(v, float) else v
+                 for v in (dispatches, cpu, gpu)]
+        print(f"| {label} | {t * 1e3:.2f} | {t / tt:.2f}× | {steps} | {' | '.join(map(str, shown))} |")
 
     te, tj, tt = median_times(chain_calls(torch, inner, device), args.repeat, warmup=2)
     print()
