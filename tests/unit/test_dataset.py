@@ -186,3 +186,25 @@ def test_image_folder(tmp_path):
     broken = [i for i, (p, _) in enumerate(ds.samples) if p.name == "broken.png"][0]
     with pytest.raises(DatasetError, match="can't read image"):
         ds[broken]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "python"])
+def test_random_crop_matches_pad_then_slice_per_image(backend):
+    """The batched gather equals numpy's pad + per-image slice at the same random corners
+    (drawn from a twin generator)."""
+    from ember.dataset.transforms import RandomCrop
+    from ember.random import Generator, philox_uniform
+
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 255, (5, 2, 6, 7)).astype(np.float32)
+    got = RandomCrop((4, 5), padding=2, generator=Generator(seed=9))(
+        ember.tensor(images, backend=backend)).numpy()
+    seed, offset = Generator(seed=9).take(10)
+    u = philox_uniform(10, seed, offset)
+    padded = np.pad(images, ((0, 0), (0, 0), (2, 2), (2, 2)))
+    H, W = padded.shape[-2:]
+    for i in range(5):
+        top, left = min(int(u[2 * i] * (H - 3)), H - 4), min(int(u[2 * i + 1] * (W - 4)), W - 5)
+        np.testing.assert_array_equal(got[i], padded[i, :, top:top + 4, left:left + 5])
+    single = RandomCrop(3, generator=Generator(seed=1))(ember.tensor(images[0], backend=backend))
+    assert single.shape == (2, 3, 3)

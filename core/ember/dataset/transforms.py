@@ -83,7 +83,8 @@ class RandomHorizontalFlip:
 
 
 class RandomCrop:
-    """Pad by ``padding`` (zeros) then crop ``size`` at a random place per image."""
+    """Pad by ``padding`` (zeros) then crop ``size`` at a random place per image. The whole
+    batch is one gather (a few ops on any backend, not one slice per image)."""
 
     def __init__(self, size: int | tuple[int, int], padding: int = 0,
                  generator: Generator | None = None):
@@ -92,22 +93,23 @@ class RandomCrop:
 
     @_batched
     def __call__(self, x):
+        from ..ops.creation import arange, tensor
         from ..ops.padding import pad
-        from ..ops.shape_ops import stack
 
         if self.padding:
             x = pad(x, (self.padding,) * 4)
         h, w = self.size
-        H, W = x.shape[-2:]
+        n, c, H, W = x.shape
         if h > H or w > W:
             raise ValueError(f"RandomCrop: crop {self.size} is larger than the image {(H, W)}")
-        u = _uniform(self.generator, 2 * x.shape[0])
-        crops = []
-        for i in range(x.shape[0]):
-            top = min(int(u[2 * i] * (H - h + 1)), H - h)
-            left = min(int(u[2 * i + 1] * (W - w + 1)), W - w)
-            crops.append(x[i, :, top : top + h, left : left + w])
-        return stack(crops)
+        u = _uniform(self.generator, 2 * n)
+        corners = [min(int(u[2 * i] * (H - h + 1)), H - h) * W
+                   + min(int(u[2 * i + 1] * (W - w + 1)), W - w) for i in range(n)]
+        window = (arange(h, backend=x.backend) * W).reshape(h, 1) \
+            + arange(w, backend=x.backend).reshape(1, w)
+        index = tensor(corners, backend=x.backend).reshape(n, 1, 1) + window.reshape(1, 1, h * w)
+        picked = x.reshape(n, c, H * W).gather(2, index.expand(n, c, h * w))
+        return picked.reshape(n, c, h, w)
 
 
 class RandomAffine:
