@@ -73,16 +73,34 @@ def median_time(fn, repeat: int, budget_s: float = float("inf")) -> float:
     return median_times([fn], repeat, warmup=0)[0]
 
 
-def dispatches(backend, fn) -> int | None:
-    """GPU dispatches one call of ``fn`` records on ``backend`` (the wgpu engine's counter,
-    found under any decorators: ``Autodiff(Fusion(wgpu))``); None (``fn`` still called once) on a
-    backend without one."""
+def profile(backend, fn) -> tuple[int | None, float, float | None]:
+    """One call of ``fn``: the GPU dispatches it records on ``backend`` (the wgpu engine's
+    counter, found under any decorators: ``Autodiff(Fusion(wgpu))``), the CPU ms of this thread
+    (recording, submitting, the host side of reads; not waiting) and the GPU ms in compute
+    passes (timestamp queries, where the adapter has them). None where unavailable."""
     while getattr(backend, "inner", None) is not None:
         backend = backend.inner
-    engine = getattr(getattr(backend, "rt", None), "engine", None)
-    before = 0 if engine is None else engine.dispatches
+    rt = getattr(backend, "rt", None)
+    adapter = rt.adapter if rt is not None else None
+    timed = (adapter is not None and "timestamp-query" in adapter.info.features
+             and hasattr(adapter, "start_gpu_timer"))
+    if rt is not None:
+        rt.engine.flush()
+    if timed:
+        adapter.start_gpu_timer()
+    before = rt.engine.dispatches if rt is not None else 0
+    cpu = time.thread_time()
     fn()
-    return None if engine is None else engine.dispatches - before
+    cpu = (time.thread_time() - cpu) * 1e3
+    gpu = adapter.gpu_seconds() * 1e3 if timed else None
+    if timed:
+        adapter.stop_gpu_timer()  # timed passes cost a little: never in the timed calls
+    return (rt.engine.dispatches - before if rt is not None else None), cpu, gpu
+
+
+def dispatches(backend, fn) -> int | None:
+    """GPU dispatches one call of ``fn`` records on ``backend`` (see :func:`profile`)."""
+    return profile(backend, fn)[0]
 
 
 def torch_twin(torch, model):

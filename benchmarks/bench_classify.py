@@ -33,7 +33,7 @@ import platform
 import sys
 import tempfile
 
-from _common import blas_threads, dispatches, median_times, pin_blas_threads
+from _common import blas_threads, median_times, pin_blas_threads, profile
 
 if __name__ == "__main__":
     pin_blas_threads("1")
@@ -107,7 +107,7 @@ def ember_variants(weights: str, backend, fusion: bool = False) -> list[tuple]:
 
 def measure(variants, peer, peer_label: str, batches: str, repeat: int, tol: float) -> list:
     """Per batch size and variant: (batch, label, seconds/image, ratio to the peer, dispatches
-    per call, max |logit - peer's|), timed in alternation with the peer; exits when the logits
+    per call, GPU ms per call (timestamp queries), max |logit - peer's|), timed in alternation with the peer; exits when the logits
     disagree (ember vs peer beyond ``tol``, jitted vs eager beyond ``JIT_TOL``)."""
     rows = []
     rng = np.random.default_rng(0)
@@ -134,18 +134,20 @@ def measure(variants, peer, peer_label: str, batches: str, repeat: int, tol: flo
         for (label, b, run, jitted), t, diff in zip(variants, times, diffs):
             if jitted is not None and jitted.stats()["traces"] != jitted.stats()["signatures"]:
                 raise SystemExit(f"{label} traced again while timed: {jitted.stats()}")
-            rows.append((n, label, t / n, t / times[-1], dispatches(b, lambda: run(x)), diff))
-        rows.append((n, peer_label, times[-1] / n, 1.0, None, 0.0))
+            d, _, gpu = profile(b, lambda: run(x))
+            rows.append((n, label, t / n, t / times[-1], d, gpu, diff))
+        rows.append((n, peer_label, times[-1] / n, 1.0, None, None, 0.0))
     return rows
 
 
 def print_table(rows, peer_label: str) -> None:
-    gpu = any(d is not None for *_, d, _ in rows)
+    gpu = any(d is not None for *_, d, _, _ in rows)
     print(f"| batch | variant | ms/image | ratio to {peer_label} | "
-          + ("dispatches/call | " if gpu else "") + "max abs logit diff |")
-    print("|---:|---|---:|---:|" + ("---:|" if gpu else "") + "---:|")
-    for n, label, t, ratio, d, diff in rows:
-        shown = (f"{'-' if d is None else d} | " if gpu else "")
+          + ("dispatches/call | GPU ms/call | " if gpu else "") + "max abs logit diff |")
+    print("|---:|---|---:|---:|" + ("---:|---:|" if gpu else "") + "---:|")
+    for n, label, t, ratio, d, g, diff in rows:
+        shown = (f"{'-' if d is None else d} | {'-' if g is None else f'{g:.2f}'} | "
+                 if gpu else "")
         print(f"| {n} | {label} | {t * 1e3:.2f} | {ratio:.2f}× | {shown}{diff:.1e} |")
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # before numpy loads: one BLAS thread, as torch below
@@ -25,7 +24,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 import ember
 import ember.jit
 import numpy as np
-from _common import blas_threads, median_times, torch_twin
+from _common import blas_threads, median_times, profile, torch_twin
 from ember import optim
 from ember.demos.mnist_model import mnist_cnn
 from ember.nn.loss import cross_entropy
@@ -82,28 +81,6 @@ def chain_calls(torch, inner, device):
     for _ in range(3):
         jitted(x)
     return [lambda: chain(x).tolist(), lambda: jitted(x).tolist(), lambda: chain(tx).tolist()]
-
-
-def profile(inner, run) -> tuple[int | None, float, float | None]:
-    """One call's GPU dispatches (wgpu), CPU ms of this thread (recording, submitting and
-    the host side of the read; not the wait) and GPU ms in compute passes (timestamp queries,
-    where the adapter has them; else None)."""
-    rt = getattr(inner, "rt", None)
-    adapter = rt.adapter if rt is not None else None
-    timed = adapter is not None and "timestamp-query" in adapter.info.features \
-        and hasattr(adapter, "start_gpu_timer")
-    if rt is not None:
-        rt.engine.flush()
-    if timed:
-        adapter.start_gpu_timer()
-    before = rt.engine.dispatches if rt is not None else 0
-    cpu = time.thread_time()
-    run()
-    cpu = (time.thread_time() - cpu) * 1e3
-    gpu = adapter.gpu_seconds() * 1e3 if timed else None
-    if timed:
-        adapter.stop_gpu_timer()  # timed passes cost a little: not in the timed calls
-    return (rt.engine.dispatches - before if rt is not None else None), cpu, gpu
 
 
 def main() -> None:
