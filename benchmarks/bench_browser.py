@@ -127,6 +127,7 @@ CONFIG = await (await pyfetch("bench/model.json")).json()
 with open("/tmp/bench.safetensors", "wb") as f:
     f.write(await (await pyfetch("bench/model.safetensors")).bytes())
 FORWARD = {}  # (backend name, jitted) -> normalised pixels to probabilities
+MODEL = {}  # backend name -> the jitted CNN alone (normalised input to logits)
 
 
 def forward_of(model):
@@ -143,6 +144,7 @@ for name in NAMES:
     m.eval()
     FORWARD[name, False] = forward_of(m)
     FORWARD[name, True] = ember.jit(forward_of(m))
+    MODEL[name] = ember.jit(m)
 
 def infer(name, jit, pixels):
     b = ember.get_backend(name)
@@ -173,6 +175,80 @@ def bench(name, pixels, warmup, runs):  # eager and jitted inferences, timed in 
                         "dispatches": dispatches(name, jit, pixels),
                         "stats": FORWARD[name, jit].stats() if jit else None}
                        for jit in (False, True)])
+
+
+def profile(pixels, warmup, runs):
+    # the jitted WebGPU inference taken apart, each part timed in alternation (ms); the
+    # adapter's submit and its mapAsync wait (through JSPI) are timed by wrapping them
+    from pyodide import ffi
+    import js
+
+    b = ember.get_backend("wgpu")
+    adapter = b.rt.adapter
+    spent = {"submit": 0.0, "map": 0.0}
+
+    def timed(key, fn):
+        def wrapper(*args):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                spent[key] += time.perf_counter() - t0
+        return wrapper
+
+    adapter.submit = timed("submit", adapter.submit)
+    adapter.map_read = timed("map", adapter.map_read)
+    pixels = list(pixels)
+    one = ember.tensor([1.0], backend=b)
+    x = ember.tensor(pixels, dtype="float32", backend=b).reshape(1, 1, 28, 28)
+    xn = (x / 255.0 - CONFIG["mean"]) / CONFIG["std"]
+    forward = FORWARD["wgpu", True]
+
+    def jspi():  # JSPI's own floor: suspend on a settled promise, resume
+        ffi.run_sync(js.Promise.resolve(0))
+
+    def roundtrip():
+        (one + 1).tolist()
+
+    def model_only():
+        MODEL["wgpu"](xn).tolist()
+
+    def inference():  # what bench() times for (wgpu, jit), cut where the parts meet
+        t0 = time.perf_counter()
+        x = ember.tensor(pixels, dtype="float32", backend=b).reshape(1, 1, 28, 28)
+        t1 = time.perf_counter()
+        y = forward(x)
+        t2 = time.perf_counter()
+        y.tolist()
+        t3 = time.perf_counter()
+        return {"create": t1 - t0, "replay": t2 - t1, "read": t3 - t2}
+
+    cases = {"jspi": jspi, "roundtrip": roundtrip, "model": model_only, "inference": inference}
+    times = {}
+    with ember.no_grad():
+        for i in range(max(warmup, 2) + runs):
+            for case, fn in cases.items():
+                spent.update(submit=0.0, map=0.0)
+                t0 = time.perf_counter()
+                parts = fn() or {}
+                parts["total"] = time.perf_counter() - t0
+                parts.update(spent)
+                if i >= max(warmup, 2):
+                    for part, sec in parts.items():
+                        times.setdefault(f"{case}.{part}", []).append(sec * 1000.0)
+        gpu = None
+        if "timestamp-query" in adapter.info.features:
+            adapter.start_gpu_timer()
+            for _ in range(runs):
+                inference()
+            gpu = [adapter.gpu_seconds() * 1000.0 / runs]
+            adapter.stop_gpu_timer()
+            adapter.start_gpu_timer()
+            for _ in range(runs):
+                roundtrip()
+            gpu.append(adapter.gpu_seconds() * 1000.0 / runs)
+            adapter.stop_gpu_timer()
+    return json.dumps({"times": times, "gpu": gpu})
 """
 
 ORT_BENCH = """async ([pixels, warmup, runs]) => {
@@ -243,7 +319,10 @@ def main() -> None:
                                            "/bench/": tmp, "/ort/": ORT_DIST})
     rows, notes = [], []
     with sync_playwright() as pw:
-        browser = harness.launch_chromium(pw, webgpu=True)
+        # unrounded GPU timestamps (Chromium rounds them to 100 us otherwise)
+        browser = pw.chromium.launch(executable_path=harness.CHROMIUM, headless=True,
+                                     args=harness.BASE_FLAGS + harness.WEBGPU_FLAGS
+                                     + ["--enable-webgpu-developer-features"])
         try:
             cold, info, page = [], None, None
             for _ in range(max(1, args.cold)):  # the last page stays for the latency runs
@@ -264,6 +343,10 @@ def main() -> None:
                                                 f"{args.runs})", {"PIXELS": pixels})
                 eager, jitted = json.loads(text)
                 ember_results[name, False], ember_results[name, True] = eager, jitted
+            prof = None
+            if "wgpu" in names:
+                prof = json.loads(harness.run_python(
+                    page, f"profile(PIXELS, {args.warmup}, {args.runs})", {"PIXELS": pixels}))
             ort = page.evaluate(ORT_BENCH, [pixels, args.warmup * 4, args.ort_runs])
             chromium = browser.version
         finally:
@@ -303,6 +386,40 @@ def main() -> None:
     print(f"\nORT session creation (model load, wasm compile): {ort['loadMs']:.0f} ms.")
     for note in notes:
         print(f"Note: {note}")
+    if prof is not None:
+        print_profile(prof, ort_median)
+
+
+PROFILE_ROWS = (  # (key in profile()'s times, label); indented rows are parts of the row above
+    ("inference.total", "jitted inference (as timed above: create + replay + read)"),
+    ("inference.create", "  (d) `ember.tensor(784 floats)` + reshape"),
+    ("inference.replay", "  (c) the jit call: replay recorded in Python (no submit, no wait)"),
+    ("inference.read", "  `tolist()`: submit + wait + copy out"),
+    ("inference.submit", "    queue.submit (in the read)"),
+    ("inference.map", "    mapAsync through JSPI (the GPU work + the round trip)"),
+    ("model.total", "(b) jitted CNN alone + read (no scaling, no softmax)"),
+    ("roundtrip.total", "(a) 1-element `(x + 1).tolist()`: one GPU round trip"),
+    ("roundtrip.map", "  mapAsync through JSPI"),
+    ("jspi.total", "JSPI alone: `run_sync` on a settled Promise"),
+)
+
+
+def print_profile(prof: dict, ort_median: float) -> None:
+    times = prof["times"]
+    total = statistics.median(times["inference.total"])
+    print("\n#### Where the jitted WebGPU inference goes (same page, calls alternating)\n")
+    print("| part | median ms | p10 ms | p90 ms | share of the inference | × ORT-web |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for key, label in PROFILE_ROWS:
+        med, p10, p90 = quantiles(times[key])
+        print(f"| {label} | {med:.3g} | {p10:.3g} | {p90:.3g} | {med / total:.0%} "
+              f"| {med / ort_median:.3g} |")
+    if prof["gpu"]:
+        for ms, label in zip(prof["gpu"], ("jitted inference", "1-element op")):
+            print(f"| (e) GPU time in compute passes (timestamp queries), {label} | {ms:.3g} "
+                  f"| – | – | {ms / total:.0%} | {ms / ort_median:.3g} |")
+    else:
+        print("\n(e) no timestamp-query on this adapter: GPU time not measured.")
 
 
 if __name__ == "__main__":

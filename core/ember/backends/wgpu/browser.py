@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...tensordata import TensorData
-from ...errors import EmberError
+from ...errors import EmberError, UnsupportedOpError
 from .adapter import AdapterInfo, GpuAdapter
 
 # Limits the kernel layer benefits from: request the adapter's maximum instead of WebGPU's
@@ -104,6 +104,8 @@ class BrowserAdapter(GpuAdapter):
         self._encoder = None
         self._pass = None
         self._layouts: dict[tuple[str, ...], tuple] = {}
+        self._timer = None  # (query set, capacity) while GPU timing is on
+        self._stamps = 0
         self.errors: list[str] = []  # uncaptured WebGPU errors, newest last
         self._on_error = _ffi()[1].create_proxy(self._record_error)
         device.addEventListener("uncapturederror", self._on_error)
@@ -131,7 +133,8 @@ class BrowserAdapter(GpuAdapter):
             value = getattr(adapter.limits, name, None)
             if value is not None:
                 limits[name] = value
-        features = ["shader-f16"] if adapter.features.has("shader-f16") else []
+        # timestamp-query: only for GPU timing (start_gpu_timer), which benchmarks turn on
+        features = [f for f in ("shader-f16", "timestamp-query") if adapter.features.has(f)]
         device = await adapter.requestDevice(
             _obj({"requiredFeatures": features, "requiredLimits": limits})
         )
@@ -220,8 +223,53 @@ class BrowserAdapter(GpuAdapter):
         if self._encoder is None:
             self._encoder = self._device.createCommandEncoder()
         if self._pass is None:
-            self._pass = self._encoder.beginComputePass()
+            desc = {}
+            if self._timer is not None and self._stamps + 2 <= self._timer[1]:
+                desc["timestampWrites"] = {"querySet": self._timer[0],
+                                           "beginningOfPassWriteIndex": self._stamps,
+                                           "endOfPassWriteIndex": self._stamps + 1}
+                self._stamps += 2
+            self._pass = self._encoder.beginComputePass(_obj(desc))
         return self._pass
+
+    # ---------------------------------------------------------------- GPU timing
+    def start_gpu_timer(self, capacity: int = 4096) -> None:
+        """Time every compute pass on the GPU from now on (timestamp queries; the device
+        must have ``timestamp-query``): :meth:`gpu_seconds` reads the sum. Chromium rounds
+        timestamps to 100 us unless started with ``--enable-webgpu-developer-features``."""
+        if "timestamp-query" not in self.info.features:
+            raise UnsupportedOpError(f"wgpu (browser): {self.info.name} has no "
+                                     "timestamp-query, so GPU time can't be measured on it")
+        query_set = self._device.createQuerySet(_obj({"type": "timestamp", "count": capacity}))
+        self._timer, self._stamps = (query_set, capacity), 0
+
+    def stop_gpu_timer(self) -> None:
+        self._timer = None
+
+    def gpu_seconds(self) -> float:
+        """GPU seconds spent in compute passes since the timer started or was last read
+        (submits and waits, synchronously: needs JSPI); passes beyond the capacity aren't
+        counted."""
+        queries, n = self._timer[0], self._stamps
+        if n == 0:
+            return 0.0
+        self.submit()
+        usage = self._js.GPUBufferUsage
+        resolved = self._device.createBuffer(
+            _obj({"size": 8 * n, "usage": usage.QUERY_RESOLVE | usage.COPY_SRC}))
+        staging = self.create_buffer(8 * n, "staging")
+        encoder = self._device.createCommandEncoder()
+        encoder.resolveQuerySet(queries, 0, n, resolved, 0)
+        encoder.copyBufferToBuffer(resolved, 0, staging, 0, 8 * n)
+        self._queue.submit(self._js.Array.of(encoder.finish()))
+        try:
+            ticks = memoryview(self.map_read(staging, 8 * n)).cast("Q")
+        finally:
+            resolved.destroy()
+            staging.destroy()
+        self._stamps = 0
+        # WebGPU timestamps are nanoseconds
+        return sum(ticks[i + 1] - ticks[i] for i in range(0, n, 2)) * 1e-9
 
     def dispatch(self, pipeline, bindings, groups) -> None:
         self.dispatch_bound(pipeline, self.bind_group(pipeline, bindings), groups)
