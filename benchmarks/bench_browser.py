@@ -23,6 +23,13 @@ cross-origin isolated, so wasm threads are unavailable; Pyodide is single-thread
 Chromium's WebGPU adapter here is SwiftShader, a CPU emulation of a GPU: its numbers say
 nothing about a real GPU. Cold start: a fresh page until ``loadEmber()`` resolves (Pyodide
 core, micropip, ember's wheel, backend choice), files from a local server, no HTTP cache.
+
+A second table takes the jitted WebGPU inference apart in the same page (parts timed in
+alternation): the tensor's creation, the jit call (replay recorded, not submitted), the read's
+submit and its mapAsync wait through JSPI; the CNN alone; a 1-element op's round trip; JSPI's
+own floor; GPU time from timestamp queries (Chromium runs with
+``--enable-webgpu-developer-features`` so they aren't rounded to 100 us); and the GPU time of
+each dispatch submitted alone.
 """
 
 from __future__ import annotations
@@ -248,7 +255,33 @@ def profile(pixels, warmup, runs):
                 roundtrip()
             gpu.append(adapter.gpu_seconds() * 1000.0 / runs)
             adapter.stop_gpu_timer()
-    return json.dumps({"times": times, "gpu": gpu})
+            kernels = [kernel_times(x) for _ in range(3)]
+    return json.dumps({"times": times, "gpu": gpu, "kernels": kernels})
+
+
+def kernel_times(x):
+    # GPU ms of each dispatch of the eager forward (the jitted one runs the same kernels), each
+    # submitted and timed alone: slower than inside one pass, but it shows where the time goes
+    b = ember.get_backend("wgpu")
+    adapter, engine = b.rt.adapter, b.rt.engine
+    names = {id(p): " ".join(str(k) for k in key[:2] if isinstance(k, str))
+             for key, p in b.rt.lib._pipelines.items()}
+    dispatch, every, out = engine.dispatch, engine.submit_every, []
+
+    def timed(pipeline, meta, buffers, groups):
+        dispatch(pipeline, meta, buffers, groups)  # submitted at once: submit_every is 1
+        out.append((names.get(id(pipeline), "?"), "×".join(map(str, groups)),
+                    adapter.gpu_seconds() * 1000.0))
+
+    engine.dispatch, engine.submit_every = timed, 1
+    adapter.start_gpu_timer()
+    try:
+        FORWARD["wgpu", False](x).tolist()
+    finally:
+        adapter.stop_gpu_timer()
+        del engine.dispatch
+        engine.submit_every = every
+    return out
 """
 
 ORT_BENCH = """async ([pixels, warmup, runs]) => {
@@ -420,6 +453,15 @@ def print_profile(prof: dict, ort_median: float) -> None:
                   f"| – | – | {ms / total:.0%} | {ms / ort_median:.3g} |")
     else:
         print("\n(e) no timestamp-query on this adapter: GPU time not measured.")
+        return
+    runs = prof["kernels"]
+    per = [statistics.median(run[i][2] for run in runs) for i in range(len(runs[0]))]
+    print("\nGPU ms per dispatch of the same forward, each dispatch submitted and timed alone "
+          f"(sum {sum(per):.3g} ms: alone they cost more than inside one pass):\n")
+    print("| # | kernel | workgroups | GPU ms | share |")
+    print("|---:|---|---|---:|---:|")
+    for i, ((name, groups, _), ms) in enumerate(zip(runs[0], per)):
+        print(f"| {i} | {name} | {groups} | {ms:.3g} | {ms / sum(per):.0%} |")
 
 
 if __name__ == "__main__":
