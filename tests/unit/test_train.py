@@ -246,3 +246,16 @@ def test_jitted_learner_trains_as_the_eager_one(tmp_path):
 def test_learner_jits_by_default_only_where_it_pays(tmp_path):
     _, learner, _, _ = _setup(tmp_path)
     assert learner.jit is False  # numpy: the kernels dominate
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_read_per_step_gives_the_separate_reads(dtype):
+    from ember.train.learner import _read_step
+
+    rng = np.random.default_rng(0)
+    out = ember.tensor(rng.standard_normal((3, 4)), dtype=dtype)
+    y = ember.tensor([2, 0, 3])
+    loss = (out * out).mean()
+    got = _read_step(loss, out, y)
+    assert got == (loss.item(), out.tolist(), [2, 0, 3])
+    assert _read_step(loss, None, None) == (loss.item(), None, None)

@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from ..random import Generator, default_generator
+from ..tensor import Tensor
 
 
 def _batched(fn: Callable) -> Callable:
@@ -108,7 +109,10 @@ class RandomCrop:
         window = (arange(h, backend=x.backend) * W).reshape(h, 1) \
             + arange(w, backend=x.backend).reshape(1, w)
         index = tensor(corners, backend=x.backend).reshape(n, 1, 1) + window.reshape(1, 1, h * w)
-        picked = x.reshape(n, c, H * W).gather(2, index.expand(n, c, h * w))
+        flat, b = x.reshape(n, c, H * W), x.backend
+        # The backend's gather, not Tensor.gather: these indices are in range by construction,
+        # and Tensor.gather's range check reads them back (a GPU sync per batch).
+        picked = Tensor(b.gather(flat._prim, 2, index.expand(n, c, h * w)._prim), b)
         return picked.reshape(n, c, h, w)
 
 

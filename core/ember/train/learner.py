@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import dtype as dt
 from ..errors import RecordError
 from ..random import default_generator
 from ..io.untrusted import reading
@@ -298,12 +299,10 @@ class Learner:
 
     def _update(self, metrics, loss, out, y) -> None:
         needs_outputs = any(m.tracked and m.name != "loss" for m in metrics)
-        step = StepOutput(
-            loss=float(loss.item()), batch_size=int(y.shape[0]),
-            predictions=out.detach().tolist() if needs_outputs and out.ndim == 2 else None,
-            targets=y.tolist() if needs_outputs and y.ndim == 1 else None,
-            lr=self.optimizer.lr,
-        )
+        loss_value, predictions, targets = _read_step(loss, out if needs_outputs else None,
+                                                      y if needs_outputs else None)
+        step = StepOutput(loss=loss_value, batch_size=int(y.shape[0]), predictions=predictions,
+                          targets=targets, lr=self.optimizer.lr)
         for m in metrics:
             m.update(step)
 
@@ -327,6 +326,34 @@ class Learner:
                 f"Learner: monitor {self.monitor!r} is not a metric; metrics: {sorted(source)}"
             )
         return improved
+
+
+def _read_step(loss, out, y) -> tuple[float, list | None, list | None]:
+    """The loss, the (batch, classes) outputs and the class targets as Python values, in ONE
+    read from the device (each read waits for the GPU: one sync per step, not three)."""
+    from ..ops.shape_ops import cat
+
+    # the loss's own dtype (float64 stays exact), at least float32 (class ids stay exact)
+    dtype = loss.dtype if loss.dtype.itemsize >= 4 else dt.float32
+    parts = [loss.detach().reshape(1).astype(dtype)]
+    rows = out is not None and out.ndim == 2
+    labels = y is not None and y.ndim == 1 and not y.dtype.is_float
+    if rows:
+        parts.append(out.detach().reshape(-1).astype(dtype))
+    if labels:
+        parts.append(y.astype(dtype))
+    values = cat(parts).tolist() if len(parts) > 1 else [loss.item()]
+    predictions = targets = None
+    at = 1
+    if rows:
+        n, k = out.shape
+        predictions = [values[at + i * k: at + (i + 1) * k] for i in range(n)]
+        at += n * k
+    if labels:
+        targets = [int(v) for v in values[at:]]
+    elif y is not None and y.ndim == 1:
+        targets = y.tolist()
+    return float(values[0]), predictions, targets
 
 
 def _results(metrics: list[Metric]) -> dict:
