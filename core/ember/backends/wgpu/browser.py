@@ -38,6 +38,16 @@ _LIMITS = (
     "maxComputeWorkgroupsPerDimension",
 )
 
+# body of (device, layout, ...flat): flat is buffer, offset, size per binding, in order
+_BIND_GROUP_JS = """
+const entries = [];
+for (let i = 0; i < flat.length; i += 3) {
+  entries.push({ binding: i / 3, resource: { buffer: flat[i], offset: flat[i + 1],
+                                             size: flat[i + 2] } });
+}
+return device.createBindGroup({ layout, entries });
+"""
+
 _NO_JSPI = (
     "wgpu (browser): a synchronous read ({op}) needs JavaScript Promise Integration, which "
     "this browser (or this call path) lacks. Enter Python through pyodide.runPythonAsync in "
@@ -106,6 +116,9 @@ class BrowserAdapter(GpuAdapter):
         self._layouts: dict[tuple[str, ...], tuple] = {}
         self._timer = None  # (query set, capacity) while GPU timing is on
         self._stamps = 0
+        # An eager dispatch makes a bind group: built in JS from flat arguments it is one call
+        # (~15 us in Pyodide) instead of a Python dict tree converted by to_js (~90 us).
+        self._create_group = js.Function.new("device", "layout", "...flat", _BIND_GROUP_JS)
         self.errors: list[str] = []  # uncaptured WebGPU errors, newest last
         self._on_error = _ffi()[1].create_proxy(self._record_error)
         device.addEventListener("uncapturederror", self._on_error)
@@ -275,13 +288,8 @@ class BrowserAdapter(GpuAdapter):
         self.dispatch_bound(pipeline, self.bind_group(pipeline, bindings), groups)
 
     def bind_group(self, pipeline, bindings):
-        return self._device.createBindGroup(_obj({
-            "layout": pipeline[1],
-            "entries": [
-                {"binding": i, "resource": {"buffer": buf, "offset": off, "size": size}}
-                for i, (buf, off, size) in enumerate(bindings)
-            ],
-        }))
+        flat = [value for binding in bindings for value in binding]
+        return self._create_group(self._device, pipeline[1], *flat)
 
     def dispatch_bound(self, pipeline, group, groups) -> None:
         p = self._compute_pass()
