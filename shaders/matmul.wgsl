@@ -7,14 +7,17 @@
 // meta: [z0, n, m, k, a_off, a_sb, a_sr, a_sc, b_off, b_sb, b_sr, b_sc, o_off, o_sb, o_sr,
 //        splits, kc, o_ss]
 // The output's columns are contiguous; its offset/strides let a conv write one batch chunk.
+// float16 operands stay packed (two per u32 word, the low half first) and are converted to
+// f32 as the tiles load; a float16 result is stored as pairs of columns, one word each (the
+// launcher makes sure each pair is a word of this output alone).
 // Split-K: workgroup z covers batch z / splits and the k range of part z % splits (kc long),
 // writing its partial sums at o_ss · part (the launcher adds the parts), so a product with
 // few output tiles and a long k still fills the device.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
-@group(0) @binding(1) var<storage, read> a: array<{{CT}}>;
-@group(0) @binding(2) var<storage, read> b: array<{{CT}}>;
-@group(0) @binding(3) var<storage, read_write> out: array<{{CT}}>;
+@group(0) @binding(1) var<storage, read> a: array<{{IN_T}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{IN_T}}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{{OUT_T}}>;
 
 const BM: u32 = {{BM}}u;
 const BN: u32 = {{BN}}u;
@@ -38,17 +41,19 @@ var<private> a_sc: i32;
 var<private> b_sr: i32;
 var<private> b_sc: i32;
 
+{{HELPERS}}
+
 // element (r, c) of the A tile (rows row0.., k k0..) or B tile, zero outside the operand
 fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> {{CT}} {
     if (full || (row0 + r < n && k0 + c < kk)) {
-        return a[u32(a_base + i32(r) * a_sr + i32(k0 + c) * a_sc)];
+        return read_a(u32(a_base + i32(r) * a_sr + i32(k0 + c) * a_sc));
     }
     return {{ZERO}};
 }
 
 fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> {{CT}} {
     if (full || (k0 + r < kk && col0 + c < m)) {
-        return b[u32(b_base + i32(k0 + r) * b_sr + i32(c) * b_sc)];
+        return read_b(u32(b_base + i32(k0 + r) * b_sr + i32(c) * b_sc));
     }
     return {{ZERO}};
 }
@@ -85,3 +90,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let o_base = s(12) + i32(part) * s(17) + i32(batch) * s(13);
 {{STORE}}
 }
+
+//! read
+// element e of an operand
+fn read_a(e: u32) -> {{CT}} { return a[e]; }
+fn read_b(e: u32) -> {{CT}} { return b[e]; }
+
+//! read_f16
+// element e of a float16 operand: half e % 2 of word e / 2 (exact, subnormals included)
+fn read_a(e: u32) -> f32 { return f16_bits_to_f32((a[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu); }
+fn read_b(e: u32) -> f32 { return f16_bits_to_f32((b[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu); }
+
+//! pack_f16
+// two results as one float16 word (round half to even, as the backend's casts)
+fn pack_f16(x: f32, y: f32) -> u32 { return f32_to_f16_bits(x) | (f32_to_f16_bits(y) << 16u); }

@@ -9,7 +9,8 @@ from __future__ import annotations
 from ... import dtype as dt
 from ...shape import numel
 from .kernels import render
-from .launch import _IDENT, WG, Runtime, contiguous, copy_region
+from . import tuning
+from .launch import _IDENT, WG, Runtime, contiguous, copy_region, map_op
 from .primitive import COMPUTE, STORE, WgpuTensor, collapse, contiguous_strides
 
 
@@ -108,17 +109,12 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
            out_view: tuple[int, int, int] | None = None) -> WgpuTensor:
     """Batched ``(..., n, k) @ (..., k, m)`` with identical batch dims. ``out`` with
     ``out_view = (offset, batch stride, row stride)`` writes into part of an existing buffer
-    (columns contiguous); the result is then ``out`` itself."""
+    (columns contiguous; 32-bit dtypes only); the result is then ``out`` itself. float16 operands
+    are read packed, accumulated in f32 and stored as float16 (see :func:`matmul_dispatch`)."""
     n, k = a.shape[-2:]
     m = b.shape[-1]
     batch_shape = a.shape[:-2]
     batch = numel(batch_shape)
-    tile = choose_tile(rt, n, m, batch)
-    gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
-    splits, kc = split_k(gx * gy * batch, k, tile["BK"])
-    if out is None and splits == 1:
-        out = rt.empty(batch_shape + (n, m), a.dtype, "matmul")
-        out_view = (0, n * m, m)
     if batch == 0 or n == 0 or m == 0:
         return out if out is not None else rt.empty(batch_shape + (n, m), a.dtype, "matmul")
     sa, sb = batch_view(a), batch_view(b)
@@ -128,24 +124,89 @@ def matmul(rt: Runtime, a: WgpuTensor, b: WgpuTensor, out: WgpuTensor | None = N
     if sb is None:
         b = contiguous(rt, b)
         sb = k * m
-    if splits == 1:
+
+    def run(tile, splits, kc):
+        return _run(rt, a, b, sa, sb, out, out_view, tile, splits, kc)
+
+    return run(*plan(rt, n, m, k, batch, a.dtype, run))
+
+
+def _run(rt, a, b, sa, sb, out, out_view, tile, splits, kc):
+    n, k = a.shape[-2:]
+    m = b.shape[-1]
+    batch_shape = a.shape[:-2]
+    fresh = out is None
+    if fresh:
+        out_view = (0, n * m, m)
+    half = a.dtype is dt.float16
+    # a float16 result is stored as pairs of columns, one u32 word each: every pair must be
+    # a word of this output alone (even offset, strides and width)
+    if splits == 1 and not (half and any(v % 2 for v in (*out_view, m))):
+        if fresh:
+            out = rt.empty(batch_shape + (n, m), a.dtype, "matmul")
         matmul_dispatch(rt, a, b, sa, sb, out, out_view, 1, k, 0, tile)
         return out
-    partial = rt.empty((splits, batch, n, m), a.dtype, "matmul")
-    matmul_dispatch(rt, a, b, sa, sb, partial, (0, n * m, m), splits, kc, batch * n * m,
-                     tile)
-    summed = reduce(rt, partial, (0,), "sum")
+    # split-k parts (or an odd float16 result) in f32, summed, then narrowed or copied
+    batch = numel(batch_shape)
+    part = rt.empty((splits, batch, n, m), dt.float32 if half else a.dtype, "matmul")
+    matmul_dispatch(rt, a, b, sa, sb, part, (0, n * m, m), splits, kc, batch * n * m, tile)
+    summed = reduce(rt, part, (0,), "sum") if splits > 1 else part
     # reduce's output is a fresh contiguous (1, batch, n, m) buffer: drop the split dim
     summed = summed.view(batch_shape + (n, m), contiguous_strides(batch_shape + (n, m)))
-    if out is None:
-        return summed
-    return _copy_into(rt, summed, out, out_view, batch_shape)
+    if half:
+        return map_op(rt, [summed], dt.float16, "x0")
+    return summed if fresh else _copy_into(rt, summed, out, out_view, batch_shape)
 
 
-def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}") -> dict[str, str]:
+# (name, tile): the autotuner's candidates (kept where the device's limits allow them)
+_CANDIDATES = (
+    ("32x32/4x4", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4}),
+    ("64x64/4x4", {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}),
+    ("64x128/4x8", {"BM": 64, "BN": 128, "BK": 16, "TM": 4, "TN": 8}),
+    ("128x64/8x4", {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 4}),
+    ("128x128/8x8", {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}),
+    ("128x128/8x8k8", {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}),
+)
+
+
+def _fits(info, tile: dict[str, int]) -> bool:
+    lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
+    shared = ((tile["BM"] + 4) * tile["BK"] + tile["BK"] * tile["BN"]) * 4
+    return lanes <= info.max_invocations and shared <= info.workgroup_storage
+
+
+def _name(tile: dict[str, int]) -> str:
+    return "{BM}x{BN}/{TM}x{TN}k{BK}".format(**tile)
+
+
+def plan(rt, n: int, m: int, k: int, batch: int, dtype=dt.float32, run=None):
+    """``(tile, splits, kc)`` of a product: the autotuner's choice for its shape class where
+    :mod:`.tuning` says so (``run(tile, splits, kc)`` launches a candidate for it to time),
+    else the default rule (:func:`choose_tile`, :func:`split_k`)."""
+    tile = choose_tile(rt, n, m, batch)
+    groups = -(-m // tile["BN"]) * -(-n // tile["BM"])
+    default = (tile, *split_k(groups * batch, k, tile["BK"]))
+    if run is None:
+        return default
+    options = {}
+    for t in [tile] + [t for _, t in _CANDIDATES if _fits(rt.info, t)]:
+        g = -(-m // t["BN"]) * -(-n // t["BM"]) * batch
+        options[_name(t)] = (t, 1, k)
+        splits, kc = split_k(g, k, t["BK"])
+        if splits > 1:
+            options[_name(t) + "+split"] = (t, splits, kc)
+    name = _name(tile) + ("+split" if default[1] > 1 else "")
+    chosen = tuning.TUNER.choose(rt, (n, m, k, batch), dtype.name, name,
+                                 {key: (lambda o=o: run(*o)) for key, o in options.items()})
+    return options[chosen]
+
+
+def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
+              pairs: bool = False) -> dict[str, str]:
     """The register tile's statements, unrolled (TM and TN multiples of 4): accumulator
     declarations, the BK steps of products, and the guarded stores of ``value`` (a format
-    of the accumulated ``acc`` at row ``r`` and column ``col``: a fused epilogue)."""
+    of the accumulated ``acc`` at row ``r`` and column ``col``: a fused epilogue), or with
+    ``pairs`` the accumulators packed two float16 per u32 word."""
     tm4, tn4 = tile["TM"] // 4, tile["TN"] // 4
     rows = [(g, q) for g in range(tm4) for q in range(4)]
     decl = [f"    var acc{g}_{q}_{j}: vec4<{ct}>;" for g, q in rows for j in range(tn4)]
@@ -162,11 +223,16 @@ def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}") -> dict[str, 
         r = f"r{g}_{q}"
         store.append(f"    let {r} = row0 + (lid.y + LY * {g}u) * 4u + {q}u;")
         for j in range(tn4):
-            for w in range(4):
+            for w in range(0, 4, 2 if pairs else 1):
                 col = f"col0 + (lid.x + LX * {j}u) * 4u + {w}u"
-                v = value.format(acc=f"acc{g}_{q}_{j}[{w}]", r=r, col=col)
-                store.append(f"    if ({r} < n && {col} < m) {{ out[u32(o_base + i32({r}) * s(14)"
-                             f" + i32({col}))] = {v}; }}")
+                at = f"o_base + i32({r}) * s(14) + i32({col})"
+                if pairs:  # float16: columns w, w + 1 in one word (see shaders/matmul.wgsl)
+                    acc = f"acc{g}_{q}_{j}"
+                    v = f"pack_f16({acc}[{w}], {acc}[{w + 1}])"
+                    at = f"({at}) >> 1"
+                else:
+                    v = value.format(acc=f"acc{g}_{q}_{j}[{w}]", r=r, col=col)
+                store.append(f"    if ({r} < n && {col} < m) {{ out[u32({at})] = {v}; }}")
     lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
     loads = []
     for t in range(-(-tile["BM"] * tile["BK"] // lanes)):
@@ -218,19 +284,32 @@ def _copy_into(rt, src, out, out_view, batch_shape):
 
 
 def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epilogue=None):
-    """One matmul dispatch per 65535 batch entries. ``epilogue``: ``(key, code(), value,
+    """One matmul dispatch per 65535 batch entries. float16 operands are read from their
+    packed words into f32 (f32 accumulators); a float16 ``out`` gets them packed in pairs of
+    columns (its offset, strides and width even). ``epilogue``: ``(key, code(), value,
     blocks, access, meta)`` of a fused epilogue: WGSL appended to the kernel (bindings from
     4 on), the stored ``value`` (see :func:`_unrolled`), its buffers, their access modes and
     the meta words after the matmul's."""
-    ct = _ct(a)
+    half = a.dtype is dt.float16
+    ct = "f32" if half else _ct(a)
+    pairs = out.dtype is dt.float16
     n, k = a.shape[-2:]
     m = b.shape[-1]
     zero = "0.0" if ct == "f32" else "0"
     key, code, value, blocks, access, extra = epilogue or ((), str, "{acc}", [], (), [])
-    pipe = rt.lib.pipeline(("matmul", ct, tuple(tile.items())) + key, lambda: (
-        render(rt.lib.source("matmul"), CT=ct, ZERO=zero, **_unrolled(ct, tile, value),
-               **tile) + code(),
-        ("read", "read", "read", "read_write") + access))
+
+    def build():
+        helpers = [rt.lib.snippet("matmul", "read_f16" if half else "read", CT=ct)]
+        if half or pairs:
+            helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
+        if pairs:
+            helpers.append(rt.lib.snippet("matmul", "pack_f16"))
+        return (render(rt.lib.source("matmul"), CT=ct, ZERO=zero, IN_T="u32" if half else ct,
+                       OUT_T="u32" if pairs else ct, HELPERS="\n".join(helpers),
+                       **_unrolled(ct, tile, value, pairs), **tile) + code(),
+                ("read", "read", "read", "read_write") + access)
+
+    pipe = rt.lib.pipeline(("matmul", ct, half, pairs, tuple(tile.items())) + key, build)
     gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
     top = rt.info.max_groups_per_dim
     total = numel(a.shape[:-2]) * splits
