@@ -1,5 +1,5 @@
-// Neural-network kernels (float32; the backend widens float16 first): im2col / col2im for the
-// convolutions, direct kernels for depthwise (few channels per group) convolutions, pooling
+// Neural-network kernels (float32; the backend widens float16 first): direct kernels for
+// depthwise (few channels per group) convolutions (the others are conv_igemm.wgsl), pooling
 // windows, row-wise softmax / log-softmax and layer norm. One lane per output element (or
 // row): no workgroup memory and no barriers, which lavapipe punishes.
 // Inputs are strided views (offset and strides in elements live in `prm`), so transposed or
@@ -12,100 +12,6 @@ const WG: u32 = {{WG}}u;
 {{LIBS}}
 
 fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
-
-//! im2col
-// Columns of a convolution, laid out (G, K, N0, P) with K = (C/G)·taps, so one batched
-// matmul (G, C_out/G, K) @ (G, K, N0·P) gives (C_out, N0·P). Samples n0 .. n0+N0 only.
-// meta: [total, N0, P, K, taps, cg, nd, x_off, sN, sC, n0,
-//        per spatial dim d: in_size, out_size, kernel, stride, dilation, pad_before, x_stride]
-@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_id(gid, nwg, WG);
-    if (i >= prm[0]) { return; }
-    let nn = prm[1];
-    let pp = prm[2];
-    let kk = prm[3];
-    let taps = prm[4];
-    let p = i % pp;
-    let n = (i / pp) % nn + prm[10];
-    let krow = (i / (pp * nn)) % kk;
-    let g = i / (pp * nn * kk);
-    let c = g * prm[5] + krow / taps;
-    var tap = krow % taps;
-    var pos = p;
-    var off = si(7) + i32(n) * si(8) + i32(c) * si(9);
-    var inside = true;
-    for (var d = i32(prm[6]) - 1; d >= 0; d = d - 1) {
-        let b = 11u + u32(d) * 7u;
-        let k = tap % prm[b + 2u];
-        tap = tap / prm[b + 2u];
-        let o = pos % prm[b + 1u];
-        pos = pos / prm[b + 1u];
-        let coord = i32(o * prm[b + 3u] + k * prm[b + 4u]) - si(b + 5u);
-        inside = inside && coord >= 0 && coord < i32(prm[b]);
-        off = off + coord * si(b + 6u);
-    }
-    var v = 0.0;
-    if (inside) { v = src[u32(off)]; }
-    out[i] = v;
-}
-
-//! col2im
-// The transposed convolution's gather: cols (G, Cog·taps, N·P_in) from one matmul; each output
-// element (n, co, *pos) sums the taps whose input position pos + pad - k·dil is a multiple of
-// the stride inside the input. Adds the bias when has_bias.
-// meta: [total, N, C_out, cog, taps, P_in, P_out, nd, has_bias,
-//        per spatial dim d: in_size, out_size, kernel, stride, dilation, pad]
-@group(0) @binding(1) var<storage, read> cols: array<f32>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = linear_id(gid, nwg, WG);
-    if (i >= prm[0]) { return; }
-    let nn = prm[1];
-    let cout = prm[2];
-    let cog = prm[3];
-    let taps = prm[4];
-    let pin = prm[5];
-    let pout = prm[6];
-    let nd = prm[7];
-    let p = i % pout;
-    let co = (i / pout) % cout;
-    let n = i / (pout * cout);
-    let g = co / cog;
-    let row0 = (g * cog + co % cog) * taps;
-    var acc = 0.0;
-    for (var t = 0u; t < taps; t = t + 1u) {
-        var tap = t;
-        var pos = p;
-        var q = 0u;
-        var ok = true;
-        var scale = 1u;
-        for (var d = i32(nd) - 1; d >= 0; d = d - 1) {
-            let b = 9u + u32(d) * 6u;
-            let k = tap % prm[b + 2u];
-            tap = tap / prm[b + 2u];
-            let o = pos % prm[b + 1u];
-            pos = pos / prm[b + 1u];
-            let num = i32(o) + si(b + 5u) - i32(k * prm[b + 4u]);
-            let st = i32(prm[b + 3u]);
-            let j = num / st;
-            ok = ok && num >= 0 && j * st == num && j < i32(prm[b]);
-            q = q + u32(max(j, 0)) * scale;
-            scale = scale * prm[b];
-        }
-        if (ok) { acc = acc + cols[(row0 + t) * nn * pin + n * pin + q]; }
-    }
-    if (prm[8] == 1u) { acc = acc + bias[co]; }
-    out[i] = acc;
-}
 
 //! pool
 // Max (-inf padding, NaN propagates) or average (PyTorch's divisors: windows clipped to the

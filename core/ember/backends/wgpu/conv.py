@@ -1,0 +1,227 @@
+"""Convolution launchers of the wgpu backend: conv, conv_transpose (also a conv's input
+gradient) and the weight gradient, in float32 (float16 is widened first, the result narrowed).
+
+Which kernel runs, by one rule for all three:
+
+- few (at most ``_DIRECT_MAX_CHANNELS``) input channels per group and groups > 1 (depthwise,
+  as in MobileNet/EfficientNet): the direct kernels of nn.wgsl, one lane per output element
+  looping over the taps — a GEMM per group would have tiny dimensions;
+- an ungrouped 1×1 conv (or conv_transpose) with stride 1 and no padding: one batched matmul
+  on views, ``W @ x[n]``, with no gather at all;
+- everything else: an implicit GEMM (shaders/conv_igemm.wgsl): matmul's tiles with the im2col
+  column of each K-tile gathered from the input into workgroup memory, so no column matrix
+  exists in memory. The weight gradient is the same kernel reducing over images × pixels,
+  split over k (partial sums, then one reduction) when its output alone has too few tiles.
+"""
+
+from __future__ import annotations
+
+from ... import dtype as dt
+from ...shape import conv_output_size, conv_transpose_output_size, numel
+from . import compute
+from .kernels import render
+from .launch import WG, Runtime, contiguous, map_op, narrow, widen
+from .primitive import WgpuTensor, collapse, contiguous_strides
+
+# grouped convs with at most this many (input) channels per group use the direct kernels
+_DIRECT_MAX_CHANNELS = 8
+
+
+def nn_pipe(rt: Runtime, section: str, n_buffers: int, **keys):
+    """The pipeline of one nn.wgsl section (bindings: meta, inputs, then the output)."""
+    key = ("nn", section, tuple(sorted(keys.items())))
+    access = ("read",) * (n_buffers + 1) + ("read_write",)
+    return rt.lib.pipeline(key, lambda: (
+        render(rt.lib.source("nn", section), WG=WG, LIBS=rt.libs(), **keys), access))
+
+
+def f32(rt: Runtime, x: WgpuTensor) -> WgpuTensor:
+    return widen(rt, x) if x.dtype != dt.float32 else x
+
+
+def _direct(groups: int, per_group: int) -> bool:
+    return groups > 1 and per_group <= _DIRECT_MAX_CHANNELS
+
+
+def _pointwise(kernel, stride, pads, groups: int) -> bool:
+    """A 1×1, stride-1, unpadded, ungrouped (de)convolution: a plain matmul per image."""
+    return groups == 1 and all(k == 1 for k in kernel) and all(s == 1 for s in stride) and \
+        not any(pads)
+
+
+def _geometry(spatial, out, kernel, stride, dilation, pads, strides) -> list[int]:
+    words: list[int] = []
+    for d in range(len(kernel)):
+        words += [spatial[d], out[d], kernel[d], stride[d], dilation[d], pads[d], strides[d]]
+    return words
+
+
+def _bias(rt: Runtime, bias):
+    return contiguous(rt, f32(rt, bias)) if bias is not None else None
+
+
+# -------------------------------------------------------------------- implicit GEMM
+def _stores(tile: dict[str, int]) -> str:
+    """The register tile's stores through the section's ``store(row, col, value)``."""
+    return "\n".join(
+        f"    store(row0 + (lid.y + LY * {g}u) * 4u + {q}u, "
+        f"col0 + (lid.x + LX * {j}u) * 4u + {c}u, acc{g}_{q}_{j}[{c}]);"
+        for g in range(tile["TM"] // 4) for q in range(4)
+        for j in range(tile["TN"] // 4) for c in range(4))
+
+
+def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, k: int,
+           groups: int, cin_g: int, taps: int, positions: int, c_out: int, w_strides, geometry,
+           tile: dict[str, int], transposed: bool = False, splits: int = 1, kc: int = 0,
+           o_ss: int = 0) -> None:
+    """One conv_igemm.wgsl dispatch per ``max_groups_per_dim`` column tiles (meta: see there)."""
+    nd = len(geometry) // 7
+
+    def build():
+        keys = compute._unrolled("f32", tile)
+        keys["STORE"] = _stores(tile)
+        code = render(rt.lib.source("conv_igemm", section), ND=nd,
+                      TRANSPOSED=str(transposed).lower(), **keys, **tile)
+        return code, ("read",) * 4 + ("read_write",)
+
+    pipe = rt.lib.pipeline(("conv_igemm", section, nd, transposed, tuple(tile.items())), build)
+    gx, gy = -(-cols // tile["BN"]), -(-rows // tile["BM"])
+    top = rt.info.max_groups_per_dim
+    b = bias if bias is not None else w
+    for x0 in range(0, gx, top):
+        meta = [rows, cols, k, splits, kc or k, x.offset, x.strides[0], x.strides[1],
+                int(bias is not None), c_out, cin_g, taps, positions, o_ss, *w_strides,
+                x0 * tile["BN"], *geometry]
+        rt.engine.dispatch(pipe, meta, [x.block, w.block, b.block, out.block],
+                           (min(top, gx - x0), gy, groups * splits))
+
+
+def _pointwise_matmul(rt: Runtime, x, wmat, bias):
+    """``y[n] = wmat @ x[n]`` (+ bias) for every image: x (N, C, *spatial), wmat (C_out, C)."""
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    sshape, (sstr,) = collapse(spatial, x.strides[2:])
+    if len(sshape) > 1:
+        x = contiguous(rt, x)
+        sstr = (1,)
+    p = numel(spatial)
+    xv = x.view((n, c, p), (x.strides[0], x.strides[1], sstr[0] if sstr else 1))
+    wv = wmat.view((n,) + wmat.shape, (0,) + wmat.strides)
+    y = compute.matmul(rt, wv, xv)
+    shape = (n, wmat.shape[0]) + spatial
+    y = y.view(shape, contiguous_strides(shape))
+    if bias is None:
+        return y
+    bv = bias.view(shape, (0, bias.strides[0]) + (0,) * len(spatial))
+    return map_op(rt, [y, bv], dt.float32, "x0 + x1")
+
+
+# -------------------------------------------------------------------- the three ops
+def conv(rt: Runtime, x, weight, bias, stride, padding, dilation, groups):
+    dtype = x.dtype
+    x, weight = f32(rt, x), contiguous(rt, f32(rt, weight))
+    n, c = x.shape[:2]
+    spatial, kernel = x.shape[2:], weight.shape[2:]
+    c_out = weight.shape[0]
+    out = tuple(conv_output_size(*a) for a in zip(spatial, kernel, stride, padding, dilation))
+    cg, cog = c // groups, c_out // groups
+    pads = [lo for lo, _ in padding]
+    b = _bias(rt, bias)
+    if _direct(groups, cg):
+        y = _conv_direct(rt, x, weight, b, stride, pads, dilation, groups, out)
+    elif _pointwise(kernel, stride, pads + [hi for _, hi in padding], groups) and c:
+        y = _pointwise_matmul(rt, x, weight.view((c_out, c), (c, 1)), b)
+    else:
+        y = rt.empty((n, c_out) + out, dt.float32, "conv")
+        if numel(y.shape):
+            taps, positions = numel(kernel), numel(out)
+            _igemm(rt, "fwd", x, weight, b, y, rows=cog, cols=n * positions, k=cg * taps,
+                   groups=groups, cin_g=cg, taps=taps, positions=positions, c_out=c_out,
+                   w_strides=(cog * cg * taps, cg * taps, taps),
+                   geometry=_geometry(spatial, out, kernel, stride, dilation, pads,
+                                      x.strides[2:]),
+                   tile=compute.choose_tile(rt, cog, n * positions, groups))
+    return narrow(rt, y, dtype)
+
+
+def _conv_direct(rt: Runtime, x, weight, b, stride, pads, dilation, groups, out):
+    n, c_out = x.shape[0], weight.shape[0]
+    kernel = weight.shape[2:]
+    y = rt.empty((n, c_out) + out, dt.float32, "conv")
+    total = numel(y.shape)
+    if total:
+        meta = [total, c_out, numel(out), numel(kernel), c_out // groups, weight.shape[1],
+                len(kernel), x.offset, x.strides[0], x.strides[1], int(b is not None),
+                *_geometry(x.shape[2:], out, kernel, stride, dilation, pads, x.strides[2:])]
+        rt.engine.dispatch(nn_pipe(rt, "conv_direct", 3), meta,
+                           [x.block, weight.block, (b if b is not None else weight).block,
+                            y.block], rt.groups(total))
+    return y
+
+
+def conv_transpose(rt: Runtime, x, weight, bias, stride, padding, output_padding, dilation,
+                   groups):
+    dtype = x.dtype
+    x, weight = f32(rt, x), contiguous(rt, f32(rt, weight))
+    n, c_in = x.shape[:2]
+    spatial, kernel = x.shape[2:], weight.shape[2:]
+    cog = weight.shape[1]
+    c_out = cog * groups
+    out = tuple(conv_transpose_output_size(*a)
+                for a in zip(spatial, kernel, stride, padding, output_padding, dilation))
+    taps, positions = numel(kernel), numel(out)
+    cig = c_in // groups
+    b = _bias(rt, bias)
+    geometry = _geometry(spatial, out, kernel, stride, dilation, padding, x.strides[2:])
+    if _pointwise(kernel, stride, tuple(padding) + tuple(output_padding), groups) and c_in:
+        return narrow(rt, _pointwise_matmul(rt, x, weight.view((cog, c_in), (1, cog)), b), dtype)
+    y = rt.empty((n, c_out) + out, dt.float32, "conv_transpose")
+    if not numel(y.shape):
+        return narrow(rt, y, dtype)
+    if _direct(groups, cig):
+        meta = [numel(y.shape), c_out, positions, taps, cog, cig, len(kernel), x.offset,
+                x.strides[0], x.strides[1], int(b is not None), *geometry]
+        rt.engine.dispatch(nn_pipe(rt, "conv_transpose_direct", 3), meta,
+                           [x.block, weight.block, (b if b is not None else weight).block,
+                            y.block], rt.groups(numel(y.shape)))
+    else:
+        # y[n, g·cog + r, pos] = Σ_(ci, tap) w[g·cig + ci, r, tap] · x[n, g·cig + ci, q(pos, tap)]
+        _igemm(rt, "fwd", x, weight, b, y, rows=cog, cols=n * positions, k=cig * taps,
+               groups=groups, cin_g=cig, taps=taps, positions=positions, c_out=c_out,
+               w_strides=(cig * cog * taps, taps, cog * taps), geometry=geometry,
+               tile=compute.choose_tile(rt, cog, n * positions, groups), transposed=True)
+    return narrow(rt, y, dtype)
+
+
+def conv_weight_grad(rt: Runtime, x, grad, weight_shape, stride, padding, dilation, groups):
+    dtype = x.dtype
+    x, grad = f32(rt, x), contiguous(rt, f32(rt, grad))
+    n, c_out = grad.shape[:2]
+    out, kernel = grad.shape[2:], tuple(weight_shape[2:])
+    cg, cog = weight_shape[1], c_out // groups
+    taps, positions = numel(kernel), numel(out)
+    pads = [lo for lo, _ in padding]
+    geometry = _geometry(x.shape[2:], out, kernel, stride, dilation, pads, x.strides[2:])
+    y = rt.empty(tuple(weight_shape), dt.float32, "conv_weight_grad")
+    total = numel(y.shape)
+    if not total:
+        return narrow(rt, y, dtype)
+    if _direct(groups, cg):
+        meta = [total, n, c_out, positions, taps, cog, cg, len(kernel), x.offset, x.strides[0],
+                x.strides[1], *geometry]
+        rt.engine.dispatch(nn_pipe(rt, "conv_weight_grad_direct", 2), meta,
+                           [x.block, grad.block, y.block], rt.groups(total))
+        return narrow(rt, y, dtype)
+    cols, k = cg * taps, n * positions
+    tile = compute.choose_tile(rt, cog, cols, groups)
+    tiles = -(-cols // tile["BN"]) * -(-cog // tile["BM"]) * groups
+    splits, kc = compute.split_k(tiles, k, tile["BK"])
+    dest = y if splits == 1 else rt.empty((splits,) + tuple(weight_shape), dt.float32,
+                                          "conv_weight_grad")
+    _igemm(rt, "wgrad", x, grad, None, dest, rows=cog, cols=cols, k=k, groups=groups, cin_g=cg,
+           taps=taps, positions=positions, c_out=c_out, w_strides=(0, 0, 0), geometry=geometry,
+           tile=tile, splits=splits, kc=kc, o_ss=total)
+    if splits > 1:
+        y = compute.reduce(rt, dest, (0,), "sum")
+        y = y.view(tuple(weight_shape), contiguous_strides(tuple(weight_shape)))
+    return narrow(rt, y, dtype)

@@ -1,0 +1,154 @@
+// Convolutions as implicit GEMMs (float32): matmul.wgsl's tiles (BM×BK and BK×BN in workgroup
+// memory as vec4 words, a TM×TN register tile per lane, unrolled by the launcher) with one
+// operand gathered straight from the convolved tensor `x` — the im2col column of the current
+// K-tile is built in workgroup memory, never in a buffer. Padding is the zero outside `x`.
+// Workgroup z is group g · splits + part; part covers k in [part·kc, part·kc + kc).
+// Sections:
+//   fwd    y[n, g·cog + r, p] = Σ_k w[r, k] · col[k, n·P + p] (+ bias), k = (ci, tap); with
+//          TRANSPOSED the column follows the transposed conv's rule (a conv_transpose, which is
+//          also a conv's input gradient): input q = (pos + pad − tap·dil) / stride, exact.
+//   wgrad  dW[g·cog + r, (ci, tap)] = Σ_{n, p} grad[n, g·cog + r, p] · col[(ci, tap), n·P + p]:
+//          a reduction GEMM over images × pixels, split over k into partial sums at o_ss·part.
+// meta: [rows, cols, k, splits, kc, x_off, x_sN, x_sC, has_bias, C_out, cin_g, taps, P, o_ss,
+//        w_sg, w_sr, w_sc, col_off,
+//        per spatial dim d: in_size, out_size, kernel, stride, dilation, pad, x_stride]
+// rows = output channels per group; fwd: w element (r, ci, tap) sits at g·w_sg + r·w_sr +
+// ci·w_sc + tap (the conv's (C_out, cin_g, *kernel) or the conv_transpose's (C_in, cog,
+// *kernel) weight, contiguous); wgrad: w is the contiguous (N, C_out, *out) output gradient.
+// col_off: the first column of this dispatch (a grid wider than the device's limit is split).
+
+@group(0) @binding(0) var<storage, read> prm: array<u32>;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
+const BM: u32 = {{BM}}u;
+const BN: u32 = {{BN}}u;
+const BK: u32 = {{BK}}u;
+const TM: u32 = {{TM}}u;
+const TN: u32 = {{TN}}u;
+const LX: u32 = BN / TN;
+const LY: u32 = BM / TM;
+const AP: u32 = BM + 4u;
+const ND: i32 = {{ND}};
+const TRANSPOSED: bool = {{TRANSPOSED}};
+
+var<workgroup> As: array<vec4<f32>, AP / 4u * BK>;
+var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;
+
+fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
+
+var<private> grp: u32;
+var<private> part: u32;
+
+// x[n, c] at the window of output pixel p and kernel tap t, zero outside x
+fn gather(n: u32, c: u32, t: u32, p: u32) -> f32 {
+    var tap = t;
+    var pos = p;
+    var off = si(5u) + i32(n) * si(6u) + i32(c) * si(7u);
+    var inside = true;
+    for (var d = ND - 1; d >= 0; d = d - 1) {
+        let b = 18u + u32(d) * 7u;
+        let k = tap % prm[b + 2u];
+        tap = tap / prm[b + 2u];
+        let o = pos % prm[b + 1u];
+        pos = pos / prm[b + 1u];
+        var coord: i32;
+        if (TRANSPOSED) {
+            let num = i32(o) + si(b + 5u) - i32(k * prm[b + 4u]);
+            let st = si(b + 3u);
+            coord = num / st;
+            inside = inside && num >= 0 && coord * st == num;
+        } else {
+            coord = i32(o * prm[b + 3u] + k * prm[b + 4u]) - si(b + 5u);
+        }
+        inside = inside && coord >= 0 && coord < si(b);
+        off = off + coord * si(b + 6u);
+    }
+    if (inside) { return x[u32(off)]; }
+    return 0.0;
+}
+
+@compute @workgroup_size(LX, LY, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    grp = wid.z / prm[3];
+    part = wid.z % prm[3];
+    let n = prm[0];
+    let m = prm[1];
+    let kbeg = part * prm[4];
+    let kk = min(prm[2], kbeg + prm[4]);
+    let row0 = wid.y * BM;
+    let col0 = prm[17] + wid.x * BN;
+{{ACC_DECL}}
+    for (var k0 = kbeg; k0 < kk; k0 = k0 + BK) {
+        let full = row0 + BM <= n && col0 + BN <= m && k0 + BK <= kk;
+{{LOADS}}
+        workgroupBarrier();
+{{INNER}}
+        workgroupBarrier();
+    }
+{{STORE}}
+}
+
+//! fwd
+// A: the weight; B: the column gathered from x (k = ci·taps + tap, column = n·P + p)
+fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f32 {
+    let k = k0 + c;
+    if (full || (row0 + r < n && k < kk)) {
+        let taps = prm[11];
+        return w[u32(i32(grp) * si(14u) + i32(row0 + r) * si(15u) + i32(k / taps) * si(16u)
+                     + i32(k % taps))];
+    }
+    return 0.0;
+}
+
+fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f32 {
+    let k = k0 + r;
+    let col = col0 + c;
+    if (k < kk && col < m) {
+        let taps = prm[11];
+        let pp = prm[12];
+        return gather(col / pp, grp * prm[10] + k / taps, k % taps, col % pp);
+    }
+    return 0.0;
+}
+
+fn store(r: u32, col: u32, v: f32) {
+    if (r < prm[0] && col < prm[1]) {
+        let pp = prm[12];
+        let co = grp * prm[0] + r;
+        var y = v;
+        if (prm[8] == 1u) { y = y + bias[co]; }
+        out[((col / pp) * prm[9] + co) * pp + col % pp] = y;
+    }
+}
+
+//! wgrad
+// A: the output gradient (k = n·P + p); B: the column gathered from x (column = ci·taps + tap)
+fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f32 {
+    let k = k0 + c;
+    if (full || (row0 + r < n && k < kk)) {
+        let pp = prm[12];
+        return w[((k / pp) * prm[9] + grp * prm[0] + row0 + r) * pp + k % pp];
+    }
+    return 0.0;
+}
+
+fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f32 {
+    let k = k0 + r;
+    let col = col0 + c;
+    if (k < kk && col < m) {
+        let taps = prm[11];
+        let pp = prm[12];
+        return gather(k / pp, grp * prm[10] + col / taps, col % taps, k % pp);
+    }
+    return 0.0;
+}
+
+fn store(r: u32, col: u32, v: f32) {
+    if (r < prm[0] && col < prm[1]) {
+        out[part * prm[13] + (grp * prm[0] + r) * prm[1] + col] = v;
+    }
+}
