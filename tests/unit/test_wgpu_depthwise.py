@@ -1,0 +1,134 @@
+"""The register-blocked depthwise convolution (ember.backends.wgpu.depthwise) against torch's
+CPU conv in float64, on a real adapter (Mesa lavapipe on CPU-only machines): odd and even
+sizes, channel counts that are not multiples of the lane blocks, kernels 3/5/7, strides,
+paddings (symmetric and not), dilations, bias, channel multipliers, strided inputs, 1-d; and
+the depthwise gradients (input and weight) through the autodiff backend against torch."""
+
+from __future__ import annotations
+
+import ember
+import pytest
+from _wgpu import B, down, np, up
+from ember.autodiff import Autodiff
+from ember.backends.wgpu.depthwise import depthwise_conv, supports
+from ember.nn import functional as F
+
+torch = pytest.importorskip("torch")
+rng = np.random.default_rng(14)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def torch_ref(x, w, b, stride, pads, dilation):
+    """torch's conv in float64 (asymmetric padding applied with F.pad first)."""
+    t = torch.tensor(x, dtype=torch.float64)
+    nd = x.ndim - 2
+    flat = [p for lo_hi in reversed(pads) for p in lo_hi]  # F.pad wants the last dim first
+    t = torch.nn.functional.pad(t, flat)
+    conv = torch.nn.functional.conv1d if nd == 1 else torch.nn.functional.conv2d
+    y = conv(t, torch.tensor(w, dtype=torch.float64),
+             None if b is None else torch.tensor(b, dtype=torch.float64), stride, 0, dilation,
+             x.shape[1])
+    return y.numpy()
+
+
+def check(x, w, b, stride, pads, dilation, xp=None, tol=2e-5):
+    assert supports(B.rt, x.shape, w.shape, x.shape[1], stride, dilation, pads)
+    y = depthwise_conv(B.rt, up(x) if xp is None else xp, up(w), None if b is None else up(b),
+                       stride, pads, dilation)
+    ref = torch_ref(x, w, b, stride, pads, dilation)
+    got = down(y).astype(np.float64)
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+
+
+CASES = [  # n, c, (h, w), k, stride, padding, dilation, bias, multiplier
+    (1, 1, (7, 7), 3, 1, 1, 1, True, 1),
+    (4, 3, (14, 14), 3, 2, 1, 1, False, 1),
+    (1, 16, (15, 15), 5, 1, 2, 1, True, 1),
+    (4, 16, (15, 14), 5, 2, 2, 1, False, 1),
+    (1, 32, (28, 28), 3, 1, 0, 2, True, 1),
+    (1, 96, (14, 14), 5, 2, 2, 1, True, 1),
+    (32, 16, (7, 7), 5, 1, 2, 1, True, 1),
+    (32, 3, (7, 7), 3, 2, 0, 1, False, 1),
+    (1, 3, (56, 56), 3, 2, 1, 1, True, 1),
+    (1, 16, (56, 56), 5, 1, 2, 1, False, 1),
+    (4, 16, (28, 15), 7, 1, 2, 1, True, 1),
+    (1, 32, (15, 28), 7, 2, 0, 2, True, 1),
+    (4, 3, (14, 11), 7, 2, 1, 2, False, 1),  # one output column
+    (1, 3, (15, 15), 3, 1, 2, 2, True, 2),
+    (4, 16, (14, 14), 5, 2, 1, 1, False, 2),
+    (2, 1, (28, 28), 7, 1, 0, 1, True, 2),
+    (1, 96, (7, 7), 3, 1, 1, 1, False, 1),
+]
+
+
+@pytest.mark.parametrize("n,c,hw,k,stride,padding,dilation,bias,mult", CASES)
+def test_depthwise_conv2d_matches_torch(n, c, hw, k, stride, padding, dilation, bias, mult):
+    x = f32(n, c, *hw)
+    w = f32(c * mult, 1, k, k)
+    b = f32(c * mult) if bias else None
+    check(x, w, b, (stride, stride), ((padding, padding),) * 2, (dilation, dilation))
+
+
+def test_asymmetric_kernel_stride_dilation_and_padding():
+    x = f32(2, 5, 13, 11)
+    check(x, f32(5, 1, 3, 5), f32(5), (2, 1), ((1, 2), (0, 3)), (1, 2))
+
+
+def test_strided_and_offset_input_view():
+    base = f32(3, 10, 17, 16)
+    # a channel slice of an NHWC-ordered buffer: offset, non-contiguous channel/spatial strides
+    nhwc = np.ascontiguousarray(base.transpose(0, 2, 3, 1))
+    full = up(nhwc)
+    xp = full.view((3, 6, 17, 16), (17 * 16 * 10, 1, 16 * 10, 10), offset=2)
+    x = base[:, 2:8]
+    check(x, f32(6, 1, 3, 3), f32(6), (1, 1), ((1, 1), (1, 1)), (1, 1), xp=xp)
+
+
+def test_depthwise_conv1d():
+    x = f32(3, 6, 29)
+    check(x, f32(12, 1, 5), f32(12), (2,), ((2, 1),), (2,))
+
+
+def test_float16_is_widened_and_narrowed():
+    if ember.float16 not in B.caps.dtypes:
+        pytest.skip("no float16 on this adapter")
+    x, w = f32(2, 4, 9, 9).astype(np.float16), f32(4, 1, 3, 3).astype(np.float16)
+    y = depthwise_conv(B.rt, up(x), up(w), None, (1, 1), ((1, 1), (1, 1)), (1, 1))
+    assert y.dtype == ember.float16
+    ref = torch_ref(x.astype(np.float32), w.astype(np.float32), None, (1, 1), ((1, 1),) * 2,
+                    (1, 1))
+    np.testing.assert_allclose(down(y).astype(np.float64), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_the_rule_for_what_it_runs():
+    rt = B.rt
+    assert supports(rt, (1, 8, 9, 9), (16, 1, 3, 3), 8, (1, 1), (1, 1))  # multiplier 2
+    assert not supports(rt, (1, 8, 9, 9), (8, 2, 3, 3), 4, (1, 1), (1, 1))  # 2 channels/group
+    assert not supports(rt, (1, 8, 9, 9), (8, 8, 3, 3), 1, (1, 1), (1, 1))  # dense
+    assert not supports(rt, (1, 8, 5, 5, 5), (8, 1, 3, 3, 3), 8, (1,) * 3, (1,) * 3)  # 3-d
+    # a tile that cannot fit workgroup memory even at one output per lane
+    assert not supports(rt, (1, 8, 900, 900), (8, 1, 63, 63), 8, (4, 4), (8, 8))
+    with pytest.raises(ValueError, match="supports"):
+        depthwise_conv(rt, up(f32(1, 8, 5, 5, 5)), up(f32(8, 1, 3, 3, 3)), None, (1,) * 3,
+                       ((0, 0),) * 3, (1,) * 3)
+
+
+@pytest.mark.parametrize("stride,padding,dilation,mult", [(1, 1, 1, 1), (2, 2, 1, 1),
+                                                          (1, 2, 2, 2)])
+def test_depthwise_gradients_match_torch(stride, padding, dilation, mult):
+    x, w, b = f32(2, 5, 11, 10), f32(5 * mult, 1, 5, 5), f32(5 * mult)
+    g = f32(*torch_ref(x, w, b, (stride,) * 2, ((padding, padding),) * 2, (dilation,) * 2).shape)
+    ad = Autodiff(B)
+    xs, ws, bs = (ember.tensor(a, backend=ad).require_grad() for a in (x, w, b))
+    y = F.conv2d(xs, ws, bs, stride, padding, dilation, 5)
+    grads = (y * ember.tensor(g, backend=ad)).sum().backward()
+    xt, wt, bt = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b))
+    yt = torch.nn.functional.conv2d(xt, wt, bt, stride, padding, dilation, 5)
+    (yt * torch.tensor(g, dtype=torch.float64)).sum().backward()
+    for mine, ref in ((xs, xt), (ws, wt), (bs, bt)):
+        np.testing.assert_allclose(mine.grad(grads).numpy(), ref.grad.numpy(), rtol=1e-4,
+                                   atol=1e-4)
