@@ -60,8 +60,9 @@ def enabled(info, work: int) -> bool:
     return not emulated and work >= MIN_WORK
 
 
-def measure(rt, launch) -> float:
-    """Seconds one call of ``launch()`` takes on the GPU (median of :data:`REPEAT`)."""
+def measure(rt, name: str, launch) -> float:
+    """Seconds one call of ``launch()`` (candidate ``name``) takes on the GPU (median of
+    :data:`REPEAT`)."""
     adapter = rt.adapter
     launch()  # compiles the pipeline, warms the allocator
     rt.engine.flush()
@@ -92,7 +93,7 @@ def _sync(rt, out=None) -> None:
 
 
 class Tuner:
-    """Choices per adapter and shape class; ``timer(rt, launch) -> seconds`` measures a
+    """Choices per adapter and shape class; ``timer(rt, name, launch) -> seconds`` measures a
     candidate (:func:`measure`; tests pass a fake), ``path`` is the cache file (default
     :func:`cache_path`, read when first needed)."""
 
@@ -126,7 +127,7 @@ class Tuner:
             return default
         times = {}
         for name, launch in candidates.items():
-            times[name] = self.timer(rt, launch)
+            times[name] = self.timer(rt, name, launch)
             self.timings += 1
         best = min(times, key=times.get)
         self.choices.setdefault(adapter, {})[cls] = best
