@@ -46,6 +46,9 @@ class TensorData:
     def from_values(cls, values: Sequence, shape: Sequence[int], dtype: dt.DType) -> TensorData:
         """Flat Python values (row-major) → TensorData, converting each to ``dtype``."""
         dtype = dt.as_dtype(dtype)
+        fast = _pack_plain(values, dtype)
+        if fast is not None:
+            return cls(fast, shape, dtype)
         flat = [convert_scalar(v, dtype) for v in values]
         return cls(pack(flat, dtype), shape, dtype)
 
@@ -188,7 +191,31 @@ def unpack(buffer: bytes, dtype: dt.DType, count: int) -> list:
 
 
 # ---------------------------------------------------------------------- nested lists
+_PLAIN = (int, float)
+
+
+def _pack_plain(values: Sequence, dtype: dt.DType) -> bytes | None:
+    """The bytes of plain ints and floats for a dtype ``array.array`` stores exactly as
+    :func:`convert_scalar` would (float32/float64 round like a C cast; ints that fit), in one
+    C call; None when some value needs the per-element rules (a float for an int dtype, an int
+    that wraps, bools, numpy scalars, float16)."""
+    code = dtype.array_typecode
+    if code is None or dtype.is_bool or dtype is dt.float16:
+        return None
+    if not all(type(v) in _PLAIN for v in values):
+        return None
+    try:
+        arr = array(code, values)
+    except (OverflowError, TypeError):
+        return None
+    if not _LITTLE:
+        arr.byteswap()
+    return arr.tobytes()
+
+
 def _flatten(nested: object) -> tuple[Shape, list]:
+    if type(nested) is list and nested and all(type(v) in _PLAIN for v in nested):
+        return (len(nested),), nested  # a flat list of numbers: no recursion per element
     if isinstance(nested, (list, tuple)):
         if len(nested) == 0:
             return (0,), []
