@@ -49,6 +49,12 @@ class GpuAdapter(ABC):
     def map_read(self, staging, size: int) -> bytes:
         """Wait for submitted work, map a staging buffer and copy out ``size`` bytes."""
 
+    def map_read_into(self, staging, size: int, out) -> None:
+        """:meth:`map_read` into ``out`` (a writable buffer of at most ``size`` bytes): its
+        first ``len(out)`` bytes. Adapters that can copy from the mapped memory straight into
+        ``out`` override it; this one goes through one intermediate ``bytes``."""
+        out[:] = self.map_read(staging, size)[:len(out)]
+
     # ---------------------------------------------------------------- pipelines
     @abstractmethod
     def create_pipeline(self, code: str, access: tuple[str, ...]):

@@ -5,7 +5,8 @@ n while Python records batch n+1; small enough batches keep the GPU busy early, 
 ones keep the per-submit cost (an encoder, a queue write, a submit) out of the per-op cost.
 Each dispatch's parameters (``meta`` words) go into one arena buffer, written with a single
 queue write right before the batch is submitted; queue ordering makes it safe to reuse the
-arena for the next batch. Staging buffers for reads are recycled by size.
+arena for the next batch. Reads go through one persistent staging buffer; large ones in
+chunks.
 
 :meth:`Engine.capture` records everything issued while it is active into a replayable
 :class:`~.capture.Program` (see :mod:`.capture`).
@@ -14,11 +15,13 @@ arena for the next batch. Staging buffers for reads are recycled by size.
 from __future__ import annotations
 
 from ...errors import EmberError
-from .allocator import Allocator, size_class
+from .allocator import Allocator
 from .capture import Program, pack_words
 
 
 class Engine:
+    read_chunk = 16 << 20  # bytes a read moves per staging round trip (a power of two)
+
     def __init__(self, adapter, allocator: Allocator, arena_size: int = 1 << 18,
                  submit_every: int = 32):
         self.adapter = adapter
@@ -30,7 +33,8 @@ class Engine:
         self._meta = bytearray()
         self._pending = 0
         self._dirty = False
-        self._staging: dict[int, list] = {}
+        self._staging = None  # see _staging_for
+        self.staging_bytes = 0
         self.dispatches = 0  # totals, for tests and benchmarks
         self.submits = 0
         self.recording = None  # the capture.Program that engine.capture() is building
@@ -96,12 +100,16 @@ class Engine:
 
     def write(self, block, data: bytes) -> None:
         """Upload into a fresh block (ordered before the next submitted batch)."""
-        if len(data) % 4:
-            data = data + bytes(4 - len(data) % 4)
-        if data:
+        if len(data) % 4:  # queue writes move whole words: pad the tail, not a copy of it all
+            whole = len(data) // 4 * 4
+            tail = bytes(data[whole:]) + bytes(4 - len(data) % 4)
+            if whole:
+                self.adapter.write_buffer(block.buffer, 0, memoryview(data)[:whole])
+            self.adapter.write_buffer(block.buffer, whole, tail)
+        elif data:
             self.adapter.write_buffer(block.buffer, 0, data)
-            if self.recording is not None:
-                self.recording.record_upload(block, data)
+        if data and self.recording is not None:  # a program replays whole words
+            self.recording.record_upload(block, bytes(data) + bytes(-len(data) % 4))
 
     def capture(self):
         """Record the dispatches, copies and uploads issued until the ``with`` block ends into
@@ -116,18 +124,47 @@ class Engine:
                              "(finish the outer `with engine.capture()` block first)")
         return Program(self)
 
-    def read(self, block, nbytes: int) -> bytes:
-        """Wait for the pending work and read the first ``nbytes`` of a block."""
+    def read(self, block, nbytes: int) -> bytes | bytearray:
+        """Wait for the pending work and read the first ``nbytes`` of a block.
+
+        The copy into the staging buffer joins the pending batch, so a read costs one submit.
+        Reads beyond :attr:`read_chunk` come back as a ``bytearray`` filled chunk by chunk
+        (:meth:`read_into`), so host memory holds the result and one chunk, not twice the
+        result."""
         if nbytes == 0:
             return b""
+        if nbytes > self.read_chunk:
+            out = bytearray(nbytes)
+            self.read_into(block, memoryview(out))
+            return out
         size = -(-nbytes // 4) * 4
-        cls = size_class(size)
-        bucket = self._staging.setdefault(cls, [])
-        staging = bucket.pop() if bucket else self.adapter.create_buffer(cls, "staging")
-        try:
-            self.adapter.copy(block.buffer, 0, staging, 0, size)
+        staging = self._staging_for(size)
+        self.adapter.copy(block.buffer, 0, staging, 0, size)
+        self._dirty = True
+        self.flush()
+        data = self.adapter.map_read(staging, size)
+        return data if size == nbytes else data[:nbytes]
+
+    def read_into(self, block, out: memoryview) -> None:
+        """Read a block's first ``len(out)`` bytes into ``out``, through the staging buffer
+        :attr:`read_chunk` bytes at a time."""
+        chunk = self.read_chunk
+        staging = self._staging_for(min(-(-len(out) // 4) * 4, chunk))
+        for start in range(0, len(out), chunk):
+            part = out[start:start + chunk]
+            size = -(-len(part) // 4) * 4
+            self.adapter.copy(block.buffer, start, staging, 0, size)
             self._dirty = True
             self.flush()
-            return self.adapter.map_read(staging, size)[:nbytes]
-        finally:
-            bucket.append(staging)
+            self.adapter.map_read_into(staging, size, part)
+
+    def _staging_for(self, size: int):
+        """The engine's one staging buffer, grown (by powers of two, up to
+        :attr:`read_chunk`) to hold ``size`` bytes: reads don't create buffers once it has
+        reached the size they need."""
+        if size > self.staging_bytes:
+            if self._staging is not None:
+                self.adapter.destroy_buffer(self._staging)
+            self.staging_bytes = min(max(256, 1 << (size - 1).bit_length()), self.read_chunk)
+            self._staging = self.adapter.create_buffer(self.staging_bytes, "staging")
+        return self._staging
