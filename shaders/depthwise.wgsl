@@ -1,20 +1,9 @@
-// Depthwise 2-d convolution (groups == C_in, C_out = C_in · multiplier; float32), register
-// blocked: a workgroup computes a tile of (LY·BY) × (LX·BX) output pixels for PL output planes
-// (n, co) at once. Its lanes first stage the input tile each plane needs, halo included
-// (((LY·BY - 1)·SH + (KH - 1)·DH + 1) rows × the same in x), in workgroup memory — zeros where
-// the window hangs over the padding or the image, so the taps need no bounds checks — then
-// each lane sums a BY × BX block of adjacent outputs from it. One barrier per workgroup; the
+// Depthwise 2-d convolution kernels (groups == C_in, C_out = C_in · multiplier; float32; a 1-d
+// conv runs with height 1): the forward conv and the two passes of the weight gradient. The
 // kernel size, stride and dilation are compile-time constants (the tap loops unroll, no div/mod
-// per tap), the sizes are meta words. The output is contiguous (N, C_out, OH, OW); the weight
-// contiguous (C_out, 1, KH, KW); the input a strided view.
-// meta: [planes, C_out, multiplier, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
-//        x_off, sN, sC, sH, sW, has_bias]
+// per tap); the sizes are meta words. Each section lists its own meta layout.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
-@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read> weight: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
 const KH: u32 = {{KH}}u;
 const KW: u32 = {{KW}}u;
@@ -22,6 +11,25 @@ const SH: u32 = {{SH}}u;
 const SW: u32 = {{SW}}u;
 const DH: u32 = {{DH}}u;
 const DW: u32 = {{DW}}u;
+
+fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
+
+//! conv
+// Register blocked: a workgroup computes a tile of (LY·BY) × (LX·BX) output pixels for PL
+// output planes (n, co) at once. Its lanes first stage the input tile each plane needs, halo
+// included (((LY·BY - 1)·SH + (KH - 1)·DH + 1) rows × the same in x), in workgroup memory —
+// zeros where the window hangs over the padding or the image, so the taps need no bounds
+// checks — then each lane sums a BY × BX block of adjacent outputs from it. One barrier per
+// workgroup. The output is contiguous (N, C_out, OH, OW); the weight contiguous
+// (C_out, 1, KH, KW); the input a strided view.
+// meta: [planes, C_out, multiplier, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
+//        x_off, sN, sC, sH, sW, has_bias]
+
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read> weight: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
 const BX: u32 = {{BX}}u;
 const BY: u32 = {{BY}}u;
 const LX: u32 = {{LX}}u;
@@ -34,8 +42,6 @@ const TH: u32 = (LY * BY - 1u) * SH + (KH - 1u) * DH + 1u;
 const SPAN: u32 = (BX - 1u) * SW + (KW - 1u) * DW + 1u;
 
 var<workgroup> tile: array<f32, PL * TH * TW>;
-
-fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 
 @compute @workgroup_size(LX * LY * PL)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
@@ -100,4 +106,94 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             }
         }
     }
+}
+
+//! weight_grad_partial
+// The weight gradient's first pass: workgroup (co, chunk) sums, over one chunk of PER_CHUNK of
+// the N·OH·OW output positions, grad[n, co, oy, ox] · x[n, co / multiplier, oy·SH + ky·DH -
+// pad_h, ox·SW + kx·DW - pad_w] for every tap (ky, kx) (zero outside the input): each lane
+// keeps all KH·KW sums for its positions (lane-strided, so the grad reads coalesce), then the
+// lanes' sums are added up through workgroup memory. The partial sums go to
+// partial[co, chunk, tap]; `weight_grad_sum` adds the chunks up. grad is contiguous
+// (N, C_out, OH, OW); the input a strided view.
+// meta: [C_out, multiplier, N, OH, OW, H, W, pad_h, pad_w, chunks, PER_CHUNK,
+//        x_off, sN, sC, sH, sW]
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read> grad: array<f32>;
+@group(0) @binding(3) var<storage, read_write> partial: array<f32>;
+
+const LANES: u32 = {{LANES}}u;
+const TAPS: u32 = KH * KW;
+
+var<workgroup> sums: array<f32, LANES * TAPS>;
+
+@compute @workgroup_size(LANES)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let cout = prm[0];
+    let oh = prm[3];
+    let ow = prm[4];
+    let chunks = prm[9];
+    let g = wid.x + wid.y * nwg.x;
+    let co = g / chunks;
+    let chunk = g % chunks;
+    let pp = oh * ow;
+    let start = chunk * prm[10];
+    let end = min(start + prm[10], prm[2] * pp);
+    let chan = si(11) + i32(co / prm[1]) * si(13);
+    var acc: array<f32, TAPS>;
+    if (co < cout) {
+        for (var q = start + li; q < end; q = q + LANES) {
+            let n = q / pp;
+            let r = q % pp;
+            let gv = grad[(n * cout + co) * pp + r];
+            let base = chan + i32(n) * si(12);
+            let iy0 = i32((r / ow) * SH) - si(7);
+            let ix0 = i32((r % ow) * SW) - si(8);
+            for (var ky = 0u; ky < KH; ky = ky + 1u) {
+                let yy = iy0 + i32(ky * DH);
+                if (yy < 0 || yy >= si(5)) { continue; }
+                for (var kx = 0u; kx < KW; kx = kx + 1u) {
+                    let xx = ix0 + i32(kx * DW);
+                    if (xx >= 0 && xx < si(6)) {
+                        acc[ky * KW + kx] = acc[ky * KW + kx]
+                            + gv * src[u32(base + yy * si(14) + xx * si(15))];
+                    }
+                }
+            }
+        }
+    }
+    // lane-major: the writes (stride TAPS, odd for odd kernels) and the reads below (one tap
+    // per lane, adjacent) avoid bank conflicts
+    for (var t = 0u; t < TAPS; t = t + 1u) { sums[li * TAPS + t] = acc[t]; }
+    workgroupBarrier();
+    if (co >= cout) { return; }
+    for (var t = li; t < TAPS; t = t + LANES) {
+        var s = 0.0;
+        for (var j = 0u; j < LANES; j = j + 1u) { s = s + sums[j * TAPS + t]; }
+        partial[(co * chunks + chunk) * TAPS + t] = s;
+    }
+}
+
+//! weight_grad_sum
+// The weight gradient's second pass: one lane per weight element (co, tap) adds up its chunks'
+// partial sums. meta: [C_out · KH · KW, chunks]
+@group(0) @binding(1) var<storage, read> partial: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+const LANES: u32 = {{LANES}}u;
+const TAPS: u32 = KH * KW;
+
+@compute @workgroup_size(LANES)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * LANES;
+    if (i >= prm[0]) { return; }
+    let chunks = prm[1];
+    let co = i / TAPS;
+    let t = i % TAPS;
+    var s = 0.0;
+    for (var c = 0u; c < chunks; c = c + 1u) { s = s + partial[(co * chunks + c) * TAPS + t]; }
+    out[i] = s;
 }

@@ -10,7 +10,12 @@ import ember
 import pytest
 from _wgpu import B, down, np, up
 from ember.autodiff import Autodiff
-from ember.backends.wgpu.depthwise import depthwise_conv, supports
+from ember.backends.wgpu.depthwise import (
+    depthwise_conv,
+    depthwise_weight_grad,
+    supports,
+    supports_weight_grad,
+)
 from ember.nn import functional as F
 
 torch = pytest.importorskip("torch")
@@ -32,6 +37,16 @@ def torch_ref(x, w, b, stride, pads, dilation):
              None if b is None else torch.tensor(b, dtype=torch.float64), stride, 0, dilation,
              x.shape[1])
     return y.numpy()
+
+
+def torch_weight_grad(x, w, g, stride, pads, dilation):
+    """d(sum(conv(x, w) · g)) / dw by torch's autograd in float64."""
+    wt = torch.tensor(w, dtype=torch.float64, requires_grad=True)
+    t = torch.nn.functional.pad(torch.tensor(x, dtype=torch.float64),
+                                [p for lo_hi in reversed(pads) for p in lo_hi])
+    conv = torch.nn.functional.conv1d if x.ndim == 3 else torch.nn.functional.conv2d
+    (conv(t, wt, None, stride, 0, dilation, x.shape[1]) * torch.tensor(g)).sum().backward()
+    return wt.grad.numpy()
 
 
 def check(x, w, b, stride, pads, dilation, xp=None, tol=2e-5):
@@ -132,3 +147,42 @@ def test_depthwise_gradients_match_torch(stride, padding, dilation, mult):
     for mine, ref in ((xs, xt), (ws, wt), (bs, bt)):
         np.testing.assert_allclose(mine.grad(grads).numpy(), ref.grad.numpy(), rtol=1e-4,
                                    atol=1e-4)
+
+
+WEIGHT_GRAD = [  # n, c, (h, w), k, stride, padding, dilation, multiplier
+    (1, 1, (7, 7), 3, 1, 1, 1, 1),
+    (4, 3, (15, 14), 5, 2, 2, 1, 1),
+    (2, 16, (28, 28), 3, 1, 0, 2, 2),
+    (32, 16, (7, 7), 5, 1, 2, 1, 1),
+    (3, 96, (14, 15), 7, 2, 1, 1, 1),
+    (4, 3, (56, 56), 3, 1, 1, 1, 1),  # 12544 positions: 7 chunks per channel
+]
+
+
+@pytest.mark.parametrize("n,c,hw,k,stride,padding,dilation,mult", WEIGHT_GRAD)
+def test_depthwise_weight_grad_matches_torch(n, c, hw, k, stride, padding, dilation, mult):
+    x, w = f32(n, c, *hw), f32(c * mult, 1, k, k)
+    s2, p2, d2 = (stride,) * 2, ((padding, padding),) * 2, (dilation,) * 2
+    g = f32(*torch_ref(x, w, None, s2, p2, d2).shape)
+    assert supports_weight_grad(B.rt, x.shape, w.shape, c, s2, d2, p2)
+    got = down(depthwise_weight_grad(B.rt, up(x), up(g), w.shape, s2, p2, d2))
+    np.testing.assert_allclose(got, torch_weight_grad(x, w, g, s2, p2, d2), rtol=1e-4,
+                               atol=1e-3)
+
+
+def test_weight_grad_1d_asymmetric_and_strided_input():
+    x, w = f32(3, 4, 31), f32(8, 1, 5)
+    g = f32(*torch_ref(x, w, None, (2,), ((2, 1),), (2,)).shape)
+    got = down(depthwise_weight_grad(B.rt, up(x), up(g), w.shape, (2,), ((2, 1),), (2,)))
+    np.testing.assert_allclose(got, torch_weight_grad(x, w, g, (2,), ((2, 1),), (2,)),
+                               rtol=1e-4, atol=1e-4)
+    base = f32(2, 9, 8, 6)  # channels 1..4 of a channels-last buffer
+    xp = up(np.ascontiguousarray(base.transpose(0, 2, 3, 1))).view(
+        (2, 4, 8, 6), (8 * 6 * 9, 1, 6 * 9, 9), offset=1)
+    x, w = base[:, 1:5], f32(4, 1, 3, 3)
+    g = f32(*torch_ref(x, w, None, (1, 1), ((1, 0), (0, 2)), (1, 1)).shape)
+    got = down(depthwise_weight_grad(B.rt, xp, up(g), w.shape, (1, 1), ((1, 0), (0, 2)),
+                                     (1, 1)))
+    np.testing.assert_allclose(got, torch_weight_grad(x, w, g, (1, 1), ((1, 0), (0, 2)),
+                                                      (1, 1)), rtol=1e-4, atol=1e-4)
+    assert not supports_weight_grad(B.rt, x.shape, (4, 1, 9, 9), 4, (1, 1), (1, 1))

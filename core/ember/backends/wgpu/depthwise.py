@@ -7,6 +7,8 @@ stride and dilation compiled in. The rule for using it (:func:`supports`): a dep
 (``groups == C_in == weight.shape[0] / multiplier``, ``weight.shape[1] == 1``) over 1 or 2
 spatial dims whose staged tile fits the device's workgroup memory; anything else (3-d, huge
 kernels or dilations) stays on the generic path. A 1-d conv runs as a 2-d one of height 1.
+The weight gradient (:func:`depthwise_weight_grad`, rule :func:`supports_weight_grad`) is a
+split reduction over the positions; the input gradient stays the backend's transposed conv.
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
@@ -26,6 +28,8 @@ from .primitive import WgpuTensor
 # lanes per workgroup: two warps / one wave64, enough to hide the staging without starving a
 # small plane (7×7 at EfficientNet's last stage) of work
 _LANES = 64
+# output positions per workgroup in the weight gradient's first pass: 32 per lane
+_CHUNK = 32 * _LANES
 
 
 def _pow2_at_least(n: int, cap: int) -> int:
@@ -41,27 +45,13 @@ def _tile_bytes(cfg: dict[str, int]) -> int:
     return 4 * cfg["PL"] * tw * th
 
 
-def _config(rt: Runtime, out, kernel, stride, dilation) -> dict[str, int] | None:
-    """The template constants: lanes LY × LX per plane, PL planes, a BY × BX block per lane,
-    shrunk (planes first, then the blocks) until the staged tile fits workgroup memory; None
-    where even one output per lane does not fit."""
-    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = out, kernel, stride, dilation
-    lx = _pow2_at_least(ow, 8)
-    ly = _pow2_at_least(oh, 4)
-    cfg = {"KH": kh, "KW": kw, "SH": sh, "SW": sw, "DH": dh, "DW": dw, "LX": lx, "LY": ly,
-           "BX": 2 if ow > 8 else 1, "BY": 4 if oh > 8 else (2 if oh > 4 else 1),
-           "PL": max(1, _LANES // (lx * ly))}
-    limit = min(rt.info.workgroup_storage, 16384)
-    for key in ("PL", "BY", "BX"):
-        while _tile_bytes(cfg) > limit and cfg[key] > 1:
-            cfg[key] //= 2
-    return cfg if _tile_bytes(cfg) <= limit and lx * ly * cfg["PL"] <= rt.info.max_invocations \
-        else None
+def _wg_bytes(rt: Runtime) -> int:
+    return min(rt.info.workgroup_storage, 16384)
 
 
-def _plan(rt: Runtime, x_shape, weight_shape, groups, stride, padding, dilation):
-    """(2-d stride, dilation, pads, output size, config) or None when the kernel doesn't
-    apply; 1-d convs get a unit height."""
+def _geometry(x_shape, weight_shape, groups, stride, padding, dilation):
+    """The conv as a 2-d one (1-d gets a unit height): (output size, (lo, hi) pads, template
+    constants of the kernel shape), or None when it is not depthwise over 1 or 2 dims."""
     nd = len(x_shape) - 2
     c = x_shape[1] if len(x_shape) > 1 else 0
     if nd not in (1, 2) or groups != c or weight_shape[1] != 1 or weight_shape[0] % c:
@@ -69,18 +59,77 @@ def _plan(rt: Runtime, x_shape, weight_shape, groups, stride, padding, dilation)
     pad = [tuple(p) if isinstance(p, (tuple, list)) else (p, p) for p in padding]
     out = tuple(conv_output_size(*a) for a in zip(x_shape[2:], weight_shape[2:], stride, pad,
                                                   dilation))
+    kernel = tuple(weight_shape[2:])
     if nd == 1:
-        stride, dilation, pad, out = (1, *stride), (1, *dilation), [(0, 0), *pad], (1, *out)
-    kernel = (1,) * (2 - nd) + tuple(weight_shape[2:])
-    cfg = _config(rt, out, kernel, tuple(stride), tuple(dilation))
-    return None if cfg is None else (out, pad, cfg)
+        stride, dilation, pad, out, kernel = ((1, *stride), (1, *dilation), [(0, 0), *pad],
+                                              (1, *out), (1, *kernel))
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    return out, pad, {"KH": kh, "KW": kw, "SH": sh, "SW": sw, "DH": dh, "DW": dw}
+
+
+def _conv_config(rt: Runtime, out, shape: dict[str, int]) -> dict[str, int] | None:
+    """The forward template constants: lanes LY × LX per plane, PL planes, a BY × BX block per
+    lane, shrunk (planes first, then the blocks) until the staged tile fits workgroup memory;
+    None where even one output per lane does not fit."""
+    oh, ow = out
+    lx = _pow2_at_least(ow, 8)
+    ly = _pow2_at_least(oh, 4)
+    cfg = {**shape, "LX": lx, "LY": ly, "BX": 2 if ow > 8 else 1,
+           "BY": 4 if oh > 8 else (2 if oh > 4 else 1), "PL": max(1, _LANES // (lx * ly))}
+    limit = _wg_bytes(rt)
+    for key in ("PL", "BY", "BX"):
+        while _tile_bytes(cfg) > limit and cfg[key] > 1:
+            cfg[key] //= 2
+    fits = _tile_bytes(cfg) <= limit and lx * ly * cfg["PL"] <= rt.info.max_invocations
+    return cfg if fits else None
+
+
+def _plan(rt: Runtime, x_shape, weight_shape, stride, padding, dilation):
+    """(output size, pads, forward config) or None when the forward kernel doesn't apply."""
+    geo = _geometry(x_shape, weight_shape, x_shape[1] if len(x_shape) > 1 else 0, stride,
+                    padding, dilation)
+    cfg = None if geo is None else _conv_config(rt, geo[0], geo[2])
+    return None if cfg is None else (geo[0], geo[1], cfg)
 
 
 def supports(rt: Runtime, x_shape, weight_shape, groups: int, stride, dilation,
              padding=((0, 0), (0, 0))) -> bool:
     """Whether :func:`depthwise_conv` handles this conv (the rule in the module docstring)."""
-    return _plan(rt, tuple(x_shape), tuple(weight_shape), groups, tuple(stride),
-                 tuple(padding)[:len(x_shape) - 2], tuple(dilation)) is not None
+    x_shape = tuple(x_shape)
+    return groups == (x_shape[1] if len(x_shape) > 1 else 0) and _plan(
+        rt, x_shape, tuple(weight_shape), tuple(stride), tuple(padding)[:len(x_shape) - 2],
+        tuple(dilation)) is not None
+
+
+def supports_weight_grad(rt: Runtime, x_shape, weight_shape, groups: int, stride,
+                         dilation, padding=((0, 0), (0, 0))) -> bool:
+    """Whether :func:`depthwise_weight_grad` handles this conv: depthwise over 1 or 2 dims with
+    the per-lane sums of all taps in workgroup memory (KH·KW ≤ 64 on a 16 KiB device)."""
+    x_shape = tuple(x_shape)
+    geo = _geometry(x_shape, tuple(weight_shape), groups, tuple(stride),
+                    tuple(padding)[:len(x_shape) - 2], tuple(dilation))
+    return geo is not None and 4 * _LANES * geo[2]["KH"] * geo[2]["KW"] <= _wg_bytes(rt)
+
+
+def _f32(rt: Runtime, x: WgpuTensor) -> WgpuTensor:
+    return widen(rt, x) if x.dtype != dt.float32 else x
+
+
+def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int]):
+    key = ("depthwise", section, tuple(sorted(cfg.items())))
+    access = ("read",) * (n_buffers + 1) + ("read_write",)  # meta, inputs, output
+    return rt.lib.pipeline(key, lambda: (render(rt.lib.source("depthwise", section), **cfg),
+                                         access))
+
+
+def _x_words(x: WgpuTensor) -> list[int]:
+    """x's offset and (N, C, H, W) strides, a 1-d input with a zero height stride."""
+    spatial = (0, *x.strides[2:]) if len(x.shape) == 3 else x.strides[2:]
+    return [x.offset, x.strides[0], x.strides[1], *spatial]
+
+
+def _hw(x: WgpuTensor) -> tuple[int, int]:
+    return (1, *x.shape[2:]) if len(x.shape) == 3 else x.shape[2:]
 
 
 def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride, padding,
@@ -90,34 +139,58 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
     float16 inputs widened and the result narrowed. Returns a contiguous ``(N, C_out, *out)``."""
     dtype = x.dtype
     nd = len(x.shape) - 2
-    plan = _plan(rt, x.shape, weight.shape, x.shape[1], tuple(stride), tuple(padding),
-                 tuple(dilation))
+    plan = _plan(rt, x.shape, weight.shape, tuple(stride), tuple(padding), tuple(dilation))
     if plan is None:
         raise ValueError(f"depthwise_conv: not a depthwise 1-d/2-d conv it can run: x "
                          f"{x.shape}, weight {weight.shape}, stride {stride}, dilation "
                          f"{dilation}; check depthwise.supports() first")
     out, pad, cfg = plan
-    x = widen(rt, x) if x.dtype != dt.float32 else x
-    weight = contiguous(rt, widen(rt, weight) if weight.dtype != dt.float32 else weight)
+    x, weight = _f32(rt, x), contiguous(rt, _f32(rt, weight))
     n, c_out = x.shape[0], weight.shape[0]
     y = rt.empty((n, c_out) + out[2 - nd:], dt.float32, "depthwise_conv")
     planes = n * c_out
     if planes and numel(out):
-        b = None
-        if bias is not None:
-            b = contiguous(rt, widen(rt, bias) if bias.dtype != dt.float32 else bias)
-        sh, sw = (0, *x.strides[2:]) if nd == 1 else x.strides[2:]
-        h, w = (1, *x.shape[2:]) if nd == 1 else x.shape[2:]
+        b = None if bias is None else contiguous(rt, _f32(rt, bias))
         tiles_x = -(-out[1] // (cfg["LX"] * cfg["BX"]))
         tiles = tiles_x * -(-out[0] // (cfg["LY"] * cfg["BY"]))
-        meta = [planes, c_out, c_out // x.shape[1], out[0], out[1], h, w, pad[-2][0],
-                pad[-1][0], tiles_x, tiles, x.offset, x.strides[0], x.strides[1], sh, sw,
-                int(b is not None)]
-        key = ("depthwise", tuple(sorted(cfg.items())))
-        pipe = rt.lib.pipeline(key, lambda: (
-            render(rt.lib.source("depthwise"), **cfg),
-            ("read", "read", "read", "read", "read_write")))
-        rt.engine.dispatch(pipe, meta, [x.block, weight.block,
-                                        (b if b is not None else weight).block, y.block],
-                           rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
+        meta = [planes, c_out, c_out // x.shape[1], *out, *_hw(x), pad[0][0], pad[1][0],
+                tiles_x, tiles, *_x_words(x), int(b is not None)]
+        rt.engine.dispatch(_pipe(rt, "conv", 3, cfg), meta,
+                           [x.block, weight.block, (b if b is not None else weight).block,
+                            y.block], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
+    return narrow(rt, y, dtype)
+
+
+def depthwise_weight_grad(rt: Runtime, x: WgpuTensor, grad: WgpuTensor, weight_shape, stride,
+                          padding, dilation) -> WgpuTensor:
+    """``conv_weight_grad(x, grad, weight_shape, stride, padding, dilation, groups=C_in)`` for
+    a depthwise conv that :func:`supports_weight_grad` accepts: a split reduction (each
+    workgroup sums one chunk of the N·OH·OW positions for one channel, then one lane per weight
+    element adds the chunks), so the work spreads over the device however few channels there
+    are. Returns a contiguous ``weight_shape`` tensor in x's dtype."""
+    dtype = x.dtype
+    weight_shape = tuple(weight_shape)
+    geo = _geometry(x.shape, weight_shape, x.shape[1], tuple(stride), tuple(padding),
+                    tuple(dilation))
+    if geo is None or not supports_weight_grad(rt, x.shape, weight_shape, x.shape[1], stride,
+                                               dilation, padding):
+        raise ValueError(f"depthwise_weight_grad: not a depthwise 1-d/2-d conv it can run: x "
+                         f"{x.shape}, weight {weight_shape}; check supports_weight_grad() first")
+    out, pad, shape = geo
+    x, grad = _f32(rt, x), contiguous(rt, _f32(rt, grad))
+    n, c_out = grad.shape[:2]
+    taps = shape["KH"] * shape["KW"]
+    y = rt.empty(weight_shape, dt.float32, "depthwise_weight_grad")
+    if numel(weight_shape):
+        cfg = {**shape, "LANES": _LANES}
+        positions = n * numel(out)
+        chunks = max(1, -(-positions // _CHUNK))
+        partial = rt.empty((c_out, chunks, taps), dt.float32, "depthwise_weight_grad")
+        meta = [c_out, c_out // x.shape[1], n, *out, *_hw(x), pad[0][0], pad[1][0], chunks,
+                _CHUNK, *_x_words(x)]
+        rt.engine.dispatch(_pipe(rt, "weight_grad_partial", 2, cfg), meta,
+                           [x.block, grad.block, partial.block],
+                           rt.groups(c_out * chunks, 1))
+        rt.engine.dispatch(_pipe(rt, "weight_grad_sum", 1, cfg), [numel(weight_shape), chunks],
+                           [partial.block, y.block], rt.groups(numel(weight_shape), _LANES))
     return narrow(rt, y, dtype)
