@@ -94,7 +94,8 @@ def tuner(tmp_path, monkeypatch):
     order = []
 
     def timer(rt, name, launch):
-        launch()  # the candidate still runs: its result must be right
+        if name == tuner.fast:
+            launch()  # the chosen candidate runs while tuning too: it must work
         order.append(name)
         return 0.0 if name == tuner.fast else 1.0 + len(order)
 
@@ -120,12 +121,12 @@ def test_tuner_times_once_caches_and_reuses(tuner):
     d, d64 = sample((60, 120), "float32")
     check(T(c) @ T(d), c64 @ d64, "float32")
     assert tuner.timings == timed
-    assert compute._name(compute.plan(B.rt, 100, 120, 60, 1, run=lambda *o: None)[0]) \
-        == tuner.fast
+    assert compute.plan(B.rt, 100, 120, 60, 1, run=lambda *o: None)[0] \
+        == compute._options(B.rt, 100, 120, 60, 1)[tuner.fast][0]
     # a new process (a fresh tuner) reads the file instead of timing
     fresh = tuning.Tuner(timer=tuner.timer, path=tuner.path)
-    assert fresh.choose(B.rt, (128, 128, 64, 1), "float32", "x", {tuner.fast: None, "x": None}) \
-        == tuner.fast
+    options = {tuner.fast: "fast", "other": "other"}
+    assert fresh.choose(B.rt, (128, 128, 64, 1), "float32", lambda: options, None) == "fast"
     assert fresh.timings == 0
 
 
@@ -167,3 +168,15 @@ def test_nothing_is_tuned_while_a_capture_records(tuner):
 
 def test_shape_class_rounds_up_to_powers_of_two():
     assert tuning.shape_class((1, 2, 3, 1000, 1025, 0)) == (1, 2, 4, 1024, 2048, 0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_tuned_split_k_choice_is_right(tuner, dtype):
+    """Tall-skinny: the tuner may pick split-k at four times the default rule's target."""
+    options = compute._options(B.rt, 64, 2048, 4096, 1)
+    tuner.fast = max((o for o in options if "+split" in o), key=lambda o: options[o][1])
+    assert options[tuner.fast][1] > compute.plan(B.rt, 64, 2048, 4096, 1)[1] > 1
+    a, a64 = sample((64, 4096), dtype)
+    b, b64 = sample((4096, 2048), dtype)
+    check(T(a) @ T(b), a64 @ b64, dtype)
+    assert tuner.order and tuning.TUNER.choices

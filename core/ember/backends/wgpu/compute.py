@@ -158,14 +158,15 @@ def _run(rt, a, b, sa, sb, out, out_view, tile, splits, kc):
     return summed if fresh else _copy_into(rt, summed, out, out_view, batch_shape)
 
 
-# (name, tile): the autotuner's candidates (kept where the device's limits allow them)
+# the autotuner's candidate tiles (kept where the device's limits allow them), each also with
+# split-k at the default rule's target and at four times it where k is long enough
 _CANDIDATES = (
-    ("32x32/4x4", {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4}),
-    ("64x64/4x4", {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4}),
-    ("64x128/4x8", {"BM": 64, "BN": 128, "BK": 16, "TM": 4, "TN": 8}),
-    ("128x64/8x4", {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 4}),
-    ("128x128/8x8", {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}),
-    ("128x128/8x8k8", {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8}),
+    {"BM": 32, "BN": 32, "BK": 8, "TM": 4, "TN": 4},
+    {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4},
+    {"BM": 64, "BN": 128, "BK": 16, "TM": 4, "TN": 8},
+    {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 4},
+    {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8},
+    {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},
 )
 
 
@@ -175,30 +176,34 @@ def _fits(info, tile: dict[str, int]) -> bool:
     return lanes <= info.max_invocations and shared <= info.workgroup_storage
 
 
-def _name(tile: dict[str, int]) -> str:
-    return "{BM}x{BN}/{TM}x{TN}k{BK}".format(**tile)
+def _options(rt, n: int, m: int, k: int, batch: int) -> dict[str, tuple]:
+    """The candidates' ``(tile, splits, kc)`` by name (``"128x128/8x8k16+split4"``)."""
+    options = {}
+    for t in (choose_tile(rt, n, m, batch),) + _CANDIDATES:
+        if not _fits(rt.info, t):
+            continue
+        name = "{BM}x{BN}/{TM}x{TN}k{BK}".format(**t)
+        options[name] = (t, 1, k)
+        groups = -(-m // t["BN"]) * -(-n // t["BM"]) * batch
+        for factor in (1, 4):
+            splits, kc = split_k(groups, k, t["BK"], factor * _TARGET_GROUPS)
+            if splits > 1:
+                options[f"{name}+split{splits}"] = (t, splits, kc)
+    return options
 
 
 def plan(rt, n: int, m: int, k: int, batch: int, dtype=dt.float32, run=None):
     """``(tile, splits, kc)`` of a product: the autotuner's choice for its shape class where
-    :mod:`.tuning` says so (``run(tile, splits, kc)`` launches a candidate for it to time),
-    else the default rule (:func:`choose_tile`, :func:`split_k`)."""
+    :mod:`.tuning` has or makes one (``run(tile, splits, kc)`` launches a candidate for it to
+    time), else the default rule (:func:`choose_tile`, :func:`split_k`)."""
+    if run is not None:
+        chosen = tuning.TUNER.choose(rt, (n, m, k, batch), dtype.name,
+                                     lambda: _options(rt, n, m, k, batch), lambda o: run(*o))
+        if chosen is not None:
+            return chosen
     tile = choose_tile(rt, n, m, batch)
     groups = -(-m // tile["BN"]) * -(-n // tile["BM"])
-    default = (tile, *split_k(groups * batch, k, tile["BK"]))
-    if run is None:
-        return default
-    options = {}
-    for t in [tile] + [t for _, t in _CANDIDATES if _fits(rt.info, t)]:
-        g = -(-m // t["BN"]) * -(-n // t["BM"]) * batch
-        options[_name(t)] = (t, 1, k)
-        splits, kc = split_k(g, k, t["BK"])
-        if splits > 1:
-            options[_name(t) + "+split"] = (t, splits, kc)
-    name = _name(tile) + ("+split" if default[1] > 1 else "")
-    chosen = tuning.TUNER.choose(rt, (n, m, k, batch), dtype.name, name,
-                                 {key: (lambda o=o: run(*o)) for key, o in options.items()})
-    return options[chosen]
+    return (tile, *split_k(groups * batch, k, tile["BK"]))
 
 
 def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
@@ -266,10 +271,12 @@ _TARGET_GROUPS = 256
 _MIN_KC = 256
 
 
-def split_k(groups: int, k: int, bk: int) -> tuple[int, int]:
-    if groups >= _TARGET_GROUPS or k < 2 * _MIN_KC:
+def split_k(groups: int, k: int, bk: int, target: int = _TARGET_GROUPS) -> tuple[int, int]:
+    """``(splits, kc)``: k in parts of ``kc`` (a multiple of ``bk``) so that ``groups``
+    output tiles become about ``target`` workgroups."""
+    if groups >= target or k < 2 * _MIN_KC:
         return 1, k
-    splits = min(-(-_TARGET_GROUPS // groups), k // _MIN_KC)
+    splits = min(-(-target // groups), k // _MIN_KC)
     kc = -(-k // splits)
     kc = -(-kc // bk) * bk
     return -(-k // kc), kc

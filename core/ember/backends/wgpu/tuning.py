@@ -2,7 +2,7 @@
 keep the fastest, in memory and in a small JSON file.
 
 A shape class is ``(n, m, k, batch)`` rounded up to powers of two, plus the dtype. Candidates
-are named launches (``"128x128/8x8k16+split"``: see :func:`ember.backends.wgpu.compute.plan`);
+are named launches (``"128x128/8x8k16+split4"``: see :func:`ember.backends.wgpu.compute.plan`);
 each runs once to compile and warm up, then ``REPEAT`` times under the timer: GPU time from
 timestamp queries where the adapter has them, else wall time around a sync. The choice is
 cached per adapter (its name and backend) in ``$EMBER_CACHE/wgpu-tuning.json`` (default
@@ -111,28 +111,33 @@ class Tuner:
             self.choices = _read(self._file())
         return self.choices
 
-    def choose(self, rt, dims: tuple[int, ...], dtype: str, default: str, candidates) -> str:
-        """The name of the fastest of ``candidates`` (name → launch function) for ``dims`` of
-        ``dtype`` on ``rt``'s adapter: cached, else timed now when :func:`enabled`, else
-        ``default``."""
+    def choose(self, rt, dims: tuple[int, ...], dtype: str, candidates, launch):
+        """The fastest of ``candidates()`` (name → option) for ``dims`` of ``dtype`` on
+        ``rt``'s adapter, ``launch(option)`` running one: cached, else timed now when
+        :func:`enabled`; None (the caller's default rule) otherwise. Cheap when it declines:
+        ``candidates()`` is only built for a cached or tuned class."""
         adapter = f"{rt.info.name} | {rt.info.backend}"
         cls = ",".join(map(str, shape_class(dims))) + f",{dtype}"
         known = self._load().get(adapter, {}).get(cls)
-        if known in candidates:
-            return known
         work = 1
         for d in dims:
             work *= d
-        if len(candidates) < 2 or rt.engine.recording is not None or not enabled(rt.info, work):
-            return default
+        may_tune = rt.engine.recording is None and enabled(rt.info, work)
+        if known is None and not may_tune:
+            return None
+        options = candidates()
+        if known in options:
+            return options[known]
+        if not may_tune or len(options) < 2:
+            return None
         times = {}
-        for name, launch in candidates.items():
-            times[name] = self.timer(rt, name, launch)
+        for name, option in options.items():
+            times[name] = self.timer(rt, name, lambda o=option: launch(o))
             self.timings += 1
         best = min(times, key=times.get)
         self.choices.setdefault(adapter, {})[cls] = best
         self._save()
-        return best
+        return options[best]
 
     def _save(self) -> None:
         path = self._file()
