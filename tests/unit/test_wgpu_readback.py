@@ -51,7 +51,7 @@ def test_reads_between_dispatches_see_every_step():
 @pytest.mark.parametrize("dtype,n", [("float32", 25_001), ("uint8", 70_003), ("int64", 9_999)])
 def test_large_reads_stream_in_chunks(monkeypatch, dtype, n):
     engine = B.rt.engine
-    monkeypatch.setattr(engine, "read_chunk", 4096)
+    monkeypatch.setattr(engine, "chunk", 4096)
     calls = []
     into = engine.adapter.map_read_into
     monkeypatch.setattr(engine.adapter, "map_read_into",
@@ -63,8 +63,22 @@ def test_large_reads_stream_in_chunks(monkeypatch, dtype, n):
     assert len(calls) == -(-nbytes // 4096) and max(calls) <= 4096
 
 
+@pytest.mark.parametrize("dtype,n", [("float32", 25_001), ("uint8", 70_003), ("int8", 8191)])
+def test_large_uploads_go_in_chunks_behind_pending_work(monkeypatch, dtype, n):
+    engine = B.rt.engine
+    monkeypatch.setattr(engine, "chunk", 4096)
+    x = up(np.arange(9, dtype=np.float32))
+    y = B.float_add(x, x)  # recorded, not submitted: its meta words must survive the chunks
+    before = engine.submits
+    a = values(dtype, n, seed=4)
+    z = up(a)
+    assert engine.submits - before == -(-(n * a.itemsize // 4 * 4) // 4096) - 1
+    np.testing.assert_array_equal(down(y), np.arange(9) * 2.0)
+    assert down(z).tobytes() == a.tobytes()
+
+
 def test_a_read_past_the_default_chunk_is_exact():
-    n = (B.rt.engine.read_chunk // 4) + 12_345
+    n = (B.rt.engine.chunk // 4) + 12_345
     a = values("float32", n, seed=5)
     assert down(up(a)).tobytes() == a.tobytes()
 

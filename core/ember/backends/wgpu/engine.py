@@ -20,7 +20,7 @@ from .capture import Program, pack_words
 
 
 class Engine:
-    read_chunk = 16 << 20  # bytes a read moves per staging round trip (a power of two)
+    chunk = 16 << 20  # bytes a transfer moves at a time (a power of two)
 
     def __init__(self, adapter, allocator: Allocator, arena_size: int = 1 << 18,
                  submit_every: int = 32):
@@ -99,17 +99,24 @@ class Engine:
         self.allocator.release_held()
 
     def write(self, block, data: bytes) -> None:
-        """Upload into a fresh block (ordered before the next submitted batch)."""
-        if len(data) % 4:  # queue writes move whole words: pad the tail, not a copy of it all
-            whole = len(data) // 4 * 4
-            tail = bytes(data[whole:]) + bytes(4 - len(data) % 4)
-            if whole:
-                self.adapter.write_buffer(block.buffer, 0, memoryview(data)[:whole])
-            self.adapter.write_buffer(block.buffer, whole, tail)
-        elif data:
-            self.adapter.write_buffer(block.buffer, 0, data)
-        if data and self.recording is not None:  # a program replays whole words
-            self.recording.record_upload(block, bytes(data) + bytes(-len(data) % 4))
+        """Upload into a fresh block (ordered before the next submitted batch).
+
+        Beyond :attr:`chunk` bytes the upload goes in chunks with a submit after each: the
+        driver copies every queue write into a staging buffer that lives until its submit has
+        run, so one big write would hold a second copy of the whole upload."""
+        n = len(data)
+        view = memoryview(data)
+        whole = n // 4 * 4
+        for start in range(0, whole, self.chunk):
+            if start:
+                self.submit()
+            self.adapter.write_buffer(block.buffer, start, view[start:min(start + self.chunk,
+                                                                          whole)])
+        if whole < n:  # queue writes move whole words: pad the tail, not a copy of it all
+            self.adapter.write_buffer(block.buffer, whole,
+                                      bytes(view[whole:]) + bytes(4 - n % 4))
+        if n and self.recording is not None:  # a program replays whole words
+            self.recording.record_upload(block, bytes(data) + bytes(-n % 4))
 
     def capture(self):
         """Record the dispatches, copies and uploads issued until the ``with`` block ends into
@@ -128,12 +135,12 @@ class Engine:
         """Wait for the pending work and read the first ``nbytes`` of a block.
 
         The copy into the staging buffer joins the pending batch, so a read costs one submit.
-        Reads beyond :attr:`read_chunk` come back as a ``bytearray`` filled chunk by chunk
+        Reads beyond :attr:`chunk` come back as a ``bytearray`` filled chunk by chunk
         (:meth:`read_into`), so host memory holds the result and one chunk, not twice the
         result."""
         if nbytes == 0:
             return b""
-        if nbytes > self.read_chunk:
+        if nbytes > self.chunk:
             out = bytearray(nbytes)
             self.read_into(block, memoryview(out))
             return out
@@ -147,8 +154,8 @@ class Engine:
 
     def read_into(self, block, out: memoryview) -> None:
         """Read a block's first ``len(out)`` bytes into ``out``, through the staging buffer
-        :attr:`read_chunk` bytes at a time."""
-        chunk = self.read_chunk
+        :attr:`chunk` bytes at a time."""
+        chunk = self.chunk
         staging = self._staging_for(min(-(-len(out) // 4) * 4, chunk))
         for start in range(0, len(out), chunk):
             part = out[start:start + chunk]
@@ -160,11 +167,11 @@ class Engine:
 
     def _staging_for(self, size: int):
         """The engine's one staging buffer, grown (by powers of two, up to
-        :attr:`read_chunk`) to hold ``size`` bytes: reads don't create buffers once it has
+        :attr:`chunk`) to hold ``size`` bytes: reads don't create buffers once it has
         reached the size they need."""
         if size > self.staging_bytes:
             if self._staging is not None:
                 self.adapter.destroy_buffer(self._staging)
-            self.staging_bytes = min(max(256, 1 << (size - 1).bit_length()), self.read_chunk)
+            self.staging_bytes = min(max(256, 1 << (size - 1).bit_length()), self.chunk)
             self._staging = self.adapter.create_buffer(self.staging_bytes, "staging")
         return self._staging

@@ -58,6 +58,7 @@ class NativeAdapter(GpuAdapter):
         self.max_groups = 4096
         self._timer = None  # (query set, capacity) while GPU timing is on
         self._stamps = 0
+        self._written = False  # queue writes since the last submit
         self._map_state: list[int] = []  # the status the map callback hands over
         self._raw = self._raw_mapping()
 
@@ -76,6 +77,7 @@ class NativeAdapter(GpuAdapter):
 
     def write_buffer(self, buffer, offset: int, data: bytes) -> None:
         self._queue.write_buffer(buffer, offset, data)
+        self._written = True
 
     def map_read(self, staging, size: int) -> bytes:
         if self._raw is None:  # pragma: no cover - another wgpu-py layout: its own mapping
@@ -314,6 +316,10 @@ class NativeAdapter(GpuAdapter):
         if self._pass is not None:
             self._pass.end()
             self._pass = None
+        if self._encoder is None and self._written:
+            # wgpu-native runs queue writes (and frees their staging copies) only at a submit
+            self._encoder = self._device.create_command_encoder()
+        self._written = False
         if self._encoder is not None:
             self._queue.submit([self._encoder.finish()])
             self._encoder = None
