@@ -180,3 +180,19 @@ def test_a_tuned_split_k_choice_is_right(tuner, dtype):
     b, b64 = sample((4096, 2048), dtype)
     check(T(a) @ T(b), a64 @ b64, dtype)
     assert tuner.order and tuning.TUNER.choices
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_candidate_the_tuner_may_pick_is_right(dtype):
+    """Ragged edges in n, m and k, a batch and a transposed operand, through each candidate
+    tile (with and without split-k) that fits this device."""
+    a, a64 = sample((2, 150, 530), dtype)
+    b, b64 = sample((2, 70, 530), dtype)
+    want = a64 @ b64.transpose(0, 2, 1)
+    x, y = T(a)._prim, T(b).transpose(1, 2)._prim
+    sa, sb = compute.batch_view(x), compute.batch_view(y)
+    options = compute._options(B.rt, 150, 70, 530, 2)
+    assert len(options) > 8 and any("+split" in name for name in options)
+    for name, option in options.items():
+        got = compute._run(B.rt, x, y, sa, sb, None, None, *option)
+        check(ember.Tensor(got, B), want, dtype)
