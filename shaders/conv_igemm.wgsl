@@ -42,33 +42,11 @@ fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 var<private> grp: u32;
 var<private> part: u32;
 
-// x[n, c] at the window of output pixel p and kernel tap t, zero outside x
-fn gather(n: u32, c: u32, t: u32, p: u32) -> f32 {
-    var tap = t;
-    var pos = p;
-    var off = si(5u) + i32(n) * si(6u) + i32(c) * si(7u);
-    var inside = true;
-    for (var d = ND - 1; d >= 0; d = d - 1) {
-        let b = 18u + u32(d) * 7u;
-        let k = tap % prm[b + 2u];
-        tap = tap / prm[b + 2u];
-        let o = pos % prm[b + 1u];
-        pos = pos / prm[b + 1u];
-        var coord: i32;
-        if (TRANSPOSED) {
-            let num = i32(o) + si(b + 5u) - i32(k * prm[b + 4u]);
-            let st = si(b + 3u);
-            coord = num / st;
-            inside = inside && num >= 0 && coord * st == num;
-        } else {
-            coord = i32(o * prm[b + 3u] + k * prm[b + 4u]) - si(b + 5u);
-        }
-        inside = inside && coord >= 0 && coord < si(b);
-        off = off + coord * si(b + 6u);
-    }
-    if (inside) { return x[u32(off)]; }
-    return 0.0;
-}
+// The lane's B-tile column is the same at every k step (the launcher's loads give lane li the
+// column li % BN, as lanes is a multiple of BN): its part of the gather's address is set once,
+// by the section's setup_column, leaving only the k row's part to each load.
+var<private> c_off: i32;
+var<private> c_org: array<i32, 3>;
 
 @compute @workgroup_size(LX, LY, 1)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
@@ -81,6 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     let kk = min(prm[2], kbeg + prm[4]);
     let row0 = wid.y * BM;
     let col0 = prm[17] + wid.x * BN;
+    setup_column(col0 + li % BN);
 {{ACC_DECL}}
     for (var k0 = kbeg; k0 < kk; k0 = k0 + BK) {
         let full = row0 + BM <= n && col0 + BN <= m && k0 + BK <= kk;
@@ -97,20 +76,63 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f32 {
     let k = k0 + c;
     if (full || (row0 + r < n && k < kk)) {
-        let taps = prm[11];
-        return w[u32(i32(grp) * si(14u) + i32(row0 + r) * si(15u) + i32(k / taps) * si(16u)
-                     + i32(k % taps))];
+        var at = i32(grp) * si(14u) + i32(row0 + r) * si(15u);
+        if (TRANSPOSED) {
+            let taps = prm[11];
+            at = at + i32(k / taps) * si(16u) + i32(k % taps);
+        } else {
+            at = at + i32(k);  // the conv's weight rows are (ci, tap) contiguous
+        }
+        return w[u32(at)];
     }
     return 0.0;
 }
 
+// column n·P + p: the image's offset and, per dim, the window origin o·stride − pad (the
+// transposed rule: o + pad)
+fn setup_column(col: u32) {
+    let pp = prm[12];
+    var pos = col % pp;
+    c_off = si(5u) + i32(col / pp) * si(6u) + i32(grp * prm[10]) * si(7u);
+    for (var d = ND - 1; d >= 0; d = d - 1) {
+        let b = 18u + u32(d) * 7u;
+        let o = pos % prm[b + 1u];
+        pos = pos / prm[b + 1u];
+        if (TRANSPOSED) {
+            c_org[d] = i32(o) + si(b + 5u);
+        } else {
+            c_org[d] = i32(o * prm[b + 3u]) - si(b + 5u);
+        }
+    }
+}
+
 fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f32 {
     let k = k0 + r;
-    let col = col0 + c;
-    if (k < kk && col < m) {
+    if (k < kk && col0 + c < m) {
         let taps = prm[11];
-        let pp = prm[12];
-        return gather(col / pp, grp * prm[10] + k / taps, k % taps, col % pp);
+        var tap = k % taps;
+        var off = c_off + i32(k / taps) * si(7u);
+        var inside = true;
+        for (var d = ND - 1; d >= 0; d = d - 1) {
+            let b = 18u + u32(d) * 7u;
+            var kd = tap;
+            if (d > 0) {
+                kd = tap % prm[b + 2u];
+                tap = tap / prm[b + 2u];
+            }
+            var coord: i32;
+            if (TRANSPOSED) {  // input q = (pos + pad − k·dil) / stride, when exact
+                let num = c_org[d] - i32(kd * prm[b + 4u]);
+                let st = si(b + 3u);
+                coord = num / st;
+                inside = inside && num >= 0 && coord * st == num;
+            } else {
+                coord = c_org[d] + i32(kd * prm[b + 4u]);
+            }
+            inside = inside && coord >= 0 && coord < si(b);
+            off = off + coord * si(b + 6u);
+        }
+        if (inside) { return x[u32(off)]; }
     }
     return 0.0;
 }
@@ -136,13 +158,38 @@ fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f3
     return 0.0;
 }
 
+// column ci·taps + tap: the channel's offset and, per dim, the tap's shift k·dil − pad
+fn setup_column(col: u32) {
+    let taps = prm[11];
+    var tap = col % taps;
+    c_off = si(5u) + i32(grp * prm[10] + col / taps) * si(7u);
+    for (var d = ND - 1; d >= 0; d = d - 1) {
+        let b = 18u + u32(d) * 7u;
+        let kd = tap % prm[b + 2u];
+        tap = tap / prm[b + 2u];
+        c_org[d] = i32(kd * prm[b + 4u]) - si(b + 5u);
+    }
+}
+
 fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f32 {
     let k = k0 + r;
-    let col = col0 + c;
-    if (k < kk && col < m) {
-        let taps = prm[11];
+    if (k < kk && col0 + c < m) {
         let pp = prm[12];
-        return gather(k / pp, grp * prm[10] + col / taps, col % taps, k % pp);
+        var pos = k % pp;
+        var off = c_off + i32(k / pp) * si(6u);
+        var inside = true;
+        for (var d = ND - 1; d >= 0; d = d - 1) {
+            let b = 18u + u32(d) * 7u;
+            var o = pos;
+            if (d > 0) {
+                o = pos % prm[b + 1u];
+                pos = pos / prm[b + 1u];
+            }
+            let coord = c_org[d] + i32(o * prm[b + 3u]);
+            inside = inside && coord >= 0 && coord < si(b);
+            off = off + coord * si(b + 6u);
+        }
+        if (inside) { return x[u32(off)]; }
     }
     return 0.0;
 }

@@ -4,8 +4,9 @@ gradient) and the weight gradient, in float32 (float16 is widened first, the res
 Which kernel runs, by one rule for all three:
 
 - few (at most ``_DIRECT_MAX_CHANNELS``) input channels per group and groups > 1 (depthwise,
-  as in MobileNet/EfficientNet): the direct kernels of nn.wgsl, one lane per output element
-  looping over the taps — a GEMM per group would have tiny dimensions;
+  as in MobileNet/EfficientNet), or a conv_transpose with at most ``_DIRECT_MAX_ROWS`` output
+  channels per group: the direct kernels of nn.wgsl, one lane per output element looping over
+  the taps — a GEMM per group would have tiny dimensions;
 - an ungrouped 1×1 conv (or conv_transpose) with stride 1 and no padding: one batched matmul
   on views, ``W @ x[n]``, with no gather at all;
 - everything else: an implicit GEMM (shaders/conv_igemm.wgsl): matmul's tiles with the im2col
@@ -25,6 +26,9 @@ from .primitive import WgpuTensor, collapse, contiguous_strides
 
 # grouped convs with at most this many (input) channels per group use the direct kernels
 _DIRECT_MAX_CHANNELS = 8
+# conv_transposes with at most this many output channels per group too: they are the GEMM's
+# rows, and the smallest tile has 16 (a 1-channel image's input gradient would waste 15/16)
+_DIRECT_MAX_ROWS = 4
 
 
 def nn_pipe(rt: Runtime, section: str, n_buffers: int, **keys):
@@ -76,6 +80,8 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
            o_ss: int = 0) -> None:
     """One conv_igemm.wgsl dispatch per ``max_groups_per_dim`` column tiles (meta: see there)."""
     nd = len(geometry) // 7
+    lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
+    assert lanes % tile["BN"] == 0, f"conv_igemm needs lanes ({lanes}) a multiple of BN: {tile}"
 
     def build():
         keys = compute._unrolled("f32", tile)
@@ -178,7 +184,7 @@ def conv_transpose(rt: Runtime, x, weight, bias, stride, padding, output_padding
     y = rt.empty((n, c_out) + out, dt.float32, "conv_transpose")
     if not numel(y.shape):
         return narrow(rt, y, dtype)
-    if _direct(groups, cig):
+    if _direct(groups, cig) or cog <= _DIRECT_MAX_ROWS:
         meta = [numel(y.shape), c_out, positions, taps, cog, cig, len(kernel), x.offset,
                 x.strides[0], x.strides[1], int(b is not None), *geometry]
         rt.engine.dispatch(nn_pipe(rt, "conv_transpose_direct", 3), meta,
