@@ -114,9 +114,15 @@ class NativeAdapter(GpuAdapter):
         state.clear()
         lib.wgpuBufferMapAsync(staging._internal, lib.WGPUMapMode_Read, 0, size,
                                self._map_info[0])
-        device = self._device._internal
+        device, idle = self._device._internal, 0
         while not state:
-            lib.wgpuDevicePoll(device, True, ffi.NULL)
+            # wgpuDevicePoll says whether the queue is empty; an empty queue that leaves the
+            # map pending for long means it will never finish (a lost device): fail, don't hang
+            idle += bool(lib.wgpuDevicePoll(device, True, ffi.NULL))
+            if idle > 100 and not state:
+                raise EmberError(f"wgpu: mapping a staging buffer of {size} bytes for reading "
+                                 "never finished although the GPU queue is empty (the device "
+                                 "may have been lost)")
         if state[0] != lib.WGPUMapAsyncStatus_Success:
             raise EmberError(f"wgpu: mapping a staging buffer of {size} bytes for reading "
                              f"failed (status {state[0]}; the device may have been lost)")
