@@ -14,9 +14,9 @@ from ember.backends.wgpu import compute, tuning
 
 rng = np.random.default_rng(14)
 
-# (batch, n, k, m): tiny, odd, ragged tiles, tall-skinny (split k), batched, many tiles
-SHAPES = [((), 1, 1, 1), ((), 5, 7, 3), ((), 130, 70, 66), ((), 8, 2048, 8), ((), 64, 600, 6),
-          ((3,), 33, 17, 10), ((2, 2), 9, 40, 31), ((), 100, 40, 131)]
+# (batch, n, k, m): tiny, empty k, odd, ragged tiles, tall-skinny (split k), batched
+SHAPES = [((), 1, 1, 1), ((), 3, 0, 4), ((), 5, 7, 3), ((), 130, 70, 66), ((), 8, 2048, 8),
+          ((), 64, 600, 6), ((3,), 33, 17, 10), ((2, 2), 9, 40, 31), ((), 100, 40, 131)]
 
 
 def sample(shape, dtype):
