@@ -196,3 +196,21 @@ def test_every_candidate_the_tuner_may_pick_is_right(dtype):
     for name, option in options.items():
         got = compute._run(B.rt, x, y, sa, sb, None, None, *option)
         check(ember.Tensor(got, B), want, dtype)
+
+
+@pytest.mark.parametrize("stamps", [True, False])
+def test_measure_with_timestamp_queries_or_wall_time(monkeypatch, stamps):
+    """The real timer: GPU time from timestamp queries where the adapter has them, else wall
+    time around a sync; either way a positive duration and no timer left running."""
+    adapter = B.rt.adapter
+    if stamps and "timestamp-query" not in adapter.info.features:
+        pytest.skip("this adapter has no timestamp-query")
+    if not stamps:
+        monkeypatch.setattr(adapter.info, "features", frozenset())
+    x, y = T(sample((40, 30), "float32")[0])._prim, T(sample((30, 50), "float32")[0])._prim
+    options = compute._options(B.rt, 40, 50, 30, 1)
+    launch = options["64x64/4x4k16"]
+    seconds = tuning.measure(B.rt, "64x64/4x4k16",
+                             lambda: compute._run(B.rt, x, y, 0, 0, None, None, *launch))
+    assert seconds > 0
+    assert getattr(adapter, "_timer", None) is None
