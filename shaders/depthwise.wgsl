@@ -197,3 +197,104 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
     for (var c = 0u; c < chunks; c = c + 1u) { s = s + partial[(co * chunks + c) * TAPS + t]; }
     out[i] = s;
 }
+
+//! conv_transpose
+// The adjoint of a depthwise conv (the input gradient): a transposed conv with groups == C_out
+// and CIG input channels per group (the forward's multiplier), weight contiguous
+// (C_out · CIG, 1, KH, KW). Output (n, co, oy, ox) sums x[n, co·CIG + m, qy, qx] ·
+// w[co·CIG + m, ky, kx] over the taps whose qy = (oy + pad_h - ky·DH) / SH (and qx likewise)
+// is exact. Tiled like `conv`: the lanes stage, for PL output planes, the input rows and
+// columns the (LY·BY) × (LX·BX) output tile reaches (zeros outside the input), then each lane
+// sums a BY × BX block from workgroup memory. The output is contiguous (N, C_out, OH, OW).
+// meta: [planes, C_out, -, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
+//        x_off, sN, sC, sH, sW, has_bias]
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read> weight: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
+const BX: u32 = {{BX}}u;
+const BY: u32 = {{BY}}u;
+const LX: u32 = {{LX}}u;
+const LY: u32 = {{LY}}u;
+const PL: u32 = {{PL}}u;
+const CIG: u32 = {{CIG}}u;
+const LANES: u32 = LX * LY * PL;
+// input rows / columns one output tile reaches (at most; the first is rounded down)
+const TW: u32 = (LX * BX - 1u + (KW - 1u) * DW) / SW + 2u;
+const TH: u32 = (LY * BY - 1u + (KH - 1u) * DH) / SH + 2u;
+
+var<workgroup> tile: array<f32, PL * CIG * TH * TW>;
+
+fn floor_div(a: i32, b: i32) -> i32 {
+    return select(-((-a + b - 1) / b), a / b, a >= 0);
+}
+
+@compute @workgroup_size(LX * LY * PL)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let planes = prm[0];
+    let cout = prm[1];
+    let oh = prm[3];
+    let ow = prm[4];
+    let g = wid.x + wid.y * nwg.x;
+    let first = (g / prm[10]) * PL;
+    let t = g % prm[10];
+    let oy0 = (t / prm[9]) * (LY * BY);
+    let ox0 = (t % prm[9]) * (LX * BX);
+    // the first input row / column any output of the tile reads
+    let qy0 = floor_div(i32(oy0) + si(7) - i32((KH - 1u) * DH), i32(SH));
+    let qx0 = floor_div(i32(ox0) + si(8) - i32((KW - 1u) * DW), i32(SW));
+
+    for (var e = li; e < PL * CIG * TH * TW; e = e + LANES) {
+        let k = e / (TH * TW);  // (plane, m)
+        let plane = first + k / CIG;
+        let r = e % (TH * TW);
+        let yy = qy0 + i32(r / TW);
+        let xx = qx0 + i32(r % TW);
+        var v = 0.0;
+        if (plane < planes && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
+            let ci = (plane % cout) * CIG + k % CIG;
+            v = src[u32(si(11) + i32(plane / cout) * si(12) + i32(ci) * si(13) + yy * si(14)
+                        + xx * si(15))];
+        }
+        tile[e] = v;
+    }
+    workgroupBarrier();
+
+    let p = li / (LX * LY);
+    let ly = (li / LX) % LY;
+    let lx = li % LX;
+    let plane = first + p;
+    if (plane >= planes) { return; }
+    let co = plane % cout;
+    var b = 0.0;
+    if (prm[16] == 1u) { b = bias[co]; }
+    for (var by = 0u; by < BY; by = by + 1u) {
+        let oy = oy0 + ly * BY + by;
+        for (var bx = 0u; bx < BX; bx = bx + 1u) {
+            let ox = ox0 + lx * BX + bx;
+            // offsets of this output's taps from the tile's first row / column, in input
+            // units times the stride (exact multiples are the taps that reach an input)
+            let ry = i32(oy) + si(7) - qy0 * i32(SH);
+            let rx = i32(ox) + si(8) - qx0 * i32(SW);
+            var acc = 0.0;
+            for (var m = 0u; m < CIG; m = m + 1u) {
+                let base = (p * CIG + m) * TH * TW;
+                let wb = (co * CIG + m) * KH * KW;
+                for (var ky = 0u; ky < KH; ky = ky + 1u) {
+                    let ny = ry - i32(ky * DH);
+                    if (ny % i32(SH) != 0) { continue; }
+                    let row = base + u32(ny / i32(SH)) * TW;
+                    for (var kx = 0u; kx < KW; kx = kx + 1u) {
+                        let nx = rx - i32(kx * DW);
+                        if (nx % i32(SW) != 0) { continue; }
+                        acc = acc + tile[row + u32(nx / i32(SW))] * weight[wb + ky * KW + kx];
+                    }
+                }
+            }
+            if (oy < oh && ox < ow) { out[(plane * oh + oy) * ow + ox] = acc + b; }
+        }
+    }
+}

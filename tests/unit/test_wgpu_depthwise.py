@@ -2,7 +2,8 @@
 CPU conv in float64, on a real adapter (Mesa lavapipe on CPU-only machines): odd and even
 sizes, channel counts that are not multiples of the lane blocks, kernels 3/5/7, strides,
 paddings (symmetric and not), dilations, bias, channel multipliers, strided inputs, 1-d; and
-the depthwise gradients (input and weight) through the autodiff backend against torch."""
+the weight gradient and the transposed conv (the input gradient) of this module, and the
+depthwise gradients through the autodiff backend, against torch."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from _wgpu import B, down, np, up
 from ember.autodiff import Autodiff
 from ember.backends.wgpu.depthwise import (
     depthwise_conv,
+    depthwise_conv_transpose,
     depthwise_weight_grad,
     supports,
+    supports_transpose,
     supports_weight_grad,
 )
 from ember.nn import functional as F
@@ -186,3 +189,45 @@ def test_weight_grad_1d_asymmetric_and_strided_input():
     np.testing.assert_allclose(got, torch_weight_grad(x, w, g, (1, 1), ((1, 0), (0, 2)),
                                                       (1, 1)), rtol=1e-4, atol=1e-4)
     assert not supports_weight_grad(B.rt, x.shape, (4, 1, 9, 9), 4, (1, 1), (1, 1))
+
+
+TRANSPOSE = [  # n, groups, cig, (h, w), k, stride, padding, output_padding, dilation, bias
+    (1, 1, 1, (7, 7), 3, 1, 1, 0, 1, True),
+    (4, 3, 1, (7, 8), 3, 2, 1, 1, 1, False),  # the input gradient of a stride-2 conv on 14×15
+    (2, 16, 1, (14, 14), 5, 2, 2, 1, 1, True),
+    (32, 16, 1, (7, 7), 5, 1, 2, 0, 1, False),
+    (1, 96, 1, (7, 7), 3, 2, 0, 0, 2, True),
+    (2, 3, 2, (15, 14), 5, 1, 2, 0, 2, True),  # multiplier 2: two input channels per group
+    (1, 8, 2, (28, 28), 7, 2, 3, 1, 1, False),
+    (1, 3, 1, (28, 28), 3, 1, 0, 0, 1, True),
+]
+
+
+@pytest.mark.parametrize("n,groups,cig,hw,k,stride,padding,out_pad,dilation,bias", TRANSPOSE)
+def test_depthwise_conv_transpose_matches_torch(n, groups, cig, hw, k, stride, padding, out_pad,
+                                                dilation, bias):
+    x, w = f32(n, groups * cig, *hw), f32(groups * cig, 1, k, k)
+    b = f32(groups) if bias else None
+    args = ((stride,) * 2, (padding,) * 2, (out_pad,) * 2, (dilation,) * 2)
+    assert supports_transpose(B.rt, x.shape, w.shape, groups, *args)
+    y = depthwise_conv_transpose(B.rt, up(x), up(w), None if b is None else up(b), *args, groups)
+    ref = torch.nn.functional.conv_transpose2d(
+        torch.tensor(x, dtype=torch.float64), torch.tensor(w, dtype=torch.float64),
+        None if b is None else torch.tensor(b, dtype=torch.float64), stride, padding, out_pad,
+        groups, dilation).numpy()
+    np.testing.assert_allclose(down(y).astype(np.float64), ref, rtol=2e-5, atol=2e-5)
+
+
+def test_conv_transpose_1d_strided_input_and_rule():
+    x, w = f32(2, 6, 12), f32(6, 1, 4)
+    full = up(np.ascontiguousarray(x.transpose(0, 2, 1)))  # channels last
+    xp = full.view(x.shape, (12 * 6, 1, 6))
+    y = depthwise_conv_transpose(B.rt, xp, up(w), None, (3,), (1,), (2,), (2,), 3)
+    ref = torch.nn.functional.conv_transpose1d(
+        torch.tensor(x, dtype=torch.float64), torch.tensor(w, dtype=torch.float64), None, 3, 1,
+        2, 3, 2).numpy()
+    np.testing.assert_allclose(down(y), ref, rtol=2e-5, atol=2e-5)
+    one = ((1, 1), (1, 1), (0, 0), (1, 1))
+    assert not supports_transpose(B.rt, (1, 8, 5, 5), (8, 2, 3, 3), 8, *one)  # 2 outs/group
+    assert not supports_transpose(B.rt, (1, 8, 5, 5), (8, 1, 3, 3), 3, *one)  # 8 % 3
+    assert not supports_transpose(B.rt, (1, 8, 5, 5, 5), (8, 1, 3, 3, 3), 8, *one)

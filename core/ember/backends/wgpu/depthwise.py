@@ -8,7 +8,9 @@ stride and dilation compiled in. The rule for using it (:func:`supports`): a dep
 spatial dims whose staged tile fits the device's workgroup memory; anything else (3-d, huge
 kernels or dilations) stays on the generic path. A 1-d conv runs as a 2-d one of height 1.
 The weight gradient (:func:`depthwise_weight_grad`, rule :func:`supports_weight_grad`) is a
-split reduction over the positions; the input gradient stays the backend's transposed conv.
+split reduction over the positions; the input gradient, a transposed conv with one output
+channel per group, is tiled like the forward (:func:`depthwise_conv_transpose`, rule
+:func:`supports_transpose`).
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
@@ -20,7 +22,7 @@ True
 from __future__ import annotations
 
 from ... import dtype as dt
-from ...shape import conv_output_size, numel
+from ...shape import conv_output_size, conv_transpose_output_size, numel
 from .kernels import render
 from .launch import Runtime, contiguous, narrow, widen
 from .primitive import WgpuTensor
@@ -40,8 +42,15 @@ def _pow2_at_least(n: int, cap: int) -> int:
 
 
 def _tile_bytes(cfg: dict[str, int]) -> int:
-    tw = (cfg["LX"] * cfg["BX"] - 1) * cfg["SW"] + (cfg["KW"] - 1) * cfg["DW"] + 1
-    th = (cfg["LY"] * cfg["BY"] - 1) * cfg["SH"] + (cfg["KH"] - 1) * cfg["DH"] + 1
+    """The staged tile's bytes (the WGSL's TW, TH): the forward's input window, or for the
+    transposed conv (``CIG`` in cfg) the input rows/columns an output tile reaches."""
+    ow, oh = cfg["LX"] * cfg["BX"], cfg["LY"] * cfg["BY"]
+    if "CIG" in cfg:
+        tw = (ow - 1 + (cfg["KW"] - 1) * cfg["DW"]) // cfg["SW"] + 2
+        th = (oh - 1 + (cfg["KH"] - 1) * cfg["DH"]) // cfg["SH"] + 2
+        return 4 * cfg["PL"] * cfg["CIG"] * tw * th
+    tw = (ow - 1) * cfg["SW"] + (cfg["KW"] - 1) * cfg["DW"] + 1
+    th = (oh - 1) * cfg["SH"] + (cfg["KH"] - 1) * cfg["DH"] + 1
     return 4 * cfg["PL"] * tw * th
 
 
@@ -68,7 +77,8 @@ def _geometry(x_shape, weight_shape, groups, stride, padding, dilation):
 
 
 def _conv_config(rt: Runtime, out, shape: dict[str, int]) -> dict[str, int] | None:
-    """The forward template constants: lanes LY × LX per plane, PL planes, a BY × BX block per
+    """The tiled template constants (``shape`` holds the kernel's, and ``CIG`` for the
+    transposed conv): lanes LY × LX per plane, PL planes, a BY × BX block per
     lane, shrunk (planes first, then the blocks) until the staged tile fits workgroup memory;
     None where even one output per lane does not fit."""
     oh, ow = out
@@ -193,4 +203,65 @@ def depthwise_weight_grad(rt: Runtime, x: WgpuTensor, grad: WgpuTensor, weight_s
                            rt.groups(c_out * chunks, 1))
         rt.engine.dispatch(_pipe(rt, "weight_grad_sum", 1, cfg), [numel(weight_shape), chunks],
                            [partial.block, y.block], rt.groups(numel(weight_shape), _LANES))
+    return narrow(rt, y, dtype)
+
+
+def _transpose_plan(rt: Runtime, x_shape, weight_shape, groups, stride, padding,
+                    output_padding, dilation):
+    """(output size, pads, config) of a transposed conv as 2-d, or None where it is not the
+    adjoint of a depthwise conv over 1 or 2 dims (see :func:`supports_transpose`)."""
+    nd = len(x_shape) - 2
+    c_in = x_shape[1] if len(x_shape) > 1 else 0
+    if nd not in (1, 2) or not groups or weight_shape[1] != 1 or c_in % groups or \
+            weight_shape[0] != c_in:
+        return None
+    out = tuple(conv_transpose_output_size(*a) for a in zip(
+        x_shape[2:], weight_shape[2:], stride, padding, output_padding, dilation))
+    kernel, padding = tuple(weight_shape[2:]), tuple(padding)
+    if nd == 1:
+        stride, dilation, padding, out, kernel = ((1, *stride), (1, *dilation), (0, *padding),
+                                                  (1, *out), (1, *kernel))
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    cfg = _conv_config(rt, out, {"KH": kh, "KW": kw, "SH": sh, "SW": sw, "DH": dh, "DW": dw,
+                                 "CIG": c_in // groups})
+    return None if cfg is None else (out, padding, cfg)
+
+
+def supports_transpose(rt: Runtime, x_shape, weight_shape, groups: int, stride, padding,
+                       output_padding, dilation) -> bool:
+    """Whether :func:`depthwise_conv_transpose` handles this transposed conv: one output
+    channel per group (weight ``(C_in, 1, *kernel)``, ``C_in = groups · CIG``) — the input
+    gradient of a depthwise conv with multiplier CIG — over 1 or 2 dims, its tile fitting
+    workgroup memory."""
+    return _transpose_plan(rt, tuple(x_shape), tuple(weight_shape), groups, tuple(stride),
+                           tuple(padding), tuple(output_padding), tuple(dilation)) is not None
+
+
+def depthwise_conv_transpose(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
+                             padding, output_padding, dilation, groups: int) -> WgpuTensor:
+    """``conv_transpose(x, weight, bias, stride, padding, output_padding, dilation, groups)``
+    (``padding`` an int per dim) for the case :func:`supports_transpose` accepts — the input
+    gradient of a depthwise conv. Returns a contiguous ``(N, groups, *out)``."""
+    dtype = x.dtype
+    nd = len(x.shape) - 2
+    plan = _transpose_plan(rt, x.shape, weight.shape, groups, tuple(stride), tuple(padding),
+                           tuple(output_padding), tuple(dilation))
+    if plan is None:
+        raise ValueError(f"depthwise_conv_transpose: not a depthwise adjoint it can run: x "
+                         f"{x.shape}, weight {weight.shape}, groups {groups}; check "
+                         f"depthwise.supports_transpose() first")
+    out, pads, cfg = plan
+    x, weight = _f32(rt, x), contiguous(rt, _f32(rt, weight))
+    n = x.shape[0]
+    y = rt.empty((n, groups) + out[2 - nd:], dt.float32, "depthwise_conv_transpose")
+    planes = n * groups
+    if planes and numel(out):
+        b = None if bias is None else contiguous(rt, _f32(rt, bias))
+        tiles_x = -(-out[1] // (cfg["LX"] * cfg["BX"]))
+        tiles = tiles_x * -(-out[0] // (cfg["LY"] * cfg["BY"]))
+        meta = [planes, groups, 0, *out, *_hw(x), pads[0], pads[1], tiles_x, tiles,
+                *_x_words(x), int(b is not None)]
+        rt.engine.dispatch(_pipe(rt, "conv_transpose", 3, cfg), meta,
+                           [x.block, weight.block, (b if b is not None else weight).block,
+                            y.block], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
     return narrow(rt, y, dtype)
