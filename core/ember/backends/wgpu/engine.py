@@ -104,8 +104,8 @@ class Engine:
         Beyond :attr:`chunk` bytes the upload goes in chunks with a submit after each: the
         driver copies every queue write into a staging buffer that lives until its submit has
         run, so one big write would hold a second copy of the whole upload."""
-        n = len(data)
-        view = memoryview(data)
+        view = memoryview(data).cast("B")
+        n = len(view)
         whole = n // 4 * 4
         for start in range(0, whole, self.chunk):
             if start:
@@ -116,7 +116,7 @@ class Engine:
             self.adapter.write_buffer(block.buffer, whole,
                                       bytes(view[whole:]) + bytes(4 - n % 4))
         if n and self.recording is not None:  # a program replays whole words
-            self.recording.record_upload(block, bytes(data) + bytes(-n % 4))
+            self.recording.record_upload(block, bytes(view) + bytes(-n % 4))
 
     def capture(self):
         """Record the dispatches, copies and uploads issued until the ``with`` block ends into
