@@ -33,6 +33,8 @@ const LY: u32 = BM / TM;
 const AP: u32 = BM + 4u;
 const ND: i32 = {{ND}};
 const TRANSPOSED: bool = {{TRANSPOSED}};
+const UNIT_STRIDE: bool = {{UNIT_STRIDE}};  // every stride is 1
+const TAP_MAJOR: bool = {{TAP_MAJOR}};
 
 var<workgroup> As: array<vec4<f32>, AP / 4u * BK>;
 var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;
@@ -62,6 +64,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     setup_column(col0 + li % BN);
 {{ACC_DECL}}
     for (var k0 = kbeg; k0 < kk; k0 = k0 + BK) {
+        setup_k(k0);
         let full = row0 + BM <= n && col0 + BN <= m && k0 + BK <= kk;
 {{LOADS}}
         workgroupBarrier();
@@ -72,16 +75,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 }
 
 //! fwd
-// A: the weight; B: the column gathered from x (k = ci·taps + tap, column = n·P + p)
+// A: the weight; B: the column gathered from x (column = n·P + p). k = ci·taps + tap, or with
+// TAP_MAJOR (the launcher's choice when cin_g is a multiple of BK) k = tap·cin_g + ci, so that
+// a K-tile shares one tap: setup_k then finds the lane's x offset and bounds once per step and
+// each load is one multiply-add from it.
+var<private> k_tap: u32;
+var<private> k_ci0: u32;
+var<private> k_at: At;
+
 fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f32 {
     let k = k0 + c;
     if (full || (row0 + r < n && k < kk)) {
         var at = i32(grp) * si(14u) + i32(row0 + r) * si(15u);
-        if (TRANSPOSED) {
+        if (TAP_MAJOR) {
+            at = at + i32(k_ci0 + c) * si(16u) + i32(k_tap);
+        } else {
             let taps = prm[11];
             at = at + i32(k / taps) * si(16u) + i32(k % taps);
-        } else {
-            at = at + i32(k);  // the conv's weight rows are (ci, tap) contiguous
         }
         return w[u32(at)];
     }
@@ -106,33 +116,58 @@ fn setup_column(col: u32) {
     }
 }
 
-fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f32 {
-    let k = k0 + r;
-    if (k < kk && col0 + c < m) {
-        let taps = prm[11];
-        var tap = k % taps;
-        var off = c_off + i32(k / taps) * si(7u);
-        var inside = true;
-        for (var d = ND - 1; d >= 0; d = d - 1) {
-            let b = 18u + u32(d) * 7u;
-            var kd = tap;
-            if (d > 0) {
-                kd = tap % prm[b + 2u];
-                tap = tap / prm[b + 2u];
-            }
-            var coord: i32;
-            if (TRANSPOSED) {  // input q = (pos + pad − k·dil) / stride, when exact
-                let num = c_org[d] - i32(kd * prm[b + 4u]);
+struct At { off: i32, inside: bool }
+
+// the lane's column at kernel tap t: x offset of channel 0 of the group and whether inside x
+fn tap_at(t: u32) -> At {
+    var tap = t;
+    var off = c_off;
+    var inside = true;
+    for (var d = ND - 1; d >= 0; d = d - 1) {
+        let b = 18u + u32(d) * 7u;
+        var kd = tap;
+        if (d > 0) {
+            kd = tap % prm[b + 2u];
+            tap = tap / prm[b + 2u];
+        }
+        var coord: i32;
+        if (TRANSPOSED) {  // input q = (pos + pad − k·dil) / stride, when exact
+            let num = c_org[d] - i32(kd * prm[b + 4u]);
+            if (UNIT_STRIDE) {  // no division (slow on CPUs, lavapipe)
+                coord = num;
+            } else {
                 let st = si(b + 3u);
                 coord = num / st;
                 inside = inside && num >= 0 && coord * st == num;
-            } else {
-                coord = c_org[d] + i32(kd * prm[b + 4u]);
             }
-            inside = inside && coord >= 0 && coord < si(b);
-            off = off + coord * si(b + 6u);
+        } else {
+            coord = c_org[d] + i32(kd * prm[b + 4u]);
         }
-        if (inside) { return x[u32(off)]; }
+        inside = inside && coord >= 0 && coord < si(b);
+        off = off + coord * si(b + 6u);
+    }
+    return At(off, inside);
+}
+
+fn setup_k(k0: u32) {
+    if (TAP_MAJOR) {
+        k_tap = k0 / prm[10];
+        k_ci0 = k0 % prm[10];
+        k_at = tap_at(k_tap);
+        k_at.off = k_at.off + i32(k_ci0) * si(7u);
+    }
+}
+
+fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f32 {
+    let k = k0 + r;
+    if (k < kk && col0 + c < m) {
+        if (TAP_MAJOR) {
+            if (k_at.inside) { return x[u32(k_at.off + i32(r) * si(7u))]; }
+        } else {
+            let taps = prm[11];
+            let at = tap_at(k % taps);
+            if (at.inside) { return x[u32(at.off + i32(k / taps) * si(7u))]; }
+        }
     }
     return 0.0;
 }
@@ -157,6 +192,8 @@ fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f3
     }
     return 0.0;
 }
+
+fn setup_k(k0: u32) {}
 
 // column ci·taps + tap: the channel's offset and, per dim, the tap's shift k·dil − pad
 fn setup_column(col: u32) {

@@ -80,6 +80,8 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
            o_ss: int = 0) -> None:
     """One conv_igemm.wgsl dispatch per ``max_groups_per_dim`` column tiles (meta: see there)."""
     nd = len(geometry) // 7
+    unit = all(geometry[7 * d + 3] == 1 for d in range(nd))
+    tap_major = section == "fwd" and cin_g > 0 and cin_g % tile["BK"] == 0
     lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
     assert lanes % tile["BN"] == 0, f"conv_igemm needs lanes ({lanes}) a multiple of BN: {tile}"
 
@@ -87,10 +89,13 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
         keys = compute._unrolled("f32", tile)
         keys["STORE"] = _stores(tile)
         code = render(rt.lib.source("conv_igemm", section), ND=nd,
-                      TRANSPOSED=str(transposed).lower(), **keys, **tile)
+                      TRANSPOSED=str(transposed).lower(), UNIT_STRIDE=str(unit).lower(),
+                      TAP_MAJOR=str(tap_major).lower(), **keys,
+                      **tile)
         return code, ("read",) * 4 + ("read_write",)
 
-    pipe = rt.lib.pipeline(("conv_igemm", section, nd, transposed, tuple(tile.items())), build)
+    pipe = rt.lib.pipeline(("conv_igemm", section, nd, transposed, unit, tap_major,
+                            tuple(tile.items())), build)
     gx, gy = -(-cols // tile["BN"]), -(-rows // tile["BM"])
     top = rt.info.max_groups_per_dim
     b = bias if bias is not None else w
