@@ -75,7 +75,8 @@ CASES = [  # n, c, (h, w), k, stride, padding, dilation, bias, multiplier
     (1, 16, (56, 56), 5, 1, 2, 1, False, 1),
     (4, 16, (28, 15), 7, 1, 2, 1, True, 1),
     (1, 32, (15, 28), 7, 2, 0, 2, True, 1),
-    (4, 3, (14, 11), 7, 2, 1, 2, False, 1),  # one output column
+    (4, 3, (22, 13), 7, 1, 1, 2, False, 1),  # 3 output columns
+    (2, 5, (9, 3), 3, 2, 0, 1, True, 1),  # one output column
     (1, 3, (15, 15), 3, 1, 2, 2, True, 2),
     (4, 16, (14, 14), 5, 2, 1, 1, False, 2),
     (2, 1, (28, 28), 7, 1, 0, 1, True, 2),
@@ -128,6 +129,8 @@ def test_the_rule_for_what_it_runs():
     assert not supports(rt, (1, 8, 9, 9), (8, 2, 3, 3), 4, (1, 1), (1, 1))  # 2 channels/group
     assert not supports(rt, (1, 8, 9, 9), (8, 8, 3, 3), 1, (1, 1), (1, 1))  # dense
     assert not supports(rt, (1, 8, 5, 5, 5), (8, 1, 3, 3, 3), 8, (1,) * 3, (1,) * 3)  # 3-d
+    # a 2×1 output plane under a dilated 7×7: staging 195 values for 98 taps does not pay
+    assert not supports(rt, (4, 3, 14, 11), (3, 1, 7, 7), 3, (2, 2), (2, 2), ((1, 1), (1, 1)))
     # a tile that cannot fit workgroup memory even at one output per lane
     assert not supports(rt, (1, 8, 900, 900), (8, 1, 63, 63), 8, (4, 4), (8, 8))
     with pytest.raises(ValueError, match="supports"):

@@ -5,8 +5,10 @@ Each workgroup stages the input tile of a few output planes (halo included) in w
 memory once, then each lane sums a small block of adjacent outputs with the kernel size,
 stride and dilation compiled in. The rule for using it (:func:`supports`): a depthwise conv
 (``groups == C_in == weight.shape[0] / multiplier``, ``weight.shape[1] == 1``) over 1 or 2
-spatial dims whose staged tile fits the device's workgroup memory; anything else (3-d, huge
-kernels or dilations) stays on the generic path. A 1-d conv runs as a 2-d one of height 1.
+spatial dims whose staged tile fits the device's workgroup memory and whose staged window is
+read at least once per value (not so for a plane of a few outputs under a large dilated
+kernel); anything else (3-d, huge kernels or dilations, tiny planes) stays on the generic
+path. A 1-d conv runs as a 2-d one of height 1.
 The weight gradient (:func:`depthwise_weight_grad`, rule :func:`supports_weight_grad`) is a
 split reduction over the positions; the input gradient, a transposed conv with one output
 channel per group, is tiled like the forward (:func:`depthwise_conv_transpose`, rule
@@ -94,11 +96,23 @@ def _conv_config(rt: Runtime, out, shape: dict[str, int]) -> dict[str, int] | No
     return cfg if fits else None
 
 
+def _reuses(out, shape: dict[str, int]) -> bool:
+    """Whether a plane's staged window is read at least once per value on average: not so
+    for planes of a few outputs under a large, dilated kernel (a 2×1 output of a 7×7 at
+    dilation 2 stages 195 values for 98 taps), where one lane per output is as fast."""
+    used = [min(o, 16) for o in out]  # the outputs of one tile, at most 16 a side
+    window = [(u - 1) * shape[s] + (shape[k] - 1) * shape[d] + 1
+              for u, s, k, d in zip(used, ("SH", "SW"), ("KH", "KW"), ("DH", "DW"))]
+    return used[0] * used[1] * shape["KH"] * shape["KW"] >= window[0] * window[1]
+
+
 def _plan(rt: Runtime, x_shape, weight_shape, stride, padding, dilation):
     """(output size, pads, forward config) or None when the forward kernel doesn't apply."""
     geo = _geometry(x_shape, weight_shape, x_shape[1] if len(x_shape) > 1 else 0, stride,
                     padding, dilation)
-    cfg = None if geo is None else _conv_config(rt, geo[0], geo[2])
+    if geo is None or not _reuses(geo[0], geo[2]):
+        return None
+    cfg = _conv_config(rt, geo[0], geo[2])
     return None if cfg is None else (geo[0], geo[1], cfg)
 
 
