@@ -35,6 +35,10 @@ const ND: i32 = {{ND}};
 const TRANSPOSED: bool = {{TRANSPOSED}};
 const UNIT_STRIDE: bool = {{UNIT_STRIDE}};  // every stride is 1
 const TAP_MAJOR: bool = {{TAP_MAJOR}};
+// the kernel's size per dim and its tap count, as constants: the per-load tap decompositions
+// divide by constants (a multiply and a shift) instead of by meta words
+const KS = array<u32, 3>({{KSIZE}});
+const TAPS: u32 = {{TAPS}}u;
 
 var<workgroup> As: array<vec4<f32>, AP / 4u * BK>;
 var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;
@@ -90,8 +94,7 @@ fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f3
         if (TAP_MAJOR) {
             at = at + i32(k_ci0 + c) * si(16u) + i32(k_tap);
         } else {
-            let taps = prm[11];
-            at = at + i32(k / taps) * si(16u) + i32(k % taps);
+            at = at + i32(k / TAPS) * si(16u) + i32(k % TAPS);
         }
         return w[u32(at)];
     }
@@ -127,8 +130,8 @@ fn tap_at(t: u32) -> At {
         let b = 18u + u32(d) * 7u;
         var kd = tap;
         if (d > 0) {
-            kd = tap % prm[b + 2u];
-            tap = tap / prm[b + 2u];
+            kd = tap % KS[d];
+            tap = tap / KS[d];
         }
         var coord: i32;
         if (TRANSPOSED) {  // input q = (pos + pad − k·dil) / stride, when exact
@@ -164,9 +167,8 @@ fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f3
         if (TAP_MAJOR) {
             if (k_at.inside) { return x[u32(k_at.off + i32(r) * si(7u))]; }
         } else {
-            let taps = prm[11];
-            let at = tap_at(k % taps);
-            if (at.inside) { return x[u32(at.off + i32(k / taps) * si(7u))]; }
+            let at = tap_at(k % TAPS);
+            if (at.inside) { return x[u32(at.off + i32(k / TAPS) * si(7u))]; }
         }
     }
     return 0.0;

@@ -82,6 +82,8 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
     nd = len(geometry) // 7
     unit = all(geometry[7 * d + 3] == 1 for d in range(nd))
     tap_major = section == "fwd" and cin_g > 0 and cin_g % tile["BK"] == 0
+    kernel = tuple(geometry[7 * d + 2] for d in range(nd))
+    ksize = ", ".join(f"{k}u" for k in kernel + (1,) * (3 - nd))
     lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
     assert lanes % tile["BN"] == 0, f"conv_igemm needs lanes ({lanes}) a multiple of BN: {tile}"
 
@@ -90,11 +92,11 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
         keys["STORE"] = _stores(tile)
         code = render(rt.lib.source("conv_igemm", section), ND=nd,
                       TRANSPOSED=str(transposed).lower(), UNIT_STRIDE=str(unit).lower(),
-                      TAP_MAJOR=str(tap_major).lower(), **keys,
+                      TAP_MAJOR=str(tap_major).lower(), TAPS=taps, KSIZE=ksize, **keys,
                       **tile)
         return code, ("read",) * 4 + ("read_write",)
 
-    pipe = rt.lib.pipeline(("conv_igemm", section, nd, transposed, unit, tap_major,
+    pipe = rt.lib.pipeline(("conv_igemm", section, transposed, unit, tap_major, kernel,
                             tuple(tile.items())), build)
     gx, gy = -(-cols // tile["BN"]), -(-rows // tile["BM"])
     top = rt.info.max_groups_per_dim
