@@ -5,8 +5,8 @@ n while Python records batch n+1; small enough batches keep the GPU busy early, 
 ones keep the per-submit cost (an encoder, a queue write, a submit) out of the per-op cost.
 Each dispatch's parameters (``meta`` words) go into one arena buffer, written with a single
 queue write right before the batch is submitted; queue ordering makes it safe to reuse the
-arena for the next batch. Reads go through one persistent staging buffer; large ones in
-chunks.
+arena for the next batch. Reads go through a persistent staging buffer; large ones in
+chunks through two, so the GPU's copy of one chunk overlaps the host's copy of the previous.
 
 :meth:`Engine.capture` records everything issued while it is active into a replayable
 :class:`~.capture.Program` (see :mod:`.capture`).
@@ -33,8 +33,8 @@ class Engine:
         self._meta = bytearray()
         self._pending = 0
         self._dirty = False
-        self._staging = None  # see _staging_for
-        self.staging_bytes = 0
+        self._staging = [None, None]  # see _staging_for
+        self._staging_sizes = [0, 0]
         self.dispatches = 0  # totals, for tests and benchmarks
         self.submits = 0
         self.recording = None  # the capture.Program that engine.capture() is building
@@ -153,25 +153,39 @@ class Engine:
         return data if size == nbytes else data[:nbytes]
 
     def read_into(self, block, out: memoryview) -> None:
-        """Read a block's first ``len(out)`` bytes into ``out``, through the staging buffer
-        :attr:`chunk` bytes at a time."""
-        chunk = self.chunk
-        staging = self._staging_for(min(-(-len(out) // 4) * 4, chunk))
-        for start in range(0, len(out), chunk):
-            part = out[start:start + chunk]
-            size = -(-len(part) // 4) * 4
+        """Read a block's first ``len(out)`` bytes into ``out``, :attr:`chunk` bytes at a
+        time through two staging buffers: the GPU copies chunk k + 1 into one while the host
+        copies chunk k out of the other."""
+        chunk, n = self.chunk, len(out)
+
+        def issue(start: int):
+            size = -(-min(chunk, n - start) // 4) * 4
+            staging = self._staging_for(size, start // chunk % 2)
             self.adapter.copy(block.buffer, start, staging, 0, size)
             self._dirty = True
             self.flush()
-            self.adapter.map_read_into(staging, size, part)
+            return staging, size
 
-    def _staging_for(self, size: int):
-        """The engine's one staging buffer, grown (by powers of two, up to
-        :attr:`chunk`) to hold ``size`` bytes: reads don't create buffers once it has
-        reached the size they need."""
-        if size > self.staging_bytes:
-            if self._staging is not None:
-                self.adapter.destroy_buffer(self._staging)
-            self.staging_bytes = min(max(256, 1 << (size - 1).bit_length()), self.chunk)
-            self._staging = self.adapter.create_buffer(self.staging_bytes, "staging")
-        return self._staging
+        pending = issue(0)
+        for start in range(0, n, chunk):
+            staging, size = pending
+            if start + chunk < n:
+                pending = issue(start + chunk)
+            self.adapter.map_read_into(staging, size, out[start:start + chunk])
+
+    @property
+    def staging_bytes(self) -> int:
+        """Bytes of staging buffers the engine holds (they only grow, up to 2 chunks)."""
+        return sum(self._staging_sizes)
+
+    def _staging_for(self, size: int, slot: int = 0):
+        """Staging buffer ``slot`` (0 or 1; 1 serves chunked reads only), grown by powers of
+        two, up to :attr:`chunk`, to hold ``size`` bytes: reads don't create buffers once the
+        buffers have reached the size they need."""
+        if size > self._staging_sizes[slot]:
+            if self._staging[slot] is not None:
+                self.adapter.destroy_buffer(self._staging[slot])
+            grown = min(max(256, 1 << (size - 1).bit_length()), self.chunk)
+            self._staging[slot] = self.adapter.create_buffer(grown, "staging")
+            self._staging_sizes[slot] = grown
+        return self._staging[slot]

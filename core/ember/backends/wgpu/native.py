@@ -59,6 +59,9 @@ class NativeAdapter(GpuAdapter):
         self._timer = None  # (query set, capacity) while GPU timing is on
         self._stamps = 0
         self._written = False  # queue writes since the last submit
+        self._staging: set = set()  # the staging buffers this adapter made
+        self._staged: list = []  # staging buffers copied into since the last submit
+        self._staged_at: dict[int, int] = {}  # id(staging buffer) -> its copy's submission
         self._map_state: list[int] = []  # the status the map callback hands over
         self._raw = self._raw_mapping()
 
@@ -66,6 +69,9 @@ class NativeAdapter(GpuAdapter):
     def create_buffer(self, size: int, kind: str):
         if kind == "staging":
             usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+            buffer = self._device.create_buffer(size=size, usage=usage)
+            self._staging.add(buffer)
+            return buffer
         else:
             usage = (wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC
                      | wgpu.BufferUsage.COPY_DST)
@@ -73,6 +79,8 @@ class NativeAdapter(GpuAdapter):
 
     def destroy_buffer(self, buffer) -> None:
         self._groups.clear()
+        self._staging.discard(buffer)
+        self._staged_at.pop(id(buffer), None)
         buffer.destroy()
 
     def write_buffer(self, buffer, offset: int, data: bytes) -> None:
@@ -115,10 +123,14 @@ class NativeAdapter(GpuAdapter):
         lib.wgpuBufferMapAsync(staging._internal, lib.WGPUMapMode_Read, 0, size,
                                self._map_info[0])
         device, idle = self._device._internal, 0
+        # Wait for the submit that filled this buffer, not for later ones: a chunked read has
+        # the next chunk's copy running meanwhile.
+        index = self._staged_at.pop(id(staging), None)
+        until = ffi.NULL if index is None else ffi.new("WGPUSubmissionIndex *", index)
         while not state:
             # wgpuDevicePoll says whether the queue is empty; an empty queue that leaves the
             # map pending for long means it will never finish (a lost device): fail, don't hang
-            idle += bool(lib.wgpuDevicePoll(device, True, ffi.NULL))
+            idle += bool(lib.wgpuDevicePoll(device, True, until))
             if idle > 100 and not state:
                 raise EmberError(f"wgpu: mapping a staging buffer of {size} bytes for reading "
                                  "never finished although the GPU queue is empty (the device "
@@ -212,7 +224,8 @@ class NativeAdapter(GpuAdapter):
         usage = wgpu.BufferUsage
         resolved = self._device.create_buffer(size=8 * n,
                                               usage=usage.QUERY_RESOLVE | usage.COPY_SRC)
-        staging = self.create_buffer(8 * n, "staging")
+        staging = self._device.create_buffer(size=8 * n,
+                                             usage=usage.MAP_READ | usage.COPY_DST)
         encoder = self._device.create_command_encoder()
         encoder.resolve_query_set(queries, 0, n, resolved, 0)
         encoder.copy_buffer_to_buffer(resolved, 0, staging, 0, 8 * n)
@@ -311,6 +324,8 @@ class NativeAdapter(GpuAdapter):
         return record
 
     def copy(self, src, src_offset: int, dst, dst_offset: int, size: int) -> None:
+        if dst in self._staging:
+            self._staged.append(dst)
         if self._pass is not None:
             self._pass.end()
             self._pass = None
@@ -327,5 +342,15 @@ class NativeAdapter(GpuAdapter):
             self._encoder = self._device.create_command_encoder()
         self._written = False
         if self._encoder is not None:
-            self._queue.submit([self._encoder.finish()])
+            commands = self._encoder.finish()
             self._encoder = None
+            if self._raw is None:  # pragma: no cover - another wgpu-py layout
+                self._queue.submit([commands])
+                return
+            ffi, lib = self._raw
+            index = lib.wgpuQueueSubmitForIndex(self._queue._internal, 1,
+                                                ffi.new("WGPUCommandBuffer[]",
+                                                        [commands._internal]))
+            for staging in self._staged:
+                self._staged_at[id(staging)] = index
+            self._staged.clear()
