@@ -234,3 +234,17 @@ def test_conv_transpose_1d_strided_input_and_rule():
     assert not supports_transpose(B.rt, (1, 8, 5, 5), (8, 2, 3, 3), 8, *one)  # 2 outs/group
     assert not supports_transpose(B.rt, (1, 8, 5, 5), (8, 1, 3, 3), 3, *one)  # 8 % 3
     assert not supports_transpose(B.rt, (1, 8, 5, 5, 5), (8, 1, 3, 3, 3), 8, *one)
+
+
+def test_weight_grad_out_of_image_taps_add_nothing_even_next_to_inf():
+    # the kernel reads a clamped in-image address for taps over the padding and must discard
+    # it: at stride 2 the corner x[0, 0] is read by tap (1, 1) alone, while taps (0, 0),
+    # (0, 1) and (1, 0) of output (0, 0) hang over the padding and clamp onto it
+    x, w = f32(2, 3, 6, 6), f32(3, 1, 3, 3)
+    x[0, 1, 0, 0] = np.inf
+    g = f32(2, 3, 3, 3)
+    args = ((2, 2), ((1, 1), (1, 1)), (1, 1))
+    got = down(depthwise_weight_grad(B.rt, up(x), up(g), w.shape, *args))
+    want = torch_weight_grad(x, w, g, *args)
+    assert np.isinf(want[1, 0, 1, 1]) and np.isfinite(want).sum() == want.size - 1
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
