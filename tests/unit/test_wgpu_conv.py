@@ -84,6 +84,9 @@ GRID = [
     (2, 32, 48, (7, 9), (3, 3), (2, 2), (1, 1), (1, 1), 1),
     (1, 64, 32, (6, 5), (5, 5), (1, 1), (2, 2), (2, 2), 2),
     (3, 16, 16, (5, 7), (3, 3), (2, 1), (0, 2), (1, 1), 1),
+    # 48+ output channels: the device's default tile (forward, then input gradient)
+    (2, 16, 64, (9, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),
+    (2, 64, 16, (9, 7), (3, 3), (2, 2), (1, 1), (1, 1), 1),
 ]
 
 
@@ -177,6 +180,17 @@ def test_wide_grid_is_split_over_dispatches(monkeypatch):
     y = B.conv(up(x), up(w), None, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
     want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=1)
     close(down(y), want.numpy())
+
+
+def test_large_tile(monkeypatch):
+    """128+ output channels with enough tiles take the large tile where the device has one."""
+    from ember.backends.wgpu import compute
+
+    monkeypatch.setattr(compute, "_TARGET_GROUPS", 1)
+    if B.rt.large_tile:
+        assert wconv._tile(B.rt, 130, 36, 72, 1) is B.rt.large_tile
+    check_conv(1, 8, 130, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 1)
+    check_conv(1, 32, 136, (5, 6), (3, 3), (1, 1), (1, 1), (1, 1), 1)
 
 
 def test_direct_rule():

@@ -60,16 +60,24 @@ def _geometry(spatial, out, kernel, stride, dilation, pads, strides) -> list[int
     return words
 
 
-# at most 16 output channels per group (the GEMM's rows): a 16×64 tile of 64 lanes, with an
-# 8-deep K-tile when k is shorter than 16 (a first layer's few channels × taps); on lavapipe
-# 3× faster than matmul's 16×32 tile of 32 lanes for the MNIST CNN's first conv
+# convs with few output channels per group (the GEMM's rows) take a 16×64 tile of 64 lanes,
+# with an 8-deep K-tile when k is shorter than 16 (a first layer's few channels × taps): on
+# lavapipe 3× faster than matmul's 16×32 tile of 32 lanes for the MNIST CNN's first conv, and
+# little padding where a 64-row tile would be half empty
 _THIN_TILE = {"BM": 16, "BN": 64, "BK": 16, "TM": 4, "TN": 4}
 
 
 def _tile(rt: Runtime, rows: int, cols: int, k: int, groups: int) -> dict[str, int]:
-    if rows <= _THIN_TILE["BM"]:
-        return dict(_THIN_TILE, BK=8) if k < 16 else _THIN_TILE
-    return compute.choose_tile(rt, rows, cols, groups)
+    """The forward kernels' tile: the large one only when its rows are filled (matmul's
+    choose_tile would take it for 64 rows too, half of them padding), the device's default
+    from 48 rows, else the thin one."""
+    large = rt.large_tile
+    if large and rows >= large["BM"] and \
+            -(-rows // large["BM"]) * -(-cols // large["BN"]) * groups >= compute._TARGET_GROUPS:
+        return large
+    if rows >= 48:
+        return rt.tile
+    return dict(_THIN_TILE, BK=8) if k < 16 else _THIN_TILE
 
 
 def _bias(rt: Runtime, bias):
