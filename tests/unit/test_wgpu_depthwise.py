@@ -53,7 +53,7 @@ def torch_weight_grad(x, w, g, stride, pads, dilation):
 
 
 def check(x, w, b, stride, pads, dilation, xp=None, tol=2e-5):
-    assert supports(B.rt, x.shape, w.shape, x.shape[1], stride, dilation, pads)
+    assert supports(B.rt, x.shape, w.shape, x.shape[1], stride, pads, dilation)
     y = depthwise_conv(B.rt, up(x) if xp is None else xp, up(w), None if b is None else up(b),
                        stride, pads, dilation)
     ref = torch_ref(x, w, b, stride, pads, dilation)
@@ -125,14 +125,16 @@ def test_float16_is_widened_and_narrowed():
 
 def test_the_rule_for_what_it_runs():
     rt = B.rt
-    assert supports(rt, (1, 8, 9, 9), (16, 1, 3, 3), 8, (1, 1), (1, 1))  # multiplier 2
-    assert not supports(rt, (1, 8, 9, 9), (8, 2, 3, 3), 4, (1, 1), (1, 1))  # 2 channels/group
-    assert not supports(rt, (1, 8, 9, 9), (8, 8, 3, 3), 1, (1, 1), (1, 1))  # dense
-    assert not supports(rt, (1, 8, 5, 5, 5), (8, 1, 3, 3, 3), 8, (1,) * 3, (1,) * 3)  # 3-d
+    pad1 = ((1, 1), (1, 1))
+    assert supports(rt, (1, 8, 9, 9), (16, 1, 3, 3), 8, (1, 1), pad1, (1, 1))  # multiplier 2
+    assert not supports(rt, (1, 8, 9, 9), (8, 2, 3, 3), 4, (1, 1), pad1, (1, 1))  # 2 per group
+    assert not supports(rt, (1, 8, 9, 9), (8, 8, 3, 3), 1, (1, 1), pad1, (1, 1))  # dense
+    assert not supports(rt, (1, 8, 5, 5, 5), (8, 1, 3, 3, 3), 8, (1,) * 3, ((1, 1),) * 3,
+                        (1,) * 3)  # 3-d
     # a 2×1 output plane under a dilated 7×7: staging 195 values for 98 taps does not pay
-    assert not supports(rt, (4, 3, 14, 11), (3, 1, 7, 7), 3, (2, 2), (2, 2), ((1, 1), (1, 1)))
+    assert not supports(rt, (4, 3, 14, 11), (3, 1, 7, 7), 3, (2, 2), pad1, (2, 2))
     # a tile that cannot fit workgroup memory even at one output per lane
-    assert not supports(rt, (1, 8, 900, 900), (8, 1, 63, 63), 8, (4, 4), (8, 8))
+    assert not supports(rt, (1, 8, 900, 900), (8, 1, 63, 63), 8, (4, 4), pad1, (8, 8))
     with pytest.raises(ValueError, match="supports"):
         depthwise_conv(rt, up(f32(1, 8, 5, 5, 5)), up(f32(8, 1, 3, 3, 3)), None, (1,) * 3,
                        ((0, 0),) * 3, (1,) * 3)
@@ -170,7 +172,7 @@ def test_depthwise_weight_grad_matches_torch(n, c, hw, k, stride, padding, dilat
     x, w = f32(n, c, *hw), f32(c * mult, 1, k, k)
     s2, p2, d2 = (stride,) * 2, ((padding, padding),) * 2, (dilation,) * 2
     g = f32(*torch_ref(x, w, None, s2, p2, d2).shape)
-    assert supports_weight_grad(B.rt, x.shape, w.shape, c, s2, d2, p2)
+    assert supports_weight_grad(B.rt, x.shape, w.shape, c, s2, p2, d2)
     got = down(depthwise_weight_grad(B.rt, up(x), up(g), w.shape, s2, p2, d2))
     np.testing.assert_allclose(got, torch_weight_grad(x, w, g, s2, p2, d2), rtol=1e-4,
                                atol=1e-3)
@@ -191,7 +193,8 @@ def test_weight_grad_1d_asymmetric_and_strided_input():
                                      (1, 1)))
     np.testing.assert_allclose(got, torch_weight_grad(x, w, g, (1, 1), ((1, 0), (0, 2)),
                                                       (1, 1)), rtol=1e-4, atol=1e-4)
-    assert not supports_weight_grad(B.rt, x.shape, (4, 1, 9, 9), 4, (1, 1), (1, 1))
+    assert not supports_weight_grad(B.rt, x.shape, (4, 1, 9, 9), 4, (1, 1), ((0, 0),) * 2,
+                                    (1, 1))
 
 
 TRANSPOSE = [  # n, groups, cig, (h, w), k, stride, padding, output_padding, dilation, bias

@@ -16,8 +16,8 @@ channel per group, is tiled like the forward (:func:`depthwise_conv_transpose`, 
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
->>> depthwise.supports(ember.get_backend("wgpu").rt, (1, 8, 14, 14), (8, 1, 3, 3), 8, (1, 1),
-...                    (1, 1))
+>>> rt = ember.get_backend("wgpu").rt
+>>> depthwise.supports(rt, (1, 8, 14, 14), (8, 1, 3, 3), 8, (1, 1), ((1, 1), (1, 1)), (1, 1))
 True
 """
 
@@ -116,17 +116,18 @@ def _plan(rt: Runtime, x_shape, weight_shape, stride, padding, dilation):
     return None if cfg is None else (geo[0], geo[1], cfg)
 
 
-def supports(rt: Runtime, x_shape, weight_shape, groups: int, stride, dilation,
-             padding=((0, 0), (0, 0))) -> bool:
-    """Whether :func:`depthwise_conv` handles this conv (the rule in the module docstring)."""
+def supports(rt: Runtime, x_shape, weight_shape, groups: int, stride, padding,
+             dilation) -> bool:
+    """Whether :func:`depthwise_conv` handles this conv (the rule in the module docstring);
+    the arguments as ``conv``'s, ``padding`` as ``((lo, hi), ...)`` pairs."""
     x_shape = tuple(x_shape)
     return groups == (x_shape[1] if len(x_shape) > 1 else 0) and _plan(
         rt, x_shape, tuple(weight_shape), tuple(stride), tuple(padding)[:len(x_shape) - 2],
         tuple(dilation)) is not None
 
 
-def supports_weight_grad(rt: Runtime, x_shape, weight_shape, groups: int, stride,
-                         dilation, padding=((0, 0), (0, 0))) -> bool:
+def supports_weight_grad(rt: Runtime, x_shape, weight_shape, groups: int, stride, padding,
+                         dilation) -> bool:
     """Whether :func:`depthwise_weight_grad` handles this conv: depthwise over 1 or 2 dims with
     the per-lane sums of all taps in workgroup memory (KH·KW ≤ 64 on a 16 KiB device)."""
     x_shape = tuple(x_shape)
@@ -197,7 +198,7 @@ def depthwise_weight_grad(rt: Runtime, x: WgpuTensor, grad: WgpuTensor, weight_s
     geo = _geometry(x.shape, weight_shape, x.shape[1], tuple(stride), tuple(padding),
                     tuple(dilation))
     if geo is None or not supports_weight_grad(rt, x.shape, weight_shape, x.shape[1], stride,
-                                               dilation, padding):
+                                               padding, dilation):
         raise ValueError(f"depthwise_weight_grad: not a depthwise 1-d/2-d conv it can run: x "
                          f"{x.shape}, weight {weight_shape}; check supports_weight_grad() first")
     out, pad, shape = geo
