@@ -1,7 +1,8 @@
 // Depthwise 2-d convolution kernels (groups == C_in, C_out = C_in · multiplier; float32; a 1-d
-// conv runs with height 1): the forward conv and the two passes of the weight gradient. The
-// kernel size, stride and dilation are compile-time constants (the tap loops unroll, no div/mod
-// per tap); the sizes are meta words. Each section lists its own meta layout.
+// conv runs with height 1): the forward conv, the two passes of the weight gradient and the
+// transposed conv (the input gradient). The kernel size, stride and dilation are compile-time
+// constants (the tap loops unroll, no div/mod per tap); the sizes are meta words. Each section
+// lists its own meta layout. Launched from core/ember/backends/wgpu/depthwise.py.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
 
@@ -36,10 +37,9 @@ const LX: u32 = {{LX}}u;
 const LY: u32 = {{LY}}u;
 const PL: u32 = {{PL}}u;
 const LANES: u32 = LX * LY * PL;
-// the staged input tile of one plane, and the input span of one lane's row of BX outputs
+// the staged input tile of one plane
 const TW: u32 = (LX * BX - 1u) * SW + (KW - 1u) * DW + 1u;
 const TH: u32 = (LY * BY - 1u) * SH + (KH - 1u) * DH + 1u;
-const SPAN: u32 = (BX - 1u) * SW + (KW - 1u) * DW + 1u;
 
 var<workgroup> tile: array<f32, PL * TH * TW>;
 
@@ -80,32 +80,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let plane = first + p;
     if (plane >= planes) { return; }
     let co = plane % cout;
-    var acc: array<f32, BY * BX>;
-    var row: array<f32, SPAN>;
     let base = p * TH * TW + ly * BY * SH * TW + lx * BX * SW;
-    for (var by = 0u; by < BY; by = by + 1u) {
-        for (var ky = 0u; ky < KH; ky = ky + 1u) {
-            let r0 = base + (by * SH + ky * DH) * TW;
-            for (var s = 0u; s < SPAN; s = s + 1u) { row[s] = tile[r0 + s]; }
-            for (var kx = 0u; kx < KW; kx = kx + 1u) {
-                let w = weight[(co * KH + ky) * KW + kx];
-                for (var bx = 0u; bx < BX; bx = bx + 1u) {
-                    acc[by * BX + bx] = acc[by * BX + bx] + row[bx * SW + kx * DW] * w;
-                }
-            }
-        }
-    }
+    let wb = co * KH * KW;
+    // unrolled by the launcher (Naga keeps indexed local arrays in memory on some drivers):
+    // the accumulators a{by}_{bx}, the weights w{ky}_{kx}, then per output row by and kernel
+    // row ky the SPAN staged inputs the lane's BX outputs read, and their products
+{{ACC_DECL}}
+{{BODY}}
     var b = 0.0;
     if (prm[16] == 1u) { b = bias[co]; }
-    for (var by = 0u; by < BY; by = by + 1u) {
-        let oy = oy0 + ly * BY + by;
-        for (var bx = 0u; bx < BX; bx = bx + 1u) {
-            let ox = ox0 + lx * BX + bx;
-            if (oy < oh && ox < ow) {
-                out[(plane * oh + oy) * ow + ox] = acc[by * BX + bx] + b;
-            }
-        }
-    }
+{{STORES}}
 }
 
 //! weight_grad_partial
@@ -142,7 +126,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let start = chunk * prm[10];
     let end = min(start + prm[10], prm[2] * pp);
     let chan = si(11) + i32(co / prm[1]) * si(13);
-    var acc: array<f32, TAPS>;
+    // the sums of the KH·KW taps, unrolled by the launcher (named registers, as in `conv`)
+{{ACC_DECL}}
     if (co < cout) {
         for (var q = start + li; q < end; q = q + LANES) {
             let n = q / pp;
@@ -153,24 +138,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             let iy0 = i32(oy * SH) - si(7);
             let ix0 = i32((r - oy * ow) * SW) - si(8);
             // branch-free taps (out-of-image ones read a clamped address and add zero, even
-            // where that value is inf or NaN): the loops stay straight-line for the compiler
-            // to unroll, `acc` in registers (lavapipe: 1.8x faster than skipping them)
-            for (var ky = 0u; ky < KH; ky = ky + 1u) {
-                let yy = iy0 + i32(ky * DH);
-                let in_y = yy >= 0 && yy < si(5);
-                let row = base + clamp(yy, 0, si(5) - 1) * si(14);
-                for (var kx = 0u; kx < KW; kx = kx + 1u) {
-                    let xx = ix0 + i32(kx * DW);
-                    let v = src[u32(row + clamp(xx, 0, si(6) - 1) * si(15))];
-                    acc[ky * KW + kx] = acc[ky * KW + kx]
-                        + select(0.0, gv * v, in_y && xx >= 0 && xx < si(6));
-                }
-            }
+            // where that value is inf or NaN): straight-line code (lavapipe: 1.8x faster
+            // than skipping them)
+{{BODY}}
         }
     }
     // lane-major: the writes (stride TAPS, odd for odd kernels) and the reads below (one tap
     // per lane, adjacent) avoid bank conflicts
-    for (var t = 0u; t < TAPS; t = t + 1u) { sums[li * TAPS + t] = acc[t]; }
+{{STORES}}
     workgroupBarrier();
     if (co >= cout) { return; }
     for (var t = li; t < TAPS; t = t + LANES) {

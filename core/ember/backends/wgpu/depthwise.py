@@ -140,11 +140,60 @@ def _f32(rt: Runtime, x: WgpuTensor) -> WgpuTensor:
     return widen(rt, x) if x.dtype != dt.float32 else x
 
 
+def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
+    """The forward's register block as named statements (see shaders/depthwise.wgsl): each
+    staged input of a kernel row is read once into a register and used by every output and
+    tap that needs it."""
+    bys, bxs, kys, kxs = range(c["BY"]), range(c["BX"]), range(c["KH"]), range(c["KW"])
+    span = (c["BX"] - 1) * c["SW"] + (c["KW"] - 1) * c["DW"] + 1
+    decl = [f"    var a{by}_{bx} = 0.0;" for by in bys for bx in bxs]
+    decl += [f"    let w{ky}_{kx} = weight[wb + {ky * c['KW'] + kx}u];" for ky in kys for kx in kxs]
+    body = []
+    for by in bys:
+        for ky in kys:
+            body.append(f"    {{ let r = base + {by * c['SH'] + ky * c['DH']}u * TW;")
+            body += [f"      let v{i} = tile[r + {i}u];" for i in range(span)]
+            body += [f"      a{by}_{bx} = a{by}_{bx} + v{bx * c['SW'] + kx * c['DW']} * w{ky}_{kx};"
+                     for kx in kxs for bx in bxs]
+            body.append("    }")
+    stores = []
+    for by in bys:
+        stores.append(f"    {{ let oy = oy0 + ly * BY + {by}u;")
+        stores += [f"      if (oy < oh && ox0 + lx * BX + {bx}u < ow) {{ out[(plane * oh + oy) * ow"
+                   f" + ox0 + lx * BX + {bx}u] = a{by}_{bx} + b; }}" for bx in bxs]
+        stores.append("    }")
+    return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body), "STORES": "\n".join(stores)}
+
+
+def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
+    """The weight gradient's per-position taps as named statements (see the shader)."""
+    taps = [(ky, kx) for ky in range(c["KH"]) for kx in range(c["KW"])]
+    body = []
+    for ky in range(c["KH"]):
+        body += [f"            {{ let yy = iy0 + {ky * c['DH']};",
+                 "              let in_y = yy >= 0 && yy < si(5);",
+                 "              let row = base + clamp(yy, 0, si(5) - 1) * si(14);"]
+        for kx in range(c["KW"]):
+            body += [f"              {{ let xx = ix0 + {kx * c['DW']};",
+                     "                let v = src[u32(row + clamp(xx, 0, si(6) - 1) * si(15))];",
+                     f"                t{ky}_{kx} = t{ky}_{kx} + select(0.0, gv * v, in_y && xx >= 0"
+                     " && xx < si(6)); }"]
+        body.append("            }")
+    return {"ACC_DECL": "\n".join(f"    var t{ky}_{kx} = 0.0;" for ky, kx in taps),
+            "BODY": "\n".join(body),
+            "STORES": "\n".join(f"    sums[li * TAPS + {i}u] = t{ky}_{kx};"
+                                for i, (ky, kx) in enumerate(taps))}
+
+
+_UNROLLED = {"conv": _conv_unrolled, "weight_grad_partial": _wgrad_unrolled}
+
+
 def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int]):
     key = ("depthwise", section, tuple(sorted(cfg.items())))
     access = ("read",) * (n_buffers + 1) + ("read_write",)  # meta, inputs, output
-    return rt.lib.pipeline(key, lambda: (render(rt.lib.source("depthwise", section), **cfg),
-                                         access))
+    code = _UNROLLED.get(section, lambda c: {})
+    return rt.lib.pipeline(key, lambda: (
+        render(rt.lib.source("depthwise", section), **cfg, **code(cfg)), access))
 
 
 def _x_words(x: WgpuTensor) -> list[int]:
