@@ -206,6 +206,8 @@ TRANSPOSE = [  # n, groups, cig, (h, w), k, stride, padding, output_padding, dil
     (2, 3, 2, (15, 14), 5, 1, 2, 0, 2, True),  # multiplier 2: two input channels per group
     (1, 8, 2, (28, 28), 7, 2, 3, 1, 1, False),
     (1, 3, 1, (28, 28), 3, 1, 0, 0, 1, True),
+    (2, 4, 1, (9, 10), 3, 1, 3, 0, 1, True),  # stride 1 as a flipped conv with padding -1
+    (2, 5, 1, (11, 9), 5, 1, 1, 0, 2, False),  # ... and with dilation: padding 7
 ]
 
 
@@ -232,6 +234,11 @@ def test_conv_transpose_1d_strided_input_and_rule():
     ref = torch.nn.functional.conv_transpose1d(
         torch.tensor(x, dtype=torch.float64), torch.tensor(w, dtype=torch.float64), None, 3, 1,
         2, 3, 2).numpy()
+    np.testing.assert_allclose(down(y), ref, rtol=2e-5, atol=2e-5)
+    y = depthwise_conv_transpose(B.rt, xp, up(w), up(w[:, 0, 0]), (1,), (2,), (0,), (1,), 6)
+    ref = torch.nn.functional.conv_transpose1d(
+        torch.tensor(x, dtype=torch.float64), torch.tensor(w, dtype=torch.float64),
+        torch.tensor(w[:, 0, 0], dtype=torch.float64), 1, 2, 0, 6, 1).numpy()
     np.testing.assert_allclose(down(y), ref, rtol=2e-5, atol=2e-5)
     one = ((1, 1), (1, 1), (0, 0), (1, 1))
     assert not supports_transpose(B.rt, (1, 8, 5, 5), (8, 2, 3, 3), 8, *one)  # 2 outs/group

@@ -12,7 +12,8 @@ path. A 1-d conv runs as a 2-d one of height 1.
 The weight gradient (:func:`depthwise_weight_grad`, rule :func:`supports_weight_grad`) is a
 split reduction over the positions; the input gradient, a transposed conv with one output
 channel per group, is tiled like the forward (:func:`depthwise_conv_transpose`, rule
-:func:`supports_transpose`).
+:func:`supports_transpose`); at stride 1 with one input per group it is the forward kernel
+with the kernel turned 180°.
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
@@ -147,7 +148,10 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
     bys, bxs, kys, kxs = range(c["BY"]), range(c["BX"]), range(c["KH"]), range(c["KW"])
     span = (c["BX"] - 1) * c["SW"] + (c["KW"] - 1) * c["DW"] + 1
     decl = [f"    var a{by}_{bx} = 0.0;" for by in bys for bx in bxs]
-    decl += [f"    let w{ky}_{kx} = weight[wb + {ky * c['KW'] + kx}u];" for ky in kys for kx in kxs]
+    flip = c.get("FLIP", 0)  # the kernel turned 180°: a stride-1 transposed conv
+    decl += [f"    let w{ky}_{kx} = weight[wb + "
+             f"{(c['KH'] - 1 - ky if flip else ky) * c['KW'] + (c['KW'] - 1 - kx if flip else kx)}u];"
+             for ky in kys for kx in kxs]
     body = []
     for by in bys:
         for ky in kys:
@@ -315,6 +319,15 @@ def depthwise_conv_transpose(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bia
                          f"{x.shape}, weight {weight.shape}, groups {groups}; check "
                          f"depthwise.supports_transpose() first")
     out, pads, cfg = plan
+    section = "conv_transpose"
+    if cfg["SH"] == cfg["SW"] == 1 and cfg["CIG"] == 1:
+        # stride 1, one input per group: the forward conv with the kernel turned 180° and
+        # padding (K - 1)·dilation - pad (the faster kernel: its loads are shared by taps)
+        shape = {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "DH", "DW")}
+        fwd = _conv_config(rt, out, shape)
+        if fwd is not None:
+            section, cfg = "conv", {**fwd, "FLIP": 1}
+            pads = [(cfg["KH"] - 1) * cfg["DH"] - pads[0], (cfg["KW"] - 1) * cfg["DW"] - pads[1]]
     x, weight = _f32(rt, x), contiguous(rt, _f32(rt, weight))
     n = x.shape[0]
     y = rt.empty((n, groups) + out[2 - nd:], dt.float32, "depthwise_conv_transpose")
@@ -323,9 +336,10 @@ def depthwise_conv_transpose(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bia
         b = None if bias is None else contiguous(rt, _f32(rt, bias))
         tiles_x = -(-out[1] // (cfg["LX"] * cfg["BX"]))
         tiles = tiles_x * -(-out[0] // (cfg["LY"] * cfg["BY"]))
-        meta = [planes, groups, 0, *out, *_hw(x), pads[0], pads[1], tiles_x, tiles,
+        # word 2 is the forward's multiplier (input plane = output plane), unused otherwise
+        meta = [planes, groups, 1, *out, *_hw(x), pads[0], pads[1], tiles_x, tiles,
                 *_x_words(x), int(b is not None)]
-        rt.engine.dispatch(_pipe(rt, "conv_transpose", 3, cfg), meta,
+        rt.engine.dispatch(_pipe(rt, section, 3, cfg), meta,
                            [x.block, weight.block, (b if b is not None else weight).block,
                             y.block], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
     return narrow(rt, y, dtype)
