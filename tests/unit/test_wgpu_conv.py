@@ -195,3 +195,18 @@ def test_large_tile(monkeypatch):
 
 def test_direct_rule():
     assert wconv._direct(16, 1) and not wconv._direct(1, 3) and not wconv._direct(2, 16)
+
+
+def test_strided_inputs():
+    """Views (transposed spatial dims, a channel slice) are gathered without a copy, and the
+    1×1 matmul path copies only what its operand view cannot express."""
+    x = sample(2, 6, 7, 5)
+    xt = B.permute(up(x.transpose(0, 1, 3, 2)), (0, 1, 3, 2))  # (2, 6, 7, 5), strided
+    xs = B.slice(up(x), ((0, 2, 1), (1, 5, 1), (0, 7, 1), (0, 5, 1)))  # channels 1..4
+    for view, ref in [(xt, x), (xs, x[:, 1:5])]:
+        c = ref.shape[1]
+        for k, pad in [(1, 0), (3, 1)]:
+            w = sample(5, c, k, k)
+            y = B.conv(view, up(w), None, (1, 1), ((pad, pad),) * 2, (1, 1), 1)
+            want = torch.nn.functional.conv2d(torch.tensor(ref), torch.tensor(w), padding=pad)
+            close(down(y), want.numpy())
