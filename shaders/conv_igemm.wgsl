@@ -39,6 +39,9 @@ const TAP_MAJOR: bool = {{TAP_MAJOR}};
 // divide by constants (a multiply and a shift) instead of by meta words
 const KS = array<u32, 3>({{KSIZE}});
 const TAPS: u32 = {{TAPS}}u;
+// likewise the pixel grid (fwd: the output's, wgrad: the output gradient's) and its size P
+const OS = array<u32, 3>({{OSIZE}});
+const PP: u32 = {{PP}}u;
 
 var<workgroup> As: array<vec4<f32>, AP / 4u * BK>;
 var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;
@@ -176,11 +179,10 @@ fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f3
 
 fn store(r: u32, col: u32, v: f32) {
     if (r < prm[0] && col < prm[1]) {
-        let pp = prm[12];
         let co = grp * prm[0] + r;
         var y = v;
         if (prm[8] == 1u) { y = y + bias[co]; }
-        out[((col / pp) * prm[9] + co) * pp + col % pp] = y;
+        out[((col / PP) * prm[9] + co) * PP + col % PP] = y;
     }
 }
 
@@ -189,8 +191,7 @@ fn store(r: u32, col: u32, v: f32) {
 fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f32 {
     let k = k0 + c;
     if (full || (row0 + r < n && k < kk)) {
-        let pp = prm[12];
-        return w[((k / pp) * prm[9] + grp * prm[0] + row0 + r) * pp + k % pp];
+        return w[((k / PP) * prm[9] + grp * prm[0] + row0 + r) * PP + k % PP];
     }
     return 0.0;
 }
@@ -213,16 +214,15 @@ fn setup_column(col: u32) {
 fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f32 {
     let k = k0 + r;
     if (k < kk && col0 + c < m) {
-        let pp = prm[12];
-        var pos = k % pp;
-        var off = c_off + i32(k / pp) * si(6u);
+        var pos = k % PP;
+        var off = c_off + i32(k / PP) * si(6u);
         var inside = true;
         for (var d = ND - 1; d >= 0; d = d - 1) {
             let b = 18u + u32(d) * 7u;
             var o = pos;
             if (d > 0) {
-                o = pos % prm[b + 1u];
-                pos = pos / prm[b + 1u];
+                o = pos % OS[d];
+                pos = pos / OS[d];
             }
             let coord = c_org[d] + i32(o * prm[b + 3u]);
             inside = inside && coord >= 0 && coord < si(b);

@@ -103,7 +103,8 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
     unit = all(geometry[7 * d + 3] == 1 for d in range(nd))
     tap_major = section == "fwd" and cin_g > 0 and cin_g % tile["BK"] == 0
     kernel = tuple(geometry[7 * d + 2] for d in range(nd))
-    ksize = ", ".join(f"{k}u" for k in kernel + (1,) * (3 - nd))
+    grid = tuple(geometry[7 * d + 1] for d in range(nd))
+    ksize, osize = (", ".join(f"{v}u" for v in t + (1,) * (3 - nd)) for t in (kernel, grid))
     lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
     assert lanes % tile["BN"] == 0, f"conv_igemm needs lanes ({lanes}) a multiple of BN: {tile}"
 
@@ -112,11 +113,12 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
         keys["STORE"] = _stores(tile)
         code = render(rt.lib.source("conv_igemm", section), ND=nd,
                       TRANSPOSED=str(transposed).lower(), UNIT_STRIDE=str(unit).lower(),
-                      TAP_MAJOR=str(tap_major).lower(), TAPS=taps, KSIZE=ksize, **keys,
+                      TAP_MAJOR=str(tap_major).lower(), TAPS=taps, KSIZE=ksize,
+                      OSIZE=osize, PP=positions, **keys,
                       **tile)
         return code, ("read",) * 4 + ("read_write",)
 
-    pipe = rt.lib.pipeline(("conv_igemm", section, transposed, unit, tap_major, kernel,
+    pipe = rt.lib.pipeline(("conv_igemm", section, transposed, unit, tap_major, kernel, grid,
                             tuple(tile.items())), build)
     gx, gy = -(-cols // tile["BN"]), -(-rows // tile["BM"])
     top = rt.info.max_groups_per_dim
