@@ -59,18 +59,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let iy0 = i32(oy0 * SH) - si(7);
     let ix0 = i32(ox0 * SW) - si(8);
 
-    for (var e = li; e < PL * TH * TW; e = e + LANES) {
-        let plane = first + e / (TH * TW);
-        let r = e % (TH * TW);
-        let yy = iy0 + i32(r / TW);
-        let xx = ix0 + i32(r % TW);
-        var v = 0.0;
-        if (plane < planes && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
-            let ci = (plane % cout) / prm[2];
-            v = src[u32(si(11) + i32(plane / cout) * si(12) + i32(ci) * si(13) + yy * si(14)
-                        + xx * si(15))];
+    // plane by plane: the plane's offset (runtime divisions) is computed once, the same in
+    // every lane
+    for (var k = 0u; k < PL; k = k + 1u) {
+        let plane = first + k;
+        let chan = si(11) + i32(plane / cout) * si(12) + i32((plane % cout) / prm[2]) * si(13);
+        for (var e = li; e < TH * TW; e = e + LANES) {
+            let yy = iy0 + i32(e / TW);
+            let xx = ix0 + i32(e % TW);
+            var v = 0.0;
+            if (plane < planes && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
+                v = src[u32(chan + yy * si(14) + xx * si(15))];
+            }
+            tile[k * TH * TW + e] = v;
         }
-        tile[e] = v;
     }
     workgroupBarrier();
 
@@ -226,19 +228,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let qy0 = floor_div(i32(oy0) + si(7) - i32((KH - 1u) * DH), i32(SH));
     let qx0 = floor_div(i32(ox0) + si(8) - i32((KW - 1u) * DW), i32(SW));
 
-    for (var e = li; e < PL * CIG * TH * TW; e = e + LANES) {
-        let k = e / (TH * TW);  // (plane, m)
+    for (var k = 0u; k < PL * CIG; k = k + 1u) {  // (plane, input m of its group)
         let plane = first + k / CIG;
-        let r = e % (TH * TW);
-        let yy = qy0 + i32(r / TW);
-        let xx = qx0 + i32(r % TW);
-        var v = 0.0;
-        if (plane < planes && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
-            let ci = (plane % cout) * CIG + k % CIG;
-            v = src[u32(si(11) + i32(plane / cout) * si(12) + i32(ci) * si(13) + yy * si(14)
-                        + xx * si(15))];
+        let ci = (plane % cout) * CIG + k % CIG;
+        let chan = si(11) + i32(plane / cout) * si(12) + i32(ci) * si(13);
+        for (var e = li; e < TH * TW; e = e + LANES) {
+            let yy = qy0 + i32(e / TW);
+            let xx = qx0 + i32(e % TW);
+            var v = 0.0;
+            if (plane < planes && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
+                v = src[u32(chan + yy * si(14) + xx * si(15))];
+            }
+            tile[k * TH * TW + e] = v;
         }
-        tile[e] = v;
     }
     workgroupBarrier();
 
