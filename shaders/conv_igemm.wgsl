@@ -4,7 +4,8 @@
 // K-tile is built in workgroup memory, never in a buffer. Padding is the zero outside `x`.
 // Workgroup z is group g · splits + part; part covers k in [part·kc, part·kc + kc).
 // Sections:
-//   fwd    y[n, g·cog + r, p] = Σ_k w[r, k] · col[k, n·P + p] (+ bias), k = (ci, tap); with
+//   fwd    y[n, g·cog + r, p] = Σ_k w[r, k] · col[k, n·P + p] (+ bias), k = (ci, tap) or
+//          (tap, ci) with TAP_MAJOR (see the section); with
 //          TRANSPOSED the column follows the transposed conv's rule (a conv_transpose, which is
 //          also a conv's input gradient): input q = (pos + pad − tap·dil) / stride, exact.
 //   wgrad  dW[g·cog + r, (ci, tap)] = Σ_{n, p} grad[n, g·cog + r, p] · col[(ci, tap), n·P + p]:
