@@ -258,3 +258,31 @@ def test_weight_grad_out_of_image_taps_add_nothing_even_next_to_inf():
     want = torch_weight_grad(x, w, g, *args)
     assert np.isinf(want[1, 0, 1, 1]) and np.isfinite(want).sum() == want.size - 1
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_backend_runs_depthwise_convs_and_their_gradients_on_these_kernels():
+    """F.conv2d with groups == channels through Autodiff(wgpu): the depthwise kernels run for
+    the forward, the input gradient and the weight gradient, and the results are torch's."""
+    x, w = f32(2, 8, 15, 15), f32(8, 1, 3, 3)
+    ad = Autodiff(B)
+    xt = ember.tensor(x, backend=ad).require_grad()
+    wt = ember.tensor(w, backend=ad).require_grad()
+    engine, lib = B.rt.engine, B.rt.lib
+    dispatched = []
+    record = engine.dispatch
+    engine.dispatch = lambda pipe, *a, **k: (dispatched.append(pipe), record(pipe, *a, **k))[1]
+    try:
+        y = F.conv2d(xt, wt, stride=1, padding=1, groups=8)
+        grads = (y * y).sum().backward()
+    finally:
+        del engine.dispatch  # the instance attribute; the method shows through again
+    sections = {key[1] for key, pipe in lib._pipelines.items()
+                if key[0] == "depthwise" and any(pipe is d for d in dispatched)}
+    assert {"conv", "weight_grad_partial"} <= sections, sections
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor(w, dtype=torch.float64, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, tw, padding=1, groups=8)
+    (ty * ty).sum().backward()
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(xt.grad(grads).numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(wt.grad(grads).numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-2)

@@ -3,6 +3,9 @@ gradient) and the weight gradient, in float32 (float16 is widened first, the res
 
 Which kernel runs, by one rule for all three:
 
+- a depthwise conv (``groups == C_in``, one input channel per group) that
+  :mod:`.depthwise`'s ``supports*`` accept: its register-blocked kernels with the input tile
+  staged in workgroup memory;
 - few (at most ``_DIRECT_MAX_CHANNELS``) input channels per group and groups > 1 (depthwise,
   as in MobileNet/EfficientNet), or a conv_transpose with at most ``_DIRECT_MAX_ROWS`` output
   channels per group: the direct kernels of nn.wgsl, one lane per output element looping over
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from ... import dtype as dt
 from ...shape import conv_output_size, conv_transpose_output_size, numel
-from . import compute
+from . import compute, depthwise
 from .kernels import render
 from .launch import WG, Runtime, contiguous, map_op, narrow, widen
 from .primitive import WgpuTensor, collapse, contiguous_strides
@@ -153,6 +156,8 @@ def _pointwise_matmul(rt: Runtime, x, wmat, bias):
 
 # -------------------------------------------------------------------- the three ops
 def conv(rt: Runtime, x, weight, bias, stride, padding, dilation, groups):
+    if depthwise.supports(rt, x.shape, weight.shape, groups, stride, padding, dilation):
+        return depthwise.depthwise_conv(rt, x, weight, bias, stride, padding, dilation)
     dtype = x.dtype
     x, weight = f32(rt, x), contiguous(rt, f32(rt, weight))
     n, c = x.shape[:2]
@@ -196,6 +201,10 @@ def _conv_direct(rt: Runtime, x, weight, b, stride, pads, dilation, groups, out)
 
 def conv_transpose(rt: Runtime, x, weight, bias, stride, padding, output_padding, dilation,
                    groups):
+    if depthwise.supports_transpose(rt, x.shape, weight.shape, groups, stride, padding,
+                                    output_padding, dilation):
+        return depthwise.depthwise_conv_transpose(rt, x, weight, bias, stride, padding,
+                                                  output_padding, dilation, groups)
     dtype = x.dtype
     x, weight = f32(rt, x), contiguous(rt, f32(rt, weight))
     n, c_in = x.shape[:2]
@@ -229,6 +238,10 @@ def conv_transpose(rt: Runtime, x, weight, bias, stride, padding, output_padding
 
 
 def conv_weight_grad(rt: Runtime, x, grad, weight_shape, stride, padding, dilation, groups):
+    if depthwise.supports_weight_grad(rt, x.shape, weight_shape, groups, stride, padding,
+                                      dilation):
+        return depthwise.depthwise_weight_grad(rt, x, grad, weight_shape, stride, padding,
+                                               dilation)
     dtype = x.dtype
     x, grad = f32(rt, x), contiguous(rt, f32(rt, grad))
     n, c_out = grad.shape[:2]
