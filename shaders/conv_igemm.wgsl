@@ -17,12 +17,16 @@
 // ci·w_sc + tap (the conv's (C_out, cin_g, *kernel) or the conv_transpose's (C_in, cog,
 // *kernel) weight, contiguous); wgrad: w is the contiguous (N, C_out, *out) output gradient.
 // col_off: the first column of this dispatch (a grid wider than the device's limit is split).
+// float16 (IN_T u32): x, w and bias are read from their packed words into f32 registers (the
+// read_f16 section), the sums stay f32; OUT_T u32: fwd stores pairs of columns as one word.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<{{IN_T}}>;
+@group(0) @binding(2) var<storage, read> w: array<{{IN_T}}>;
+@group(0) @binding(3) var<storage, read> bias: array<{{IN_T}}>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{OUT_T}}>;
+
+{{HELPERS}}
 
 const BM: u32 = {{BM}}u;
 const BN: u32 = {{BN}}u;
@@ -100,7 +104,7 @@ fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f3
         } else {
             at = at + i32(k / TAPS) * si(16u) + i32(k % TAPS);
         }
-        return w[u32(at)];
+        return read_w(u32(at));
     }
     return 0.0;
 }
@@ -169,30 +173,23 @@ fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f3
     let k = k0 + r;
     if (k < kk && col0 + c < m) {
         if (TAP_MAJOR) {
-            if (k_at.inside) { return x[u32(k_at.off + i32(r) * si(7u))]; }
+            if (k_at.inside) { return read_x(u32(k_at.off + i32(r) * si(7u))); }
         } else {
             let at = tap_at(k % TAPS);
-            if (at.inside) { return x[u32(at.off + i32(k / TAPS) * si(7u))]; }
+            if (at.inside) { return read_x(u32(at.off + i32(k / TAPS) * si(7u))); }
         }
     }
     return 0.0;
 }
 
-fn store(r: u32, col: u32, v: f32) {
-    if (r < prm[0] && col < prm[1]) {
-        let co = grp * prm[0] + r;
-        var y = v;
-        if (prm[8] == 1u) { y = y + bias[co]; }
-        out[((col / PP) * prm[9] + co) * PP + col % PP] = y;
-    }
-}
+// store / store2: the fwd_store or fwd_store_pairs section, by the output's dtype
 
 //! wgrad
 // A: the output gradient (k = n·P + p); B: the column gathered from x (column = ci·taps + tap)
 fn load_a(full: bool, r: u32, c: u32, row0: u32, k0: u32, n: u32, kk: u32) -> f32 {
     let k = k0 + c;
     if (full || (row0 + r < n && k < kk)) {
-        return w[((k / PP) * prm[9] + grp * prm[0] + row0 + r) * PP + k % PP];
+        return read_w(((k / PP) * prm[9] + grp * prm[0] + row0 + r) * PP + k % PP);
     }
     return 0.0;
 }
@@ -229,7 +226,7 @@ fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f3
             inside = inside && coord >= 0 && coord < si(b);
             off = off + coord * si(b + 6u);
         }
-        if (inside) { return x[u32(off)]; }
+        if (inside) { return read_x(u32(off)); }
     }
     return 0.0;
 }
@@ -237,5 +234,41 @@ fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f3
 fn store(r: u32, col: u32, v: f32) {
     if (r < prm[0] && col < prm[1]) {
         out[part * prm[13] + (grp * prm[0] + r) * prm[1] + col] = v;
+    }
+}
+
+//! read
+// element e of an operand
+fn read_x(e: u32) -> f32 { return x[e]; }
+fn read_w(e: u32) -> f32 { return w[e]; }
+fn read_bias(e: u32) -> f32 { return bias[e]; }
+
+//! read_f16
+// element e of a float16 operand: half e % 2 of word e / 2 (exact, subnormals included)
+fn half_at(word: u32, e: u32) -> f32 { return f16_bits_to_f32((word >> ((e & 1u) * 16u)) & 0xffffu); }
+fn read_x(e: u32) -> f32 { return half_at(x[e >> 1u], e); }
+fn read_w(e: u32) -> f32 { return half_at(w[e >> 1u], e); }
+fn read_bias(e: u32) -> f32 { return half_at(bias[e >> 1u], e); }
+
+//! fwd_store
+// the fwd sum at (row r, column col) of a float32 output, plus the bias
+fn store(r: u32, col: u32, v: f32) {
+    if (r < prm[0] && col < prm[1]) {
+        let co = grp * prm[0] + r;
+        var y = v;
+        if (prm[8] == 1u) { y = y + read_bias(co); }
+        out[((col / PP) * prm[9] + co) * PP + col % PP] = y;
+    }
+}
+
+//! fwd_store_pairs
+// float16 output (PP even, col even): columns col and col + 1 are neighbours in one image, so
+// one word; the launcher's stores come in pairs (m is even too)
+fn store2(r: u32, col: u32, v0: f32, v1: f32) {
+    if (r < prm[0] && col < prm[1]) {
+        let co = grp * prm[0] + r;
+        var b = 0.0;
+        if (prm[8] == 1u) { b = read_bias(co); }
+        out[(((col / PP) * prm[9] + co) * PP + col % PP) >> 1u] = pack_f16(v0 + b, v1 + b);
     }
 }

@@ -16,6 +16,7 @@ from _wgpu import B, np
 torch = pytest.importorskip("torch")
 
 import ember.backends.wgpu.conv as wconv  # noqa: E402
+from ember import dtype as dt  # noqa: E402
 from ember.tensordata import TensorData  # noqa: E402
 
 TOL = 1e-4
@@ -210,3 +211,83 @@ def test_strided_inputs():
             y = B.conv(view, up(w), None, (1, 1), ((pad, pad),) * 2, (1, 1), 1)
             want = torch.nn.functional.conv2d(torch.tensor(ref), torch.tensor(w), padding=pad)
             close(down(y), want.numpy())
+
+
+# -------------------------------------------------------------------- float16
+# The implicit GEMM reads float16 operands packed (two per word) into f32 registers and sums in
+# f32: against float64 from the same f16-rounded inputs the error is the output's one f16
+# rounding (≤ 2⁻¹¹ ≈ 4.9e-4 relative) plus the f32 sum's (≤ 1e-5 of the scale, see TOL): rtol
+# 1e-3, atol 1e-4 · scale. The old path (widen, the f32 kernel, narrow) sums in the same order,
+# so its result is the f32 kernel's rounded to f16 — the new one must equal it bit for bit.
+HALF_CASES = [
+    (1, 3, 5, (9, 8), (3, 3), (1, 1), (1, 1), (1, 1), 1),  # odd pixel count: f32 + narrow
+    (2, 3, 7, (11, 10), (5, 5), (2, 2), (2, 2), (1, 1), 1),
+    (3, 8, 12, (7, 9), (3, 3), (2, 1), (0, 1), (2, 2), 4),
+    (2, 32, 48, (7, 9), (3, 3), (2, 2), (1, 1), (1, 1), 1),  # tap-major
+    (2, 16, 64, (8, 7), (3, 3), (1, 1), (1, 1), (1, 1), 1),  # default tile, even P
+    (2, 16, 32, (17,), (5,), (2,), (2,), (1,), 1),
+    (1, 4, 4, (6, 5, 7), (3, 3, 3), (1, 2, 1), (1, 0, 1), (1, 1, 2), 2),
+]
+
+
+def up16(a):
+    return B.from_data(TensorData.from_numpy(np.asarray(a, dtype=np.float16)))
+
+
+def sample16(*shape):
+    return rng.standard_normal(shape).astype(np.float16).astype(np.float64)
+
+
+def close16(got16, want, same_order32):
+    """``got16`` (a float16 primitive) against float64 and the old widen path's result."""
+    got = B.to_data(got16).to_numpy()
+    assert got.dtype == np.float16
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-3, atol=1e-4 * scale)
+    old = B.to_data(same_order32).to_numpy().astype(np.float16)
+    np.testing.assert_array_equal(got, old)
+
+
+needs_f16 = pytest.mark.skipif(dt.float16 not in B.caps.dtypes, reason="no shader-f16")
+
+
+@needs_f16
+@pytest.mark.parametrize("case", HALF_CASES)
+def test_conv_float16_forward_and_gradients(case):
+    n, c, c_out, size, kernel, stride, pad, dilation, groups = case
+    nd = len(size)
+    x, w, b = sample16(n, c, *size), sample16(c_out, c // groups, *kernel), sample16(c_out)
+    xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    conv = getattr(torch.nn.functional, f"conv{nd}d")
+    yt = conv(xt, wt, torch.tensor(b), stride, pad, dilation, groups)
+    g = sample16(*yt.shape)
+    pads = tuple((p, p) for p in pad)
+    close16(B.conv(up16(x), up16(w), up16(b), stride, pads, dilation, groups),
+            yt.detach().numpy(), B.conv(up(x), up(w), up(b), stride, pads, dilation, groups))
+    zeros = (0,) * nd
+    want = torch.nn.functional.__dict__[f"conv_transpose{nd}d"](
+        torch.tensor(g), torch.tensor(w), None, stride, 0, 0, groups, dilation)
+    close16(B.conv_transpose(up16(g), up16(w), None, stride, zeros, zeros, dilation, groups),
+            want.numpy(), B.conv_transpose(up(g), up(w), None, stride, zeros, zeros, dilation,
+                                           groups))
+    yt.backward(torch.tensor(g))
+    close16(B.conv_weight_grad(up16(x), up16(g), w.shape, stride, pads, dilation, groups),
+            wt.grad.numpy(), B.conv_weight_grad(up(x), up(g), w.shape, stride, pads, dilation,
+                                                groups))
+
+
+@needs_f16
+def test_conv_float16_has_no_casts(monkeypatch):
+    """float16 convs on the implicit GEMM: one dispatch each, no widening or narrowing."""
+    x, w = up16(sample16(2, 8, 12, 12)), up16(sample16(16, 8, 3, 3))
+    g, b = up16(sample16(2, 16, 12, 12)), up16(sample16(16))
+    spy = Spy(monkeypatch)
+    B.conv(x, w, b, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+    assert spy.names == ["conv_igemm:fwd"]
+    spy.names.clear()
+    B.conv_transpose(g, w, None, (1, 1), (1, 1), (0, 0), (1, 1), 1)
+    assert spy.names == ["conv_igemm:fwd"]
+    spy.names.clear()
+    # the weight gradient sums in f32 (split-K's parts too): one narrowing at the end
+    B.conv_weight_grad(x, g, (16, 8, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+    assert spy.names[0] == "conv_igemm:wgrad" and len(spy.names) == 2

@@ -1,5 +1,13 @@
 """Convolution launchers of the wgpu backend: conv, conv_transpose (also a conv's input
-gradient) and the weight gradient, in float32 (float16 is widened first, the result narrowed).
+gradient) and the weight gradient, summing in float32.
+
+float16 (on adapters with ``shader-f16``): the implicit GEMM and the depthwise kernels read
+float16 operands packed, two per u32 word, into f32 registers — no widened copies. The
+implicit GEMM's forward and conv_transpose store float16 pairs where the output's pixel count
+is even (two neighbouring columns share a word), else float32 and one narrowing pass; its weight
+gradient stores float32 (split-K's partial sums stay exact) and narrows once. The other paths
+(direct kernels, the 1×1 matmul) and mixed dtypes keep the old rule: widen to float32 first,
+narrow the result.
 
 Which kernel runs, by one rule for all three:
 
@@ -88,20 +96,30 @@ def _bias(rt: Runtime, bias):
 
 
 # -------------------------------------------------------------------- implicit GEMM
-def _stores(tile: dict[str, int]) -> str:
-    """The register tile's stores through the section's ``store(row, col, value)``."""
-    return "\n".join(
-        f"    store(row0 + (lid.y + LY * {g}u) * 4u + {q}u, "
-        f"col0 + (lid.x + LX * {j}u) * 4u + {c}u, acc{g}_{q}_{j}[{c}]);"
-        for g in range(tile["TM"] // 4) for q in range(4)
-        for j in range(tile["TN"] // 4) for c in range(4))
+def _stores(tile: dict[str, int], pairs: bool = False) -> str:
+    """The register tile's stores through the section's ``store(row, col, value)``, or with
+    ``pairs`` (a float16 output) ``store2(row, col, value, next value)`` per even column."""
+    lines = []
+    for g in range(tile["TM"] // 4):
+        for q in range(4):
+            for j in range(tile["TN"] // 4):
+                at = f"row0 + (lid.y + LY * {g}u) * 4u + {q}u, col0 + (lid.x + LX * {j}u) * 4u"
+                acc = f"acc{g}_{q}_{j}"
+                lines += [f"    store2({at} + {c}u, {acc}[{c}], {acc}[{c + 1}]);" if pairs
+                          else f"    store({at} + {c}u, {acc}[{c}]);"
+                          for c in range(0, 4, 2 if pairs else 1)]
+    return "\n".join(lines)
 
 
 def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, k: int,
            groups: int, cin_g: int, taps: int, positions: int, c_out: int, w_strides, geometry,
            tile: dict[str, int], transposed: bool = False, splits: int = 1, kc: int = 0,
            o_ss: int = 0) -> None:
-    """One conv_igemm.wgsl dispatch per ``max_groups_per_dim`` column tiles (meta: see there)."""
+    """One conv_igemm.wgsl dispatch per ``max_groups_per_dim`` column tiles (meta: see there).
+    float16 ``x``/``w``/``bias`` (all of them) are read packed; a float16 ``out`` (fwd, with
+    an even pixel count) gets pairs of columns per word."""
+    half = x.dtype is dt.float16
+    pairs = out.dtype is dt.float16
     nd = len(geometry) // 7
     unit = all(geometry[7 * d + 3] == 1 for d in range(nd))
     tap_major = section == "fwd" and cin_g > 0 and cin_g % tile["BK"] == 0
@@ -113,16 +131,25 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
 
     def build():
         keys = compute._unrolled("f32", tile)
-        keys["STORE"] = _stores(tile)
+        keys["STORE"] = _stores(tile, pairs)
+        helpers = [rt.lib.snippet("conv_igemm", "read_f16" if half else "read")]
+        if half or pairs:
+            helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
+        if pairs:
+            helpers.append(rt.lib.snippet("matmul", "pack_f16"))
+        if section == "fwd":
+            helpers.append(rt.lib.snippet("conv_igemm", "fwd_store_pairs" if pairs else
+                                          "fwd_store"))
         code = render(rt.lib.source("conv_igemm", section), ND=nd,
                       TRANSPOSED=str(transposed).lower(), UNIT_STRIDE=str(unit).lower(),
                       TAP_MAJOR=str(tap_major).lower(), TAPS=taps, KSIZE=ksize,
-                      OSIZE=osize, PP=positions, **keys,
+                      OSIZE=osize, PP=positions, IN_T="u32" if half else "f32",
+                      OUT_T="u32" if pairs else "f32", HELPERS="\n".join(helpers), **keys,
                       **tile)
         return code, ("read",) * 4 + ("read_write",)
 
     pipe = rt.lib.pipeline(("conv_igemm", section, transposed, unit, tap_major, kernel, grid,
-                            tuple(tile.items())), build)
+                            half, pairs, tuple(tile.items())), build)
     gx, gy = -(-cols // tile["BN"]), -(-rows // tile["BM"])
     top = rt.info.max_groups_per_dim
     b = bias if bias is not None else w
@@ -155,26 +182,46 @@ def _pointwise_matmul(rt: Runtime, x, wmat, bias):
 
 
 # -------------------------------------------------------------------- the three ops
+def _half(*tensors) -> bool:
+    """The implicit GEMM reads these (None: absent) packed when all are float16."""
+    return all(t is None or t.dtype is dt.float16 for t in tensors)
+
+
+def _operands(rt: Runtime, x, weight, bias, half: bool):
+    """x, the contiguous weight and bias: as they are for the f16-reading kernel, else float32."""
+    if half:
+        return x, contiguous(rt, weight), None if bias is None else contiguous(rt, bias)
+    return f32(rt, x), contiguous(rt, f32(rt, weight)), _bias(rt, bias)
+
+
+def _igemm_out(rt: Runtime, shape, half: bool, positions: int, op: str) -> WgpuTensor:
+    """The fwd output: float16 stored in pairs where the pixel count is even, else float32."""
+    return rt.empty(shape, dt.float16 if half and positions % 2 == 0 else dt.float32, op)
+
+
 def conv(rt: Runtime, x, weight, bias, stride, padding, dilation, groups):
     if depthwise.supports(rt, x.shape, weight.shape, groups, stride, padding, dilation):
         return depthwise.depthwise_conv(rt, x, weight, bias, stride, padding, dilation)
     dtype = x.dtype
-    x, weight = f32(rt, x), contiguous(rt, f32(rt, weight))
     n, c = x.shape[:2]
     spatial, kernel = x.shape[2:], weight.shape[2:]
     c_out = weight.shape[0]
     out = tuple(conv_output_size(*a) for a in zip(spatial, kernel, stride, padding, dilation))
     cg, cog = c // groups, c_out // groups
     pads = [lo for lo, _ in padding]
-    b = _bias(rt, bias)
-    if _direct(groups, cg):
+    direct = _direct(groups, cg)
+    pointwise = not direct and c and \
+        _pointwise(kernel, stride, pads + [hi for _, hi in padding], groups)
+    half = not direct and not pointwise and _half(x, weight, bias)
+    x, weight, b = _operands(rt, x, weight, bias, half)
+    if direct:
         y = _conv_direct(rt, x, weight, b, stride, pads, dilation, groups, out)
-    elif _pointwise(kernel, stride, pads + [hi for _, hi in padding], groups) and c:
+    elif pointwise:
         y = _pointwise_matmul(rt, x, weight.view((c_out, c), (c, 1)), b)
     else:
-        y = rt.empty((n, c_out) + out, dt.float32, "conv")
+        taps, positions = numel(kernel), numel(out)
+        y = _igemm_out(rt, (n, c_out) + out, half, positions, "conv")
         if numel(y.shape):
-            taps, positions = numel(kernel), numel(out)
             _igemm(rt, "fwd", x, weight, b, y, rows=cog, cols=n * positions, k=cg * taps,
                    groups=groups, cin_g=cg, taps=taps, positions=positions, c_out=c_out,
                    w_strides=(cog * cg * taps, cg * taps, taps),
@@ -206,7 +253,6 @@ def conv_transpose(rt: Runtime, x, weight, bias, stride, padding, output_padding
         return depthwise.depthwise_conv_transpose(rt, x, weight, bias, stride, padding,
                                                   output_padding, dilation, groups)
     dtype = x.dtype
-    x, weight = f32(rt, x), contiguous(rt, f32(rt, weight))
     n, c_in = x.shape[:2]
     spatial, kernel = x.shape[2:], weight.shape[2:]
     cog = weight.shape[1]
@@ -215,14 +261,18 @@ def conv_transpose(rt: Runtime, x, weight, bias, stride, padding, output_padding
                 for a in zip(spatial, kernel, stride, padding, output_padding, dilation))
     taps, positions = numel(kernel), numel(out)
     cig = c_in // groups
-    b = _bias(rt, bias)
+    pointwise = c_in and _pointwise(kernel, stride, tuple(padding) + tuple(output_padding),
+                                    groups)
+    direct = not pointwise and (_direct(groups, cig) or cog <= _DIRECT_MAX_ROWS)
+    half = not pointwise and not direct and _half(x, weight, bias)
+    x, weight, b = _operands(rt, x, weight, bias, half)
     geometry = _geometry(spatial, out, kernel, stride, dilation, padding, x.strides[2:])
-    if _pointwise(kernel, stride, tuple(padding) + tuple(output_padding), groups) and c_in:
+    if pointwise:
         return narrow(rt, _pointwise_matmul(rt, x, weight.view((cog, c_in), (1, cog)), b), dtype)
-    y = rt.empty((n, c_out) + out, dt.float32, "conv_transpose")
+    y = _igemm_out(rt, (n, c_out) + out, half, positions, "conv_transpose")
     if not numel(y.shape):
         return narrow(rt, y, dtype)
-    if _direct(groups, cig) or cog <= _DIRECT_MAX_ROWS:
+    if direct:
         meta = [numel(y.shape), c_out, positions, taps, cog, cig, len(kernel), x.offset,
                 x.strides[0], x.strides[1], int(b is not None), *geometry]
         rt.engine.dispatch(nn_pipe(rt, "conv_transpose_direct", 3), meta,
@@ -243,10 +293,12 @@ def conv_weight_grad(rt: Runtime, x, grad, weight_shape, stride, padding, dilati
         return depthwise.depthwise_weight_grad(rt, x, grad, weight_shape, stride, padding,
                                                dilation)
     dtype = x.dtype
-    x, grad = f32(rt, x), contiguous(rt, f32(rt, grad))
+    cg = weight_shape[1]
+    half = not _direct(groups, cg) and _half(x, grad)
+    x, grad = (x, contiguous(rt, grad)) if half else (f32(rt, x), contiguous(rt, f32(rt, grad)))
     n, c_out = grad.shape[:2]
     out, kernel = grad.shape[2:], tuple(weight_shape[2:])
-    cg, cog = weight_shape[1], c_out // groups
+    cog = c_out // groups
     taps, positions = numel(kernel), numel(out)
     pads = [lo for lo, _ in padding]
     geometry = _geometry(x.shape[2:], out, kernel, stride, dilation, pads, x.strides[2:])
