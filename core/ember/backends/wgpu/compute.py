@@ -2,9 +2,17 @@
 
 They work on 32-bit dtypes (float32, int32, int64-as-int32); the backend widens packed
 dtypes before calling them and narrows the results.
+
+Where the device has the "subgroup" feature, reductions of 64 elements or more per output
+(sum, prod, max, min, argmax, argmin, fused reductions too) combine lanes with subgroup
+operations and one barrier instead of a workgroup-memory tree (:func:`subgroups`). Set
+``EMBER_WGPU_SUBGROUPS=0`` to keep the plain kernels everywhere. Sums and products then add
+in another (fixed) order: equal to the plain kernels within float32 reassociation.
 """
 
 from __future__ import annotations
+
+import os
 
 from ... import dtype as dt
 from ...shape import numel
@@ -22,6 +30,12 @@ def _ct(x: WgpuTensor) -> str:
 
 
 # -------------------------------------------------------------------- reductions
+def subgroups(rt: Runtime) -> bool:
+    """Whether kernels may use subgroup operations: the device has the "subgroup" feature and
+    ``EMBER_WGPU_SUBGROUPS`` is not ``0``."""
+    return "subgroup" in rt.info.features and os.environ.get("EMBER_WGPU_SUBGROUPS") != "0"
+
+
 def reduce(rt: Runtime, x: WgpuTensor, dims: tuple[int, ...], op: str, arg: bool = False):
     """Reduce ``dims`` (kept as size 1) with op in sum/prod/max/min; ``arg`` gives the int64
     index of the winner (first on ties, NaN wins for max and min)."""
@@ -47,18 +61,21 @@ def reduce_run(rt: Runtime, key: tuple, element, op: str, ct: str, m: int, k: in
     WGSL defining ``element(o, k)`` and its bindings from 2 on (``access`` gives their modes;
     ``blocks`` are the output then those bindings' buffers); ``key`` names that WGSL for the
     pipeline cache; ``libs`` are extra WGSL libraries it needs."""
-    entry = "reduce_wg" if k >= 64 else "reduce_lane"
+    entry = "reduce_lane" if k < 64 else "reduce_sg" if subgroups(rt) else "reduce_wg"
     wg = 64 if entry == "reduce_lane" else (256 if k >= 256 else 64)
     out_t = "i32" if arg else ct
 
+    keys = dict(CT=ct, OUT_T=out_t, WG=wg, OP=op, IDENT=_IDENT[op, ct],
+                RESULT="r.i" if arg else "r.v")
+
     def build():
-        code = render(rt.lib.source("reduce") + element(), CT=ct, OUT_T=out_t, WG=wg, OP=op,
-                      IDENT=_IDENT[op, ct], RESULT="r.i" if arg else "r.v",
-                      LIBS=rt.libs(rt.nan_lib(ct), *libs))
+        sg = rt.lib.snippet("reduce", "subgroup", **keys) if entry == "reduce_sg" else ""
+        code = render(rt.lib.source("reduce") + element() + sg,
+                      LIBS=rt.libs(rt.nan_lib(ct), *libs), **keys)
         return code.replace(f"fn {entry}(", "fn main("), ("read", "read_write") + access
 
     pipe = rt.lib.pipeline(("reduce", entry, wg, op, ct, arg) + key, build)
-    if entry == "reduce_wg":
+    if entry != "reduce_lane":
         top = rt.info.max_groups_per_dim
         groups = (min(m, top), -(-m // top), 1)
     else:

@@ -29,8 +29,10 @@ class NativeAdapter(GpuAdapter):
     """Wraps one ``wgpu.GPUAdapter`` and the device requested from it."""
 
     def __init__(self, adapter):
-        # timestamp-query: only for GPU timing (start_gpu_timer), which benchmarks turn on
-        features = [f for f in ("shader-f16", "timestamp-query") if f in adapter.features]
+        # timestamp-query: only for GPU timing (start_gpu_timer), which benchmarks turn on;
+        # subgroup: the subgroup reductions (compute.subgroups says when they run)
+        features = [f for f in ("shader-f16", "timestamp-query", "subgroup")
+                    if f in adapter.features]
         limits = {k: adapter.limits[k] for k in _LIMITS if k in adapter.limits}
         self._device = adapter.request_device_sync(required_features=features,
                                                    required_limits=limits)
