@@ -1,8 +1,10 @@
-// Depthwise 2-d convolution kernels (groups == C_in, C_out = C_in · multiplier; float32; a 1-d
-// conv runs with height 1): the forward conv, the two passes of the weight gradient and the
+// Depthwise 2-d convolution kernels (groups == C_in, C_out = C_in · multiplier; summing in
+// float32; a 1-d conv runs with height 1): the forward conv, the two passes of the weight gradient and the
 // transposed conv (the input gradient). The kernel size, stride and dilation are compile-time
 // constants (the tap loops unroll, no div/mod per tap); the sizes are meta words. Each section
 // lists its own meta layout. Launched from core/ember/backends/wgpu/depthwise.py.
+// The inputs (IN_T) are f32, or float16 packed two per u32 word: read through read_<name>
+// (the read / read_f16 sections, one per buffer, in HELPERS) into f32 registers.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
 
@@ -15,6 +17,8 @@ const DW: u32 = {{DW}}u;
 
 fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 
+{{HELPERS}}
+
 //! conv
 // Register blocked: a workgroup computes a tile of (LY·BY) × (LX·BX) output pixels for PL
 // output planes (n, co) at once. Its lanes first stage the input tile each plane needs, halo
@@ -26,9 +30,9 @@ fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 // meta: [planes, C_out, multiplier, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
 //        x_off, sN, sC, sH, sW, has_bias]
 
-@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read> weight: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(1) var<storage, read> src: array<{{IN_T}}>;
+@group(0) @binding(2) var<storage, read> weight: array<{{IN_T}}>;
+@group(0) @binding(3) var<storage, read> bias: array<{{IN_T}}>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
 const BX: u32 = {{BX}}u;
@@ -69,7 +73,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             let xx = ix0 + i32(e % TW);
             var v = 0.0;
             if (plane < planes && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
-                v = src[u32(chan + yy * si(14) + xx * si(15))];
+                v = read_src(u32(chan + yy * si(14) + xx * si(15)));
             }
             tile[k * TH * TW + e] = v;
         }
@@ -90,7 +94,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 {{ACC_DECL}}
 {{BODY}}
     var b = 0.0;
-    if (prm[16] == 1u) { b = bias[co]; }
+    if (prm[16] == 1u) { b = read_bias(co); }
 {{STORES}}
 }
 
@@ -104,8 +108,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 // (N, C_out, OH, OW); the input a strided view.
 // meta: [C_out, multiplier, N, OH, OW, H, W, pad_h, pad_w, chunks, PER_CHUNK,
 //        x_off, sN, sC, sH, sW]
-@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read> grad: array<f32>;
+@group(0) @binding(1) var<storage, read> src: array<{{IN_T}}>;
+@group(0) @binding(2) var<storage, read> grad: array<{{IN_T}}>;
 @group(0) @binding(3) var<storage, read_write> partial: array<f32>;
 
 const LANES: u32 = {{LANES}}u;
@@ -135,7 +139,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             let n = q / pp;
             let r = q - n * pp;
             let oy = r / ow;
-            let gv = grad[(n * cout + co) * pp + r];
+            let gv = read_grad((n * cout + co) * pp + r);
             let base = chan + i32(n) * si(12);
             let iy0 = i32(oy * SH) - si(7);
             let ix0 = i32((r - oy * ow) * SW) - si(8);
@@ -189,9 +193,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
 // sums a BY × BX block from workgroup memory. The output is contiguous (N, C_out, OH, OW).
 // meta: [planes, C_out, -, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
 //        x_off, sN, sC, sH, sW, has_bias]
-@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read> weight: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(1) var<storage, read> src: array<{{IN_T}}>;
+@group(0) @binding(2) var<storage, read> weight: array<{{IN_T}}>;
+@group(0) @binding(3) var<storage, read> bias: array<{{IN_T}}>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
 const BX: u32 = {{BX}}u;
@@ -237,7 +241,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             let xx = qx0 + i32(e % TW);
             var v = 0.0;
             if (plane < planes && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
-                v = src[u32(chan + yy * si(14) + xx * si(15))];
+                v = read_src(u32(chan + yy * si(14) + xx * si(15)));
             }
             tile[k * TH * TW + e] = v;
         }
@@ -251,7 +255,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (plane >= planes) { return; }
     let co = plane % cout;
     var b = 0.0;
-    if (prm[16] == 1u) { b = bias[co]; }
+    if (prm[16] == 1u) { b = read_bias(co); }
     for (var by = 0u; by < BY; by = by + 1u) {
         let oy = oy0 + ly * BY + by;
         for (var bx = 0u; bx < BX; bx = bx + 1u) {
@@ -271,11 +275,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
                     for (var kx = 0u; kx < KW; kx = kx + 1u) {
                         let nx = rx - i32(kx * DW);
                         if (nx % i32(SW) != 0) { continue; }
-                        acc = acc + tile[row + u32(nx / i32(SW))] * weight[wb + ky * KW + kx];
+                        acc = acc + tile[row + u32(nx / i32(SW))] * read_weight(wb + ky * KW + kx);
                     }
                 }
             }
             if (oy < oh && ox < ow) { out[(plane * oh + oy) * ow + ox] = acc + b; }
         }
     }
+}
+
+//! read
+// element e of the float32 buffer {{NAME}}
+fn read_{{NAME}}(e: u32) -> f32 { return {{NAME}}[e]; }
+
+//! read_f16
+// element e of the float16 buffer {{NAME}}: half e % 2 of word e / 2 (f16_bits_to_f32: exact)
+fn read_{{NAME}}(e: u32) -> f32 {
+    return f16_bits_to_f32(({{NAME}}[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu);
 }

@@ -286,3 +286,73 @@ def test_the_backend_runs_depthwise_convs_and_their_gradients_on_these_kernels()
     np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(xt.grad(grads).numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(wt.grad(grads).numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-2)
+
+
+# -------------------------------------------------------------------- float16
+# float16 inputs are read packed into the f32 tile / registers, the sums stay f32 and the
+# result is narrowed once: against float64 from the same f16-rounded values the error is that
+# one rounding (≤ 2⁻¹¹ ≈ 4.9e-4 relative) plus the f32 sum's (≤ 1e-5 of the scale): rtol 1e-3,
+# atol 1e-4 · scale. The same kernel on the same values in float32 sums in the same order, so
+# the old widen path's result (that, rounded to f16) must be equal bit for bit.
+def f16(*shape):
+    return rng.standard_normal(shape).astype(np.float16)
+
+
+def close16(got16, want, old32):
+    got = down(got16)
+    assert got.dtype == np.float16
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-3, atol=1e-4 * scale)
+    np.testing.assert_array_equal(got, down(old32).astype(np.float16))
+
+
+def up32(a):
+    return up(a.astype(np.float32))
+
+
+needs_f16 = pytest.mark.skipif(ember.float16 not in B.caps.dtypes, reason="no shader-f16")
+
+
+@needs_f16
+@pytest.mark.parametrize("n,c,hw,k,stride,padding,dilation,mult", [
+    (2, 5, (9, 11), 3, 1, 1, 1, 1),
+    (1, 8, (14, 13), 5, 2, 2, 1, 2),
+    (3, 3, (10, 10), 3, 1, 2, 2, 1),
+    (2, 6, (17,), 7, 2, 3, 1, 1),
+])
+def test_depthwise_float16_forward_and_gradients(n, c, hw, k, stride, padding, dilation, mult):
+    nd = len(hw)
+    x, w, b = f16(n, c, *hw), f16(c * mult, 1, *(k,) * nd), f16(c * mult)
+    st, dil, pads = (stride,) * nd, (dilation,) * nd, ((padding, padding),) * nd
+    ref = torch_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), st, pads,
+                    dil)
+    close16(depthwise_conv(B.rt, up(x), up(w), up(b), st, pads, dil), ref,
+            depthwise_conv(B.rt, up32(x), up32(w), up32(b), st, pads, dil))
+    g = f16(*ref.shape)
+    close16(depthwise_weight_grad(B.rt, up(x), up(g), w.shape, st, pads, dil),
+            torch_weight_grad(x.astype(np.float64), w.astype(np.float64),
+                              g.astype(np.float64), st, pads, dil),
+            depthwise_weight_grad(B.rt, up32(x), up32(g), w.shape, st, pads, dil))
+    # the input gradient: the transposed conv of g with the same weight (groups = C_in)
+    args = (st, (padding,) * nd, (0,) * nd, dil)
+    tconv = torch.nn.functional.conv_transpose1d if nd == 1 else \
+        torch.nn.functional.conv_transpose2d
+    want = tconv(torch.tensor(g, dtype=torch.float64), torch.tensor(w, dtype=torch.float64),
+                 None, stride, padding, 0, c, dilation).numpy()
+    assert supports_transpose(B.rt, g.shape, w.shape, c, *args)
+    close16(depthwise_conv_transpose(B.rt, up(g), up(w), None, *args, c), want,
+            depthwise_conv_transpose(B.rt, up32(g), up32(w), None, *args, c))
+
+
+@needs_f16
+def test_depthwise_float16_has_no_widening(monkeypatch):
+    """One kernel dispatch reading float16 and one narrowing: no casts of x, weight, bias."""
+    dispatched = []
+    record = B.rt.engine.dispatch
+    monkeypatch.setattr(B.rt.engine, "dispatch",
+                        lambda pipe, *a, **k: (dispatched.append(pipe), record(pipe, *a, **k))[1])
+    x, w, b = up(f16(2, 4, 9, 9)), up(f16(4, 1, 3, 3)), up(f16(4))
+    depthwise_conv(B.rt, x, w, b, (1, 1), ((1, 1), (1, 1)), (1, 1))
+    assert len(dispatched) == 2
+    assert any(key[:3] == ("depthwise", "conv", True) and pipe is dispatched[0]
+               for key, pipe in B.rt.lib._pipelines.items())

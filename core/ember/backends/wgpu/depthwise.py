@@ -149,8 +149,8 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
     span = (c["BX"] - 1) * c["SW"] + (c["KW"] - 1) * c["DW"] + 1
     decl = [f"    var a{by}_{bx} = 0.0;" for by in bys for bx in bxs]
     flip = c.get("FLIP", 0)  # the kernel turned 180°: a stride-1 transposed conv
-    decl += [f"    let w{ky}_{kx} = weight[wb + "
-             f"{(c['KH'] - 1 - ky if flip else ky) * c['KW'] + (c['KW'] - 1 - kx if flip else kx)}u];"
+    decl += [f"    let w{ky}_{kx} = read_weight(wb + "
+             f"{(c['KH'] - 1 - ky if flip else ky) * c['KW'] + (c['KW'] - 1 - kx if flip else kx)}u);"
              for ky in kys for kx in kxs]
     body = []
     for by in bys:
@@ -179,7 +179,7 @@ def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
                  "              let row = base + clamp(yy, 0, si(5) - 1) * si(14);"]
         for kx in range(c["KW"]):
             body += [f"              {{ let xx = ix0 + {kx * c['DW']};",
-                     "                let v = src[u32(row + clamp(xx, 0, si(6) - 1) * si(15))];",
+                     "                let v = read_src(u32(row + clamp(xx, 0, si(6) - 1) * si(15)));",
                      f"                t{ky}_{kx} = t{ky}_{kx} + select(0.0, gv * v, in_y && xx >= 0"
                      " && xx < si(6)); }"]
         body.append("            }")
@@ -192,12 +192,35 @@ def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
 _UNROLLED = {"conv": _conv_unrolled, "weight_grad_partial": _wgrad_unrolled}
 
 
-def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int]):
-    key = ("depthwise", section, tuple(sorted(cfg.items())))
+# the input buffers each section reads through read_<name> (shaders/depthwise.wgsl)
+_READS = {"conv": ("src", "weight", "bias"), "conv_transpose": ("src", "weight", "bias"),
+          "weight_grad_partial": ("src", "grad"), "weight_grad_sum": ()}
+
+
+def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: bool = False):
+    """The section's pipeline; ``half``: its inputs are float16, read packed."""
+    key = ("depthwise", section, half, tuple(sorted(cfg.items())))
     access = ("read",) * (n_buffers + 1) + ("read_write",)  # meta, inputs, output
     code = _UNROLLED.get(section, lambda c: {})
-    return rt.lib.pipeline(key, lambda: (
-        render(rt.lib.source("depthwise", section), **cfg, **code(cfg)), access))
+
+    def build():
+        helpers = [rt.lib.snippet("depthwise", "read_f16" if half else "read", NAME=name)
+                   for name in _READS[section]]
+        if half:
+            helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
+        return (render(rt.lib.source("depthwise", section), IN_T="u32" if half else "f32",
+                       HELPERS="\n".join(helpers), **cfg, **code(cfg)), access)
+
+    return rt.lib.pipeline(key, build)
+
+
+def _inputs(rt: Runtime, x: WgpuTensor, other: WgpuTensor, bias=None):
+    """``(half, x, contiguous other, contiguous bias)``: as they are when all (bias: if any)
+    are float16 — the kernels read them packed — else widened to float32."""
+    half = all(t is None or t.dtype is dt.float16 for t in (x, other, bias))
+    if not half:
+        x, other, bias = (None if t is None else _f32(rt, t) for t in (x, other, bias))
+    return half, x, contiguous(rt, other), None if bias is None else contiguous(rt, bias)
 
 
 def _x_words(x: WgpuTensor) -> list[int]:
@@ -213,8 +236,8 @@ def _hw(x: WgpuTensor) -> tuple[int, int]:
 def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride, padding,
                    dilation) -> WgpuTensor:
     """``conv(x, weight, bias, stride, padding, dilation, groups=C_in)`` for a depthwise conv
-    that :func:`supports` accepts (``padding`` as ``((lo, hi), ...)`` pairs); float32 inside,
-    float16 inputs widened and the result narrowed. Returns a contiguous ``(N, C_out, *out)``."""
+    that :func:`supports` accepts (``padding`` as ``((lo, hi), ...)`` pairs); float32 sums,
+    float16 inputs read packed, the result narrowed. Returns a contiguous ``(N, C_out, *out)``."""
     dtype = x.dtype
     nd = len(x.shape) - 2
     plan = _plan(rt, x.shape, weight.shape, tuple(stride), tuple(padding), tuple(dilation))
@@ -223,17 +246,16 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
                          f"{x.shape}, weight {weight.shape}, stride {stride}, dilation "
                          f"{dilation}; check depthwise.supports() first")
     out, pad, cfg = plan
-    x, weight = _f32(rt, x), contiguous(rt, _f32(rt, weight))
+    half, x, weight, b = _inputs(rt, x, weight, bias)
     n, c_out = x.shape[0], weight.shape[0]
     y = rt.empty((n, c_out) + out[2 - nd:], dt.float32, "depthwise_conv")
     planes = n * c_out
     if planes and numel(out):
-        b = None if bias is None else contiguous(rt, _f32(rt, bias))
         tiles_x = -(-out[1] // (cfg["LX"] * cfg["BX"]))
         tiles = tiles_x * -(-out[0] // (cfg["LY"] * cfg["BY"]))
         meta = [planes, c_out, c_out // x.shape[1], *out, *_hw(x), pad[0][0], pad[1][0],
                 tiles_x, tiles, *_x_words(x), int(b is not None)]
-        rt.engine.dispatch(_pipe(rt, "conv", 3, cfg), meta,
+        rt.engine.dispatch(_pipe(rt, "conv", 3, cfg, half), meta,
                            [x.block, weight.block, (b if b is not None else weight).block,
                             y.block], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
     return narrow(rt, y, dtype)
@@ -255,7 +277,7 @@ def depthwise_weight_grad(rt: Runtime, x: WgpuTensor, grad: WgpuTensor, weight_s
         raise ValueError(f"depthwise_weight_grad: not a depthwise 1-d/2-d conv it can run: x "
                          f"{x.shape}, weight {weight_shape}; check supports_weight_grad() first")
     out, pad, shape = geo
-    x, grad = _f32(rt, x), contiguous(rt, _f32(rt, grad))
+    half, x, grad, _ = _inputs(rt, x, grad)
     n, c_out = grad.shape[:2]
     taps = shape["KH"] * shape["KW"]
     y = rt.empty(weight_shape, dt.float32, "depthwise_weight_grad")
@@ -266,7 +288,7 @@ def depthwise_weight_grad(rt: Runtime, x: WgpuTensor, grad: WgpuTensor, weight_s
         partial = rt.empty((c_out, chunks, taps), dt.float32, "depthwise_weight_grad")
         meta = [c_out, c_out // x.shape[1], n, *out, *_hw(x), pad[0][0], pad[1][0], chunks,
                 _CHUNK, *_x_words(x)]
-        rt.engine.dispatch(_pipe(rt, "weight_grad_partial", 2, cfg), meta,
+        rt.engine.dispatch(_pipe(rt, "weight_grad_partial", 2, cfg, half), meta,
                            [x.block, grad.block, partial.block],
                            rt.groups(c_out * chunks, 1))
         rt.engine.dispatch(_pipe(rt, "weight_grad_sum", 1, cfg), [numel(weight_shape), chunks],
@@ -328,18 +350,17 @@ def depthwise_conv_transpose(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bia
         if fwd is not None:
             section, cfg = "conv", {**fwd, "FLIP": 1}
             pads = [(cfg["KH"] - 1) * cfg["DH"] - pads[0], (cfg["KW"] - 1) * cfg["DW"] - pads[1]]
-    x, weight = _f32(rt, x), contiguous(rt, _f32(rt, weight))
+    half, x, weight, b = _inputs(rt, x, weight, bias)
     n = x.shape[0]
     y = rt.empty((n, groups) + out[2 - nd:], dt.float32, "depthwise_conv_transpose")
     planes = n * groups
     if planes and numel(out):
-        b = None if bias is None else contiguous(rt, _f32(rt, bias))
         tiles_x = -(-out[1] // (cfg["LX"] * cfg["BX"]))
         tiles = tiles_x * -(-out[0] // (cfg["LY"] * cfg["BY"]))
         # word 2 is the forward's multiplier (input plane = output plane), unused otherwise
         meta = [planes, groups, 1, *out, *_hw(x), pads[0], pads[1], tiles_x, tiles,
                 *_x_words(x), int(b is not None)]
-        rt.engine.dispatch(_pipe(rt, section, 3, cfg), meta,
+        rt.engine.dispatch(_pipe(rt, section, 3, cfg, half), meta,
                            [x.block, weight.block, (b if b is not None else weight).block,
                             y.block], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
     return narrow(rt, y, dtype)
