@@ -1,7 +1,8 @@
 // Neural-network kernels (float32; the backend widens float16 first): direct kernels for
 // depthwise (few channels per group) convolutions (the others are conv_igemm.wgsl), pooling
 // windows, row-wise softmax / log-softmax and layer norm. One lane per output element (or
-// row): no workgroup memory and no barriers, which lavapipe punishes.
+// row): no workgroup memory and no barriers, which lavapipe punishes (softmax_sg, for GPUs
+// with subgroups, is one subgroup per row).
 // Inputs are strided views (offset and strides in elements live in `prm`), so transposed or
 // sliced inputs need no copy. Each section lists its own meta layout.
 
@@ -106,6 +107,66 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
         var y = {{RESULT}};
         if (nan) { y = nan_f(); }
         out[o + j] = y;
+    }
+}
+
+//! softmax_sg
+// Softmax with the "subgroup" feature, for long rows: one subgroup per row, its lanes strided
+// along it, max and sum combined with subgroup operations (one barrier: the row counter).
+// The subgroups of a workgroup take its RPW rows from a counter (set here: this build does
+// not zero workgroup memory), so which lanes form a
+// subgroup does not matter; a row's result depends only on its subgroup's lane count.
+// meta: as `softmax`.
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+const RPW: u32 = {{RPW}}u;
+var<workgroup> taken: atomic<u32>;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+    if (t == 0u) { atomicStore(&taken, 0u); }
+    workgroupBarrier();
+    let rank = subgroupExclusiveAdd(1u);
+    let lanes = subgroupAdd(1u);
+    let first = (wid.x + wid.y * nwg.x) * RPW;
+    let len = prm[1];
+    let nd = prm[2];
+    let st = si(4);
+    loop {
+        var slot = 0u;
+        if (rank == 0u) { slot = atomicAdd(&taken, 1u); }
+        slot = subgroupMax(slot);
+        let r = first + slot;
+        if (slot >= RPW || r >= prm[0]) { break; }
+        let base = si(3) + strided_offset(r, nd, 5u, 5u + nd);
+        var m = -inf_f();
+        var nan = false;
+        // a counter uniform across the subgroup, the lane's element at its rank
+        for (var b = 0u; b < len; b = b + lanes) {
+            let j = min(b + rank, len - 1u);  // past the end: the last element again
+            let v = src[u32(base + i32(j) * st)];
+            nan = nan || is_nan_f(v);
+            m = max(m, v);
+        }
+        m = subgroupMax(m);
+        nan = subgroupAny(nan);
+        var s = 0.0;
+        for (var b = 0u; b < len; b = b + lanes) {
+            let j = b + rank;
+            if (j < len) { s = s + f_exp(src[u32(base + i32(j) * st)] - m); }
+        }
+        s = subgroupAdd(s);
+        let o = r * len;
+        for (var b = 0u; b < len; b = b + lanes) {
+            let j = b + rank;
+            if (j >= len) { break; }
+            let shifted = src[u32(base + i32(j) * st)] - m;
+            var y = {{RESULT}};
+            if (nan) { y = nan_f(); }
+            out[o + j] = y;
+        }
     }
 }
 

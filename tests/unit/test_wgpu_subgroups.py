@@ -108,3 +108,55 @@ def test_int32(mode, op):
     fn = getattr(B, "int_" + op)
     got = down(fn(up(x), 1) if op == "argmax" else fn(up(x), (1,))).reshape(-1)
     np.testing.assert_array_equal(got, getattr(np, op)(x, axis=1))
+
+
+# softmax: both kernels compute exp(x - max) / sum with the sum reassociated, so each is within
+# (k - 1) * 2**-24 of the exact sum plus a few ulp of f_exp / f_log and the division: a
+# (k + 32) * 2**-24 relative (softmax) or absolute-over-(1 + |y|) (log_softmax) allowance
+def _softmax(x, dim, log):
+    fn = B.log_softmax if log else B.softmax
+    return down(fn(up(x), dim))
+
+
+def _softmax_ref(x, dim, log):
+    x64 = x.astype(np.float64)
+    shifted = x64 - x64.max(dim, keepdims=True)
+    logs = np.log(np.exp(shifted).sum(dim, keepdims=True))
+    return shifted - logs if log else np.exp(shifted - logs)
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("k", LENGTHS)
+def test_softmax_matches_numpy(mode, log, k):
+    rng = np.random.default_rng(k)
+    for shape, dim in (((1, k), 1), ((11, k), 1), ((k, 3), 0), ((2, k, 3), 1)):
+        x = (3 * rng.standard_normal(shape)).astype(np.float32)
+        got, ref = _softmax(x, dim, log), _softmax_ref(x, dim, log)
+        allowance = (k + 32) * U * (1 + np.abs(ref) if log else np.abs(ref))
+        assert np.all(np.abs(got - ref) <= allowance), (shape, np.abs(got - ref).max())
+
+
+def test_softmax_subgroup_kernel_is_the_one_dispatched(monkeypatch):
+    monkeypatch.setenv("EMBER_WGPU_SUBGROUPS", "1")
+    down(B.softmax(up(np.ones((3, 300), np.float32)), 1))
+    assert any(key[:2] == ("nn", "softmax_sg") for key in B.rt.lib._pipelines)
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_softmax_deterministic_and_specials_as_the_plain_kernel(monkeypatch, log):
+    x = np.random.default_rng(9).standard_normal((40, 1000)).astype(np.float32)
+    x[0, 3] = np.nan
+    x[1, 7] = np.inf
+    x[2, :] = -np.inf
+    x[3, 10] = -np.inf
+    x[4, 0] = 1e30
+    monkeypatch.setenv("EMBER_WGPU_SUBGROUPS", "1")
+    first, second = _softmax(x, 1, log), _softmax(x, 1, log)
+    assert first.tobytes() == second.tobytes()
+    monkeypatch.setenv("EMBER_WGPU_SUBGROUPS", "0")
+    plain = _softmax(x, 1, log)
+    special = ~np.isfinite(plain) | ~np.isfinite(first)
+    np.testing.assert_array_equal(first[special], plain[special])
+    ref = _softmax_ref(x[5:], 1, log)
+    allowance = 2 * (1000 + 32) * U * (1 + np.abs(ref) if log else np.abs(ref))
+    assert np.all(np.abs(first[5:] - plain[5:]) <= allowance)

@@ -5,8 +5,9 @@ dtypes before calling them and narrows the results.
 
 Where the device has the "subgroup" feature, reductions of 64 elements or more per output
 (sum, prod, max, min, argmax, argmin, fused reductions too) combine lanes with subgroup
-operations and one barrier instead of a workgroup-memory tree (:func:`subgroups`). Set
-``EMBER_WGPU_SUBGROUPS=0`` to keep the plain kernels everywhere. Sums and products then add
+operations and one barrier instead of a workgroup-memory tree, and softmax rows of 64 or
+more go to one subgroup each on real GPUs (:func:`subgroups`). ``EMBER_WGPU_SUBGROUPS=0``
+keeps the plain kernels everywhere; ``=1`` uses the subgroup ones on CPU emulation too. Sums and products then add
 in another (fixed) order: equal to the plain kernels within float32 reassociation.
 """
 
@@ -30,10 +31,16 @@ def _ct(x: WgpuTensor) -> str:
 
 
 # -------------------------------------------------------------------- reductions
-def subgroups(rt: Runtime) -> bool:
+def subgroups(rt: Runtime, emulated_too: bool = True) -> bool:
     """Whether kernels may use subgroup operations: the device has the "subgroup" feature and
-    ``EMBER_WGPU_SUBGROUPS`` is not ``0``."""
-    return "subgroup" in rt.info.features and os.environ.get("EMBER_WGPU_SUBGROUPS") != "0"
+    ``EMBER_WGPU_SUBGROUPS`` is not ``0``. ``emulated_too=False`` (softmax) also leaves them
+    off on CPU emulation (lavapipe: its subgroups are the SIMD lanes one thread already fills
+    with one row per lane) unless ``EMBER_WGPU_SUBGROUPS=1``."""
+    flag = os.environ.get("EMBER_WGPU_SUBGROUPS")
+    if "subgroup" not in rt.info.features or flag == "0":
+        return False
+    return emulated_too or flag == "1" or \
+        not any(word in rt.info.name.lower() for word in tuning._EMULATED)
 
 
 def reduce(rt: Runtime, x: WgpuTensor, dims: tuple[int, ...], op: str, arg: bool = False):

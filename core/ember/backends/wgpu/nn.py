@@ -4,7 +4,8 @@ Each method keeps the exact semantics (and signature) of the default body it rep
 ``ember.backend.module_ops`` / ``activation_ops``; the conformance suite and
 tests/unit/test_wgpu_backend.py run both on the same cases. The convolutions (implicit GEMMs,
 direct kernels for depthwise) live in :mod:`.conv`. Pooling, softmax and layer norm are one
-lane per output element or row. Everything computes in float32; float16 inputs are widened and
+lane per output element or row (long softmax rows: one subgroup per row where
+:func:`.compute.subgroups` allows). Everything computes in float32; float16 inputs are widened and
 the result narrowed.
 """
 
@@ -17,7 +18,8 @@ from ...shape import numel, pool_output_size
 from . import conv as _conv
 from .conv import f32 as _f32
 from .conv import nn_pipe as _pipe
-from .launch import Runtime, contiguous, narrow
+from .compute import subgroups
+from .launch import WG, Runtime, contiguous, narrow
 from .primitive import collapse
 
 
@@ -52,6 +54,12 @@ def _pool(rt: Runtime, x, kernel, stride, padding, dilation, out, op, include_pa
     return narrow(rt, y, dtype)
 
 
+# softmax rows this long or longer go to one subgroup each (softmax_sg, reading the row
+# coalesced) where compute.subgroups allows; shorter ones stay one lane per row
+_SG_MIN_LENGTH = 64
+_SG_ROWS = WG // 8  # rows per workgroup: one per subgroup of 8 lanes (fewer larger ones share)
+
+
 def softmax(rt: Runtime, x, dim: int, log: bool):
     dtype = x.dtype
     x = _f32(rt, x)
@@ -66,8 +74,12 @@ def softmax(rt: Runtime, x, dim: int, log: bool):
         oshape, (ostr,) = collapse(outer, tuple(x.strides[d] for d in perm[:-1]))
         meta = [rows, length, len(oshape), x.offset, x.strides[dim], *oshape, *ostr]
         result = "shifted - f_log(s)" if log else "f_exp(shifted) / s"
-        rt.engine.dispatch(_pipe(rt, "softmax", 1, RESULT=result), meta, [x.block, y.block],
-                           rt.groups(rows))
+        if length >= _SG_MIN_LENGTH and subgroups(rt, emulated_too=False):
+            pipe = _pipe(rt, "softmax_sg", 1, RESULT=result, RPW=_SG_ROWS)
+            groups = rt.groups(rows, _SG_ROWS)
+        else:
+            pipe, groups = _pipe(rt, "softmax", 1, RESULT=result), rt.groups(rows)
+        rt.engine.dispatch(pipe, meta, [x.block, y.block], groups)
     y = y.view(tuple(y.shape[i] for i in inverse), tuple(y.strides[i] for i in inverse))
     return narrow(rt, y, dtype)
 
