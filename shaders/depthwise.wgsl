@@ -33,7 +33,8 @@ fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 @group(0) @binding(1) var<storage, read> src: array<{{IN_T}}>;
 @group(0) @binding(2) var<storage, read> weight: array<{{IN_T}}>;
 @group(0) @binding(3) var<storage, read> bias: array<{{IN_T}}>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+// OUT_T u32 (PAIRS): a float16 output, two neighbouring outputs per word (BX and OW even)
+@group(0) @binding(4) var<storage, read_write> out: array<{{OUT_T}}>;
 
 const BX: u32 = {{BX}}u;
 const BY: u32 = {{BY}}u;

@@ -319,6 +319,7 @@ needs_f16 = pytest.mark.skipif(ember.float16 not in B.caps.dtypes, reason="no sh
     (1, 8, (14, 13), 5, 2, 2, 1, 2),
     (3, 3, (10, 10), 3, 1, 2, 2, 1),
     (2, 6, (17,), 7, 2, 3, 1, 1),
+    (2, 4, (12, 16), 3, 1, 1, 1, 3),  # even widths: float16 pairs stored
 ])
 def test_depthwise_float16_forward_and_gradients(n, c, hw, k, stride, padding, dilation, mult):
     nd = len(hw)
@@ -356,3 +357,7 @@ def test_depthwise_float16_has_no_widening(monkeypatch):
     assert len(dispatched) == 2
     assert any(key[:3] == ("depthwise", "conv", True) and pipe is dispatched[0]
                for key, pipe in B.rt.lib._pipelines.items())
+    # an even output width (and two outputs per lane): float16 pairs stored, no narrowing
+    dispatched.clear()
+    y = depthwise_conv(B.rt, up(f16(2, 4, 12, 16)), w, b, (1, 1), ((1, 1), (1, 1)), (1, 1))
+    assert len(dispatched) == 1 and y.dtype == ember.float16

@@ -14,6 +14,10 @@ split reduction over the positions; the input gradient, a transposed conv with o
 channel per group, is tiled like the forward (:func:`depthwise_conv_transpose`, rule
 :func:`supports_transpose`); at stride 1 with one input per group it is the forward kernel
 with the kernel turned 180°.
+float16 inputs (all of them) are read packed, two per u32 word, into the f32 tile and
+registers; the sums are f32. The forward (and that 180° input gradient) stores float16 pairs
+when a lane's outputs come in pairs within a row (BX and the output width even), else float32
+that is narrowed once, as the other kernels' outputs are.
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
@@ -161,10 +165,16 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
                      for kx in kxs for bx in bxs]
             body.append("    }")
     stores = []
+    pairs = c.get("PAIRS", 0)  # float16 out, BX and OW even: outputs bx, bx + 1 share a word
     for by in bys:
         stores.append(f"    {{ let oy = oy0 + ly * BY + {by}u;")
-        stores += [f"      if (oy < oh && ox0 + lx * BX + {bx}u < ow) {{ out[(plane * oh + oy) * ow"
-                   f" + ox0 + lx * BX + {bx}u] = a{by}_{bx} + b; }}" for bx in bxs]
+        if pairs:
+            stores += [f"      if (oy < oh && ox0 + lx * BX + {bx}u < ow) {{ out[((plane * oh + oy)"
+                       f" * ow + ox0 + lx * BX + {bx}u) >> 1u] = pack_f16(a{by}_{bx} + b, "
+                       f"a{by}_{bx + 1} + b); }}" for bx in bxs[::2]]
+        else:
+            stores += [f"      if (oy < oh && ox0 + lx * BX + {bx}u < ow) {{ out[(plane * oh + oy)"
+                       f" * ow + ox0 + lx * BX + {bx}u] = a{by}_{bx} + b; }}" for bx in bxs]
         stores.append("    }")
     return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body), "STORES": "\n".join(stores)}
 
@@ -206,10 +216,13 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: 
     def build():
         helpers = [rt.lib.snippet("depthwise", "read_f16" if half else "read", NAME=name)
                    for name in _READS[section]]
-        if half:
+        if half or cfg.get("PAIRS"):
             helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
+        if cfg.get("PAIRS"):
+            helpers.append(rt.lib.snippet("matmul", "pack_f16"))
         return (render(rt.lib.source("depthwise", section), IN_T="u32" if half else "f32",
-                       HELPERS="\n".join(helpers), **cfg, **code(cfg)), access)
+                       OUT_T="u32" if cfg.get("PAIRS") else "f32", HELPERS="\n".join(helpers),
+                       **cfg, **code(cfg)), access)
 
     return rt.lib.pipeline(key, build)
 
@@ -221,6 +234,16 @@ def _inputs(rt: Runtime, x: WgpuTensor, other: WgpuTensor, bias=None):
     if not half:
         x, other, bias = (None if t is None else _f32(rt, t) for t in (x, other, bias))
     return half, x, contiguous(rt, other), None if bias is None else contiguous(rt, bias)
+
+
+def _paired(cfg: dict[str, int], out, half: bool) -> dict[str, int]:
+    """The forward's config storing float16 pairs (PAIRS) where the inputs are float16 and a
+    lane's outputs come in pairs within the row (BX and OW even); else float32 and a narrow."""
+    return {**cfg, "PAIRS": 1} if half and cfg["BX"] % 2 == 0 and out[1] % 2 == 0 else cfg
+
+
+def _out_dtype(cfg: dict[str, int]) -> dt.DType:
+    return dt.float16 if cfg.get("PAIRS") else dt.float32
 
 
 def _x_words(x: WgpuTensor) -> list[int]:
@@ -247,8 +270,9 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
                          f"{dilation}; check depthwise.supports() first")
     out, pad, cfg = plan
     half, x, weight, b = _inputs(rt, x, weight, bias)
+    cfg = _paired(cfg, out, half)
     n, c_out = x.shape[0], weight.shape[0]
-    y = rt.empty((n, c_out) + out[2 - nd:], dt.float32, "depthwise_conv")
+    y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
     planes = n * c_out
     if planes and numel(out):
         tiles_x = -(-out[1] // (cfg["LX"] * cfg["BX"]))
@@ -351,8 +375,10 @@ def depthwise_conv_transpose(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bia
             section, cfg = "conv", {**fwd, "FLIP": 1}
             pads = [(cfg["KH"] - 1) * cfg["DH"] - pads[0], (cfg["KW"] - 1) * cfg["DW"] - pads[1]]
     half, x, weight, b = _inputs(rt, x, weight, bias)
+    if section == "conv":
+        cfg = _paired(cfg, out, half)
     n = x.shape[0]
-    y = rt.empty((n, groups) + out[2 - nd:], dt.float32, "depthwise_conv_transpose")
+    y = rt.empty((n, groups) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv_transpose")
     planes = n * groups
     if planes and numel(out):
         tiles_x = -(-out[1] // (cfg["LX"] * cfg["BX"]))
