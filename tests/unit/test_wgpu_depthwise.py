@@ -112,7 +112,7 @@ def test_depthwise_conv1d():
     check(x, f32(12, 1, 5), f32(12), (2,), ((2, 1),), (2,))
 
 
-def test_float16_is_widened_and_narrowed():
+def test_float16_comes_back_float16():
     if ember.float16 not in B.caps.dtypes:
         pytest.skip("no float16 on this adapter")
     x, w = f32(2, 4, 9, 9).astype(np.float16), f32(4, 1, 3, 3).astype(np.float16)

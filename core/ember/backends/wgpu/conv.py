@@ -1,13 +1,14 @@
 """Convolution launchers of the wgpu backend: conv, conv_transpose (also a conv's input
 gradient) and the weight gradient, summing in float32.
 
-float16 (on adapters with ``shader-f16``): the implicit GEMM and the depthwise kernels read
-float16 operands packed, two per u32 word, into f32 registers — no widened copies. The
-implicit GEMM's forward and conv_transpose store float16 pairs where the output's pixel count
-is even (two neighbouring columns share a word), else float32 and one narrowing pass; its weight
-gradient stores float32 (split-K's partial sums stay exact) and narrows once. The other paths
-(direct kernels, the 1×1 matmul) and mixed dtypes keep the old rule: widen to float32 first,
-narrow the result.
+float16 (on adapters with ``shader-f16``), when every operand is float16: the implicit GEMM
+and the depthwise kernels read them packed, two per u32 word, into f32 registers — no widened
+copies. The implicit GEMM's forward and conv_transpose store float16 pairs where the output's
+pixel count is even (two neighbouring columns share a word), the depthwise forward where a
+lane's outputs pair up in a row (see :mod:`.depthwise`); else float32 and one narrowing pass.
+Weight gradients store float32 (split-K's partial sums stay exact) and narrow once. The other
+paths (direct kernels, the 1×1 matmul) and mixed dtypes keep the old rule: widen to float32
+first, narrow the result.
 
 Which kernel runs, by one rule for all three:
 
