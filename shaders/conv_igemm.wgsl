@@ -66,10 +66,13 @@ var<private> c_org: array<i32, 3>;
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
     grp = wid.z / prm[3];
-    part = wid.z % prm[3];
+    // the loop bounds come from locals: a private variable is per-lane to WGSL's uniformity
+    // analysis, and the barriers inside the loop need uniform control flow (Tint checks it)
+    let split = wid.z % prm[3];
+    part = split;
     let n = prm[0];
     let m = prm[1];
-    let kbeg = part * prm[4];
+    let kbeg = split * prm[4];
     let kk = min(prm[2], kbeg + prm[4]);
     let row0 = wid.y * BM;
     let col0 = prm[17] + wid.x * BN;
