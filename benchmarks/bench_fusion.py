@@ -9,7 +9,7 @@ a one-element read (ember) or ``torch.cuda.synchronize()`` so the device work is
 Eager ember, ``Fusion`` over the same backend and torch run in alternation (medians). Reported
 per size: µs/op, dispatches (wgpu) or fused programs (numpy) per chain, and the ratios. On wgpu,
 when the adapter has ``timestamp-query``, the kernels' own time per op from timestamp queries
-around each compute pass (a second device opened with that feature); otherwise that column
+around each compute pass (the adapter's own GPU timer); otherwise that column
 says why it is missing.
 """
 
@@ -88,94 +88,18 @@ def per_chain(fn, backend) -> str:
 
 
 # ---------------------------------------------------------------------- GPU timestamps
-def timed_wgpu():
-    """A wgpu backend whose compute passes are timed with timestamp queries, and a function
-    returning (and resetting) the GPU seconds measured so far; or None and the reason."""
-    try:
-        import wgpu
-        from ember.backends.wgpu import WgpuBackend
-        from ember.backends.wgpu.device import choose_adapter
-        from ember.backends.wgpu.native import NativeAdapter
-    except ImportError as e:
-        return None, f"no wgpu ({e})"
-    raw = choose_adapter(None, "high-performance")
-    if "timestamp-query" not in raw.features:
-        return None, "the adapter has no timestamp-query"
-
-    class WithTimestamps:
-        """The raw adapter, asking for timestamp-query with the device."""
-
-        def __getattr__(self, name):
-            return getattr(raw, name)
-
-        def request_device_sync(self, required_features=(), **kwargs):
-            return raw.request_device_sync(
-                required_features=[*required_features, "timestamp-query"], **kwargs)
-
-    class TimedAdapter(NativeAdapter):
-        """Each compute pass writes timestamps at its start and end (ember's adapter keeps
-        its encoder and pass in ``_encoder``/``_pass``; this leans on that)."""
-
-        slots = 4096
-
-        def __init__(self):
-            super().__init__(WithTimestamps())
-            self.queries = self._device.create_query_set(type="timestamp", count=self.slots)
-            self.used = 0
-
-        def _compute_pass(self):
-            if self._pass is None and self.used + 2 <= self.slots:
-                if self._encoder is None:
-                    self._encoder = self._device.create_command_encoder()
-                self._pass = self._encoder.begin_compute_pass(timestamp_writes={
-                    "query_set": self.queries, "beginning_of_pass_write_index": self.used,
-                    "end_of_pass_write_index": self.used + 1})
-                self._last_pipe = None
-                self.used += 2
-            return super()._compute_pass()
-
-        def gpu_seconds(self) -> float:
-            self.submit()
-            n = self.used
-            if not n:
-                return 0.0
-            usage = wgpu.BufferUsage
-            resolved = self._device.create_buffer(size=8 * n,
-                                                  usage=usage.QUERY_RESOLVE | usage.COPY_SRC)
-            staging = self._device.create_buffer(size=8 * n,
-                                                 usage=usage.MAP_READ | usage.COPY_DST)
-            encoder = self._device.create_command_encoder()
-            encoder.resolve_query_set(self.queries, 0, n, resolved, 0)
-            encoder.copy_buffer_to_buffer(resolved, 0, staging, 0, 8 * n)
-            self._queue.submit([encoder.finish()])
-            staging.map_sync(wgpu.MapMode.READ)
-            ticks = np.frombuffer(staging.read_mapped(), dtype=np.uint64).astype(np.int64)
-            staging.unmap()
-            self.used = 0
-            return float((ticks[1::2] - ticks[0::2]).sum()) * _tick_ns(self._queue) * 1e-9
-
-    adapter = TimedAdapter()
-    return (WgpuBackend(adapter=adapter), adapter.gpu_seconds), None
-
-
-def _tick_ns(queue) -> float:
-    """Nanoseconds per timestamp tick (wgpu-native resolves raw ticks)."""
-    try:
-        from wgpu.backends.wgpu_native._api import lib
-
-        return float(lib.wgpuQueueGetTimestampPeriod(queue._internal))
-    except (ImportError, AttributeError):
-        return 1.0
-
-
-def gpu_us_per_op(timed, make, shape, repeat: int) -> float:
-    backend, gpu_seconds = timed
+def gpu_us_per_op(backend, make, shape, repeat: int) -> float:
+    """Kernel µs per op from the adapter's timestamp queries (``start_gpu_timer``)."""
+    adapter = backend.rt.adapter
     fn = ember_case(make(backend), shape)
     fn()
-    gpu_seconds()
-    for _ in range(repeat):
-        fn()
-    return gpu_seconds() / repeat / OPS * 1e6
+    adapter.start_gpu_timer()
+    try:
+        for _ in range(repeat):
+            fn()
+        return adapter.gpu_seconds() / repeat / OPS * 1e6
+    finally:
+        adapter.stop_gpu_timer()  # timed passes cost a little: never in the timed calls
 
 
 # ---------------------------------------------------------------------- main
@@ -189,12 +113,10 @@ def main(argv=None) -> None:
     eager = ember.get_backend(args.backend)
     fused = ember.Fusion(eager)
     shapes = [tuple(int(s) for s in size.split("x")) for size in args.sizes.split(",")]
-    timed, no_timestamps = None, "numpy has no GPU"
+    no_timestamps = "numpy has no GPU"
     if args.backend == "wgpu":
-        try:
-            timed, no_timestamps = timed_wgpu()
-        except Exception as e:  # noqa: BLE001 - the timing device is optional: say why
-            timed, no_timestamps = None, f"timestamp queries failed: {e}"
+        features = eager.rt.adapter.info.features
+        no_timestamps = None if "timestamp-query" in features else "no timestamp-query"
     print(f"# Fusion: a chain of {OPS:,} elementwise ops ({date.today()}, {platform.node()}, "
           f"{eager.device}, Python {platform.python_version()})\n")
     _, unit = counters(fused)
@@ -211,11 +133,11 @@ def main(argv=None) -> None:
         counts = f"{per_chain(run_eager, eager)} / {per_chain(run_fused, fused)}"
         gpu = ""
         if gpu_col:
-            if timed is None:
+            if no_timestamps:
                 gpu = f" n/a ({no_timestamps}) |"
             else:
-                g_eager = gpu_us_per_op(timed, lambda b: b, shape, args.repeat)
-                g_fused = gpu_us_per_op(timed, ember.Fusion, shape, args.repeat)
+                g_eager = gpu_us_per_op(eager, lambda b: b, shape, args.repeat)
+                g_fused = gpu_us_per_op(eager, ember.Fusion, shape, args.repeat)
                 gpu = f" {g_eager:.2f} / {g_fused:.3f} |"
         size = "×".join(map(str, shape))
         print(f"| {size} | {times[0]:.2f} | {times[1]:.2f} | {t_torch:.2f} "
