@@ -89,8 +89,10 @@ class Worker:
         self._buf = b""
 
     def _command(self) -> tuple[list[str], dict[str, str]]:
+        # the worker's scratch folder goes inside ours: close() removes it even when the
+        # worker was killed (a timeout, the memory limit) before it could clean up
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-                   MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+                   MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", FUZZ_TMP=self.tmp)
         if self.target.engine == "micropython":
             from ember.export.micropython import find_micropython, micropython_path
 

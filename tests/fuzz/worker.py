@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
     results = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # the code under test may print: keep the result channel clean
     expected = tuple(_resolve(s) for s in target.expected)
-    workdir = tempfile.mkdtemp(prefix="ember-fuzz-worker-")
+    workdir = tempfile.mkdtemp(prefix="ember-fuzz-worker-", dir=os.environ.get("FUZZ_TMP"))
     sentinel = os.path.join(workdir, "sentinel")
     os.environ["FUZZ_SENTINEL"] = sentinel
     _preload(target.name)
