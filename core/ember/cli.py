@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -78,9 +79,24 @@ def _demo_mnist(args: argparse.Namespace) -> int:
     print(f"  {'summary':12} {folder / 'summary.json'}")
     if summary["interrupted"]:
         print(f"interrupted: continue with `ember demo mnist --resume --run-dir {folder}`")
-    print("next: `ember demo mnist --serve` to draw digits in the browser, "
-          "`ember demo mnist --embedded` to run the model on MicroPython")
+    print(_next_hint(args.dataset, run_dir))
     return 0
+
+
+def _next_hint(dataset: str, run_dir: Path) -> str:
+    """The commands that use the model just trained in ``run_dir``, with the flags that find
+    it again (``--run-dir`` unless it is the default for ``dataset``).
+
+    >>> _next_hint("mnist", Path("runs/mnist"))[:40]
+    'next: `ember demo mnist --serve` to draw'
+    """
+    flags = ""
+    if Path(run_dir) != Path("runs") / dataset:
+        flags = f" --run-dir {shlex.quote(str(run_dir))}"
+    elif dataset != "mnist":
+        flags = f" --dataset {dataset}"
+    return (f"next: `ember demo mnist --serve{flags}` to draw digits in the browser, "
+            f"`ember demo mnist --embedded{flags}` to run the model on MicroPython")
 
 
 def _use_trained(args: argparse.Namespace, run_dir: Path) -> int:

@@ -96,3 +96,19 @@ def test_debug_shows_the_traceback(not_an_image):
     assert out.returncode == 1 and "Traceback" in out.stderr and "DatasetError" in out.stderr
     out = ember("demo", "classify", str(not_an_image), env={"EMBER_DEBUG": "1"})
     assert out.returncode == 1 and "Traceback" in out.stderr and "DatasetError" in out.stderr
+
+
+# ---------------------------------------------------------------- the hint after training
+@pytest.mark.parametrize("dataset, run_dir, flags", [
+    ("mnist", "runs/mnist", ""),
+    ("mnist", "/tmp/my run", " --run-dir '/tmp/my run'"),
+    ("fashion-mnist", "runs/fashion-mnist", " --dataset fashion-mnist"),
+    ("fashion-mnist", "elsewhere", " --run-dir elsewhere"),
+])
+def test_the_hint_after_training_finds_the_same_run_folder(dataset, run_dir, flags):
+    from ember.cli import _next_hint
+
+    hint = _next_hint(dataset, Path(run_dir))
+    assert f"`ember demo mnist --serve{flags}`" in hint
+    assert f"`ember demo mnist --embedded{flags}`" in hint
+
