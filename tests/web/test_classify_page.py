@@ -164,6 +164,29 @@ def test_serve_classifier_serves_the_page_the_runtime_and_the_model(classify_ser
     assert len(head) == 16  # safetensors: 8-byte header size first
 
 
+def test_serving_with_the_default_model_folder_leaves_the_current_directory_untouched(
+        server, tmp_path, monkeypatch):
+    """The model folder goes to the checkout's runs/classify-web, not ``./runs`` of wherever
+    ``serve.py`` was started."""
+    from urllib.request import urlopen
+
+    from ember.demos.classify_web import serve_classifier
+    from ember.errors import DatasetError
+
+    monkeypatch.chdir(tmp_path)
+    try:
+        srv = serve_classifier(port=0, block=False)
+    except (DatasetError, ImportError) as e:
+        pytest.skip(f"classifier model unavailable: {e}")
+    try:
+        with urlopen(srv.page_url + "model/model.json") as r:
+            assert b"efficientnet_lite0" in r.read()
+    finally:
+        srv.close()
+    assert list(tmp_path.iterdir()) == []
+    assert (ROOT / "runs" / "classify-web" / "model.json").is_file()
+
+
 def test_webgpu_page_classifies_a_sample_photo(browser, server, classify_server,
                                               torch_reference):
     page = _open(browser, server, classify_server.page_url + f"?size={SIZE}")

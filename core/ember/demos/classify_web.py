@@ -168,9 +168,11 @@ PAGE = Path(__file__).resolve().parents[3] / "demos" / "image_classification" / 
 
 
 def serve_classifier(host: str = "127.0.0.1", port: int = 8000, block: bool = True,
-                     model_dir: str | os.PathLike = "runs/classify-web"):
+                     model_dir: str | os.PathLike | None = None):
     """Serve the classifier page on ``http://host:port/classify/`` with the web runtime
-    (``web/dist``, rebuilt when stale) and the model folder (written on first use).
+    (``web/dist``, rebuilt when stale) and the model folder (written on first use; default
+    ``runs/classify-web`` of the checkout, never the current directory, so serving from
+    anywhere reuses one folder).
 
     Blocks until Ctrl-C when ``block``; otherwise returns the running server (``.url``,
     ``.page_url``, ``.close()``). A taken port falls back to a free one; ``port=0`` picks one.
@@ -180,6 +182,7 @@ def serve_classifier(host: str = "127.0.0.1", port: int = 8000, block: bool = Tr
     if not (PAGE / "index.html").is_file():
         raise RuntimeError(f"serve_classifier: the page lives in the repository checkout "
                            f"({PAGE} is missing): run ember from a checkout (pip install -e .)")
-    model_dir = export_web_model(Path(model_dir).resolve())
+    model_dir = export_web_model(Path(model_dir or PAGE.parents[2] / "runs" / "classify-web")
+                                 .resolve())
     return serve_mounts({"/classify/model/": model_dir, "/classify/": PAGE}, "classify/",
                         "image classifier", model_dir, host=host, port=port, block=block)
