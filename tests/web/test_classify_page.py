@@ -223,3 +223,110 @@ def test_cpu_fallback_page_classifies_both_photos_at_its_reduced_size(
         page.screenshot(path=str(ARTIFACTS / "classify-cpu.png"))
     finally:
         page.close()
+
+
+# ---------------------------------------------------------------- what a new user runs into
+# One CPU-fallback page for these checks (each load starts Pyodide + ember: ~20 s).
+@pytest.fixture(scope="module")
+def cpu_page(browser_without_webgpu, server, classify_server):
+    page = blank_page(browser_without_webgpu, server)
+    page.failed = []  # (status, url) of every failed request: the favicon was a 404
+    page.on("response", lambda r: r.status >= 400 and page.failed.append((r.status, r.url)))
+    page.console_lines.clear()  # blank.html's own favicon request is not this page's
+    page.goto(classify_server.page_url)
+    page.loading = page.evaluate("""() => {
+        const progress = document.getElementById("progress"), spinner = progress?.firstChild;
+        return { visible: progress?.checkVisibility() ?? false,
+                 phase: document.getElementById("phase")?.textContent ?? "",
+                 spin: spinner && getComputedStyle(spinner).animationName };
+    }""")
+    page.wait_for_function("window.classifyDemo && (window.classifyDemo.ready || "
+                           "window.classifyDemo.error)", timeout=120_000)
+    assert page.evaluate("window.classifyDemo.error") is None, page.console_lines[-20:]
+    yield page
+    page.close()
+
+
+def _progress(page) -> dict:
+    return page.evaluate("""() => ({
+        visible: document.getElementById("progress")?.checkVisibility() ?? false,
+        phase: document.getElementById("phase")?.textContent })""")
+
+
+def _labels_seen(page) -> None:
+    """From now on, ``window.labelsSeen`` lists every text #label shows."""
+    page.evaluate("""() => {
+        window.labelsSeen = [];
+        const label = document.getElementById("label");
+        new MutationObserver(() => window.labelsSeen.push(label.textContent))
+            .observe(label, { childList: true, characterData: true, subtree: true });
+    }""")
+
+
+def test_a_spinner_and_the_phase_show_while_loading_and_classifying(cpu_page):
+    assert cpu_page.loading["visible"] and cpu_page.loading["phase"], cpu_page.loading
+    assert cpu_page.loading["spin"] == "spin", cpu_page.loading
+    assert _progress(cpu_page)["visible"] is False  # ready: nothing is running
+    cpu_page.set_input_files("#file", files=[{"name": "chelsea.png", "mimeType": "image/png",
+                                              "buffer": _photo_png("chelsea")}])
+    cpu_page.wait_for_function("window.classifyDemo.busy")
+    assert _progress(cpu_page) == {"visible": True, "phase": "classifying chelsea.png…"}
+    _wait_result(cpu_page, "chelsea.png")
+    assert _progress(cpu_page)["visible"] is False
+
+
+def test_the_label_shown_always_belongs_to_the_photo_shown(cpu_page):
+    """A second photo picked while the first is classified: the first one's result is stale
+    and never appears under the second photo."""
+    _labels_seen(cpu_page)
+    runs = cpu_page.evaluate("window.classifyDemo.runs")
+    for name in ("chelsea", "coffee"):  # the second pick lands while the first one runs
+        cpu_page.set_input_files("#file", files=[{"name": f"{name}.png",
+                                                  "mimeType": "image/png",
+                                                  "buffer": _photo_png(name)}])
+    result = _wait_result(cpu_page, "coffee.png")
+    assert result["top"][0][0] in WANT["coffee"]
+    seen = cpu_page.evaluate("window.labelsSeen")
+    assert not CATS & set(seen), f"the cat photo's label was shown under the coffee: {seen}"
+    assert cpu_page.text_content("#label") == result["top"][0][0]
+    assert cpu_page.evaluate("window.classifyDemo.runs") == runs + 1
+
+
+def test_the_top_result_bar_is_highlighted(cpu_page):
+    if cpu_page.evaluate("window.classifyDemo.last") is None:
+        _pick(cpu_page, "coffee")
+    colours = cpu_page.evaluate("""() => [...document.querySelectorAll("#top5 .bar > div")]
+        .map((d) => getComputedStyle(d).backgroundColor)""")
+    assert len(colours) == 5 and colours[0] not in colours[1:], colours
+    assert len(set(colours[1:])) == 1, colours
+
+
+@pytest.mark.parametrize("put", ["drop", "pick"])
+def test_a_file_that_is_not_an_image_is_named_in_a_message(cpu_page, put):
+    runs = cpu_page.evaluate("window.classifyDemo.runs")
+    if put == "pick":  # the file dialog's "All files" lets a user pick anything
+        cpu_page.set_input_files("#file", files=[{"name": "notes.txt", "mimeType": "text/plain",
+                                                  "buffer": b"not a photo"}])
+    else:
+        cpu_page.evaluate("""() => {
+            const data = new DataTransfer();
+            data.items.add(new File(["not a photo"], "notes.txt", { type: "text/plain" }));
+            const drop = document.getElementById("drop");
+            for (const type of ["dragover", "drop"]) {
+                drop.dispatchEvent(new DragEvent(type, { dataTransfer: data, bubbles: true,
+                                                         cancelable: true }));
+            }
+        }""")
+    message = cpu_page.locator("#message")
+    message.wait_for(state="visible", timeout=5_000)
+    text = message.text_content()
+    assert "notes.txt" in text and "not an image" in text and "PNG, JPEG" in text, text
+    assert cpu_page.evaluate("window.classifyDemo.error") is None
+    assert cpu_page.evaluate("window.classifyDemo.runs") == runs
+
+
+def test_no_request_fails_not_even_the_favicon(cpu_page):
+    assert cpu_page.failed == [], cpu_page.failed
+    icon = cpu_page.get_attribute("link[rel=icon]", "href")
+    assert icon.startswith("data:image/svg+xml,"), icon
+    assert not [line for line in cpu_page.console_lines if "404" in line]

@@ -11,7 +11,8 @@ const CPU_SIZE = 96; // the pure-Python backend needs ~5x longer per image at 22
 const { loadEmber } = await import(new URL("ember.js", EMBER).href);
 
 const $ = (id) => document.getElementById(id);
-const demo = (window.classifyDemo = { ready: false, runs: 0, busy: false, last: null, error: null });
+const demo = (window.classifyDemo = { ready: false, runs: 0, stale: 0, busy: false, last: null,
+                                      error: null });
 let ember = null, size = 224;
 
 // ---------------------------------------------------------------- top-5 rows
@@ -57,28 +58,70 @@ function crop(bitmap) {
   return ctx.getImageData(0, 0, size, size).data;
 }
 
+// ---------------------------------------------------------------- progress and messages
+// The spinner and the phase stay visible while ember loads or classifies; the status line
+// keeps the last outcome.
+function working(phase) {
+  $("progress").hidden = false;
+  $("phase").textContent = phase;
+  $("status").textContent = phase;
+}
+function finished(status) {
+  $("progress").hidden = true;
+  $("status").textContent = status;
+}
+const ACCEPTED = "a PNG, JPEG, GIF, WebP, AVIF or BMP image";
+function reject(file) {
+  $("message").textContent = `"${file.name}" is not an image (${file.type || "unknown type"}):` +
+    ` drop or pick ${ACCEPTED}.`;
+}
+
+function clearResult() {
+  rows.forEach(([name, bar, value]) => {
+    name.textContent = value.textContent = "";
+    bar.firstChild.style.width = "0";
+    for (const el of [name, bar, value]) el.classList.remove("top");
+  });
+  $("label").textContent = "–";
+}
+
+// Each pick or drop starts a new run; a run that finishes after a newer one started is stale
+// (the photo shown is no longer its photo) and its result is dropped.
+let latestRun = 0;
 async function classify(file) {
-  if (!demo.ready || !file) return;
+  if (!file) return;
+  if (!file.type.startsWith("image/")) return reject(file);
+  $("message").textContent = "";
+  if (!demo.ready) return;
+  const run = ++latestRun;
+  const current = () => run === latestRun;
   demo.busy = true;
-  $("status").textContent = `classifying ${file.name}…`;
+  working(`classifying ${file.name}…`);
   try {
     const bitmap = await createImageBitmap(file);
+    if (!current()) return bitmap.close();
+    clearResult(); // the previous photo's labels must not stand under this one
     const pixels = new Uint8Array(crop(bitmap).buffer);
     demo.pixels = pixels; // what the model saw (size×size RGBA), for tests
     bitmap.close();
     const t0 = performance.now();
     const result = await ember.run("classify(PIXELS, SIZE)", { PIXELS: pixels, SIZE: size });
+    if (!current()) { demo.stale++; return; }
     result.total_ms = performance.now() - t0;
     show(result);
     demo.last = { ...result, file: file.name };
     demo.runs++;
-    $("status").textContent = `${file.name}: ${result.top[0][0]} ` +
-      `(${(100 * result.top[0][1]).toFixed(1)}%)`;
+    finished(`${file.name}: ${result.top[0][0]} (${(100 * result.top[0][1]).toFixed(1)}%)`);
   } catch (e) {
+    if (!current()) return;
+    if (e.name === "InvalidStateError" || e.name === "EncodingError") {
+      finished(`could not decode ${file.name}`);
+      return reject(file); // typed image/* but not decodable
+    }
     demo.error = String(e.message ?? e);
-    $("status").textContent = `error: ${demo.error}`;
+    finished(`error: ${demo.error}`);
   } finally {
-    demo.busy = false;
+    if (current()) demo.busy = false;
   }
 }
 
@@ -89,19 +132,17 @@ drop.addEventListener("dragleave", () => drop.classList.remove("over"));
 drop.addEventListener("drop", (e) => {
   e.preventDefault();
   drop.classList.remove("over");
-  const file = [...e.dataTransfer.files].find((f) => f.type.startsWith("image/"));
-  if (file) {
-    $("file").value = ""; // the input no longer names the image shown
-    classify(file);
-  }
+  const files = [...e.dataTransfer.files];
+  const file = files.find((f) => f.type.startsWith("image/")) ?? files[0];
+  $("file").value = ""; // the input no longer names the image shown
+  classify(file);
 });
 
 // ---------------------------------------------------------------- start
 try {
-  const status = (s) => ($("status").textContent = s);
   ember = await loadEmber({ worker: true, baseURL: EMBER.href,
-                            backend: params.get("backend") ?? "auto", onStatus: status });
-  status("loading EfficientNet-Lite0 (9 MB of float16 weights)");
+                            backend: params.get("backend") ?? "auto", onStatus: working });
+  working("loading EfficientNet-Lite0 (9 MB of float16 weights)");
   const code = await (await fetch(new URL("classify.py", import.meta.url))).text();
   const loaded = await ember.run(code + "\nawait load_model(MODEL_BASE)", { MODEL_BASE: MODEL.href });
   const info = ember.info;
@@ -115,10 +156,10 @@ try {
       (gpu ? "." : ": the pure-Python CPU backend is slow at full size.") +
       " Accuracy is a little lower.";
   }
-  status(`ready (ember started in ${(info.startup_ms / 1000).toFixed(1)} s): ` +
-         "pick or drop an image");
+  finished(`ready (ember started in ${(info.startup_ms / 1000).toFixed(1)} s): ` +
+           "pick or drop an image");
   Object.assign(demo, { backend: info.backend, size, model: loaded, ready: true });
 } catch (e) {
   demo.error = String(e.message ?? e);
-  $("status").textContent = `error: ${demo.error}`;
+  finished(`error: ${demo.error}`);
 }
