@@ -161,3 +161,44 @@ def test_trained_model_reads_digits_drawn_with_the_mouse(request, server, traine
         assert page.text_content("#guess") == "–"
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("variant", ["webgpu", "cpu-fallback"])
+def test_the_page_shows_progress_a_favicon_and_no_dangling_separator(request, server,
+                                                                     demo_server, variant):
+    """While ember loads, a spinner and the current phase show; once ready they go. No request
+    fails (the favicon was a 404) and the footer ends with no "·" before nothing (on WebGPU
+    there is no fallback reason after the latency)."""
+    browser = request.getfixturevalue(
+        "browser" if variant == "webgpu" else "browser_without_webgpu")
+    page = blank_page(browser, server)
+    failed = []
+    page.on("response", lambda r: r.status >= 400 and failed.append((r.status, r.url)))
+    try:
+        page.console_lines.clear()  # blank.html's own favicon request is not this page's
+        page.goto(demo_server.page_url)
+        loading = page.evaluate("""() => {
+            const progress = document.getElementById("progress"), spinner = progress?.firstChild;
+            return { visible: progress?.checkVisibility() ?? false,
+                     phase: document.getElementById("phase")?.textContent ?? "",
+                     spin: spinner && getComputedStyle(spinner).animationName };
+        }""")
+        assert loading["visible"] and loading["phase"] and loading["spin"] == "spin", loading
+        page.wait_for_function("window.mnistDemo && (window.mnistDemo.ready || "
+                               "window.mnistDemo.error)", timeout=180_000)
+        assert page.evaluate("window.mnistDemo.error") is None, page.console_lines[-20:]
+        assert not page.locator("#progress").is_visible()
+        footer = " ".join(page.inner_text("small").split())
+        assert not footer.endswith("·") and "· ·" not in footer, footer
+        # the separator before the reason is drawn by CSS only when there is a reason
+        before = page.evaluate("getComputedStyle(document.getElementById('why'), '::before')"
+                               ".content")
+        if variant == "cpu-fallback":
+            assert page.text_content("#why") and "·" in before, (footer, before)
+        else:
+            assert page.text_content("#why") == "" and before == "none", (footer, before)
+        assert failed == [] and not [x for x in page.console_lines if "404" in x], failed
+        icon = page.get_attribute("link[rel=icon]", "href")
+        assert icon.startswith("data:image/svg+xml,"), icon
+    finally:
+        page.close()

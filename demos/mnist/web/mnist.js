@@ -153,21 +153,28 @@ $("clear").onclick = clearAll;
 clearAll();
 
 // ---------------------------------------------------------------- start
+// The spinner and the phase show while ember loads (predictions take milliseconds).
+function working(phase) {
+  $("phase").textContent = $("status").textContent = phase;
+}
+function finished(status) {
+  $("progress").hidden = true;
+  $("status").textContent = status;
+}
 try {
-  const status = (s) => ($("status").textContent = s);
-  ember = await loadEmber({ worker: true, baseURL: EMBER.href, backend: params.get("backend") ?? "auto", onStatus: status });
-  status("loading the model");
+  ember = await loadEmber({ worker: true, baseURL: EMBER.href, backend: params.get("backend") ?? "auto", onStatus: working });
+  working("loading the model");
   const code = await (await fetch(new URL("predict.py", import.meta.url))).text();
   const jit = params.get("jit") !== "0"; // ?jit=0: every op eagerly
   const loaded = await ember.run(code + "\nawait load_model(MODEL_BASE, JIT)", { MODEL_BASE: MODEL.href, JIT: jit });
   const info = ember.info;
   $("backend").textContent = info.backend === "wgpu" ? `WebGPU (${info.adapter})` : "CPU (Python backend)";
   $("why").textContent = info.reason;
-  status(`ready (${loaded.dataset} model, ember started in ${(info.startup_ms / 1000).toFixed(1)} s): draw a digit`);
+  finished(`ready (${loaded.dataset} model, ember started in ${(info.startup_ms / 1000).toFixed(1)} s): draw a digit`);
   demo.backend = info.backend;
   demo.jit = loaded.jit;
   demo.ready = true;
 } catch (e) {
   demo.error = String(e.message ?? e);
-  $("status").textContent = `error: ${demo.error}`;
+  finished(`error: ${demo.error}`);
 }
