@@ -11,8 +11,7 @@ const CPU_SIZE = 96; // the pure-Python backend needs ~5x longer per image at 22
 const { loadEmber } = await import(new URL("ember.js", EMBER).href);
 
 const $ = (id) => document.getElementById(id);
-const demo = (window.classifyDemo = { ready: false, runs: 0, stale: 0, busy: false, last: null,
-                                      error: null });
+const demo = (window.classifyDemo = { ready: false, runs: 0, busy: false, last: null, error: null });
 let ember = null, size = 224;
 
 // ---------------------------------------------------------------- top-5 rows
@@ -71,9 +70,8 @@ function finished(status) {
   $("status").textContent = status;
 }
 const ACCEPTED = "a PNG, JPEG, GIF, WebP, AVIF or BMP image";
-function reject(file) {
-  $("message").textContent = `"${file.name}" is not an image (${file.type || "unknown type"}):` +
-    ` drop or pick ${ACCEPTED}.`;
+function reject(file, problem = `is not an image (${file.type || "unknown type"})`) {
+  $("message").textContent = `"${file.name}" ${problem}: drop or pick ${ACCEPTED}.`;
 }
 
 function clearResult() {
@@ -82,7 +80,7 @@ function clearResult() {
     bar.firstChild.style.width = "0";
     for (const el of [name, bar, value]) el.classList.remove("top");
   });
-  $("label").textContent = "–";
+  $("label").textContent = $("latency").textContent = "–";
 }
 
 // Each pick or drop starts a new run; a run that finishes after a newer one started is stale
@@ -106,7 +104,7 @@ async function classify(file) {
     bitmap.close();
     const t0 = performance.now();
     const result = await ember.run("classify(PIXELS, SIZE)", { PIXELS: pixels, SIZE: size });
-    if (!current()) { demo.stale++; return; }
+    if (!current()) return;
     result.total_ms = performance.now() - t0;
     show(result);
     demo.last = { ...result, file: file.name };
@@ -116,7 +114,7 @@ async function classify(file) {
     if (!current()) return;
     if (e.name === "InvalidStateError" || e.name === "EncodingError") {
       finished(`could not decode ${file.name}`);
-      return reject(file); // typed image/* but not decodable
+      return reject(file, "could not be decoded as an image"); // typed image/*, but isn't
     }
     demo.error = String(e.message ?? e);
     finished(`error: ${demo.error}`);
