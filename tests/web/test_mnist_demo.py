@@ -107,6 +107,15 @@ def test_serve_mnist_serves_the_page_the_runtime_and_the_model(demo_server, trai
         assert r.read() == (trained_mnist / "model.safetensors").read_bytes()
 
 
+def test_serving_leaves_the_current_directory_untouched(server, trained_mnist, tmp_path,
+                                                       monkeypatch):
+    from ember.demos.serve import serve_mnist
+
+    monkeypatch.chdir(tmp_path)
+    serve_mnist(trained_mnist, port=0, block=False).close()
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("variant", ["webgpu", "cpu-fallback"])
 def test_trained_model_reads_digits_drawn_with_the_mouse(request, server, trained_mnist,
                                                          demo_server, variant):
