@@ -69,15 +69,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     for (var k = 0u; k < PL; k = k + 1u) {
         let plane = first + k;
         let chan = si(11) + i32(plane / cout) * si(12) + i32((plane % cout) / prm[2]) * si(13);
-        for (var e = li; e < TH * TW; e = e + LANES) {
-            let yy = iy0 + i32(e / TW);
-            let xx = ix0 + i32(e % TW);
-            var v = 0.0;
-            if (plane < planes && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
-                v = read_src(u32(chan + yy * si(14) + xx * si(15)));
-            }
-            tile[k * TH * TW + e] = v;
-        }
+        stage_plane(k, plane < planes, chan, iy0, ix0, li);
     }
     workgroupBarrier();
 
@@ -237,15 +229,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let plane = first + k / CIG;
         let ci = (plane % cout) * CIG + k % CIG;
         let chan = si(11) + i32(plane / cout) * si(12) + i32(ci) * si(13);
-        for (var e = li; e < TH * TW; e = e + LANES) {
-            let yy = qy0 + i32(e / TW);
-            let xx = qx0 + i32(e % TW);
-            var v = 0.0;
-            if (plane < planes && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
-                v = read_src(u32(chan + yy * si(14) + xx * si(15)));
-            }
-            tile[k * TH * TW + e] = v;
-        }
+        stage_plane(k, plane < planes, chan, qy0, qx0, li);
     }
     workgroupBarrier();
 
@@ -293,4 +277,20 @@ fn read_{{NAME}}(e: u32) -> f32 { return {{NAME}}[e]; }
 // element e of the float16 buffer {{NAME}}: half e % 2 of word e / 2 (f16_bits_to_f32: exact)
 fn read_{{NAME}}(e: u32) -> f32 {
     return f16_bits_to_f32(({{NAME}}[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu);
+}
+
+//! stage_plane
+// Tile slot `slot` (TH × TW, the section's) filled from one input plane starting at channel
+// offset `chan`, rows from y0 and columns from x0 (zeros outside the image or for an invalid
+// plane); the workgroup's lanes share the elements. The caller puts the barrier after it.
+fn stage_plane(slot: u32, valid: bool, chan: i32, y0: i32, x0: i32, li: u32) {
+    for (var e = li; e < TH * TW; e = e + LANES) {
+        let yy = y0 + i32(e / TW);
+        let xx = x0 + i32(e % TW);
+        var v = 0.0;
+        if (valid && yy >= 0 && yy < si(5) && xx >= 0 && xx < si(6)) {
+            v = read_src(u32(chan + yy * si(14) + xx * si(15)));
+        }
+        tile[slot * TH * TW + e] = v;
+    }
 }

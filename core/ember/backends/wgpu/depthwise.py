@@ -205,6 +205,8 @@ _UNROLLED = {"conv": _conv_unrolled, "weight_grad_partial": _wgrad_unrolled}
 # the input buffers each section reads through read_<name> (shaders/depthwise.wgsl)
 _READS = {"conv": ("src", "weight", "bias"), "conv_transpose": ("src", "weight", "bias"),
           "weight_grad_partial": ("src", "grad"), "weight_grad_sum": ()}
+# the sections that stage input planes into their tile with stage_plane
+_STAGED = ("conv", "conv_transpose")
 
 
 def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: bool = False):
@@ -216,6 +218,8 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: 
     def build():
         helpers = [rt.lib.snippet("depthwise", "read_f16" if half else "read", NAME=name)
                    for name in _READS[section]]
+        if section in _STAGED:
+            helpers.append(rt.lib.snippet("depthwise", "stage_plane"))
         if half or cfg.get("PAIRS"):
             helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
         if cfg.get("PAIRS"):
