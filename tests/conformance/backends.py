@@ -12,7 +12,7 @@ from __future__ import annotations
 import ember
 
 # What ``--backend=all`` runs (those whose dependencies are missing are skipped).
-ALL = ("numpy", "python", "wgpu", "autodiff-numpy", "autodiff-python", "autodiff-wgpu",
+ALL = ("numpy", "python", "wasm", "wgpu", "autodiff-wasm", "autodiff-numpy", "autodiff-python", "autodiff-wgpu",
        "fusion-numpy", "fusion-wgpu", "autodiff-fusion-wgpu")
 
 

@@ -23,6 +23,7 @@ _FACTORIES: dict[str, str | Callable[[], Backend]] = {
     "python": "ember.backends.python:PythonBackend",
     "numpy": "ember.backends.numpy:NumpyBackend",
     "wgpu": "ember.backends.wgpu:WgpuBackend",
+    "wasm": "ember.backends.wasm:WasmBackend",
 }
 _INSTANCES: dict[str, Backend] = {}
 _default: Backend | None = None

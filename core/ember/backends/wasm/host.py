@@ -1,0 +1,117 @@
+"""Where the wasm kernels run: the same ``ember.wasm`` module under two hosts.
+
+- :class:`WasmtimeHost` — CPython, through the ``wasmtime`` package (``pip install
+  'ember[wasm]'``): the tests and benchmarks run the browser's kernels natively.
+- :class:`BrowserHost` — Pyodide, through the page's own ``WebAssembly`` (``js``): created by
+  :func:`~ember.backends.wasm.browser.wasm_backend` from a module that ``ember.js`` compiled
+  while Pyodide was loading (streaming compilation), or from the wheel's copy.
+
+A host exposes the module's exports as Python callables (``host.fn("em_binary")``) and copies
+bytes into and out of its linear memory; nothing else crosses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ...errors import EmberError
+
+MODULE = Path(__file__).with_name("ember.wasm")
+
+
+def module_bytes() -> bytes:
+    """The compiled kernels shipped in the package (built by ``make`` from ``wasm/*.c``)."""
+    try:
+        return MODULE.read_bytes()
+    except FileNotFoundError:
+        raise EmberError(
+            f"wasm: {MODULE} is missing; build it with `python wasm/build.py` (needs Debian's "
+            "clang, lld and wasi-libc) or `make` in a checkout"
+        ) from None
+
+
+class Host:
+    """The module's exports and memory; subclasses implement ``fn``, ``write``, ``read``."""
+
+    def fn(self, name: str) -> Callable[..., int | float]:
+        raise NotImplementedError
+
+    def write(self, ptr: int, data: bytes | bytearray | memoryview) -> None:
+        raise NotImplementedError
+
+    def read(self, ptr: int, nbytes: int) -> bytes:
+        raise NotImplementedError
+
+    def c_string(self, ptr: int) -> str:
+        """A NUL-terminated string the module exports (read in chunks until the NUL)."""
+        out = b""
+        while True:
+            chunk = self.read(ptr + len(out), 256)
+            end = chunk.find(b"\0")
+            if end >= 0:
+                return (out + chunk[:end]).decode()
+            out += chunk
+
+
+class WasmtimeHost(Host):
+    """The module in CPython through wasmtime (JIT-compiled with Cranelift)."""
+
+    def __init__(self, code: bytes | None = None):
+        try:
+            import wasmtime
+        except ImportError as e:
+            raise ImportError(
+                "the wasm backend needs wasmtime outside the browser: pip install 'ember[wasm]'"
+            ) from e
+        engine = wasmtime.Engine()
+        self._store = wasmtime.Store(engine)
+        module = wasmtime.Module(engine, code if code is not None else module_bytes())
+        self._exports = wasmtime.Instance(self._store, module, []).exports(self._store)
+        self._memory = self._exports["memory"]
+
+    def fn(self, name: str):
+        func, store = self._exports[name], self._store
+        return lambda *args: func(store, *args)
+
+    def write(self, ptr: int, data) -> None:
+        if len(data):
+            self._memory.write(self._store, data, ptr)
+
+    def read(self, ptr: int, nbytes: int) -> bytes:
+        return bytes(self._memory.read(self._store, ptr, ptr + nbytes))
+
+
+class BrowserHost(Host):
+    """The module in a web page: an instance of the browser's ``WebAssembly``."""
+
+    def __init__(self, instance):
+        import js
+
+        self._js = js
+        self._exports = instance.exports
+        self._memory = instance.exports.memory
+
+    @classmethod
+    async def create(cls, compiled=None) -> BrowserHost:
+        """Instantiate ``compiled`` (a ``WebAssembly.Module``), or the wheel's module bytes."""
+        import js
+        from pyodide.ffi import to_js
+
+        if compiled is None:
+            compiled = await js.WebAssembly.compile(to_js(module_bytes()))
+        return cls(await js.WebAssembly.instantiate(compiled, js.Object.new()))
+
+    def fn(self, name: str):
+        return getattr(self._exports, name)
+
+    def _view(self, ptr: int, nbytes: int):
+        # the memory's ArrayBuffer is replaced when it grows: take a fresh view each time
+        return self._js.Uint8Array.new(self._memory.buffer, ptr, nbytes)
+
+    def write(self, ptr: int, data) -> None:
+        if len(data):
+            self._view(ptr, len(data)).assign(data)
+
+    def read(self, ptr: int, nbytes: int) -> bytes:
+        return self._view(ptr, nbytes).to_bytes()
