@@ -1,19 +1,32 @@
 # The ulab tier: vectorised kernels over ulab.numpy, viewing the runtime's array('f') buffers
 # ruff: noqa: FURB136, PLR1730 - MicroPython code: % formatting, inline compares
-# in place with frombuffer. Written against ulab's documented API only, on 1-D/2-D arrays
-# (ULAB_MAX_DIMS >= 2, the default build):
-#   ulab.numpy: frombuffer, array, zeros, dot, maximum, clip, exp, tanh, floor, where, mean,
+# in place with frombuffer. Written against ulab's documented API and its C source only, on
+# 1-D/2-D arrays (ULAB_MAX_DIMS = 2, the common build):
+#   ulab.numpy: frombuffer, array, zeros, dot, maximum, clip, tanh, floor, where, mean,
 #   dtypes float / int8 / uint8; ndarray: reshape, itemsize, slicing with steps, slice
-#   assignment, broadcasting arithmetic (+ - * /), comparisons.
-# Not checked on real ulab firmware here: ulab is in no package registry this project can reach.
-# The tests run this file on CPython with numpy standing in for ulab.numpy.
+#   assignment, in-place + - * / with broadcasting, comparisons.
+# Rules that keep it inside a board's heap and its firmware options:
+# - `dot` reads int8 operands itself and returns float (ulab's transform_dot converts element
+#   by element), so int8 weights and inputs are never widened into float copies;
+# - every temporary is bounded by one output row of a conv/pool or by STEP elements; results
+#   are combined with in-place operators on preallocated or already-allocated arrays;
+# - the ndarray is always the left operand: firmware built with
+#   MICROPY_PY_REVERSE_SPECIAL_METHODS=0 (ESP8266 and other small ports) has no `1.0 - a`;
+# - single-precision firmware only: `np.float` must view array('f') memory. Double-precision
+#   firmware (PYBD_SF6, several NUCLEO/STM32F7 boards) raises ImportError here, and the tier
+#   choice falls back to native or pure (`ember_micro.info()` says so).
+# Not checked on real ulab firmware: ulab is in no package registry this project can reach.
+# The tests run this file on CPython with numpy standing in for ulab.numpy, refusing reverse
+# operators and widening in `dot` the way ulab does.
 from ulab import numpy as np
 
 name = "ulab"
+STEP = 256  # elements per elementwise step: temporaries of at most 1 KB
 
 if np.zeros(1, dtype=np.float).itemsize != 4:
-    # double-precision firmware: np.float can't view array('f') memory
-    raise ImportError("ember_micro: ulab tier needs single-precision float firmware")
+    raise ImportError("ulab tier needs single-precision float firmware (this ulab's float "
+                      "is %d bytes; array('f') buffers can't be viewed)"
+                      % np.zeros(1, dtype=np.float).itemsize)
 
 
 def _f(buf, n, off=0):
@@ -24,27 +37,43 @@ def _b(buf, n, off=0):
     return np.frombuffer(buf, dtype=np.int8, count=n, offset=off)
 
 
-def _act(v, code):
+def _act_inplace(v, code):
+    # v: a float ndarray (a temporary or a view into a runtime buffer), changed in place
     if code == 1:
-        return np.maximum(v, 0.0)
-    if code == 2:
-        return np.clip(v, 0.0, 6.0)
-    if code == 3:
-        return 1.0 / (1.0 + np.exp(-v))
-    if code == 4:
-        return np.tanh(v)
-    if code == 5:
-        return v * np.clip(v + 3.0, 0.0, 6.0) / 6.0
-    return v
+        v[:] = np.maximum(v, 0.0)
+    elif code == 2:
+        v[:] = np.clip(v, 0.0, 6.0)
+    elif code == 3:  # sigmoid(v) = tanh(v / 2) / 2 + 1/2: no division by an ndarray
+        t = np.tanh(v * 0.5)
+        t *= 0.5
+        t += 0.5
+        v[:] = t
+    elif code == 4:
+        v[:] = np.tanh(v)
+    elif code == 5:  # hardswish: v * clip(v + 3, 0, 6) / 6
+        t = np.clip(v + 3.0, 0.0, 6.0)
+        t *= v
+        t *= 1.0 / 6.0
+        v[:] = t
 
 
 def act(x, n, code):
+    if code == 0:
+        return
     v = _f(x, n)
-    v[:] = _act(v, code)
+    for lo in range(0, n, STEP):
+        hi = lo + STEP if lo + STEP < n else n
+        _act_inplace(v[lo:hi], code)
 
 
 def load_u8(x, data, n, mul, add):
-    _f(x, n)[:] = np.frombuffer(data, dtype=np.uint8, count=n) * mul + add
+    u = np.frombuffer(data, dtype=np.uint8, count=n)
+    v = _f(x, n)
+    for lo in range(0, n, STEP):
+        hi = lo + STEP if lo + STEP < n else n
+        t = u[lo:hi] * mul  # uint8 * float -> float
+        t += add
+        v[lo:hi] = t
 
 
 def copy(dst, src, n):
@@ -53,38 +82,44 @@ def copy(dst, src, n):
 
 def add(x, y, n):
     v = _f(x, n)
-    v[:] = v + _f(y, n)
+    v += _f(y, n)
 
 
 def quantize(xq, x, n, inv_scale):
-    v = _f(x, n) * inv_scale
-    v = np.clip(np.where(v == v, v, 0.0), -127.0, 127.0)  # saturating; NaN becomes 0
-    r = np.where(v >= 0.0, np.floor(v + 0.5), -np.floor(0.5 - v))
-    _b(xq, n)[:] = np.array(np.clip(r, -127.0, 127.0), dtype=np.int8)
+    # round half away from zero, saturating at +-127, NaN -> 0 (as the other tiers)
+    v = _f(x, n)
+    q = _b(xq, n)
+    for lo in range(0, n, STEP):
+        hi = lo + STEP if lo + STEP < n else n
+        t = v[lo:hi] * inv_scale
+        t = np.clip(np.where(t == t, t, 0.0), -127.0, 127.0)
+        neg = t < 0.0
+        a = np.where(neg, t * -1.0, t)  # |t|
+        a += 0.5
+        r = np.floor(a)
+        r = np.where(neg, r * -1.0, r)
+        q[lo:hi] = np.array(r, dtype=np.int8)
+
+
+def _dense_rows(out, o0, y, n, bias, mult, act_code):
+    if mult is not None:
+        y *= _f(mult, n, o0)
+    if bias is not None:
+        y += _f(bias, n, o0)
+    _act_inplace(y, act_code)
+    _f(out, n, o0)[:] = y
 
 
 def dense(out, o0, x, w, nrows, nin, bias, act_code):
     y = np.dot(_f(w, nrows * nin).reshape((nrows, nin)), _f(x, nin))
-    if bias is not None:
-        y = y + _f(bias, nrows, o0)
-    _f(out, nrows, o0)[:] = _act(y, act_code)
-
-
-_BLOCK = 16  # int8 rows widened to float per step: bounds the temporary to 16 * nin floats
+    _dense_rows(out, o0, y, nrows, bias, None, act_code)
 
 
 def dense_q(out, o0, xq, wq, nrows, nin, bias, mult, act_code):
-    xf = np.array(_b(xq, nin), dtype=np.float)
-    o = _f(out, nrows, o0)
-    r = 0
-    while r < nrows:
-        n = nrows - r if nrows - r < _BLOCK else _BLOCK
-        wf = np.array(_b(wq, n * nin, r * nin), dtype=np.float).reshape((n, nin))
-        y = np.dot(wf, xf) * _f(mult, n, o0 + r)
-        if bias is not None:
-            y = y + _f(bias, n, o0 + r)
-        o[r:r + n] = _act(y, act_code)
-        r += n
+    # int8 x int8 straight into dot (float result, one value per row): no widened copies;
+    # the caller's chunk (resident block or streamed rows) bounds nrows
+    y = np.dot(_b(wq, nrows * nin).reshape((nrows, nin)), _b(xq, nin))
+    _dense_rows(out, o0, y, nrows, bias, mult, act_code)
 
 
 def _cols(lo_pad, k, size, stride, n_out):
@@ -112,14 +147,15 @@ def _taps(g, oy):
                 yield ky, kx, lo, hi, iy * wd + lo * sw - pw + kx, iy * wd + hi * sw - pw + kx + 1
 
 
-def _conv(out, x2, w2, bias, mult, g, oc0, noc, act_code):
+def _conv(out, x2, w2, bias, mult, g, oc0, noc, act_code, q):
+    # x2 (cin, H*W) and w2 (noc, ksz) are views of the runtime's buffers, float or int8 (q);
+    # per output row one (noc, ow) accumulator plus one dot result per tap
     cin, _, _, cout, oh, ow, kh, kw, _, sw, _, _, groups = g
     cin_g = cin // groups
     cout_g = cout // groups
     kk = kh * kw
     out2 = _f(out, cout * oh * ow).reshape((cout, oh * ow))
     depthwise = cin_g == 1 and cout_g == 1
-    # per-channel column vectors, broadcast over the output row
     b = None if bias is None else _f(bias, noc, oc0).reshape((noc, 1))
     m = None if mult is None else _f(mult, noc, oc0).reshape((noc, 1))
     for oy in range(oh):
@@ -127,35 +163,41 @@ def _conv(out, x2, w2, bias, mult, g, oc0, noc, act_code):
         for ky, kx, lo, hi, start, stop in _taps(g, oy):
             wk = w2[:, ky * kw + kx::kk]  # (noc, cin_g)
             if depthwise:
-                acc[:, lo:hi + 1] = acc[:, lo:hi + 1] + wk * x2[oc0:oc0 + noc, start:stop:sw]
+                xs = x2[oc0:oc0 + noc, start:stop:sw]
+                # int8 * int8 would stay int8 (and wrap) in ulab: widen the row, not the layer
+                t = np.array(xs, dtype=np.float) if q else xs * 1.0
+                t *= wk
+                a = acc[:, lo:hi + 1]
+                a += t
                 continue
             r = 0
             while r < noc:
                 grp = (oc0 + r) // cout_g
                 end = min(noc, (grp + 1) * cout_g - oc0)
                 xs = x2[grp * cin_g:(grp + 1) * cin_g, start:stop:sw]
-                acc[r:end, lo:hi + 1] = acc[r:end, lo:hi + 1] + np.dot(wk[r:end], xs)
+                a = acc[r:end, lo:hi + 1]
+                a += np.dot(wk[r:end], xs)
                 r = end
         if m is not None:
-            acc = acc * m
+            acc *= m
         if b is not None:
-            acc = acc + b
-        out2[oc0:oc0 + noc, oy * ow:(oy + 1) * ow] = _act(acc, act_code)
+            acc += b
+        _act_inplace(acc, act_code)
+        out2[oc0:oc0 + noc, oy * ow:(oy + 1) * ow] = acc
 
 
 def conv(out, x, w, bias, g, oc0, noc, act_code):
     cin, h, wd = g[0], g[1], g[2]
     ksz = (cin // g[12]) * g[6] * g[7]
     _conv(out, _f(x, cin * h * wd).reshape((cin, h * wd)),
-          _f(w, noc * ksz).reshape((noc, ksz)), bias, None, g, oc0, noc, act_code)
+          _f(w, noc * ksz).reshape((noc, ksz)), bias, None, g, oc0, noc, act_code, False)
 
 
 def conv_q(out, xq, wq, bias, mult, g, oc0, noc, act_code):
     cin, h, wd = g[0], g[1], g[2]
     ksz = (cin // g[12]) * g[6] * g[7]
-    xf = np.array(_b(xq, cin * h * wd), dtype=np.float).reshape((cin, h * wd))
-    wf = np.array(_b(wq, noc * ksz), dtype=np.float).reshape((noc, ksz))
-    _conv(out, xf, wf, bias, mult, g, oc0, noc, act_code)
+    _conv(out, _b(xq, cin * h * wd).reshape((cin, h * wd)),
+          _b(wq, noc * ksz).reshape((noc, ksz)), bias, mult, g, oc0, noc, act_code, True)
 
 
 def pool(out, x, g, kind):
@@ -163,22 +205,23 @@ def pool(out, x, g, kind):
     x2 = _f(x, c * h * wd).reshape((c, h * wd))
     out2 = _f(out, c * oh * ow).reshape((c, oh * ow))
     for oy in range(oh):
+        row = np.zeros((c, ow), dtype=np.float)
         if kind == 0:
-            row = np.zeros((c, ow), dtype=np.float) - 3.4e38
-        else:
-            row = np.zeros((c, ow), dtype=np.float)
+            row -= 3.4e38
         cnt = np.zeros(ow, dtype=np.float)
         for _, _, lo, hi, start, stop in _taps(g, oy):
             xs = x2[:, start:stop:sw]
             if kind == 0:
                 row[:, lo:hi + 1] = np.maximum(row[:, lo:hi + 1], xs)
             else:
-                row[:, lo:hi + 1] = row[:, lo:hi + 1] + xs
-                cnt[lo:hi + 1] = cnt[lo:hi + 1] + 1.0
+                a = row[:, lo:hi + 1]
+                a += xs
+                n = cnt[lo:hi + 1]
+                n += 1.0
         if kind == 1:
-            row = row / (kh * kw)
+            row *= 1.0 / (kh * kw)
         elif kind == 2:
-            row = row / cnt
+            row /= cnt
         out2[:, oy * ow:(oy + 1) * ow] = row
 
 

@@ -57,6 +57,16 @@ def _zeros_f(n):
     return array("f", range(n if n > 0 else 1))
 
 
+def _zeros_b(n):
+    # the same for int8: MicroPython stores range's values truncated to a byte (they are
+    # overwritten by readinto); CPython refuses values over 127, and has no heap to spare
+    n = n if n > 0 else 1
+    try:
+        return array("b", range(n))
+    except OverflowError:
+        return array("b", bytes(n))
+
+
 class _Layer:
     # plain attributes instead of a dict per layer: MicroPython stores them compactly
     def __init__(self, rec):
@@ -79,8 +89,13 @@ class Model:
     """A loaded model. `run(x)` takes 784 uint8 bytes (or an array('f') of already scaled
     inputs) and returns the output array('f'); `predict(x)` returns the argmax.
 
-        m = Model("mnist_cnn.emb")      # tier picked at import: ulab, native, pure
+        m = Model("mnist_cnn.emb")      # tier: native, else ulab, else pure
         label = m.predict(image_bytes)
+
+    `tier` forces one ("native", "ulab", "pure"); ember_micro.info() says which tier the
+    default picks and why. Weight blocks of up to `resident` bytes stay in RAM; larger ones
+    stream through one buffer of about `chunk` bytes (bytes allocated: int8 rows are 1 byte
+    per weight, f32 rows 4).
     """
 
     def __init__(self, path, tier=None, resident=16384, chunk=8192, verify=True):
@@ -137,7 +152,7 @@ class Model:
         # buffers first, while the heap is empty and unfragmented
         self.a = _zeros_f(max_act)
         self.b = _zeros_f(max_act)
-        self.q = array("b", bytes(max_qin if max_qin > 0 else 1))
+        self.q = _zeros_b(max_qin)
         self.slots = [_zeros_f(max_act) for _ in range(n_slots)]
         # the records are read again; checking them again is cheap and means nothing
         # unchecked reaches the kernels even if the file changed in between
@@ -163,7 +178,7 @@ class Model:
         check.finish()
         self.layers = layers
         self._cf = _zeros_f(cf) if cf else None
-        self._cb = array("b", bytes(cb)) if cb else None
+        self._cb = _zeros_b(cb) if cb else None
         self.n_out = n_out
         self.out = _zeros_f(n_out)
 
@@ -189,7 +204,7 @@ class Model:
                 L.mult[r] *= L.in_scale
             L.inv_scale = 1.0 / L.in_scale
         if L.wlen <= resident:
-            L.weights = array("b", bytes(L.wlen)) if L.wdtype else _zeros_f(L.wlen // 4)
+            L.weights = _zeros_b(L.wlen) if L.wdtype else _zeros_f(L.wlen // 4)
             f.seek(L.woff)
             if f.readinto(L.weights) != L.wlen:
                 raise self._err("truncated while reading weights at %d" % L.woff)
@@ -239,6 +254,13 @@ class Model:
 
     def run(self, inp):
         """Run one input; returns self.out (overwritten by the next call)."""
+        cur = self.forward(inp, len(self.layers))
+        self.k.copy(self.out, cur, self.n_out)
+        return self.out
+
+    def forward(self, inp, stop):
+        """Run layers [0, stop); returns the buffer holding their output (layer stop's
+        input), valid until the next call."""
         k = self.k
         cur, nxt = self.a, self.b
         n = self.in_size
@@ -249,7 +271,8 @@ class Model:
             k.load_u8(cur, inp, n, self.in_mul, self.in_add)
         else:
             k.copy(cur, inp, n)
-        for L in self.layers:
+        for i in range(stop):
+            L = self.layers[i]
             op = L.op
             if op == LINEAR or op == CONV2D:
                 self._weighted(L, cur, nxt)
@@ -268,8 +291,7 @@ class Model:
                 k.copy(self.slots[L.slot], cur, L.n_in)
             else:
                 k.add(cur, self.slots[L.slot], L.n_in)
-        k.copy(self.out, cur, self.n_out)
-        return self.out
+        return cur
 
     def predict(self, inp):
         out = self.run(inp)

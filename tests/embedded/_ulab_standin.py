@@ -1,8 +1,19 @@
 """numpy standing in for ``ulab.numpy`` so the ulab tier runs on CPython.
 
 Honest label: real ulab is in no package registry this project can reach, so the ulab tier is
-exercised against numpy with ulab's names (``np.float`` is float32 as on single-precision
-firmware). This checks the tier's logic, not ulab's own behaviour.
+exercised against numpy with ulab's names. Where numpy and ulab differ in a way the tier relies
+on, the stand-in follows ulab (checked against ulab's C source, ``code/numpy/transform.c``):
+
+- ``dot`` reads any dtype element by element and returns float (``transform_dot`` builds an
+  ``NDARRAY_FLOAT`` result); numpy would keep int8 and wrap;
+- ``float`` is float32 as on single-precision firmware, or float64 (``double=True``) as on
+  double-precision boards (PYBD_SF6, several STM32F7/NUCLEO builds);
+- ``reverse=False`` models firmware built with ``MICROPY_PY_REVERSE_SPECIAL_METHODS=0``:
+  ``1.0 - a`` raises TypeError, ``a - 1.0`` works;
+- ``allocations`` counts the bytes of every array the tier makes (ulab allocates one per
+  operation; views cost a header only), for the garbage estimate.
+
+This checks the tier's logic and its use of the API, not ulab's own arithmetic.
 """
 
 from __future__ import annotations
@@ -12,14 +23,71 @@ import types
 
 import numpy
 
+# ulab's ndarray_obj_t on a 32-bit port with ULAB_MAX_DIMS = 2, rounded up to heap blocks
+HEADER_BYTES = 48
 
-def install() -> types.ModuleType:
+
+class Counter:
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.arrays = 0
+
+    def reset(self) -> None:
+        self.bytes = self.arrays = 0
+
+
+allocations = Counter()
+
+
+class _NoReverse(numpy.ndarray):
+    """An ndarray whose scalar-on-the-left operators fail, like ulab without
+    MICROPY_PY_REVERSE_SPECIAL_METHODS."""
+
+    def _refuse(self, other):
+        raise TypeError(f"unsupported types for reverse operator: {type(other).__name__} "
+                        "and ndarray (MICROPY_PY_REVERSE_SPECIAL_METHODS=0)")
+
+    __radd__ = __rsub__ = __rmul__ = __rtruediv__ = __rpow__ = _refuse
+
+
+class _Tracked(numpy.ndarray):
+    def __array_finalize__(self, obj) -> None:
+        allocations.arrays += 1
+        # data is new when this array owns it, or views a fresh plain result (the stand-in's
+        # wrappers); views of tracked arrays and of the runtime's buffers cost a header only
+        base = self.base
+        owns = base is None or (type(base) is numpy.ndarray and base.base is None)
+        allocations.bytes += HEADER_BYTES + (self.nbytes if owns else 0)
+
+
+def install(*, double: bool = False, reverse: bool = True) -> types.ModuleType:
     """Register ``ulab`` and ``ulab.numpy`` in sys.modules; returns the ``ulab`` module."""
+    base = _Tracked if reverse else type("_TrackedNoReverse", (_NoReverse, _Tracked), {})
+    fl = numpy.float64 if double else numpy.float32
+
+    def wrap(fn):
+        def call(*args, **kw):
+            out = fn(*args, **kw)
+            return out.view(base) if isinstance(out, numpy.ndarray) else out
+        return call
+
+    def dot(a, b):
+        # row by row, widening one row at a time: ulab converts element by element and has
+        # no temporary of the operands' size (the tracemalloc peak must not see one here)
+        a, b = numpy.asarray(a), numpy.asarray(b, dtype=fl)
+        if a.ndim == 1:
+            return float(numpy.dot(a.astype(fl), b))
+        out = numpy.empty((a.shape[0],) + b.shape[1:], dtype=fl)
+        for i in range(a.shape[0]):
+            out[i] = numpy.dot(a[i].astype(fl), b)
+        return out.view(base)
+
     shim = types.ModuleType("ulab.numpy")
-    for name in ("frombuffer", "array", "zeros", "dot", "maximum", "clip", "exp", "tanh",
-                 "floor", "where", "mean", "int8", "uint8"):
-        setattr(shim, name, getattr(numpy, name))
-    shim.float = numpy.float32
+    for name in ("frombuffer", "array", "zeros", "maximum", "clip", "tanh", "floor", "where",
+                 "mean"):
+        setattr(shim, name, wrap(getattr(numpy, name)))
+    shim.dot = dot
+    shim.int8, shim.uint8, shim.float = numpy.int8, numpy.uint8, fl
     ulab = types.ModuleType("ulab")
     ulab.numpy = shim
     sys.modules["ulab"], sys.modules["ulab.numpy"] = ulab, shim

@@ -67,7 +67,7 @@ def trained_cnn(mnist):
 def ulab_standin():
     import _ulab_standin
 
-    _ulab_standin.install()
+    _ulab_standin.install(reverse=False)  # the strictest firmware: no reverse operators
     sys.modules.pop("ember_micro._ulab", None)
     from ember_micro import kernels
 

@@ -9,7 +9,12 @@ The estimate follows what ``embedded/ember_micro`` allocates (see ``model.py`` t
   of at most ``resident`` bytes) with biases and scales, the chunk buffer that streams the
   larger weight blocks from flash, the output vector, and the runtime itself (its code and
   per-layer records: :data:`RUNTIME_BYTES` + :data:`LAYER_BYTES` per layer, measured on the
-  MicroPython unix port with ember_micro precompiled to .mpy).
+  MicroPython unix port with ember_micro precompiled to .mpy);
+- **per kernel tier** (``tier_bytes``): what one inference allocates on top, at its peak —
+  nothing on the native tier (C loops), boxed floats on the pure tier, and on the ulab tier
+  the largest set of live ndarray temporaries (a conv/pool output row a few times over, or
+  ``STEP``-element slices). ``ram_bytes``/``heap_bytes`` take the hungriest tier, so the
+  figure holds whichever tier the board picks; ``ram_for(tier)``/``heap_for(tier)`` give one.
 
 >>> from ember import nn
 >>> from ember.export import lower
@@ -37,6 +42,16 @@ HEAP_FACTOR = 1.4
 HEAP_BASE = 48 * 1024
 RESIDENT = 16384  # ember_micro.Model defaults: weight blocks up to this stay in RAM
 CHUNK = 8192  # larger ones stream through a buffer of about this size
+TIERS = ("native", "ulab", "pure")  # ember_micro's automatic order
+# ulab tier (embedded/ember_micro/_ulab.py): elementwise work goes in slices of STEP floats
+# with up to ULAB_STEP_TEMPS live temporaries (quantize); a conv keeps its row accumulator,
+# one dot result, a widened int8 row and an activation result alive (ULAB_ROW_TEMPS rows);
+# ULAB_HEADERS covers the ndarray headers of views
+ULAB_STEP = 256
+ULAB_STEP_TEMPS = 8
+ULAB_ROW_TEMPS = 4
+ULAB_HEADERS = 4 * 1024
+PURE_BYTES = 2 * 1024  # the pure tier's boxed floats and loop objects between collections
 
 
 class BudgetError(EmberError, ValueError):
@@ -77,17 +92,31 @@ class MemoryEstimate:
     largest_layer: str = ""
     n_slots: int = 0
     parts: list[tuple[str, int]] = field(default_factory=list)
+    tier_bytes: dict[str, int] = field(default_factory=dict)
+
+    def ram_for(self, tier: str | None = None) -> int:
+        """RAM with ``tier``'s inference temporaries (None: the hungriest tier)."""
+        if tier is not None and tier not in TIERS:
+            raise ValueError(f"unknown kernel tier {tier!r}: use one of {', '.join(TIERS)}")
+        extra = (self.tier_bytes.get(tier, 0) if tier is not None
+                 else max(self.tier_bytes.values(), default=0))
+        return (self.activation_bytes + self.skip_bytes + self.int8_input_bytes
+                + self.resident_weight_bytes + self.stream_bytes + self.output_bytes
+                + self.runtime_bytes + extra)
+
+    def heap_for(self, tier: str | None = None) -> int:
+        """A MicroPython heap size (``-X heapsize``, ``gc`` heap) that runs the model on
+        ``tier`` (None: on any tier)."""
+        return int(HEAP_FACTOR * self.ram_for(tier)) + HEAP_BASE
 
     @property
     def ram_bytes(self) -> int:
-        return (self.activation_bytes + self.skip_bytes + self.int8_input_bytes
-                + self.resident_weight_bytes + self.stream_bytes + self.output_bytes
-                + self.runtime_bytes)
+        return self.ram_for(None)
 
     @property
     def heap_bytes(self) -> int:
-        """A MicroPython heap size that runs the model (``-X heapsize``, ``gc`` heap)."""
-        return int(HEAP_FACTOR * self.ram_bytes) + HEAP_BASE
+        """A MicroPython heap size that runs the model on whichever tier the board picks."""
+        return self.heap_for(None)
 
     @property
     def largest_activation(self) -> str:
@@ -102,7 +131,9 @@ class MemoryEstimate:
                 + f", weights in RAM {human(self.resident_weight_bytes)}, stream buffer "
                 f"{human(self.stream_bytes)}, runtime {human(self.runtime_bytes)}), "
                 f"flash {human(self.flash_bytes)}; MicroPython heap >= "
-                f"{human(self.heap_bytes)}")
+                f"{human(self.heap_bytes)}"
+                + (" (" + ", ".join(f"{t} {human(self.heap_for(t))}" for t in TIERS
+                                    if t in self.tier_bytes) + ")" if self.tier_bytes else ""))
 
 
 def _weight_blocks(layer: Layer, int8: bool) -> tuple[int, int, int]:
@@ -150,6 +181,7 @@ def estimate_memory(program: Program, *, int8: bool = False, resident: int = RES
                 stream_f = max(stream_f, rpc * row_bytes)
     act = 4 * _size(largest)
     return MemoryEstimate(
+        tier_bytes={"native": 0, "ulab": _ulab_bytes(program), "pure": PURE_BYTES},
         flash_bytes=flash, activation_bytes=2 * act, skip_bytes=program.n_slots * act,
         int8_input_bytes=max_qin, resident_weight_bytes=resident_bytes,
         stream_bytes=stream_f + stream_b, output_bytes=4 * _size(program.output_shape),
@@ -157,9 +189,22 @@ def estimate_memory(program: Program, *, int8: bool = False, resident: int = RES
         largest_shape=largest, largest_layer=where, n_slots=program.n_slots)
 
 
+def _ulab_bytes(program: Program) -> int:
+    """Peak live temporaries of one inference on the ulab tier (see ``_ulab.py``)."""
+    rows = 0
+    for layer in program.layers:
+        c, _, w = layer.out_shape
+        if layer.op in (fmt.CONV2D, fmt.MAXPOOL, fmt.AVGPOOL):
+            rows = max(rows, 4 * c * w)  # one output row of every channel
+        elif layer.op == fmt.LINEAR:
+            rows = max(rows, 4 * c)
+    return ULAB_ROW_TEMPS * rows + ULAB_STEP_TEMPS * 4 * ULAB_STEP + ULAB_HEADERS
+
+
 def check_budget(est: MemoryEstimate, ram_bytes: int | None = None,
-                 flash_bytes: int | None = None) -> None:
+                 flash_bytes: int | None = None, tier: str | None = None) -> None:
     """Raise :class:`BudgetError` naming what exceeds the budget (every part that does).
+    ``tier``: the kernel tier the board will use (None: whichever it picks).
 
     >>> est = MemoryEstimate(1000, 2 * 4_816_896, 4_816_896, 0, 0, 0, 4000, 0,
     ...                      (96, 112, 112), "blocks.1.expand_conv", 1)
@@ -171,7 +216,8 @@ def check_budget(est: MemoryEstimate, ram_bytes: int | None = None,
     RAM budget (×2 ping-pong buffers + 1 residual skip buffer = 13.8 MB). Smaller inputs ...
     """
     problems = []
-    if ram_bytes is not None and est.ram_bytes > ram_bytes:
+    need = est.ram_for(tier)
+    if ram_bytes is not None and need > ram_bytes:
         budget = f"the {human(ram_bytes)} RAM budget"
         act_one = est.activation_bytes // 2
         parts = []
@@ -190,8 +236,10 @@ def check_budget(est: MemoryEstimate, ram_bytes: int | None = None,
                 f"together: activations {human(est.activation_bytes + est.skip_bytes)}, "
                 f"weights in RAM {human(est.resident_weight_bytes)}, stream buffer "
                 f"{human(est.stream_bytes)}, int8 input {human(est.int8_input_bytes)}, "
-                f"runtime {human(est.runtime_bytes)}")
-        problems.append(f"the model needs ~{human(est.ram_bytes)} of RAM, over {budget}: "
+                f"runtime {human(est.runtime_bytes)}, inference temporaries "
+                f"{human(need - est.ram_for('native'))}")
+        on = f" on the {tier} tier" if tier else ""
+        problems.append(f"the model needs ~{human(need)} of RAM{on}, over {budget}: "
                         + "; ".join(parts))
     if flash_bytes is not None and est.flash_bytes > flash_bytes:
         problems.append(f"the model file ({human(est.flash_bytes)}) exceeds the "
