@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -256,19 +257,25 @@ def test_convert_cli_reports_errors(tmp_path, capsys):
     assert "OnnxLoadError" in capsys.readouterr().err
 
 
-def test_convert_refuses_control_flow_with_a_clear_message(tmp_path):
+def test_convert_writes_if_as_python_control_flow(tmp_path):
     then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["o"])], "t", [],
                                [helper.make_tensor_value_info("o", 1, [1])])
-    node = helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=then_g)
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["o2"])], "e", [],
+                               [helper.make_tensor_value_info("o2", 1, [1])])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("c", 9, []),
                                             helper.make_tensor_value_info("x", 1, [1])],
                               [helper.make_tensor_value_info("y", 1, [1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    with pytest.raises(ember.UnsupportedOpError, match="ember.onnx.load"):
-        ember.onnx.convert(model, tmp_path)
-    # ...while load runs it
-    m = ember.onnx.load(model)
-    assert m(np.array(True), np.array([3.0], np.float32)).tolist() == [3.0]
+    py, _ = ember.onnx.convert(model, tmp_path)
+    assert "if bool(" in Path(py).read_text()
+    spec = importlib.util.spec_from_file_location("gen_if", py)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    m = mod.load()
+    x = ember.tensor([3.0])
+    assert m(ember.tensor(True), x).tolist() == [3.0]
+    assert m(ember.tensor(False), x).tolist() == [-3.0]
 
 
 def test_info_cli(capsys):

@@ -103,8 +103,9 @@ CONVERT_CASES = {
 }
 
 # every call the generated module makes: its own helpers, ember, and methods on tensors
-_CALLS = {"call", "load_file", "super", "float", "Model", "os.path.join", "os.path.dirname",
-          "os.path.abspath"}
+_CALLS = {"call", "stack_outputs", "load_file", "super", "float", "bool", "int", "range", "len",
+          "isinstance", "Model", "os.path.join", "os.path.dirname", "os.path.abspath"}
+_METHODS = (".permute", ".reshape", ".item", ".append", ".select", ".shape")
 _CALL_PREFIXES = ("ember.", "F.", "self.", "super().")
 
 
@@ -125,7 +126,7 @@ def _check_source(code: str) -> None:
         if isinstance(node, ast.Call):
             name = _callee(node.func)
             assert name in _CALLS or name.startswith(_CALL_PREFIXES) or name.endswith(
-                ".permute"), f"unexpected call {name} in the generated code"
+                _METHODS), f"unexpected call {name} in the generated code"
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)):
             assert "__import__(" not in (ast.get_docstring(node) or "")
 

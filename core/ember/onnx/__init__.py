@@ -27,11 +27,17 @@ def supported_ops() -> list[str]:
     return sorted(REGISTRY)
 
 
-def convert(source, out_dir, class_name: str = "Model") -> tuple[str, str]:
-    """Write ``out_dir/model.py`` and ``out_dir/model.safetensors``; returns both paths."""
+def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = None,
+            check: bool = True) -> tuple[str, str]:
+    """Write ``out_dir/model.py`` and ``out_dir/model.safetensors``; returns both paths.
+
+    ``shapes`` fixes dynamic input dims (``{"input_ids": (1, 128)}``) so shape arithmetic
+    folds; ``check`` runs the written module against ``load`` on the declared input shapes
+    and raises ``ember.onnx.codegen.ConvertMismatchError`` if they differ.
+    """
     from .codegen import convert as _convert
 
-    return _convert(source, out_dir, class_name)
+    return _convert(source, out_dir, class_name, shapes, check)
 
 
 def __getattr__(name: str):

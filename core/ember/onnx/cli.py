@@ -9,15 +9,31 @@ import argparse
 import sys
 
 
+def _shape(text: str) -> tuple[str, tuple[int, ...]]:
+    name, _, dims = text.rpartition("=")
+    try:
+        return name, tuple(int(d) for d in dims.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--shape {text!r}: expected NAME=D1,D2,... such as input_ids=1,128") from None
+
+
 def _convert(args: argparse.Namespace) -> int:
+    import warnings
+
     from . import convert
 
-    try:
-        py, w = convert(args.model, args.out, args.class_name)
-    except Exception as e:  # noqa: BLE001 - the CLI reports, it doesn't trace back
-        print(f"ember onnx convert: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    print(f"wrote {py}\nwrote {w}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            py, w = convert(args.model, args.out, args.class_name, shapes=dict(args.shape))
+        except Exception as e:  # noqa: BLE001 - the CLI reports, it doesn't trace back
+            print(f"ember onnx convert: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
+    for c in caught:
+        print(f"ember onnx convert: warning: {c.message}", file=sys.stderr)
+    print(f"wrote {py}\nwrote {w}\nchecked: the generated module matches ember.onnx.load"
+          if not caught else f"wrote {py}\nwrote {w}")
     return 0
 
 
@@ -49,6 +65,8 @@ def add_subcommand(subparsers) -> None:
     c.add_argument("model", help="path to model.onnx")
     c.add_argument("-o", "--out", required=True, help="output folder")
     c.add_argument("--class-name", default="Model")
+    c.add_argument("--shape", type=_shape, action="append", default=[],
+                   help="fix an input's dims, NAME=D1,D2,... (more shape arithmetic folds)")
     c.set_defaults(run=_convert)
     i = sub.add_parser("info", help="opset, inputs/outputs and operators of a model")
     i.add_argument("model")

@@ -36,6 +36,8 @@ def call(op_type: str, *inputs, opset: int = 21, n_outputs: int = 1, **attrs):
     >>> from ember.onnx.ops import call
     >>> call("Flatten", ember.ones(2, 3, 4), axis=1).shape
     (2, 12)
+    >>> call("LayerNormalization", ember.ones(2, 3), ember.ones(3)).shape
+    (2, 3)
     """
     from ...backends import default_backend
 
@@ -45,7 +47,15 @@ def call(op_type: str, *inputs, opset: int = 21, n_outputs: int = 1, **attrs):
                                  "ember.onnx.supported_ops()")
     first = next((t for t in inputs if hasattr(t, "backend")), None)
     backend = first.backend if first is not None else default_backend()
-    return invoke(fn, CallCtx(op_type, backend, opset, n_outputs), op_type, inputs, attrs)
+    out = invoke(fn, CallCtx(op_type, backend, opset, n_outputs), op_type, inputs, attrs)
+    # exactly the outputs the node declares (LayerNormalization computes three, a node may
+    # use one)
+    if not isinstance(out, tuple):
+        return out
+    if len(out) < n_outputs:
+        raise UnsupportedOpError(f"onnx {op_type}: {n_outputs} outputs asked for, the op "
+                                 f"gives {len(out)}")
+    return out[0] if n_outputs == 1 else out[:n_outputs]
 
 
 def invoke(fn: Callable, ctx, op_type: str, inputs, attrs: dict):
@@ -71,7 +81,9 @@ def op(*names: str):
     return register
 
 
-from . import (  # noqa: F401  (importing registers the ops)
+from .control import stack_outputs  # noqa: E402  (generated code imports it from here)
+
+from . import (  # noqa: F401, E402  (importing registers the ops)
     control,
     elementwise,
     logic,

@@ -16,6 +16,23 @@ def if_(ctx, cond, then_branch, else_branch):
     return tuple(outs)
 
 
+def stack_outputs(steps: list, axis: int = 0, reverse: bool = False, backend=None):
+    """The per-iteration values of a Loop/Scan output stacked along ``axis`` (``reverse``:
+    last iteration first); sequences stay lists; no iterations give an empty tensor.
+
+    >>> import ember
+    >>> stack_outputs([ember.ones(2), ember.zeros(2)], axis=1).shape
+    (2, 2)
+    """
+    if not steps:
+        return ember.zeros(0, backend=backend)
+    if isinstance(steps[0], list):
+        return steps
+    y = ember.stack(steps[::-1] if reverse else steps, dim=0)
+    a = axis + y.ndim if axis < 0 else axis
+    return y.movedim(0, a) if a else y
+
+
 @op("Loop")
 def loop(ctx, m, cond, *carried, body):
     n_carried = len(carried)
@@ -37,11 +54,7 @@ def loop(ctx, m, cond, *carried, body):
             acc.append(v)
         i += 1
     n_scan = len(body.outputs) - 1 - n_carried
-    stacked = [ember.stack(acc, dim=0) if acc and not isinstance(acc[0], list) else acc
-               for acc in (scans or [[] for _ in range(n_scan)])]
-    stacked = [s if not (isinstance(s, list) and not s) else ember.zeros(
-        0, backend=ctx.backend) for s in stacked]
-    return tuple(state + stacked)
+    return tuple(state + [stack_outputs(acc, backend=ctx.backend) for acc in (scans or [[]] * n_scan)])
 
 
 @op("Scan")
@@ -66,12 +79,6 @@ def scan(ctx, *inputs, body, num_scan_inputs, scan_input_axes=None,
         state = outs[:n_state]
         for acc, v in zip(outs_acc, outs[n_state:]):
             acc.append(v)
-    results = []
     out_axes = scan_output_axes or [0] * n_out
-    for acc, a, d in zip(outs_acc, out_axes, out_dirs):
-        if d:
-            acc = acc[::-1]
-        y = ember.stack(acc, dim=0)
-        a = a + y.ndim if a < 0 else a
-        results.append(y.movedim(0, a) if a else y)
-    return tuple(state + results)
+    return tuple(state + [stack_outputs(acc, a, bool(d))
+                          for acc, a, d in zip(outs_acc, out_axes, out_dirs)])
