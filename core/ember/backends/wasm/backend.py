@@ -42,8 +42,7 @@ class WasmBackend(WasmElementwise, Backend):
         return self.rt.upload(data.buffer, data.shape, data.dtype)
 
     def to_data(self, x: WasmTensor) -> TensorData:
-        x = self.rt.contiguous(x)
-        return TensorData(self.rt.host.read(x.ptr, x.numel * x.dtype.itemsize), x.shape, x.dtype)
+        return TensorData(self.rt.download(x), x.shape, x.dtype)
 
     def copy_into(self, dst: WasmTensor, src: WasmTensor) -> None:
         """Write ``src``'s values into ``dst``'s memory, in place (``ember.jit``'s state
@@ -55,6 +54,12 @@ class WasmBackend(WasmElementwise, Backend):
             self.rt.meta(dst.shape, dst.strides)
             self.rt.call("em_scatter_strided", dst.ptr, src.ptr, dst.dtype.itemsize,
                          len(dst.shape))
+
+    def compile_tape(self, tape):
+        """An ``ember.jit`` tape as a recorded list of kernel calls (:mod:`.capture`)."""
+        from .capture import compile_tape
+
+        return compile_tape(self, tape)
 
     def shape(self, x: WasmTensor) -> tuple[int, ...]:
         return x.shape

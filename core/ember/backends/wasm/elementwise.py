@@ -80,8 +80,7 @@ class WasmElementwise:
         self.caps.check_dtype(dtype, "full", self.name)
         rt = self.rt
         out = rt.empty(shape, dtype, "full")
-        rt.host.write(rt.meta_ptr, struct.pack("<" + dtype.struct_format,
-                                               convert_scalar(value, dtype)))
+        rt.meta_bytes(struct.pack("<" + dtype.struct_format, convert_scalar(value, dtype)))
         rt.call("em_fill", out.ptr, rt.meta_ptr, dtype.itemsize, out.numel)
         return out
 

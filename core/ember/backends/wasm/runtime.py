@@ -24,6 +24,9 @@ class Runtime:
         self._alloc = host.fn("em_alloc")
         self._free = host.fn("em_free")
         self.meta_ptr = int(host.fn("em_meta")())
+        self._meta = b""  # the words last written to the scratch
+        #: an ``ember.jit`` capture in progress (:class:`~.capture.Recorder`), else None
+        self.recorder = None
         self.binary_codes = self._names("em_binary_names")
         self.unary_codes = self._names("em_unary_names")
 
@@ -41,7 +44,10 @@ class Runtime:
     def call(self, name: str, *args) -> int:
         """Call a kernel that returns a status: 0 is success (Python checked the inputs, so
         anything else is a bug in ember, reported as such)."""
-        status = self.fn(name)(*args)
+        f = self.fn(name)
+        if self.recorder is not None:
+            self.recorder.call(f, args, self._meta)
+        status = f(*args)
         if status:
             raise EmberError(f"wasm: kernel {name} failed (status {status}) for {args}")
         return status
@@ -51,7 +57,10 @@ class Runtime:
         ptr = int(self._alloc(nbytes))
         if ptr == 0:
             raise MemoryError(f"{op}: the wasm module could not allocate {nbytes} bytes")
-        return Block(ptr, nbytes, self._free)
+        block = Block(ptr, nbytes, self._free)
+        if self.recorder is not None:
+            self.recorder.keep(block)
+        return block
 
     def empty(self, shape, dtype: dt.DType, op: str) -> WasmTensor:
         shape = tuple(shape)
@@ -62,12 +71,26 @@ class Runtime:
         words = [w for g in groups for w in g]
         if len(words) > META_WORDS:
             raise EmberError(f"wasm: {len(words)} metadata words exceed the {META_WORDS} scratch")
-        self.host.write(self.meta_ptr, struct.pack(f"<{len(words)}i", *words))
+        self.meta_bytes(struct.pack(f"<{len(words)}i", *words))
+
+    def meta_bytes(self, raw: bytes) -> None:
+        """Write raw bytes to the scratch (a kernel's scalar operand, packed)."""
+        self._meta = raw
+        self.host.write(self.meta_ptr, raw)
 
     def upload(self, raw, shape, dtype: dt.DType, op: str = "from_data") -> WasmTensor:
         out = self.empty(shape, dtype, op)
+        if self.recorder is not None:
+            self.recorder.data_dependent = True
         self.host.write(out.ptr, raw)
         return out
+
+    def download(self, x: WasmTensor) -> bytes:
+        """The bytes of ``x`` (made contiguous first)."""
+        x = self.contiguous(x)
+        if self.recorder is not None:
+            self.recorder.data_dependent = True
+        return self.host.read(x.ptr, x.numel * x.dtype.itemsize)
 
     def contiguous(self, x: WasmTensor) -> WasmTensor:
         """``x`` itself when contiguous, else a contiguous copy of the view."""

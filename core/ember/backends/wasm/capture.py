@@ -1,0 +1,137 @@
+"""``WasmBackend.compile_tape``: an ``ember.jit`` tape as a recorded list of kernel calls.
+
+The first call runs the tape's steps with the runtime's :class:`Recorder` on: every kernel
+call is recorded with its arguments (addresses included) and the metadata words it read, and
+every block allocated meanwhile is kept alive by the program, so the addresses stay valid.
+Later calls copy the inputs into the program's input blocks and replay the calls: no Python
+per op above the call itself, no allocation, no shape logic. Outputs are copied into fresh
+blocks at each call (no aliasing between calls).
+
+Steps whose work depends on host data are re-run through the backend at each replay and their
+results copied into the recorded blocks: ``"feed"`` steps (values computed on the host each
+call), ``"random"`` steps (fresh seeds), and any step that uploaded or read data. ``"assign"``
+steps (``copy_into``) are plain recorded copies into the target's own memory. The tape is
+read by duck typing (a step argument whose class is named ``Slot`` is a slot): backends sit
+below ``ember.jit`` and don't import it.
+"""
+
+from __future__ import annotations
+
+from ...errors import EmberError
+from .tensor import WasmTensor
+
+
+class Recorder:
+    """What a capture collects: kernel calls ``(fn, args, meta)`` and the blocks to keep."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+        self.blocks: list = []
+        #: set when the step being run uploaded or read data (it can't be replayed as calls)
+        self.data_dependent = False
+
+    def call(self, fn, args: tuple, meta: bytes) -> None:
+        self.calls.append((fn, args, meta))
+
+    def keep(self, block) -> None:
+        self.blocks.append(block)
+
+
+def _resolve(arg, env: dict):
+    if type(arg).__name__ == "Slot":
+        return env[arg.id]
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_resolve(a, env) for a in arg)
+    return arg
+
+
+def compile_tape(backend, tape):
+    """``run(input_prims) -> output_prims`` for ``tape`` (see the module docstring)."""
+    rt = backend.rt
+    memcpy = rt.fn("em_memcpy")
+    state: dict = {}
+
+    def capture(prims: list) -> list:
+        recorder = Recorder()
+        rt.recorder = recorder
+        try:
+            ins = [_own_copy(rt, p) for p in prims]
+            env = dict(tape.constants)
+            env.update(zip(tape.inputs, ins))
+            program: list = []  # a tuple of recorded calls, or (step, its outputs) to re-run
+            for step in tape.steps:
+                start = len(recorder.calls)
+                recorder.data_dependent = False
+                if step.fn is not None:
+                    args, kwargs = step.fn(), {}
+                else:
+                    args, kwargs = _resolve(step.args, env), _resolve(step.kwargs, env)
+                out = tape.method(step.name)(*args, **kwargs)
+                outs = out if isinstance(step.out, tuple) else (out,)
+                if step.out is not None:
+                    env.update(zip(step.outputs(), outs))
+                if step.kind in ("feed", "random") or recorder.data_dependent:
+                    del recorder.calls[start:]
+                    program.append((step, env, outs if step.out is not None else ()))
+                elif len(recorder.calls) > start:
+                    program.append(tuple(recorder.calls[start:]))
+            start = len(recorder.calls)
+            results = [rt.contiguous(env[o]) for o in tape.outputs]
+            program.append(tuple(recorder.calls[start:]))
+        finally:
+            rt.recorder = None
+        state.update(program=[p for p in program if p], ins=ins, results=results,
+                     blocks=recorder.blocks)
+        return _fresh(rt, memcpy, results)
+
+    def run(prims: list) -> list:
+        for hook in tape.hooks:
+            hook()
+        if not state:
+            return capture(prims)
+        for own, p in zip(state["ins"], prims):
+            p = rt.contiguous(p)
+            memcpy(own.ptr, p.ptr, own.numel * own.dtype.itemsize)
+        write_meta, meta_ptr, last = rt.host.write, rt.meta_ptr, None
+        for item in state["program"]:
+            if isinstance(item, tuple):
+                for fn, args, meta in item:
+                    if meta is not last:
+                        write_meta(meta_ptr, meta)
+                        last = meta
+                    if fn(*args):
+                        raise EmberError(f"wasm: a replayed kernel failed ({args})")
+            else:
+                _rerun(backend, *item)
+                last = None
+        return _fresh(rt, memcpy, state["results"])
+
+    return run
+
+
+def _rerun(backend, step, env: dict, targets) -> None:
+    """Run a data-dependent step again and copy its results into the recorded blocks."""
+    if step.fn is not None:
+        args, kwargs = step.fn(), {}
+    else:
+        args, kwargs = _resolve(step.args, env), _resolve(step.kwargs, env)
+    out = getattr(backend, step.name)(*args, **kwargs)
+    for target, value in zip(targets, out if isinstance(step.out, tuple) else (out,)):
+        backend.copy_into(target, value)
+
+
+def _own_copy(rt, prim: WasmTensor) -> WasmTensor:
+    """A contiguous copy of ``prim`` in a block of its own (the program's input block)."""
+    src = rt.contiguous(prim)
+    own = rt.empty(prim.shape, prim.dtype, "jit")
+    rt.call("em_memcpy", own.ptr, src.ptr, own.numel * own.dtype.itemsize)
+    return own
+
+
+def _fresh(rt, memcpy, results: list) -> list:
+    out = []
+    for r in results:
+        fresh = rt.empty(r.shape, r.dtype, "jit")
+        memcpy(fresh.ptr, r.ptr, r.numel * r.dtype.itemsize)
+        out.append(fresh)
+    return out
