@@ -85,7 +85,38 @@ def _int_attr_as_string(op: str, attr: str):
     return _model([node], [_vi("x", shape)], [_vi("y", None)], [w] if op == "Conv" else [])
 
 
+def _if_model(name: str):
+    """An If whose branches name their values (and the If its output) ``name``."""
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], [name])], "t", [],
+                               [_vi(name, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], [name + "2"])], DOC, [],
+                               [_vi(name + "2", [2, 3])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g,
+                              name=DOC)]
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    return _model(nodes, [_vi("x", [2, 3])], [_vi("y", None)], [zero])
+
+
+def _loop_model(name: str):
+    """A Loop of three steps whose body values are called ``name``."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], [name + "c"]),
+         helper.make_node("Add", [name, name], [name + "o"])],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("c_in", [], TensorProto.BOOL),
+                 _vi(name, [2, 3])],
+        [_vi(name + "c", [], TensorProto.BOOL), _vi(name + "o", [2, 3])])
+    n = helper.make_tensor("n", TensorProto.INT64, [], [3])
+    node = helper.make_node("Loop", ["n", "", "x"], ["y"], body=body)
+    return _model([node], [_vi("x", [2, 3])], [_vi("y", None)], [n])
+
+
 CONVERT_CASES = {
+    "if_branch_value_name_closes_string": _if_model(QUOTE),
+    "if_branch_value_name_breaks_docstring": _if_model(DOC),
+    "loop_body_value_name_closes_string": _loop_model(QUOTE),
+    "loop_body_value_name_is_keyword_arguments": _loop_model(KWARG),
     "input_name_breaks_docstring": _chain(x=DOC),
     "input_name_breaks_single_quoted_docstring": _chain(x=DOC_SINGLE),
     "output_name_breaks_docstring": _chain(y=DOC),

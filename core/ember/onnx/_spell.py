@@ -67,6 +67,21 @@ def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int) -> ast.expr
         return template("F.batch_norm(P_x, P_m, P_v, P_s, P_b, False, 0.0, P_eps)", x=x,
                         s=ins[1], b=ins[2], m=ins[3], v=ins[4],
                         eps=lit(_float(a, "epsilon", 1e-5)))
+    if op == "Div" and len(ins) == 2 and any(
+            i in consts and consts[i].dtype.name.startswith("float") for i in node.inputs):
+        # ONNX Div takes one type: a float constant makes it true division
+        return ast.BinOp(x, ast.Div(), ins[1])
+    if op == "Gather" and len(ins) == 2 and _const_ints(node.inputs[1], consts, scalar=True):
+        i, = _const_ints(node.inputs[1], consts, scalar=True)
+        d = _int(a, "axis", 0)
+        if i >= 0 and d >= 0:
+            return template("P_x[P_i]" if d == 0 else "P_x.select(P_d, P_i)", x=x, i=lit(i),
+                            d=lit(d))
+    if op in ("Squeeze", "Unsqueeze"):
+        dims = (_const_ints(node.inputs[1], consts) if len(ins) == 2 else
+                list(_ints(a, "axes", [])) if len(ins) == 1 and "axes" in a else None)
+        if dims and len(dims) == 1 and dims[0] >= 0:
+            return template(f"P_x.{op.lower()}(P_d)", x=x, d=lit(dims[0]))
     if op == "MatMul" and len(ins) == 2:
         return template("P_x @ P_y", x=x, y=ins[1])
     if op == "Linear":  # a MatMul (+ Add) folded by the generator; the weight is transposed
@@ -111,6 +126,15 @@ def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int) -> ast.expr
         return template("F.linear(P_x, P_w, P_b)", x=x, w=ins[1],
                         b=opt[2] if len(ins) > 2 else ast.Constant(None))
     return None
+
+
+def _const_ints(key: str, consts: dict, scalar: bool = False) -> list[int] | None:
+    """A constant integer input's values (a 0-d one only when ``scalar``), else None."""
+    t = consts.get(key)
+    if t is None or not t.dtype.name.startswith("int") or t.numel() > 8 or (
+            scalar and t.ndim != 0):
+        return None
+    return [int(v) for v in t.reshape(-1).tolist()]
 
 
 _CONSTANT_KINDS = {"value_float": "float32", "value_floats": "float32", "value_int": "int64",

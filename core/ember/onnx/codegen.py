@@ -153,8 +153,9 @@ class _Gen:
             return node
         wt = w.permute((1, 0)).contiguous()
         key = ("transposed", node.inputs[1])  # not a string: never an ONNX name
-        if scope.get(key) is None:
-            scope.bind(key, self.weight(node.inputs[1], wt))
+        hint = re.sub(r"(MatMul|Gemm|Add)(_\d+)?(_output_\d+)?$", "", node.outputs[0])
+        if scope.get(key) is None:  # named after the layer: exporters number the weight
+            scope.bind(key, self.weight(f"{hint}/weight", wt))
         ins, out = [node.inputs[0], key], node.outputs[0]
         if uses.get(out) == 1:
             for j in range(k + 1, len(nodes)):
