@@ -17,11 +17,12 @@ from ... import dtype as dt
 from ...contract import Backend, Caps
 from ...tensordata import TensorData
 from .elementwise import WasmElementwise
+from .linalg import WasmLinalg
 from .runtime import Runtime
 from .tensor import DTYPE_CODES, WasmTensor
 
 
-class WasmBackend(WasmElementwise, Backend):
+class WasmBackend(WasmElementwise, WasmLinalg, Backend):
     """CPU backend on WebAssembly kernels (SIMD128). ``host``: a
     :class:`~ember.backends.wasm.host.Host` (default: wasmtime over the packaged module).
     Caps: bool, uint8, int8, int32, int64, float32, float64."""
