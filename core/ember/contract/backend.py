@@ -27,6 +27,9 @@ class Caps:
     dtypes: frozenset = field(default_factory=lambda: frozenset(dt.ALL))
     #: records gradients (an Autodiff backend; its ``inner`` is the backend it decorates)
     gradients: bool = False
+    #: dtypes held in fewer bits than their name says (wgpu's int64, stored as int32): values
+    #: must fit the narrower type; a Router sends them to a backend that holds them exactly
+    narrow: frozenset = frozenset()
 
     def check_dtype(self, dtype: dt.DType, op: str, backend: str) -> None:
         if dtype not in self.dtypes:

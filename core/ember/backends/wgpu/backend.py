@@ -51,7 +51,8 @@ class WgpuBackend(WgpuNNOps, WgpuOps):
         self.device = f"gpu:{adapter.info.name}"
         f16 = "shader-f16" in adapter.info.features
         dtypes = {dt.bool_, dt.uint8, dt.int8, dt.int32, dt.int64, dt.float32}
-        self.caps = Caps(dtypes=frozenset(dtypes | ({dt.float16} if f16 else set())))
+        self.caps = Caps(dtypes=frozenset(dtypes | ({dt.float16} if f16 else set())),
+                         narrow=frozenset({dt.int64}))
 
     # ------------------------------------------------------------------ data
     def from_data(self, data: TensorData):
