@@ -1,14 +1,16 @@
 """ONNX element types and ember dtypes.
 
-Ember has no int16, unsigned types wider than 8 bits, or bfloat16: those ONNX types run
-widened (int16/uint16 -> int32, uint32/uint64 -> int64, bfloat16 -> float32). Values keep
-their meaning; only the storage is wider.
+Ember has no int16, unsigned types wider than 8 bits, bfloat16 or 8/4/2-bit types: those ONNX
+types run widened (int16/uint16 -> int32, uint32/uint64 -> int64, bfloat16 and float8/float4
+-> float32, int4/int2 -> int8, uint4/uint2 -> uint8). Values keep their meaning; only the
+storage is wider.
 """
 
 from __future__ import annotations
 
 from .. import dtype as dt
 from ..errors import DTypeError
+from ._lowbit import LOW_BIT, WIDE
 
 # TensorProto.DataType numbers
 FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, STRING, BOOL = 1, 2, 3, 4, 5, 6, 7, 8, 9
@@ -18,10 +20,12 @@ ONNX_TO_EMBER = {
     FLOAT: dt.float32, UINT8: dt.uint8, INT8: dt.int8, UINT16: dt.int32, INT16: dt.int32,
     INT32: dt.int32, INT64: dt.int64, BOOL: dt.bool_, FLOAT16: dt.float16, DOUBLE: dt.float64,
     UINT32: dt.int64, UINT64: dt.int64, BFLOAT16: dt.float32,
+    # the 8/4/2-bit types (see _lowbit)
+    **{k: getattr(dt, WIDE[v]) for k, v in LOW_BIT.items()},
 }
 # numpy dtype names that ember stores natively, and the widenings for the rest
 _NUMPY_WIDEN = {"int16": "int32", "uint16": "int32", "uint32": "int64", "uint64": "int64",
-                "bfloat16": "float32"}
+                "bfloat16": "float32", **WIDE}
 
 _NAMES = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 8: "string", 14: "complex64",
           15: "complex128", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2",

@@ -21,6 +21,7 @@ from ..nn.module import Module
 from ..tensor import Tensor
 from ._checks import check_wiring
 from ._fold import output_bound
+from ._lowbit import retype_narrow
 from ._graph import Function, Graph, Model, Node, OnnxLoadError, OnnxUnsupportedError, _AttrRef
 from ._proto import Reader, read_model
 from ._types import numpy_to_tensor
@@ -67,6 +68,7 @@ class OnnxModule(Module):
         self._check_supported(model)
         for g in [model.graph, *_subgraphs(model.graph)]:
             g.nodes = [n for n in g.nodes if any(n.outputs)]  # ops are pure: no output, no use
+            retype_narrow(g)
             for name, array in g.initializers.items():
                 self._add_const(g, name, numpy_to_tensor(array, self.backend, f"initializer {name}"))
         if fold:

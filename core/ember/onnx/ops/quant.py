@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ember
 
+from .._lowbit import INT_RANGE, round_to
 from .._types import onnx_dtype
 from . import op
 from ._util import axis as _axis
@@ -36,6 +37,8 @@ def _per_axis(v, x, axis, block_size=0):
 
 
 def _saturate(y, dtype):
+    if dtype.is_float:
+        return y.astype(dtype)
     lo, hi = dtype.int_range
     return ember.clamp(y, lo, hi).astype(dtype)
 
@@ -52,10 +55,19 @@ def quantize(x, scale, zp, dtype):
 @op("QuantizeLinear")
 def quantize_linear(ctx, x, y_scale, y_zero_point=None, axis=1, block_size=0, saturate=1,
                     output_dtype=0, precision=0):
-    dtype = (y_zero_point.dtype if y_zero_point is not None else
-             onnx_dtype(output_dtype) if output_dtype else ember.uint8)
+    dtype = (onnx_dtype(output_dtype) if output_dtype else y_zero_point.dtype
+             if y_zero_point is not None else ember.uint8)
     s = _per_axis(y_scale, x, axis, block_size)
     zp = _per_axis(y_zero_point, x, axis, block_size) if y_zero_point is not None else None
+    if output_dtype in INT_RANGE:  # int16/uint16/int4/int2...: stored widened
+        lo, hi = INT_RANGE[output_dtype]
+        y = quantize(x, s, zp, ember.float64 if ember.float64 in x.backend.caps.dtypes
+                     else ember.float32)
+        return ember.clamp(y, lo, hi).astype(dtype)
+    if dtype.is_float:  # float8/float4: scale, shift, then round onto the type's grid
+        y = x.astype(ember.float32) / s.astype(ember.float32)
+        y = y + zp.astype(ember.float32) if zp is not None else y
+        return round_to(y, output_dtype, bool(saturate))
     return quantize(x, s, zp, dtype)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ember
 
+from .._lowbit import NARROW, round_to
 from .._types import numpy_to_tensor, onnx_dtype
 from . import op
 from ._util import axis as _axis
@@ -48,6 +49,8 @@ def _cast(x, dtype):
 
 @op("Cast")
 def cast(ctx, x, to, saturate=1, round_mode="up"):
+    if to in NARROW:
+        return round_to(x, to, bool(saturate), round_mode)
     return _cast(x, onnx_dtype(to, "Cast"))
 
 
