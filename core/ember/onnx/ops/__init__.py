@@ -84,6 +84,7 @@ def op(*names: str):
 from .control import stack_outputs  # noqa: E402  (generated code imports it from here)
 
 from . import (  # noqa: F401, E402  (importing registers the ops)
+    attention,
     control,
     elementwise,
     logic,
