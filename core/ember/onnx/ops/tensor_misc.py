@@ -59,6 +59,26 @@ def cast_like(ctx, x, target, saturate=1, round_mode="up"):
     return _cast(x, target.dtype)
 
 
+# bits of each ONNX element type BitCast reads or writes
+_BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64}
+
+
+@op("BitCast")
+def bitcast(ctx, x, to):
+    """The same bits read as type ``to`` (same width). Widened integers (uint16 held as
+    int32...) are first narrowed back to their own width."""
+    import numpy as np
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    if to not in _BITS:
+        raise ember.UnsupportedOpError(f"BitCast: element type {to} not supported; "
+                                       f"supported: {sorted(_BITS)}")
+    a = np.asarray(x.numpy())
+    if a.dtype.kind in "iub":
+        a = a.astype(f"uint{_BITS[to]}")  # integers keep their low bits: the true width
+    return numpy_to_tensor(a.view(tensor_dtype_to_np_dtype(to)), ctx.backend, "BitCast")
+
+
 @op("Range")
 def range_(ctx, start, limit, delta):
     s, lim, d = scalar(start), scalar(limit), scalar(delta)
