@@ -73,6 +73,7 @@ def test_tolist_0d_and_empty(backend):
     ],
 )
 def test_item(backend, value, dtype, kind):
+    _needs(backend, dtype)
     t = ember.tensor(np.array(value, dtype), backend=backend)
     assert type(t.item()) is kind and t.item() == value
     one = ember.tensor(np.array([[value]], dtype), backend=backend)
