@@ -9,6 +9,8 @@
 
 /* columns per packed sliver of B: the micro-kernel's width */
 #define MM_NR 8
+/* rows of B per packed panel: a packer is never asked for more */
+#define MM_KC 256
 
 /* Fill dst with B[k0:k0+kc, j0:j0+nc] as slivers of MM_NR columns, each laid out [kc][MM_NR]
  * (columns past nc padded with zeros). */

@@ -10,9 +10,9 @@
 #include "ember.h"
 #include "gemm.h"
 
-/* Blocking: a KC x NC panel of B (1 MiB in f32) stays in L2, an MC x KC block of A (64 KiB)
- * in L2/L1, and one KC x NR sliver of B (8 KiB) in L1 while the micro-kernel sweeps A. */
-#define MM_KC 256
+/* Blocking (MM_KC in gemm.h): a KC x NC panel of B (1 MiB in f32) stays in L2, an MC x KC
+ * block of A (64 KiB) in L2/L1, and one KC x NR sliver of B (8 KiB) in L1 while the
+ * micro-kernel sweeps A. */
 #define MM_MC 64
 #define MM_NC 1024
 
@@ -265,12 +265,13 @@ static int mm_matmul_i8(mm_view av, mm_view bv, int8_t *c, int32_t m,
     if (!buf) return 2;
     int8_t *ap = buf, *bp = buf + ab;
     int32_t *cp = (int32_t *)(buf + ((ab + bb + 15) & ~(size_t)15));
+    const int8_t *A8 = (const int8_t *)av.p, *B8 = (const int8_t *)bv.p;
     for (int32_t i = 0; i < m; i++)
         for (int32_t p = 0; p < k; p++)
-            ap[(size_t)i * k + p] = ((const int8_t *)av.p)[(ptrdiff_t)i * av.rs + (ptrdiff_t)p * av.cs];
+            ap[(size_t)i * k + p] = A8[(ptrdiff_t)i * av.rs + (ptrdiff_t)p * av.cs];
     for (int32_t j = 0; j < n; j++)
         for (int32_t p = 0; p < k; p++)
-            bp[(size_t)j * k + p] = ((const int8_t *)bv.p)[(ptrdiff_t)p * bv.rs + (ptrdiff_t)j * bv.cs];
+            bp[(size_t)j * k + p] = B8[(ptrdiff_t)p * bv.rs + (ptrdiff_t)j * bv.cs];
     em_gemm_i8_i32(ap, bp, cp, m, n, k);
     for (size_t q = 0; q < (size_t)m * n; q++) c[q] = (int8_t)cp[q];
     return 0;
@@ -307,7 +308,9 @@ int32_t EXPORT(em_matmul)(int32_t dtype, const void *a, const void *b, void *c, 
     int32_t idx[EM_MAX_DIMS] = {0};
     int64_t batches = 1;
     for (int d = 0; d < nb; d++) batches *= shape[d];
-    const int size = dtype == DT_F64 || dtype == DT_I64 ? 8 : dtype == DT_F32 || dtype == DT_I32 ? 4 : 1;
+    const int size = dtype == DT_F64 || dtype == DT_I64   ? 8
+                     : dtype == DT_F32 || dtype == DT_I32 ? 4
+                                                          : 1;
     ptrdiff_t oa = 0, ob = 0;
     for (int64_t q = 0; q < batches; q++) {
         mm_view av = {(const uint8_t *)a + oa * size, rsa, csa};
