@@ -17,13 +17,15 @@ from ... import dtype as dt
 from ...contract import Backend, Caps
 from ...tensordata import TensorData
 from .elementwise import WasmElementwise
+from .indexing import WasmIndexing
 from .linalg import WasmLinalg
 from .nn import WasmNN
+from .reductions import WasmReductions
 from .runtime import Runtime
 from .tensor import DTYPE_CODES, WasmTensor
 
 
-class WasmBackend(WasmElementwise, WasmLinalg, WasmNN, Backend):
+class WasmBackend(WasmElementwise, WasmLinalg, WasmNN, WasmReductions, WasmIndexing, Backend):
     """CPU backend on WebAssembly kernels (SIMD128). ``host``: a
     :class:`~ember.backends.wasm.host.Host` (default: wasmtime over the packaged module).
     Caps: bool, uint8, int8, int32, int64, float32, float64."""

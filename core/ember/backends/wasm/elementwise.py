@@ -84,6 +84,12 @@ class WasmElementwise:
         rt.call("em_fill", out.ptr, rt.meta_ptr, dtype.itemsize, out.numel)
         return out
 
+    def int_pow(self, a, b):
+        lo, _ = self.rt.int_range(b)
+        if lo < 0 and b.numel:
+            raise ValueError("pow: integers to negative integer powers are not allowed")
+        return self._binary("pow", a, b)
+
     # activations with kernels of their own (their defaults compose several ops)
     def relu(self, x):
         return self._unary("relu", x)
@@ -140,7 +146,8 @@ def _longest(*ts) -> tuple[int, ...]:
 
 
 def _install() -> None:
-    """``float_<op>``/``int_<op>`` methods for every kernel op the contract declares."""
+    """``float_<op>``/``int_<op>`` methods for every kernel op the contract declares (and the
+    class doesn't define itself, like ``int_pow`` with its exponent check)."""
     from ...contract import registry
 
     def binary(op, out_dtype):
@@ -155,8 +162,9 @@ def _install() -> None:
 
     for kind in ("float", "int"):
         for name, kop in _BINARY.items():
-            if f"{kind}_{name}" in registry.REGISTRY:
-                setattr(WasmElementwise, f"{kind}_{name}",
+            method = f"{kind}_{name}"
+            if method in registry.REGISTRY and method not in vars(WasmElementwise):
+                setattr(WasmElementwise, method,
                         binary(kop, dt.bool_ if name in _COMPARE else None))
     for name in _FLOAT_UNARY:
         if f"float_{name}" in registry.REGISTRY:

@@ -29,6 +29,7 @@ class Runtime:
         self.recorder = None
         self.binary_codes = self._names("em_binary_names")
         self.unary_codes = self._names("em_unary_names")
+        self.reduce_codes = self._names("em_reduce_names")
 
     def _names(self, export: str) -> dict[str, int]:
         names = self.host.c_string(int(self.host.fn(export)())).strip(",").split(",")
@@ -100,6 +101,16 @@ class Runtime:
         self.meta(x.shape, x.strides)
         self.call("em_copy_strided", out.ptr, x.ptr, x.dtype.itemsize, len(x.shape))
         return out
+
+    def int_range(self, x: WasmTensor) -> tuple[int, int]:
+        """The min and max of the integer view ``x``, computed in the module (two numbers come
+        back, not the tensor); ``lo > hi`` when ``x`` is empty. A jit capture re-runs the step
+        that checks (the values may differ at the next call)."""
+        if self.recorder is not None:
+            self.recorder.data_dependent = True
+        self.meta(x.shape, x.strides)
+        self.call("em_int_range", self.code(x.dtype), x.ptr, len(x.shape), self.meta_ptr)
+        return struct.unpack("<2q", self.host.read(self.meta_ptr, 16))
 
     def code(self, dtype: dt.DType) -> int:
         return DTYPE_CODES[dtype]

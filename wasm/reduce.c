@@ -1,0 +1,255 @@
+/* Reductions and scans. A tensor reaches these kernels contiguous and
+ * seen as (outer, r, inner): `r` is the reduced (or scanned) extent, `inner` the elements
+ * after it, so the output is (outer, inner) for a reduction and (outer, r, inner) for a scan.
+ * Results follow numpy: NaN propagates through max/min, argmax/argmin give the first maximum
+ * (a NaN counts as the maximum), integers wrap around. Op codes are positions in the name
+ * list em_reduce_names() exports. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wasm_simd128.h>
+#include "ember.h"
+
+#define RD_NAME_STR(n) #n ","
+#define RD_NAME_ENUM(n) RD_##n,
+#define REDUCE_OPS(X) X(sum) X(prod) X(max) X(min) X(mean) X(logsumexp) X(any) X(all)
+enum { REDUCE_OPS(RD_NAME_ENUM) RD_COUNT };
+static const char reduce_names[] = REDUCE_OPS(RD_NAME_STR);
+const char *EXPORT(em_reduce_names)(void) { return reduce_names; }
+
+#define RD_NAN_MAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
+#define RD_NAN_MIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
+#define RD_MAX(x, y) ((x) > (y) ? (x) : (y))
+#define RD_MIN(x, y) ((x) < (y) ? (x) : (y))
+
+/* sum of a contiguous float32 row: 16 partial sums (SIMD), close to numpy's pairwise sum */
+static float rd_sum_f32(const float *x, int32_t n) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    int32_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        a0 = wasm_f32x4_add(a0, wasm_v128_load(x + k));
+        a1 = wasm_f32x4_add(a1, wasm_v128_load(x + k + 4));
+        a2 = wasm_f32x4_add(a2, wasm_v128_load(x + k + 8));
+        a3 = wasm_f32x4_add(a3, wasm_v128_load(x + k + 12));
+    }
+    v128_t s = wasm_f32x4_add(wasm_f32x4_add(a0, a1), wasm_f32x4_add(a2, a3));
+    float acc = (wasm_f32x4_extract_lane(s, 0) + wasm_f32x4_extract_lane(s, 1)) +
+                (wasm_f32x4_extract_lane(s, 2) + wasm_f32x4_extract_lane(s, 3));
+    for (; k < n; k++) acc += x[k];
+    return acc;
+}
+
+static double rd_sum_f64(const double *x, int32_t n) {
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int32_t k = 0;
+    for (; k + 4 <= n; k += 4) { a0 += x[k]; a1 += x[k + 1]; a2 += x[k + 2]; a3 += x[k + 3]; }
+    for (; k < n; k++) a0 += x[k];
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* out[o, i] = x[o, 0, i] STEP x[o, 1, i] ... (IDENT when r == 0): whole rows at a time when
+ * inner > 1, so the combine vectorises over i */
+#define RD_FOLD(T, IDENT, STEP)                                                            \
+    for (int64_t o = 0; o < outer; o++) {                                                  \
+        const T *xo = x + o * r * inner; T *oo = out + o * inner;                          \
+        if (r == 0) { for (int32_t i = 0; i < inner; i++) oo[i] = (T)(IDENT); continue; }  \
+        if (inner == 1) {                                                                  \
+            T acc = xo[0];                                                                 \
+            for (int32_t j = 1; j < r; j++) { T y = xo[j]; acc = (T)(STEP(acc, y)); }      \
+            oo[0] = acc;                                                                   \
+            continue;                                                                      \
+        }                                                                                  \
+        memcpy(oo, xo, (size_t)inner * sizeof(T));                                         \
+        for (int32_t j = 1; j < r; j++) {                                                  \
+            const T *xj = xo + (int64_t)j * inner;                                         \
+            for (int32_t i = 0; i < inner; i++) { T acc = oo[i], y = xj[i];                \
+                                                  oo[i] = (T)(STEP(acc, y)); }             \
+        }                                                                                  \
+    }
+
+#define RD_ADD(a, b) ((a) + (b))
+#define RD_MUL(a, b) ((a) * (b))
+
+/* per-lane statistics of float lanes (stride `inner`): logsumexp shifted by the lane's
+ * finite max, as numpy-based code does; var with `dof` degrees of freedom */
+#define RD_FLOAT_LANES(T, F)                                                               \
+    static T rd_logsumexp_##T(const T *x, int32_t r, int32_t inner) {                      \
+        T m = -(T)INFINITY;                                                                \
+        for (int32_t j = 0; j < r; j++) m = RD_NAN_MAX(m, x[(int64_t)j * inner]);          \
+        if (!isfinite(m)) m = 0;                                                           \
+        T s = 0;                                                                           \
+        for (int32_t j = 0; j < r; j++) s += F(exp)(x[(int64_t)j * inner] - m);            \
+        return F(log)(s) + m;                                                              \
+    }                                                                                      \
+    static T rd_var_##T(const T *x, int32_t r, int32_t inner, double dof) {                \
+        double mean = 0, sq = 0;                                                           \
+        for (int32_t j = 0; j < r; j++) mean += x[(int64_t)j * inner];                     \
+        mean /= r;                                                                         \
+        for (int32_t j = 0; j < r; j++) {                                                  \
+            double d = x[(int64_t)j * inner] - mean;                                       \
+            sq += d * d;                                                                   \
+        }                                                                                  \
+        return (T)(sq / dof);                                                              \
+    }                                                                                      \
+    static int rd_float_##T(int op, const T *x, T *out, int32_t outer, int32_t r,          \
+                            int32_t inner) {                                               \
+        switch (op) {                                                                      \
+        case RD_sum: case RD_mean:                                                         \
+            if (inner == 1)                                                                \
+                for (int64_t o = 0; o < outer; o++) out[o] = rd_sum_##T(x + o * r, r);     \
+            else { RD_FOLD(T, 0, RD_ADD) }                                                 \
+            if (op == RD_mean)                                                             \
+                for (int64_t k = 0; k < outer * inner; k++) out[k] /= (T)r;                \
+            return 0;                                                                      \
+        case RD_prod: RD_FOLD(T, 1, RD_MUL) return 0;                                      \
+        case RD_max: RD_FOLD(T, -INFINITY, RD_NAN_MAX) return 0;                           \
+        case RD_min: RD_FOLD(T, INFINITY, RD_NAN_MIN) return 0;                            \
+        case RD_logsumexp:                                                                 \
+            for (int64_t o = 0; o < outer; o++)                                            \
+                for (int32_t i = 0; i < inner; i++)                                        \
+                    out[o * inner + i] = rd_logsumexp_##T(x + o * r * inner + i, r, inner); \
+            return 0;                                                                      \
+        default: return 1;                                                                 \
+        }                                                                                  \
+    }
+#define rd_sum_float rd_sum_f32
+#define rd_sum_double rd_sum_f64
+#define RD_F32(name) name##f
+#define RD_F64(name) name
+RD_FLOAT_LANES(float, RD_F32)
+RD_FLOAT_LANES(double, RD_F64)
+
+/* integers: sums and products in the unsigned type of the width (wraps without UB); bool
+ * (0/1 bytes): any and all */
+#define RD_UADD32(a, b) ((uint32_t)(a) + (uint32_t)(b))
+#define RD_UMUL32(a, b) ((uint32_t)(a) * (uint32_t)(b))
+#define RD_UADD64(a, b) ((uint64_t)(a) + (uint64_t)(b))
+#define RD_UMUL64(a, b) ((uint64_t)(a) * (uint64_t)(b))
+#define RD_INT(T, UADD, UMUL)                                                              \
+    static int rd_int_##T(int op, const T *x, T *out, int32_t outer, int32_t r,            \
+                          int32_t inner) {                                                 \
+        switch (op) {                                                                      \
+        case RD_sum: RD_FOLD(T, 0, UADD) return 0;                                         \
+        case RD_prod: RD_FOLD(T, 1, UMUL) return 0;                                        \
+        case RD_max: case RD_any: RD_FOLD(T, 0, RD_MAX) return 0;                          \
+        case RD_min: RD_FOLD(T, 0, RD_MIN) return 0;                                       \
+        case RD_all: RD_FOLD(T, 1, RD_MIN) return 0;                                       \
+        default: return 1;                                                                 \
+        }                                                                                  \
+    }
+RD_INT(uint8_t, RD_UADD32, RD_UMUL32)
+RD_INT(int8_t, RD_UADD32, RD_UMUL32)
+RD_INT(int32_t, RD_UADD32, RD_UMUL32)
+RD_INT(int64_t, RD_UADD64, RD_UMUL64)
+
+/* out (outer, inner) = OP over r of x (outer, r, inner), both contiguous; 1 for an op the
+ * dtype lacks */
+int32_t EXPORT(em_reduce)(int32_t op, int32_t dtype, const void *x, void *out, int32_t outer,
+                          int32_t r, int32_t inner) {
+    switch (dtype) {
+    case DT_BOOL: return op == RD_any || op == RD_all || op == RD_max || op == RD_min
+                             ? rd_int_uint8_t(op, x, out, outer, r, inner) : 1;
+    case DT_U8: return rd_int_uint8_t(op, x, out, outer, r, inner);
+    case DT_I8: return rd_int_int8_t(op, x, out, outer, r, inner);
+    case DT_I32: return rd_int_int32_t(op, x, out, outer, r, inner);
+    case DT_I64: return rd_int_int64_t(op, x, out, outer, r, inner);
+    case DT_F32: return rd_float_float(op, x, out, outer, r, inner);
+    case DT_F64: return rd_float_double(op, x, out, outer, r, inner);
+    default: return 1;
+    }
+}
+
+/* out (outer, inner) = the variance over r with `dof` degrees of freedom (r - correction,
+ * clamped at 0 by Python: 0 gives inf or NaN, as numpy) */
+int32_t EXPORT(em_var)(int32_t dtype, const void *x, void *out, int32_t outer, int32_t r,
+                       int32_t inner, double dof) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int32_t i = 0; i < inner; i++) {
+            int64_t at = o * r * inner + i, to = o * inner + i;
+            if (dtype == DT_F32)
+                ((float *)out)[to] = rd_var_float((const float *)x + at, r, inner, dof);
+            else if (dtype == DT_F64)
+                ((double *)out)[to] = rd_var_double((const double *)x + at, r, inner, dof);
+            else
+                return 1;
+        }
+    return 0;
+}
+
+/* ================================================================== arg-reductions */
+/* int64 out (outer, inner) = the first index along r of the max (is_min: min); for floats a
+ * NaN is the extreme (its first index wins), as numpy */
+#define RD_ARG(T, IS_FLOAT)                                                                \
+    static void rd_arg_##T(int is_min, const T *x, int64_t *out, int32_t outer,           \
+                           int32_t r, int32_t inner) {                                     \
+        for (int64_t o = 0; o < outer; o++)                                                \
+            for (int32_t i = 0; i < inner; i++) {                                          \
+                const T *lane = x + o * r * inner + i;                                     \
+                T best = lane[0];                                                          \
+                int32_t at = 0;                                                            \
+                if (!(IS_FLOAT && best != best))                                           \
+                    for (int32_t j = 1; j < r; j++) {                                      \
+                        T v = lane[(int64_t)j * inner];                                    \
+                        if (IS_FLOAT && v != v) { at = j; break; }                         \
+                        if (is_min ? v < best : v > best) { best = v; at = j; }            \
+                    }                                                                      \
+                out[o * inner + i] = at;                                                   \
+            }                                                                              \
+    }
+RD_ARG(uint8_t, 0)
+RD_ARG(int8_t, 0)
+RD_ARG(int32_t, 0)
+RD_ARG(int64_t, 0)
+RD_ARG(float, 1)
+RD_ARG(double, 1)
+
+/* r > 0 (Python raises on an empty dim) */
+int32_t EXPORT(em_argreduce)(int32_t is_min, int32_t dtype, const void *x, int64_t *out,
+                             int32_t outer, int32_t r, int32_t inner) {
+    switch (dtype) {
+    case DT_BOOL: case DT_U8: rd_arg_uint8_t(is_min, x, out, outer, r, inner); return 0;
+    case DT_I8: rd_arg_int8_t(is_min, x, out, outer, r, inner); return 0;
+    case DT_I32: rd_arg_int32_t(is_min, x, out, outer, r, inner); return 0;
+    case DT_I64: rd_arg_int64_t(is_min, x, out, outer, r, inner); return 0;
+    case DT_F32: rd_arg_float(is_min, x, out, outer, r, inner); return 0;
+    case DT_F64: rd_arg_double(is_min, x, out, outer, r, inner); return 0;
+    default: return 1;
+    }
+}
+
+/* ================================================================== scans */
+/* out (outer, r, inner) = running sum (is_prod: product) along r, row by row so the combine
+ * vectorises over inner; sequential in the dtype like numpy's cumsum/cumprod */
+#define RD_SCAN(T, ADD, MUL)                                                               \
+    static void rd_scan_##T(int is_prod, const T *x, T *out, int32_t outer, int32_t r,     \
+                            int32_t inner) {                                               \
+        for (int64_t o = 0; o < outer; o++) {                                              \
+            const T *xo = x + o * r * inner; T *oo = out + o * r * inner;                  \
+            if (r) memcpy(oo, xo, (size_t)inner * sizeof(T));                              \
+            for (int32_t j = 1; j < r; j++) {                                              \
+                const T *xj = xo + (int64_t)j * inner;                                     \
+                T *prev = oo + (int64_t)(j - 1) * inner, *cur = prev + inner;              \
+                if (is_prod) for (int32_t i = 0; i < inner; i++) cur[i] = (T)MUL(prev[i], xj[i]); \
+                else for (int32_t i = 0; i < inner; i++) cur[i] = (T)ADD(prev[i], xj[i]);  \
+            }                                                                              \
+        }                                                                                  \
+    }
+RD_SCAN(uint8_t, RD_UADD32, RD_UMUL32)
+RD_SCAN(int8_t, RD_UADD32, RD_UMUL32)
+RD_SCAN(int32_t, RD_UADD32, RD_UMUL32)
+RD_SCAN(int64_t, RD_UADD64, RD_UMUL64)
+RD_SCAN(float, RD_ADD, RD_MUL)
+RD_SCAN(double, RD_ADD, RD_MUL)
+
+int32_t EXPORT(em_scan)(int32_t is_prod, int32_t dtype, const void *x, void *out,
+                        int32_t outer, int32_t r, int32_t inner) {
+    switch (dtype) {
+    case DT_U8: rd_scan_uint8_t(is_prod, x, out, outer, r, inner); return 0;
+    case DT_I8: rd_scan_int8_t(is_prod, x, out, outer, r, inner); return 0;
+    case DT_I32: rd_scan_int32_t(is_prod, x, out, outer, r, inner); return 0;
+    case DT_I64: rd_scan_int64_t(is_prod, x, out, outer, r, inner); return 0;
+    case DT_F32: rd_scan_float(is_prod, x, out, outer, r, inner); return 0;
+    case DT_F64: rd_scan_double(is_prod, x, out, outer, r, inner); return 0;
+    default: return 1;
+    }
+}
