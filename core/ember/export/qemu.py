@@ -1,0 +1,191 @@
+"""Run exported models on an emulated Cortex-M board: MicroPython's QEMU port under
+``qemu-system-arm``, driven with ``mpremote`` over the board's serial port, the way a board user
+works.
+
+Two boards (built by ``embedded/build_micropython.sh --qemu``, 256 KB MicroPython heap each):
+
+- ``"an385"``: ``mps2-an385``, a Cortex-M3 without FPU (soft-float firmware), native kernels
+  built for ``armv7m`` with libgcc's soft-float helpers linked in;
+- ``"an386"``: ``mps2-an386``, a Cortex-M4F (hard-float firmware), native kernels for
+  ``armv7emsp``.
+
+The files a board keeps in flash — ember_micro (.mpy), the native kernels, the model and the
+inputs — go into a ROMFS image (``mpremote romfs build``, MicroPython 1.25's read-only
+filesystem, read in place without copying into the heap) that QEMU's loader places in the
+board's memory; the runner mounts it with ``vfs.VfsRom`` and imports from it.
+
+Speed: QEMU runs with ``-icount shift=0`` (one instruction = 1 ns of virtual time) and the
+runner reads the board's CMSDK timer (25 MHz, so one tick = 40 instructions): the result is
+instructions per inference, deterministic and independent of the host's load.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .micropython import MicroRun, _write_inputs, embedded_dir, parse_run
+
+BOARDS = {
+    # board: (QEMU machine, natmod arch, firmware folder under embedded/build/qemu)
+    "an385": ("mps2-an385", "armv7m", "an385"),
+    "an386": ("mps2-an386", "armv7emsp", "an386"),
+}
+ROMFS_ADDR = 0x200000  # above the firmware and its heap, below the stack at the top of 4 MB
+ROMFS_MAX = 0x180000
+INSN_PER_TICK = 40  # 1 ns per instruction (-icount shift=0) at the timer's 25 MHz
+
+RUNNER = """\
+import sys, vfs, uctypes, machine
+vfs.mount(vfs.VfsRom(uctypes.bytearray_at({addr}, {size})), "/rom")
+sys.path[:0] = ["/rom/lib", "/rom"]
+T = 0x40000000  # CMSDK APB timer 0: CTRL, VALUE, RELOAD; counts down
+machine.mem32[T + 8] = 0xFFFFFFFF
+machine.mem32[T + 4] = 0xFFFFFFFF
+machine.mem32[T] = 1
+def now():
+    return machine.mem32[T + 4]
+def elapsed(a, b):
+    return ((a - b) & 0xFFFFFFFF) * {per_tick}
+import run_batch
+run_batch.main({argv!r}, ("insn", now, elapsed))
+"""
+
+
+def firmware(board: str = "an385") -> Path:
+    """The QEMU firmware of ``board``; FileNotFoundError saying how to build it."""
+    if board not in BOARDS:
+        raise ValueError(f"unknown board {board!r}: use one of {', '.join(BOARDS)}")
+    path = embedded_dir() / "build" / "qemu" / BOARDS[board][2] / "firmware.elf"
+    if not path.is_file():
+        raise FileNotFoundError(f"no QEMU firmware at {path}: run embedded/setup.sh (or "
+                                "embedded/build_micropython.sh --arm --qemu)")
+    return path
+
+
+def native_kernels(board: str) -> Path:
+    return embedded_dir() / "build" / "native" / BOARDS[board][1] / "ember_kernels.mpy"
+
+
+def _mpy_cross() -> Path:
+    return embedded_dir() / "build" / "src" / "mpy-cross" / "build" / "mpy-cross"
+
+
+def build_romfs(folder: str | os.PathLike, out: str | os.PathLike) -> int:
+    """``mpremote romfs build`` of ``folder`` into ``out``; returns the image size."""
+    subprocess.run([sys.executable, "-m", "mpremote", "romfs", "-o", os.fspath(out),
+                    "--no-mpy", "build", os.fspath(folder)], check=True, capture_output=True,
+                   text=True)
+    return os.path.getsize(out)
+
+
+def stage_board_files(folder: Path, *, native_arch: str | None) -> None:
+    """Lay out what a board keeps in flash under ``folder``: ``lib/ember_micro/*.mpy``,
+    ``lib/ember_kernels.mpy`` (when ``native_arch``) and ``lib/run_batch.mpy``."""
+    emb = embedded_dir()
+    lib = folder / "lib" / "ember_micro"
+    lib.mkdir(parents=True, exist_ok=True)
+    cross = _mpy_cross()
+    for src in sorted((emb / "ember_micro").glob("*.py")):
+        if cross.is_file():  # bytecode .mpy: imports without spending heap on the compiler
+            subprocess.run([str(cross), "-o", str(lib / (src.stem + ".mpy")), str(src)],
+                           check=True)
+        else:
+            shutil.copyfile(src, lib / src.name)
+    if cross.is_file():
+        subprocess.run([str(cross), "-o", str(folder / "lib" / "run_batch.mpy"),
+                        str(emb / "run_batch.py")], check=True)
+    else:
+        shutil.copyfile(emb / "run_batch.py", folder / "lib" / "run_batch.py")
+    if native_arch:
+        shutil.copyfile(emb / "build" / "native" / native_arch / "ember_kernels.mpy",
+                        folder / "lib" / "ember_kernels.mpy")
+
+
+class QemuBoard:
+    """One emulated board, started with a ROMFS image, reachable at ``self.port`` (a pty)."""
+
+    def __init__(self, board: str, romfs: str | os.PathLike, *, icount: bool = True):
+        machine = BOARDS[board][0]
+        args = ["qemu-system-arm", "-machine", machine, "-nographic", "-monitor", "null",
+                "-semihosting", "-serial", "pty", "-kernel", str(firmware(board)),
+                "-device", f"loader,file={os.fspath(romfs)},addr={ROMFS_ADDR:#x},force-raw=on"]
+        if icount:
+            args += ["-icount", "shift=0"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
+        self.port = self._find_pty()
+
+    def _find_pty(self) -> str:
+        deadline = time.monotonic() + 30
+        seen = ""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 1)
+            if ready:
+                line = self.proc.stdout.readline()
+                seen += line
+                m = re.search(r"(/dev/pts/\d+)", line)
+                if m:
+                    return m.group(1)
+            if self.proc.poll() is not None:
+                break
+        self.close()
+        raise RuntimeError(f"qemu-system-arm did not open a serial pty:\n{seen}")
+
+    def mpremote(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mpremote", "connect", self.port, *args],
+                              capture_output=True, text=True, timeout=timeout, check=False)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def run_on_qemu(model_path, images, labels=None, *, board: str = "an385", tier: str = "auto",
+                logits: bool = False, reps: int = 1, timeout: float = 600) -> MicroRun:
+    """Run an exported model file on the emulated ``board``; like ``run_on_micropython``, with
+    ``insn_per_image`` (instructions per inference) instead of wall time.
+
+    >>> r = run_on_qemu("mnist_cnn.emb", images[:4], board="an386")   # doctest: +SKIP
+    >>> r.tier, r.insn_per_image                                       # doctest: +SKIP
+    ('native', 2950000.0)
+    """
+    with tempfile.TemporaryDirectory(prefix="ember-qemu-") as tmp:
+        root = Path(tmp) / "rom"
+        stage_board_files(root, native_arch=None if tier == "pure" else BOARDS[board][1])
+        shutil.copyfile(model_path, root / "model.emb")
+        inputs, n = _write_inputs(images, str(root))
+        name = os.path.basename(inputs)
+        img = Path(tmp) / "board.romfs"
+        size = build_romfs(root, img)
+        if size > ROMFS_MAX:
+            raise ValueError(f"ROMFS image of {size} bytes exceeds the {ROMFS_MAX} bytes "
+                             "reserved for it")
+        argv = ["/rom/model.emb", f"/rom/{name}", str(n), tier, "logits" if logits else "-",
+                str(reps)]
+        runner = Path(tmp) / "runner.py"
+        runner.write_text(RUNNER.format(addr=ROMFS_ADDR, size=size, per_tick=INSN_PER_TICK,
+                                        argv=argv))
+        with QemuBoard(board, img) as b:
+            proc = b.mpremote("run", str(runner), timeout=timeout)
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0 or "Traceback" in out:
+        raise RuntimeError(f"the {board} board failed (mpremote exit {proc.returncode}):\n"
+                           f"{out[-3000:]}")
+    return parse_run(proc.stdout, labels)
