@@ -5,6 +5,7 @@
     ember onnx convert    ONNX model -> readable ember Python module + safetensors weights
     ember demo mnist      train the MNIST demo CNN (dashboard, checkpoints, run folder)
     ember demo classify   ImageNet top-5 for photos (EfficientNet-Lite0, PyTorch weights)
+    ember export          a trained run folder -> a microcontroller model file (ember_micro)
 
 A bad argument or a bad input (a missing or unreadable file, an unknown backend) prints one
 line, ``ember: error: <what is wrong>``, and exits with status 2 (usage) or 1 (the command
@@ -146,6 +147,38 @@ def _add_demo(sub) -> None:
     add_classify(demo)
 
 
+def _export(args: argparse.Namespace) -> int:
+    """``ember export RUN_DIR -o model.emb``: the model ``ember demo mnist`` saved, as a file
+    for embedded/ember_micro (uint8 pixels in; ``--int8`` calibrates on MNIST training digits)."""
+    from .demos.mnist import load_trained
+    from .demos.mnist_embedded import INPUT_TRANSFORM, mnist_arrays, normalize
+    from .export import export
+
+    run_dir = Path(args.model)
+    if not (run_dir / "model.json").is_file():
+        raise ValueError(f"{run_dir}: not a run folder (no model.json); train one with "
+                         "`ember demo mnist --run-dir DIR`")
+    calibration = normalize(mnist_arrays("train", 256)[0]) if args.int8 else None
+    report = export(load_trained(run_dir), args.out, (1, 28, 28), int8=args.int8,
+                    calibration=calibration, input_transform=INPUT_TRANSFORM,
+                    budget_bytes=args.ram_kb * 1024 if args.ram_kb else None,
+                    tier=args.tier)
+    print(report)
+    return 0
+
+
+def _add_export(sub) -> None:
+    p = sub.add_parser("export", help="export a trained run folder for ember_micro")
+    p.add_argument("model", help="a run folder written by `ember demo mnist`")
+    p.add_argument("-o", "--out", required=True, help="the model file to write (.emb)")
+    p.add_argument("--int8", action="store_true", help="int8 weights (4x smaller)")
+    p.add_argument("--ram-kb", type=positive_int, default=None,
+                   help="refuse the export if the board's heap (KB) is too small")
+    p.add_argument("--tier", choices=["native", "ulab", "pure"], default=None,
+                   help="the kernel tier the board runs, for --ram-kb (default: any)")
+    p.set_defaults(run=_export)
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors on one line (the subcommands' parsers are made with this class too)."""
 
@@ -170,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_onnx(sub)
     _add_demo(sub)
+    _add_export(sub)
     args = parser.parse_args(argv)
     debug = args.debug or os.environ.get("EMBER_DEBUG", "") not in ("", "0")
     try:
