@@ -1,0 +1,179 @@
+"""ONNX export: ``ember.onnx.export(module, example_inputs, "model.onnx")``.
+
+The module runs once, in eval mode, on the example inputs while :class:`ember.jit`'s tracer
+records the backend ops it calls (the op registry's names: ``conv``, ``float_matmul``,
+``layer_norm``…). Steps that read only parameters and constants are folded into initializers
+(a Linear's transposed weight, a batch norm's scale), the rest become ONNX nodes through
+:mod:`ember.onnx.exporter_ops`, one small emitter per op. The model is checked with
+``onnx.checker.check_model(full_check=True)`` and written atomically.
+
+Needs the optional ``onnx`` package and numpy (``pip install 'ember[onnx]'``).
+
+>>> import os, tempfile, ember
+>>> from ember import nn
+>>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+>>> path = os.path.join(tempfile.mkdtemp(), "mlp.onnx")
+>>> graph = ember.onnx.export(model, ember.randn(3, 4), path, dynamic_batch=True)
+>>> [n.op_type for n in graph.graph.node]
+['MatMul', 'Add', 'Relu', 'MatMul', 'Add']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from ..contract import registry
+from ..contract.registry import Kind
+from ..jit.chain import innermost, lower
+from ..jit.optimize import eliminate_dead
+from ..jit.tape import Slot
+from ..jit.trace import Tracer
+from ..jit.tree import flatten
+from ..tensor import Tensor
+from .exporter_ops import Graph, OnnxExportError, OnnxExportUnsupportedError
+
+#: the default ONNX opset: LayerNormalization is a standard op from 17 on
+OPSET = 17
+
+
+def export(module, example_inputs, path: str | os.PathLike, *, input_names=None,
+           output_names=None, dynamic_batch: bool = False, opset: int = OPSET):
+    """Trace ``module(*example_inputs)`` and write it to ``path`` as an ONNX model; returns
+    the ``onnx.ModelProto``.
+
+    ``example_inputs`` is a tensor or a tuple of tensors. ``dynamic_batch`` names dim 0 of
+    every input and output ``"batch"`` so the model runs at any batch size. The module is
+    exported in eval mode (Dropout off, BatchNorm with its running statistics) and left in
+    the mode it had.
+    """
+    onnx = _require("onnx")
+    if opset < OPSET:
+        raise OnnxExportError(f"onnx export: opset must be >= {OPSET}, got {opset}")
+    inputs = (example_inputs,) if isinstance(example_inputs, Tensor) else tuple(example_inputs)
+    if not inputs or not all(isinstance(t, Tensor) for t in inputs):
+        raise OnnxExportError(
+            "onnx export: example_inputs must be a tensor or a tuple of tensors, got "
+            f"{type(example_inputs).__name__}"
+        )
+    input_names = _names(input_names, len(inputs), "input")
+    tracer, outs = _trace(module, inputs)
+    output_names = _names(output_names, len(outs), "output")
+    tape = eliminate_dead(_fold(tracer, tracer.tape(outs, None), dynamic_batch))
+    graph = Graph(tracer.backend, opset, dynamic_batch)
+    for slot, name, t in zip(tape.inputs, input_names, inputs):
+        graph.add_input(slot, name, tracer.keep[slot])
+    for slot, prim in tape.constants.items():
+        graph.add_constant(slot, prim)
+    for step in tape.steps:
+        graph.add_step(step, tracer.keep)
+    for slot, name in zip(tape.outputs, output_names):
+        graph.add_output(slot, name, tracer.keep[slot])
+    model = graph.model(getattr(module, "__class__", type(module)).__name__)
+    onnx.checker.check_model(model, full_check=True)
+    from ..io.atomic import atomic_write
+
+    with atomic_write(path) as f:
+        f.write(model.SerializeToString())
+    return model
+
+
+def _trace(module, inputs: tuple[Tensor, ...]):
+    """Run the module once under a tracer; returns it and the outputs' primitives."""
+    backend = inputs[0].backend
+    tracer = Tracer(innermost(backend), backend)
+    for t in inputs:
+        if innermost(t.backend) is not tracer.backend:
+            raise OnnxExportError(
+                f"onnx export: the example inputs are on backends {backend.name} and "
+                f"{t.backend.name}; put them (and the module) on one backend"
+            )
+        tracer.add_input(lower(t.backend, t._prim))
+    was_training = getattr(module, "training", False)
+    if hasattr(module, "eval"):
+        module.eval()
+    tracer.install()
+    try:
+        result = module(*inputs)
+        outs, _ = flatten(result)
+        prims = [lower(t.backend, t._prim) for t in outs]
+        tracer.finish()
+    finally:
+        tracer.remove()
+        if was_training:
+            module.train()
+    if not outs:
+        raise OnnxExportError("onnx export: the module returned no tensor")
+    for step in tracer.steps:
+        if step.kind != "op" or any(isinstance(a, Slot) for a in step.kwargs.values()):
+            raise OnnxExportUnsupportedError(
+                f"onnx export: the module runs a {step.kind} step ({step.name}) that ONNX "
+                "can't express; export in eval mode without random ops or in-place updates"
+            )
+    return tracer, prims
+
+
+def _fold(tracer: Tracer, tape, dynamic_batch: bool):
+    """The tape with every step that reads only constants turned into a constant (its value
+    is the one the trace computed).
+
+    With a dynamic batch, a constant broadcast to a batch-sized shape must not be frozen at
+    the traced size: one read only by broadcasting elementwise ops stays un-broadcast (ONNX
+    broadcasts it the same way), and one broadcast to the traced batch size in dim 0
+    otherwise stays a step that follows the input's batch.
+    """
+    readers: dict[int, list] = {}
+    for step in tape.steps:
+        for slot in step.inputs():
+            readers.setdefault(slot, []).append(step)
+    constants, steps = dict(tape.constants), []
+    for step in tape.steps:
+        if not all(i in constants for i in step.inputs()):
+            steps.append(step)
+        elif dynamic_batch and step.name in ("expand", "full") and all(
+            _broadcasts(r) for r in readers.get(step.out, [])
+        ):
+            constants[step.out] = _unbroadcast(tracer, step, constants)
+        elif dynamic_batch and step.name in ("expand", "full") and _batch_sized(tracer, step):
+            steps.append(step)
+        else:
+            constants.update((s, tracer.keep[s]) for s in step.outputs())
+    return dataclasses.replace(tape, constants=constants, steps=steps)
+
+
+def _broadcasts(step) -> bool:
+    """Whether ``step`` is an elementwise op of several tensors (ONNX broadcasts them)."""
+    op = registry.REGISTRY.get(step.name)
+    return op is not None and op.kind is Kind.ELEMENTWISE and len(op.tensor_positions) > 1
+
+
+def _unbroadcast(tracer: Tracer, step, constants):
+    """The value of a constant ``expand``/``full`` step before broadcasting."""
+    if step.name == "expand":
+        return constants[step.args[0].id]
+    shape, value, dtype = step.args
+    return tracer.backend.full((1,) * len(shape), value, dtype)
+
+
+def _batch_sized(tracer: Tracer, step) -> bool:
+    """Whether the step's result has the traced batch size in dim 0."""
+    batch = tracer.backend.shape(tracer.keep[tracer.inputs[0]])[:1]
+    return tuple(tracer.backend.shape(tracer.keep[step.out]))[:1] == tuple(batch)
+
+
+def _names(given, n: int, stem: str) -> list[str]:
+    names = list(given) if given is not None else [
+        stem if n == 1 else f"{stem}_{i}" for i in range(n)
+    ]
+    if len(names) != n or len(set(names)) != n:
+        raise OnnxExportError(f"onnx export: expected {n} distinct {stem} names, got {names}")
+    return names
+
+
+def _require(name: str):
+    try:
+        return __import__(name)
+    except ImportError as e:
+        raise ImportError(
+            f"ember.onnx.export needs the '{name}' package: pip install 'ember[onnx]'"
+        ) from e

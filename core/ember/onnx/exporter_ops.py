@@ -1,0 +1,475 @@
+"""The ONNX graph an export builds, and one emitter per backend op (see :mod:`.exporter`).
+
+An emitter gets the :class:`Graph`, the step's arguments with each tensor replaced by its
+ONNX value name (None stays None) and the static shapes of those tensors, and returns the
+name of the value it computed. Ops without an entry in :data:`EMITTERS` raise
+:class:`OnnxExportUnsupportedError` naming the op.
+
+>>> "conv" in EMITTERS and "layer_norm" in EMITTERS
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import EmberError, UnsupportedOpError
+from ..jit.tape import Slot
+
+class OnnxExportError(EmberError, ValueError):
+    """A module or inputs that can't be exported (see the message for what would be valid)."""
+
+
+class OnnxExportUnsupportedError(OnnxExportError, UnsupportedOpError):
+    """The traced module calls an op (or op setting) the ONNX exporter has no mapping for."""
+
+
+#: ONNX's "to the start" end for a negative-step Slice (a negative end counts from the back)
+_BEFORE_START = -(2**63)
+
+
+class Graph:
+    """Nodes, initializers and the value names of a tape's slots."""
+
+    def __init__(self, backend, opset: int, dynamic_batch: bool):
+        import numpy as np
+        from onnx import helper
+
+        self.np, self.helper = np, helper
+        self.backend, self.opset, self.dynamic = backend, opset, dynamic_batch
+        self.nodes, self.initializers, self.inputs, self.outputs = [], [], [], []
+        self.names: dict[int, str] = {}  # slot -> value name
+        self.shapes: dict[str, tuple] = {}
+        self.dtypes: dict[str, str] = {}  # value name -> numpy dtype name
+        self.arrays: dict = {}  # initializer name -> its numpy array
+        self.first_input: str | None = None
+        self._count = 0
+
+    # ------------------------------------------------------------------ values
+    def fresh(self, stem: str) -> str:
+        self._count += 1
+        return f"{stem}_{self._count}"
+
+    def _array(self, prim):
+        return self.backend.to_data(prim).to_numpy()
+
+    def _value_info(self, name: str, prim):
+        array_type = self.helper.np_dtype_to_tensor_dtype(self._array_dtype(prim))
+        dims = list(self.backend.shape(prim))
+        if self.dynamic and dims:
+            dims[0] = "batch"
+        return self.helper.make_tensor_value_info(name, array_type, dims)
+
+    def _array_dtype(self, prim):
+        return self.np.dtype(self.backend.dtype(prim).name)
+
+    def add_input(self, slot: int, name: str, prim) -> None:
+        self.names[slot], self.shapes[name] = name, tuple(self.backend.shape(prim))
+        self.dtypes[name] = self.backend.dtype(prim).name
+        self.first_input = self.first_input or name
+        self.inputs.append(self._value_info(name, prim))
+
+    def add_constant(self, slot: int, prim) -> None:
+        self.names[slot] = self.const(self._array(prim), "weight")
+
+    def const(self, array, stem: str = "const") -> str:
+        """An initializer holding ``array`` (a numpy array or a list of ints)."""
+        np = self.np
+        array = np.asarray(array, dtype=np.int64) if isinstance(array, (list, tuple)) else array
+        name = self.fresh(stem)
+        self.initializers.append(self.helper.make_tensor(
+            name, self.helper.np_dtype_to_tensor_dtype(array.dtype), array.shape,
+            array.tobytes(), raw=True,
+        ))
+        self.shapes[name], self.dtypes[name] = tuple(array.shape), array.dtype.name
+        self.arrays[name] = array
+        return name
+
+    def scalar(self, value: float, like: str) -> str:
+        """A 0-d initializer of the dtype ``like``'s elements have (float32 by default)."""
+        return self.const(self.np.asarray(value, dtype=self.dtypes[like]))
+
+    def node(self, op_type: str, inputs: list, shape: tuple | None = None, outputs: int = 1,
+             **attrs):
+        """Append a node; returns its output name (or names when ``outputs`` > 1)."""
+        names = [self.fresh(op_type.lower()) for _ in range(outputs)]
+        inputs = ["" if i is None else i for i in inputs]
+        self.nodes.append(self.helper.make_node(op_type, inputs, names, **attrs))
+        if shape is not None:
+            self.shapes[names[0]] = tuple(shape)
+        return names[0] if outputs == 1 else names
+
+    # ------------------------------------------------------------------ steps
+    def add_step(self, step, keep) -> None:
+        emit = EMITTERS.get(step.name)
+        if emit is None:
+            raise OnnxExportUnsupportedError(
+                f"onnx export: no ONNX mapping for the backend op {step.name!r} (ops with one: "
+                f"{', '.join(sorted(EMITTERS))})"
+            )
+        args = tuple(self._arg(a, keep) for a in step.args)
+        out = keep[step.out] if isinstance(step.out, int) else None
+        self.out_shape = tuple(self.backend.shape(out)) if out is not None else None
+        result = emit(self, *args)
+        outs = (result,) if isinstance(step.out, int) else tuple(result)
+        for slot, name in zip(step.outputs(), outs):
+            self.names[slot] = name
+            self.shapes[name] = tuple(self.backend.shape(keep[slot]))
+            self.dtypes[name] = self.backend.dtype(keep[slot]).name
+
+    def _arg(self, a, keep):
+        if isinstance(a, Slot):
+            return self.names[a.id]
+        if isinstance(a, (list, tuple)) and any(isinstance(v, Slot) for v in a):
+            return type(a)(self._arg(v, keep) for v in a)
+        return a
+
+    def add_output(self, slot: int, name: str, prim) -> None:
+        value = self.names[slot]
+        producer = next((n for n in self.nodes if value in n.output), None)
+        if producer is None or value in [o.name for o in self.outputs]:
+            # a graph input, an initializer or another output: an Identity gives it its name
+            self.nodes.append(self.helper.make_node("Identity", [value], [name]))
+        else:
+            for node in self.nodes:
+                for field in (node.input, node.output):
+                    field[:] = [name if v == value else v for v in field]
+            self.names = {s: name if v == value else v for s, v in self.names.items()}
+        self.outputs.append(self._value_info(name, prim))
+
+    def model(self, graph_name: str):
+        h = self.helper
+        graph = h.make_graph(self.nodes, graph_name, self.inputs, self.outputs,
+                             self.initializers)
+        opset = [h.make_opsetid("", self.opset)]
+        model = h.make_model(graph, opset_imports=opset, producer_name="ember",
+                             ir_version=h.find_min_ir_version_for(opset))
+        return model
+
+    # ------------------------------------------------------------------ shape vectors
+    def batch(self) -> str:
+        """The runtime batch size of the first input, as a 1-element int64 vector."""
+        return self.node("Shape", [self.first_input], start=0, end=1)
+
+    def shape_vector(self, dims, source_shape) -> str:
+        """The target shape of a Reshape; with a dynamic batch, dim 0 follows the input (0
+        when it is kept, -1 when the batch merges into it)."""
+        dims = list(dims)
+        if self.dynamic and dims and -1 not in dims:
+            if source_shape and dims[0] == source_shape[0]:
+                dims[0] = 0
+            else:
+                dims[0] = -1
+        return self.const(dims)
+
+
+# ---------------------------------------------------------------------- emitters
+def _simple(op_type: str):
+    return lambda g, *xs: g.node(op_type, list(xs), g.out_shape)
+
+
+def _not(op_type: str):
+    return lambda g, a, b: g.node("Not", [g.node(op_type, [a, b])])
+
+
+def _then(first: str, second: str):
+    return lambda g, x: g.node(second, [g.node(first, [x])])
+
+
+def _with_scalar(op_type: str, value: float, first: str | None = None, after: str | None = None):
+    """``op_type(first(x), value)`` then ``after``: expm1, log1p, log2…"""
+
+    def emit(g, x):
+        y = g.node(first, [x]) if first else x
+        y = g.node(op_type, [y, g.scalar(value, x)])
+        return g.node(after, [y]) if after else y
+
+    return emit
+
+
+def _remainder(g, a, b):
+    # Python/PyTorch remainder takes the sign of b (ONNX Mod with fmod=1 is C's fmod)
+    return g.node("Sub", [a, g.node("Mul", [g.node("Floor", [g.node("Div", [a, b])]), b])])
+
+
+def _cast(g, x, dtype):
+    from onnx import helper
+
+    return g.node("Cast", [x], to=helper.np_dtype_to_tensor_dtype(g.np.dtype(dtype.name)))
+
+
+def _reshape(g, x, shape):
+    if tuple(shape) == g.shapes[x]:
+        return x
+    return g.node("Reshape", [x, g.shape_vector(shape, g.shapes[x])], shape)
+
+
+def _expand(g, x, shape):
+    source = g.shapes[x]
+    dims = [1 if s == d else d for s, d in zip(source, shape)]  # 1: keep the input's size
+    target = g.const(dims)
+    if g.dynamic and dims and source[0] != shape[0]:  # a constant broadcast over the batch
+        target = g.node("Concat", [g.batch(), g.const(dims[1:])], axis=0)
+    return g.node("Expand", [x, target], shape)
+
+
+def _full(g, shape, value, dtype):
+    # only with a dynamic batch (otherwise folded): the fill follows the input's batch
+    fill = g.const(g.np.full((1,) * len(shape), value, dtype=dtype.name))
+    target = g.node("Concat", [g.batch(), g.const(list(shape[1:]))], axis=0)
+    return g.node("Expand", [fill, target], shape)
+
+
+def _slice(g, x, ranges):
+    shape, axes, starts, ends, steps = g.shapes[x], [], [], [], []
+    for axis, ((start, stop, step), size) in enumerate(zip(ranges, shape)):
+        if (start, stop, step) == (0, size, 1):
+            continue
+        axes.append(axis)
+        starts.append(start)
+        ends.append(_BEFORE_START if step < 0 and stop < 0 else stop)
+        steps.append(step)
+    if not axes:
+        return g.node("Identity", [x])
+    return g.node("Slice", [x, g.const(starts), g.const(ends), g.const(axes), g.const(steps)])
+
+
+def _slice_assign(g, x, ranges, value):
+    # the padding idiom (a constant-filled tensor with a block written in) is one Pad;
+    # anything else is the input masked outside the block plus the zero-padded value
+    if any(r[2] != 1 for r in ranges):
+        raise OnnxExportUnsupportedError(
+            "onnx export: slice_assign with strided ranges has no ONNX mapping (unit steps do)"
+        )
+    pads = [r[0] for r in ranges] + [size - r[1] for r, size in zip(ranges, g.shapes[x])]
+    filled = g.arrays.get(x)
+    if filled is not None and filled.size and (filled == filled.flat[0]).all():
+        fill = g.const(filled.reshape(-1)[:1].reshape(()))
+        return g.node("Pad", [value, g.const(pads), fill], mode="constant")
+    padded = g.node("Pad", [value, g.const(pads)], mode="constant")
+    keep = g.np.ones(g.shapes[x], dtype=g.dtypes[x])
+    keep[tuple(slice(a, b) for a, b, _ in ranges)] = 0
+    return g.node("Add", [g.node("Mul", [x, g.const(keep)]), padded])
+
+
+def _cat(g, xs, dim):
+    return g.node("Concat", list(xs), axis=dim)
+
+
+def _flip(g, x, dims):
+    return _slice(g, x, [(s - 1, -1, -1) if d in dims else (0, s, 1)
+                         for d, s in enumerate(g.shapes[x])])
+
+
+def _reduce(op_type: str):
+    def emit(g, x, dims):
+        # ReduceSum takes its axes as an input from opset 13, the others from opset 18
+        if op_type == "ReduceSum" or g.opset >= 18:
+            return g.node(op_type, [x, g.const(list(dims))], keepdims=1)
+        return g.node(op_type, [x], axes=list(dims), keepdims=1)
+
+    return emit
+
+
+def _var(g, x, dims, correction):
+    n = math.prod(g.shapes[x][d] for d in dims)
+    centred = g.node("Sub", [x, _reduce("ReduceMean")(g, x, dims)])
+    total = _reduce("ReduceSum")(g, g.node("Mul", [centred, centred]), dims)
+    return g.node("Div", [total, g.scalar(max(n - correction, 0), x)])
+
+
+def _arg(op_type: str):
+    return lambda g, x, dim: g.node(op_type, [x], axis=dim, keepdims=1)
+
+
+def _gelu(g, x, approximate="none"):
+    half = g.node("Mul", [x, g.scalar(0.5, x)])
+    if approximate == "tanh":
+        cube = g.node("Mul", [g.node("Mul", [x, x]), x])
+        inner = g.node("Add", [x, g.node("Mul", [cube, g.scalar(0.044715, x)])])
+        t = g.node("Tanh", [g.node("Mul", [inner, g.scalar(math.sqrt(2 / math.pi), x)])])
+    else:
+        t = g.node("Erf", [g.node("Mul", [x, g.scalar(1 / math.sqrt(2), x)])])
+    return g.node("Mul", [half, g.node("Add", [t, g.scalar(1.0, x)])])
+
+
+def _softplus(g, x, beta=1.0, threshold=20.0):
+    scaled = g.node("Mul", [x, g.scalar(beta, x)])
+    soft = g.node("Div", [g.node("Softplus", [scaled]), g.scalar(beta, x)])
+    # PyTorch's softplus is linear above the threshold
+    return g.node("Where", [g.node("Greater", [scaled, g.scalar(threshold, x)]), x, soft])
+
+
+def _conv(g, x, weight, bias, stride, padding, dilation, groups):
+    pads = [p[0] for p in padding] + [p[1] for p in padding]
+    return g.node("Conv", [x, weight, bias] if bias else [x, weight], strides=list(stride),
+                  pads=pads, dilations=list(dilation), group=groups)
+
+
+def _conv_transpose(g, x, weight, bias, stride, padding, output_padding, dilation, groups):
+    return g.node("ConvTranspose", [x, weight, bias] if bias else [x, weight],
+                  strides=list(stride), pads=list(padding) * 2,
+                  output_padding=list(output_padding), dilations=list(dilation), group=groups)
+
+
+def _filled_if_none(g, t, shape: tuple, like: str, value: float):
+    """``t``, or an initializer of ``shape`` filled with ``value`` (an affine-free norm)."""
+    return t if t is not None else g.const(g.np.full(shape, value, dtype=g.dtypes[like]))
+
+
+def _layer_norm(g, x, normalized_ndim, weight, bias, eps):
+    w = _filled_if_none(g, weight, g.shapes[x][-normalized_ndim:], x, 1.0)
+    return g.node("LayerNormalization", [x, w, bias] if bias else [x, w],
+                  axis=-normalized_ndim, epsilon=float(eps))
+
+
+def _batch_norm(g, x, mean, var, weight, bias, eps):
+    c = g.shapes[x][1]
+    w, b = _filled_if_none(g, weight, (c,), x, 1.0), _filled_if_none(g, bias, (c,), x, 0.0)
+    return g.node("BatchNormalization", [x, w, b, mean, var], epsilon=float(eps))
+
+
+def _max_pool(g, x, kernel, stride, padding, dilation, ceil_mode):
+    return g.node("MaxPool", [x], kernel_shape=list(kernel), strides=list(stride),
+                  pads=list(padding) * 2, dilations=list(dilation), ceil_mode=int(ceil_mode))
+
+
+def _avg_pool(g, x, kernel, stride, padding, ceil_mode, count_include_pad,
+              divisor_override=None):
+    if divisor_override is not None:
+        raise OnnxExportUnsupportedError(
+            "onnx export: avg_pool with divisor_override has no ONNX mapping (use None)"
+        )
+    return g.node("AveragePool", [x], kernel_shape=list(kernel), strides=list(stride),
+                  pads=list(padding) * 2, ceil_mode=int(ceil_mode),
+                  count_include_pad=int(count_include_pad))
+
+
+def _adaptive_avg_pool(g, x, output_size):
+    spatial = g.shapes[x][2:]
+    if all(o == 1 for o in output_size):
+        return g.node("GlobalAveragePool", [x])
+    if any(s % o for s, o in zip(spatial, output_size)):
+        raise OnnxExportUnsupportedError(
+            f"onnx export: adaptive_avg_pool from {spatial} to {tuple(output_size)} has no ONNX "
+            "mapping (an output of 1 or one that divides the input size does)"
+        )
+    kernel = [s // o for s, o in zip(spatial, output_size)]
+    return g.node("AveragePool", [x], kernel_shape=kernel, strides=kernel)
+
+
+_RESIZE = {"nearest": ("nearest", "asymmetric"), "linear": ("linear", None),
+           "bilinear": ("linear", None), "trilinear": ("linear", None)}
+
+
+def _interpolate(g, x, size, mode, align_corners, scale_factors=None):
+    if mode not in _RESIZE:
+        raise OnnxExportUnsupportedError(
+            f"onnx export: interpolate mode {mode!r} has no ONNX mapping (one of "
+            f"{', '.join(_RESIZE)} has)"
+        )
+    onnx_mode, transform = _RESIZE[mode]
+    transform = transform or ("align_corners" if align_corners else "pytorch_half_pixel")
+    shape = g.shapes[x]
+    scales = [1.0, 1.0] + [o / i for o, i in zip(size, shape[2:])]
+    extra = {"nearest_mode": "floor"} if onnx_mode == "nearest" else {}
+    if g.dynamic:  # sizes would fix the batch
+        inputs = [x, "", g.const(g.np.asarray(scales, dtype=g.np.float32))]
+    else:
+        inputs = [x, "", "", g.const(list(shape[:2]) + list(size))]
+    return g.node("Resize", inputs, mode=onnx_mode, coordinate_transformation_mode=transform,
+                  **extra)
+
+
+def _leaky_relu(g, x, negative_slope):
+    return g.node("LeakyRelu", [x], alpha=float(negative_slope))
+
+
+def _elu(g, x, alpha):
+    return g.node("Elu", [x], alpha=float(alpha))
+
+
+def _clip(low: float, high: float):
+    return lambda g, x: g.node("Clip", [x, g.scalar(low, x), g.scalar(high, x)])
+
+
+def _silu(g, x):
+    return g.node("Mul", [x, g.node("Sigmoid", [x])])
+
+
+def _mish(g, x):
+    return g.node("Mul", [x, g.node("Tanh", [g.node("Softplus", [x])])])
+
+
+def _hard_sigmoid(g, x):
+    return g.node("HardSigmoid", [x], alpha=1 / 6, beta=0.5)  # relu6(x + 3) / 6
+
+
+def _axis(op_type: str):
+    return lambda g, x, dim: g.node(op_type, [x], axis=dim)
+
+
+def _gather(g, x, dim, index):
+    return g.node("GatherElements", [x, index], axis=dim)
+
+
+def _index_select(g, x, dim, index):
+    return g.node("Gather", [x, index], axis=dim)
+
+
+def _scatter(g, x, dim, index, src, reduce="none"):
+    extra = {} if reduce == "none" else {"reduction": reduce}
+    return g.node("ScatterElements", [x, index, src], axis=dim, **extra)
+
+
+def _permute(g, x, axes):
+    return g.node("Transpose", [x], perm=list(axes))
+
+
+def _where(g, cond, a, b):
+    return g.node("Where", [cond, a, b])
+
+
+_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
+           "maximum": "Max", "minimum": "Min", "eq": "Equal", "lt": "Less",
+           "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"}
+_UNARY = {"neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "sin": "Sin",
+          "cos": "Cos", "atan": "Atan", "tanh": "Tanh", "erf": "Erf", "floor": "Floor",
+          "ceil": "Ceil", "round": "Round", "isnan": "IsNaN", "isinf": "IsInf",
+          "reciprocal": "Reciprocal", "tan": "Tan", "sinh": "Sinh", "cosh": "Cosh",
+          "asin": "Asin", "acos": "Acos", "sigmoid": "Sigmoid", "sign": "Sign"}
+
+EMITTERS: dict = {
+    **{f"float_{k}": _simple(v) for k, v in {**_BINARY, **_UNARY}.items()},
+    **{f"int_{k}": _simple(v) for k, v in _BINARY.items() if k not in ("div", "pow")},
+    **{f"int_{k}": _simple(_UNARY[k]) for k in ("neg", "abs", "sign")},
+    "float_ne": _not("Equal"), "int_ne": _not("Equal"), "bool_eq": _simple("Equal"),
+    "bool_ne": _simple("Xor"), "bool_and": _simple("And"), "bool_or": _simple("Or"),
+    "bool_xor": _simple("Xor"), "bool_not": _simple("Not"),
+    "float_floor_divide": _then("Div", "Floor"), "float_remainder": _remainder,
+    "float_expm1": _with_scalar("Sub", 1.0, first="Exp"),
+    "float_log1p": _with_scalar("Add", 1.0, after="Log"),
+    "float_log2": _with_scalar("Div", math.log(2), first="Log"),
+    "float_log10": _with_scalar("Div", math.log(10), first="Log"),
+    "float_rsqrt": _then("Sqrt", "Reciprocal"),
+    "where": _where, "cast": _cast, "full": _full,
+    "reshape": _reshape, "permute": _permute, "expand": _expand, "slice": _slice,
+    "slice_assign": _slice_assign, "cat": _cat, "flip": _flip, "gather": _gather,
+    "index_select": _index_select, "scatter": _scatter,
+    "float_sum": _reduce("ReduceSum"), "int_sum": _reduce("ReduceSum"),
+    "float_prod": _reduce("ReduceProd"), "float_max": _reduce("ReduceMax"),
+    "int_max": _reduce("ReduceMax"), "float_min": _reduce("ReduceMin"),
+    "int_min": _reduce("ReduceMin"), "float_mean": _reduce("ReduceMean"),
+    "float_logsumexp": _reduce("ReduceLogSumExp"), "float_var": _var,
+    "float_argmax": _arg("ArgMax"), "float_argmin": _arg("ArgMin"),
+    "int_argmax": _arg("ArgMax"), "int_argmin": _arg("ArgMin"),
+    "float_cumsum": lambda g, x, dim: g.node("CumSum", [x, g.const(g.np.asarray(dim))]),
+    "float_matmul": _simple("MatMul"),
+    "relu": _simple("Relu"), "relu6": _clip(0.0, 6.0), "leaky_relu": _leaky_relu, "elu": _elu,
+    "gelu": _gelu, "silu": _silu, "softplus": _softplus, "hard_sigmoid": _hard_sigmoid,
+    "hard_swish": _simple("HardSwish"), "mish": _mish,
+    "softmax": _axis("Softmax"), "log_softmax": _axis("LogSoftmax"),
+    "conv": _conv, "conv_transpose": _conv_transpose, "layer_norm": _layer_norm,
+    "batch_norm": _batch_norm, "max_pool": _max_pool, "avg_pool": _avg_pool,
+    "adaptive_avg_pool": _adaptive_avg_pool, "interpolate": _interpolate,
+}
