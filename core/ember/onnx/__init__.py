@@ -47,9 +47,14 @@ def __getattr__(name: str):
         from . import runtime
 
         return getattr(runtime, name)
+    if name == "export":  # tracing brings ember.jit; loaded on first use like load
+        from .exporter import export
+
+        return export
     raise AttributeError(f"module 'ember.onnx' has no attribute {name!r}")
 
 
 __all__ = [
-    "OnnxLoadError", "OnnxModule", "OnnxUnsupportedError", "convert", "load", "supported_ops",
+    "OnnxLoadError", "OnnxModule", "OnnxUnsupportedError", "convert", "export", "load",
+    "supported_ops",
 ]
