@@ -58,7 +58,7 @@ def compile_tape(backend, tape):
             ins = [_own_copy(rt, p) for p in prims]
             env = dict(tape.constants)
             env.update(zip(tape.inputs, ins))
-            program: list = []  # a tuple of recorded calls, or (step, its outputs) to re-run
+            program: list = []  # a tuple of recorded calls, or [step, env, outputs] to re-run
             for step in tape.steps:
                 start = len(recorder.calls)
                 recorder.data_dependent = False
@@ -72,7 +72,8 @@ def compile_tape(backend, tape):
                     env.update(zip(step.outputs(), outs))
                 if step.kind in ("feed", "random") or recorder.data_dependent:
                     del recorder.calls[start:]
-                    program.append((step, env, outs if step.out is not None else ()))
+                    # a list, not a tuple: run() tells re-runs from recorded calls by type
+                    program.append([step, env, outs if step.out is not None else ()])
                 elif len(recorder.calls) > start:
                     program.append(tuple(recorder.calls[start:]))
             start = len(recorder.calls)
