@@ -1,19 +1,23 @@
 """Build Ember's offline web distribution into ``web/dist/`` (or ``--out DIR``).
 
 Layout of the result (serve it on http://127.0.0.1 or localhost: WebGPU needs a secure
-context)::
+context; ``.wasm`` as ``application/wasm`` for streaming compilation)::
 
     dist/pyodide/            Pyodide core from the npm package + pyodide-lock.json, rewritten
-                             to list only what is shipped: micropip and ember, each with the
-                             sha256 of the file next to it
-    dist/pyodide/ember-*.whl ember's pure-Python wheel built from this checkout (shaders inside)
+                             to list only what is shipped: ember, with the sha256 of its wheel
+                             (``pyodide.loadPackage("ember")`` installs it: no micropip)
+    dist/pyodide/ember-*.whl ember's wheel built from this checkout (shaders inside), its
+                             modules compiled to bytecode by Pyodide's Python under Node
+                             (compile_wheel.py: a faster ``import ember`` in the page)
+    dist/ember.wasm          the wasm backend's kernels (``python wasm/build.py``), compiled by
+                             the page with ``WebAssembly.compileStreaming`` while Pyodide loads
     dist/ember.js            the bootstrap (ES module): ``loadEmber()``
     dist/ember-worker.js     the same runtime in a module Web Worker
     dist/index.html          a small page: backend shown, Python in a text box, Run
     dist/ember-dist.json     manifest: wheel name, versions
 
-Needs ``npm install`` in web/ (web/setup.sh does it) and network access to PyPI for the one
-micropip wheel (cached in web/.cache/).
+Needs ``npm install`` in web/ (web/setup.sh does it) and the built kernels (``make wasm``);
+everything else comes from this checkout, offline.
 
     python web/build_dist.py            # -> web/dist
 """
@@ -21,6 +25,7 @@ micropip wheel (cached in web/.cache/).
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import os
@@ -33,7 +38,7 @@ from pathlib import Path
 WEB = Path(__file__).resolve().parent
 ROOT = WEB.parent
 PYODIDE_NPM = WEB / "node_modules" / "pyodide"
-CACHE = WEB / ".cache" / "wheels"
+KERNELS = ROOT / "core" / "ember" / "backends" / "wasm" / "ember.wasm"
 CORE_FILES = (
     "pyodide.mjs", "pyodide.js", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
     "package.json",
@@ -65,21 +70,16 @@ def build_ember_wheel(dest: Path) -> Path:
     return target
 
 
-def fetch_wheel(name: str, version: str, python: str) -> Path:
-    """A pure-Python wheel from PyPI through pip (cached in web/.cache/wheels)."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    found = sorted(CACHE.glob(f"{name}-{version}-*.whl"))
-    if not found:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--only-binary=:all:",
-             "--python-version", python, "--platform", "any", "-d", str(CACHE),
-             f"{name}=={version}"],
-            check=True,
-        )
-        found = sorted(CACHE.glob(f"{name}-{version}-*.whl"))
-    if not found:
-        raise SystemExit(f"build_dist: pip download gave no wheel for {name}=={version}")
-    return found[0]
+def compile_wheel(wheel: Path) -> None:
+    """Replace ``wheel`` by its bytecode build for the page's Python (compile_wheel.py, run in
+    Pyodide under Node), without the wasm kernels the page fetches on their own."""
+    node = shutil.which("node")
+    if node is None:
+        raise SystemExit("build_dist: node is missing (it comes with npm: web/setup.sh)")
+    compiled = wheel.with_suffix(".pyc.whl")
+    subprocess.run([node, str(WEB / "compile_wheel.mjs"), str(wheel), str(compiled),
+                    "ember/backends/wasm/ember.wasm"], check=True)
+    compiled.replace(wheel)
 
 
 def lock_entry(base: dict, wheel: Path, **extra) -> dict:
@@ -117,13 +117,12 @@ def _build_into(out: Path) -> dict:
         shutil.copy2(PYODIDE_NPM / name, pyo / name)
 
     lock = json.loads((PYODIDE_NPM / "pyodide-lock.json").read_text())
-    upstream = lock["packages"]
-    micropip = upstream["micropip"]
-    py = ".".join(str(lock["info"].get("python", "3.12")).split(".")[:2])  # Pyodide's Python
-    mp_wheel = fetch_wheel("micropip", micropip["version"], py)
-    shutil.copy2(mp_wheel, pyo / mp_wheel.name)
-
+    py = ".".join(str(lock["info"]["python"]).split(".")[:2])  # Pyodide's Python: "3.14"
+    if not KERNELS.is_file():
+        raise SystemExit(f"build_dist: {KERNELS} is missing; build it with `python wasm/build.py`")
+    shutil.copy2(KERNELS, out / "ember.wasm")
     ember_wheel = build_ember_wheel(pyo)
+    compile_wheel(ember_wheel)
     version = ember_wheel.name.split("-")[1]
     ember_entry = {
         "name": "ember", "version": version, "file_name": "", "install_dir": "site",
@@ -131,10 +130,7 @@ def _build_into(out: Path) -> dict:
         "unvendored_tests": False, "tool": {},
     }
     # Only shipped packages stay in the lock: a listed-but-missing file would fail at load time.
-    lock["packages"] = {
-        "micropip": lock_entry(micropip, pyo / mp_wheel.name),
-        "ember": lock_entry(ember_entry, ember_wheel),
-    }
+    lock["packages"] = {"ember": lock_entry(ember_entry, ember_wheel)}
     (pyo / "pyodide-lock.json").write_text(json.dumps(lock, indent=1))
 
     for name in JS_FILES:
@@ -142,6 +138,11 @@ def _build_into(out: Path) -> dict:
     pkg = json.loads((PYODIDE_NPM / "package.json").read_text())
     manifest = {
         "ember_wheel": ember_wheel.name,
+        # fetch()'s subresource integrity, and where Pyodide's Python finds packages
+        "ember_wheel_integrity": "sha256-" + base64.b64encode(
+            hashlib.sha256(ember_wheel.read_bytes()).digest()).decode(),
+        "site_packages": f"/lib/python{py}/site-packages",
+        "kernels": "ember.wasm",
         "ember_version": version,
         "pyodide_version": pkg["version"],
         "python": lock["info"].get("python"),
@@ -152,15 +153,15 @@ def _build_into(out: Path) -> dict:
 
 
 def is_stale(out: Path = WEB / "dist") -> bool:
-    """True when ``out`` lacks the wheel or the bootstrap, or a source file under core/,
-    shaders/ or web/ (.py, .wgsl, .js, .html) is newer than the wheel it holds."""
+    """True when ``out`` lacks the wheel, the kernels or the bootstrap, or a source file under
+    core/, shaders/ or web/ (.py, .wgsl, .js, .html, .wasm) is newer than the wheel it holds."""
     wheels = sorted((out / "pyodide").glob("ember-*.whl"))
-    if not wheels or not (out / "ember.js").is_file():
+    if not wheels or not (out / "ember.js").is_file() or not (out / "ember.wasm").is_file():
         return True
     built = wheels[0].stat().st_mtime
     for folder in (ROOT / "core", ROOT / "shaders", WEB):
         for path in folder.rglob("*"):
-            if path.suffix in (".py", ".wgsl", ".js", ".html") and "node_modules" not in \
+            if path.suffix in (".py", ".wgsl", ".js", ".html", ".wasm") and "node_modules" not in \
                     path.parts and out not in path.parents and path.stat().st_mtime > built:
                 return True
     return False

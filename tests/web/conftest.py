@@ -164,10 +164,10 @@ def browser_without_webgpu(playwright_instance):
     yield from _chromium(playwright_instance, webgpu=False)
 
 
-def _ember_page(browser, server):
-    """A fresh page with ember loaded (WebGPU chosen when SwiftShader offers it)."""
+def _ember_page(browser, server, backend: str = "auto"):
+    """A fresh page with ember loaded (``auto``: WebGPU chosen when SwiftShader offers it)."""
     page = blank_page(browser, server)
-    page.ember_info = load_ember(page, "auto")
+    page.ember_info = load_ember(page, backend)
     return page
 
 
@@ -201,7 +201,8 @@ def _run_cases(browser, server, backend: str) -> dict:
     from playwright.sync_api import Error as PlaywrightError
 
     for attempt in (1, 2):
-        page = _ember_page(browser, server)
+        # wgpu through "auto", so that a Chromium without WebGPU skips instead of failing
+        page = _ember_page(browser, server, "auto" if backend == "wgpu" else backend)
         try:
             if backend == "wgpu" and page.ember_info["backend"] != "wgpu":
                 pytest.skip(f"no WebGPU in this Chromium: {page.ember_info['reason']}")

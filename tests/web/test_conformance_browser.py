@@ -1,12 +1,12 @@
 """The conformance catalog replayed inside Pyodide in headless Chromium, one pytest case per
-(backend, case): ``python`` (pure-Python backend) and ``wgpu`` (WebGPU through ``navigator.gpu``
-on SwiftShader). Expected values are the catalog's numpy float64 references, shipped as JSON.
+(backend, case): ``python`` (pure-Python backend), ``wgpu`` (WebGPU through ``navigator.gpu``
+on SwiftShader) and ``wasm`` (the C kernels in Chromium's WebAssembly). Expected values are the catalog's numpy float64 references, shipped as JSON.
 
 Every backend's cases run in one Python call in the page (fast); each case's outcome is then
 reported here. Known failures: tests/conformance/known_failures.py (shared with the native
 run) plus tests/web/known_failures.py (browser only), as xfail(strict=True).
 
-    pytest tests/web                        # both backends
+    pytest tests/web                        # every backend
     EMBER_WEB_BACKENDS=python pytest tests/web
 """
 
@@ -20,7 +20,7 @@ from conformance.known_failures import reason as native_reason
 
 from .known_failures import BROWSER_ONLY
 
-BACKENDS = [b for b in os.environ.get("EMBER_WEB_BACKENDS", "python,wgpu").split(",") if b]
+BACKENDS = [b for b in os.environ.get("EMBER_WEB_BACKENDS", "python,wgpu,wasm").split(",") if b]
 CASE_IDS = [c.id for c in all_cases()]
 
 

@@ -1,6 +1,6 @@
-"""The web runtime itself: backend choice, sync (JSPI) and async reads, the no-JSPI error, the
-Web Worker mode and the automatic CPU fallback when WebGPU is missing. References: numpy
-float64 on CPython."""
+"""The web runtime itself: backend choice and its fallback order (WebGPU, else wasm, else
+python), sync (JSPI) and async reads, the no-JSPI error, the Web Worker mode, the start-up
+phases. References: numpy float64 on CPython."""
 
 from __future__ import annotations
 
@@ -33,12 +33,12 @@ def test_webgpu_chosen_and_visible(ember_page):
     assert run_python(ember_page, "import ember\nember.default_backend().name") == "wgpu"
 
 
-@pytest.mark.parametrize("backend", ["wgpu", "python"])
+@pytest.mark.parametrize("backend", ["wgpu", "wasm", "python"])
 def test_sync_read_through_jspi(ember_page, backend):
     _close(run_python(ember_page, PROGRAM + "y.tolist()", {"BACKEND": backend}))
 
 
-@pytest.mark.parametrize("backend", ["wgpu", "python"])
+@pytest.mark.parametrize("backend", ["wgpu", "wasm", "python"])
 def test_async_read_and_async_call(ember_page, backend):
     code = PROGRAM + """
 from ember.backends.wgpu.browser import call_async
@@ -77,16 +77,66 @@ def test_worker_runs_ember_off_the_main_thread(browser, server):
         page.close()
 
 
-def test_cpu_fallback_when_webgpu_is_missing(browser_without_webgpu, server):
+def test_wasm_when_webgpu_is_missing(browser_without_webgpu, server):
     page = blank_page(browser_without_webgpu, server)
     try:
         info = load_ember(page, "auto")
-        assert info["backend"] == "python"
-        assert "navigator.gpu" in info["reason"] or "adapter" in info["reason"]
-        _close(run_python(page, PROGRAM + "y.tolist()", {"BACKEND": "python"}))
-        assert run_python(page, "import ember\nember.default_backend().name") == "python"
+        assert info["backend"] == "wasm", info["reason"]
+        assert "navigator.gpu" in info["reason"]
+        _close(run_python(page, PROGRAM + "y.tolist()", {"BACKEND": "wasm"}))
+        assert run_python(page, "import ember\nember.default_backend().name") == "wasm"
     finally:
         page.close()
+
+
+def test_python_when_webgpu_and_the_kernels_are_missing(browser_without_webgpu, server):
+    page = blank_page(browser_without_webgpu, server)
+    page.route("**/ember.wasm", lambda route: route.abort())
+    try:
+        info = load_ember(page, "auto")
+        assert info["backend"] == "python"
+        assert "navigator.gpu" in info["skipped"]["wgpu"]
+        assert "wasm" in info["skipped"]
+        _close(run_python(page, PROGRAM + "y.tolist()", {"BACKEND": "python"}))
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("backend", ["wasm", "python"])
+def test_a_named_backend_is_chosen_even_with_webgpu(browser, server, backend):
+    page = blank_page(browser, server)
+    try:
+        info = load_ember(page, backend)
+        assert info["backend"] == backend
+        assert info["reason"] == f"{backend} backend requested"
+        assert run_python(page, "import ember\nember.default_backend().name") == backend
+    finally:
+        page.close()
+
+
+def test_a_named_backend_that_cannot_start_is_an_error(browser_without_webgpu, server):
+    page = blank_page(browser_without_webgpu, server)
+    try:
+        with pytest.raises(Exception, match="navigator.gpu"):
+            load_ember(page, "wgpu")
+        with pytest.raises(Exception, match="backend must be one of auto, wgpu, wasm, python"):
+            load_ember(page, "gpu")
+    finally:
+        page.close()
+
+
+def test_start_up_phases_and_the_served_kernels(ember_page, server):
+    phases = ember_page.ember_info["phases"]
+    assert set(phases) == {"pyodide", "install", "import", "backend"}
+    assert all(ms >= 0 for ms in phases.values())
+    assert ember_page.ember_info["startup_ms"] >= sum(phases.values()) - 1
+    # streaming compilation needs the wasm MIME type; the wheel leaves the kernels out
+    kind = ember_page.evaluate(
+        "async () => (await fetch('ember.wasm', { method: 'HEAD' })).headers.get('content-type')")
+    assert kind == "application/wasm"
+    # the page's wasm instance is registered beside WebGPU, not wasmtime's
+    assert run_python(ember_page, "import ember\ntype(ember.get_backend('wasm').rt.host).__name__"
+                      ) == "BrowserHost"
 
 
 def test_example_page_runs_python(browser, server):

@@ -6,13 +6,11 @@ allocator are shared with the native wgpu-py adapter. WebGPU reads are asynchron
 Python was entered through ``pyodide.runPythonAsync``, ``pyodide.ffi.run_sync`` gives the same
 synchronous ``tensor.tolist()`` as native. Elsewhere use ``await tensor.to_data_async()``.
 
-In a page, ``web/ember.js`` calls :func:`init_browser`, which picks WebGPU when an adapter is
-offered and the pure-Python backend otherwise:
+In a page, ``web/ember.js`` calls :func:`ember.backends.browser.init_browser`, which picks
+WebGPU when an adapter is offered (else the wasm kernels, else the pure-Python backend):
 
->>> info = await init_browser()          # doctest: +SKIP
->>> info["backend"]                      # doctest: +SKIP
-'wgpu'
->>> y = ember.tensor([1.0, 2.0]).exp()   # doctest: +SKIP
+>>> backend = await browser_backend()    # doctest: +SKIP
+>>> y = ember.tensor([1.0, 2.0], backend=backend).exp()  # doctest: +SKIP
 >>> (await y.to_data_async()).tolist()   # doctest: +SKIP
 [2.718281828459045, 7.38905609893065]
 """
@@ -348,37 +346,6 @@ async def browser_backend(power_preference: str = "high-performance"):
     """A wgpu backend on this page's WebGPU device (raises :class:`EmberError` without one)."""
     adapter = await BrowserAdapter.create(power_preference)
     return _browser_backend_class()(adapter=adapter)
-
-
-async def init_browser(prefer: str = "auto") -> dict:
-    """Choose the page's default backend: ``"auto"`` (WebGPU when available, else the python
-    backend), ``"wgpu"`` (error without WebGPU) or ``"python"``. Registers the WebGPU backend
-    as ``"wgpu"``, so ``ember.get_backend("wgpu")`` works too. Returns what was chosen and why,
-    for the page to show."""
-    from .. import register, set_default_backend
-
-    info: dict[str, Any] = {"backend": "python", "adapter": None, "jspi": jspi_available(),
-                            "reason": ""}
-    if prefer not in ("auto", "wgpu", "python"):
-        raise EmberError(f"init_browser: prefer must be 'auto', 'wgpu' or 'python', got {prefer!r}")
-    if prefer != "python":
-        try:
-            backend = await browser_backend()
-        except EmberError as e:
-            if prefer == "wgpu":
-                raise
-            info["reason"] = str(e)
-        else:
-            register("wgpu", lambda: backend)
-            set_default_backend(backend)
-            info.update(backend="wgpu", adapter=backend.rt.adapter.info.name)
-            if not info["jspi"]:
-                info["reason"] = "no JSPI: read tensors with `await t.to_data_async()`"
-            return info
-    else:
-        info["reason"] = "python backend requested"
-    set_default_backend("python")
-    return info
 
 
 async def call_async(fn, *args, **kwargs):
