@@ -36,6 +36,14 @@ def make_backend(name: str):
             backend.compiler.min_elements = 0
         if name.startswith("autodiff-"):
             backend = Autodiff(backend)
+    elif name.startswith("router-"):
+        from ember.router import Router
+
+        backend = Router(*(make_backend(n) for n in name[len("router-"):].split("-")))
+    elif name.startswith("remote-"):
+        from .remote_server import connect
+
+        backend = connect(make_backend(name[len("remote-"):]))
     elif name.startswith("checked-"):
         from .infer_check import InferChecked
 

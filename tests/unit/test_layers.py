@@ -6,7 +6,7 @@ Layers, bottom up (docs/architecture.md draws them):
 0. errors, dtype, shape, tensordata, random, limits — no imports from ember above;
 1. contract — the op registry, the Backend base class, caps;
 2. backends — python, numpy, wgpu;
-3. decorators — autodiff, fusion (router, remote to come);
+3. decorators — autodiff, fusion, router, remote;
 4. the user API — tensor, tensor_methods, ops, printing, and jit (graph capture, on tensors);
 5. everything built on tensors — nn, optim, train, dataset, io, onnx, export, and the
    ``ember`` package itself (its ``__init__`` gathers the public API);
@@ -27,7 +27,7 @@ LAYERS = {
     0: ("errors", "dtype", "shape", "tensordata", "random", "limits"),
     1: ("contract",),
     2: ("backends",),
-    3: ("autodiff", "fusion"),
+    3: ("autodiff", "fusion", "router", "remote"),
     4: ("tensor", "tensor_methods", "ops", "printing", "jit"),
     5: ("", "nn", "optim", "train", "dataset", "io", "onnx", "export"),
     6: ("demos", "cli", "__main__"),

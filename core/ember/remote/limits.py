@@ -1,0 +1,35 @@
+"""What a Remote server allows one connection (defaults for a workstation; lower them for a
+server open to people you don't know).
+
+>>> from ember.remote import ServerLimits
+>>> ServerLimits(max_session_bytes=1 << 20).max_session_bytes
+1048576
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerLimits:
+    """Bounds the server checks before it allocates or runs anything a client sends."""
+
+    #: one websocket message (a batch of ops with its uploads); larger ones close the connection
+    max_frame_bytes: int = 256 << 20
+    #: one tensor's size (an upload, or an op's result as its shape rule declares it)
+    max_tensor_bytes: int = 256 << 20
+    #: all live tensors of one connection together
+    max_session_bytes: int = 2 << 30
+    #: live tensor handles of one connection
+    max_handles: int = 1 << 20
+    #: dims of one tensor
+    max_ndim: int = 32
+    #: connections served at once; more are refused (close code 1013, try again later)
+    max_sessions: int = 64
+    #: seconds a new connection has to authenticate
+    auth_timeout: float = 10.0
+
+    def public(self) -> dict:
+        """What the server tells an authenticated client (so it can check before sending)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -1,0 +1,183 @@
+"""The Remote server: one backend exposed over websockets (``ember serve``).
+
+Each connection must authenticate first: its hello's token is compared with the server's in
+constant time (:func:`hmac.compare_digest` of SHA-256 digests) before anything else is read;
+a wrong, missing or late token closes the connection (code 1008). An authenticated connection
+gets a :class:`~ember.remote.session.Session` of its own; a frame that breaks the protocol
+closes that connection only (1008), a frame over ``max_frame_bytes`` too (1009, by
+websockets); when a connection ends, its tensors are freed. Ops run on one worker thread, in
+order, so a backend that isn't thread-safe (wgpu) serves every connection, and the event loop
+keeps answering handshakes and pings while an op runs. TLS: pass an :class:`ssl.SSLContext`.
+
+>>> from ember.remote import Remote, Server
+>>> server = Server("numpy", port=0, token="s3cret").start()   # a thread; port 0: any free
+>>> remote = Remote(server.url, token="s3cret")
+>>> import ember
+>>> (ember.tensor([1.0, 2.0], backend=remote) * 3).tolist()
+[3.0, 6.0]
+>>> remote.close(); server.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import hmac
+import logging
+import os
+import threading
+
+from ..errors import EmberError
+from . import protocol
+from .errors import ProtocolError
+from .limits import ServerLimits
+from .session import Session
+
+log = logging.getLogger("ember.remote")
+
+TOKEN_ENV = "EMBER_REMOTE_TOKEN"
+
+
+class Server:
+    """A websockets server exposing ``backend`` (a name or instance) on ``host:port``.
+
+    ``token``: the shared secret clients send (default: ``$EMBER_REMOTE_TOKEN``; one is
+    required). ``host`` defaults to 127.0.0.1: serving other machines is a deliberate choice
+    (``host="0.0.0.0"``, and TLS through ``ssl`` when the network isn't yours).
+    """
+
+    def __init__(self, backend="numpy", *, host: str = "127.0.0.1", port: int = 8760,
+                 token: str | None = None, ssl=None, limits: ServerLimits | None = None):
+        from ..backends import get_backend
+
+        token = token if token is not None else os.environ.get(TOKEN_ENV, "")
+        if not token:
+            raise EmberError(f"Server: no token; pass token=... or set ${TOKEN_ENV} "
+                             "(every client must send it)")
+        self.backend = get_backend(backend)
+        self.host, self.port, self.ssl = host, port, ssl
+        self.limits = limits or ServerLimits()
+        self._digest = hashlib.sha256(token.encode()).digest()
+        self.sessions: set[Session] = set()
+        self.refused = 0  # connections that failed to authenticate
+        self.malformed = 0  # connections closed for a protocol error
+        self._welcome = protocol.encode_welcome(self._info())
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, "ember-remote-ops")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Future | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"{'wss' if self.ssl else 'ws'}://{self.host}:{self.port}"
+
+    def stats(self) -> dict:
+        """Connections served now, their tensors' bytes, refused and malformed connections."""
+        sessions = list(self.sessions)
+        return {"sessions": len(sessions), "bytes": sum(s.bytes for s in sessions),
+                "tensors": sum(len(s.tensors) for s in sessions), "refused": self.refused,
+                "malformed": self.malformed}
+
+    def _info(self) -> dict:
+        b = self.backend
+        missing = sorted(n for n in b.required_ops() if getattr(getattr(type(b), n), "is_required",
+                                                                  False))
+        return {"backend": b.name, "device": b.device,
+                "dtypes": sorted(d.name for d in b.caps.dtypes),
+                "narrow": sorted(d.name for d in b.caps.narrow),
+                "missing": missing, "limits": self.limits.public()}
+
+    def _authorized(self, frame) -> bool:
+        try:
+            token = protocol.decode_hello(frame)
+        except ProtocolError:
+            token = ""
+        return hmac.compare_digest(hashlib.sha256(token.encode()).digest(), self._digest)
+
+    # ------------------------------------------------------------------ connections
+    async def _connection(self, ws) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            first = await asyncio.wait_for(ws.recv(), self.limits.auth_timeout)
+        except (asyncio.TimeoutError, ConnectionClosed):
+            self.refused += 1
+            await ws.close(1008, "authentication timed out")
+            return
+        if not self._authorized(first):
+            self.refused += 1
+            await ws.close(1008, "authentication failed")
+            return
+        if len(self.sessions) >= self.limits.max_sessions:
+            await ws.close(1013, f"server busy: max_sessions={self.limits.max_sessions}")
+            return
+        loop = asyncio.get_running_loop()
+        session = Session(self.backend, self.limits)
+        self.sessions.add(session)
+        try:
+            await ws.send(self._welcome)
+            async for frame in ws:
+                try:
+                    replies = await loop.run_in_executor(self._worker, session.handle, frame)
+                except ProtocolError as e:
+                    self.malformed += 1
+                    await ws.close(1008, _reason(f"protocol error: {e}"))
+                    return
+                except Exception as e:  # a bug of ours: say so, keep serving the others
+                    log.exception("remote: internal error")
+                    await ws.close(1011, _reason(f"internal error: {type(e).__name__}"))
+                    return
+                for reply in replies:
+                    await ws.send(reply)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.sessions.discard(session)
+            await loop.run_in_executor(self._worker, session.close)
+
+    async def serve(self, ready: threading.Event | None = None) -> None:
+        """Serve until :meth:`stop` (or the task is cancelled)."""
+        from websockets.asyncio.server import serve
+
+        self._loop = asyncio.get_running_loop()
+        self._stop = self._loop.create_future()
+        async with serve(self._connection, self.host, self.port, ssl=self.ssl,
+                         max_size=self.limits.max_frame_bytes, compression=None) as server:
+            self.port = server.sockets[0].getsockname()[1]
+            log.info("ember remote: serving %s on %s", self.backend.name, self.url)
+            if ready is not None:
+                ready.set()
+            await self._stop
+
+    def run(self) -> None:
+        """Serve in this thread until interrupted (what ``ember serve`` does)."""
+        asyncio.run(self.serve())
+
+    def start(self) -> Server:
+        """Serve on a daemon thread; returns once the port is open."""
+        ready = threading.Event()
+        self._thread = threading.Thread(target=asyncio.run, args=(self.serve(ready),),
+                                        name="ember-remote-server", daemon=True)
+        self._thread.start()
+        if not ready.wait(30):
+            raise EmberError(f"Server: could not start on {self.host}:{self.port}")
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (connections close; their tensors are freed)."""
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(_settle, self._stop)
+        if self._thread is not None:
+            self._thread.join(30)
+        self._worker.shutdown(wait=False)
+
+
+def _settle(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _reason(text: str) -> str:
+    """A close reason: at most 123 bytes of UTF-8."""
+    return text.encode()[:120].decode(errors="ignore")

@@ -1,0 +1,261 @@
+"""One client's state on a Remote server, and the reader of its batches.
+
+A :class:`Session` holds the connection's tensors by the ids the client chose; it can reach
+no other table, so a client can only touch its own tensors. Every record is checked before
+anything runs: its shape, the op (a registry op, never a data op), each argument's type (plain
+JSON values, dtypes by name, this session's handles at the op's tensor positions only), and
+the size of each result (from the op's shape rule) against the tensor and session limits.
+
+A frame that breaks the protocol raises :class:`~ember.remote.errors.ProtocolError` (the
+server closes that connection). An op that fails (a limit, a backend error) is not a protocol
+error: its results become *failed* handles holding the error, ops on them fail the same way,
+and a read of one answers the error, which the client raises as its original type.
+
+>>> from ember.backends import get_backend
+>>> from ember.remote import protocol
+>>> s = Session(get_backend("numpy"))
+>>> frame = protocol.encode_batch([
+...     ["put", 1, "float32", [2], 0, 8],
+...     ["op", "float_add", [2], [{"t": 1}, {"t": 1}]],
+...     ["read", 5, 2]], [bytes(memoryview(bytearray(8)).cast("B"))])
+>>> [protocol.decode_reply(r)[1] for r in s.handle(frame)]
+[{'shape': [2], 'dtype': 'float32'}]
+"""
+
+from __future__ import annotations
+
+from .. import dtype as dt
+from ..contract import registry
+from ..contract.registry import Spec
+from ..tensordata import TensorData
+from . import protocol
+from .errors import LimitError, ProtocolError
+from .limits import ServerLimits
+
+_MAX_ID = 1 << 53
+_DTYPES = {d.name: d for d in dt.ALL}
+_NO_OPS = frozenset({"from_data", "to_data", "to_data_async", "shape", "dtype"})
+
+
+class Session:
+    """The tensors of one connection and the reader of its frames (see the module doc)."""
+
+    def __init__(self, backend, limits: ServerLimits | None = None):
+        self.backend = backend
+        self.limits = limits or ServerLimits()
+        self.tensors: dict[int, tuple] = {}  # id → (primitive, Spec, nbytes)
+        self.failed: dict[int, tuple[str, str]] = {}  # id → (error type name, message)
+        self.bytes = 0  # live tensor bytes
+        self.ops = 0  # ops run
+
+    # ------------------------------------------------------------------ frames
+    def handle(self, frame) -> list[bytes]:
+        """Run one batch; return the replies to its reads."""
+        records, blobs = protocol.decode_batch(frame)
+        replies = []
+        for rec in records:
+            if not isinstance(rec, list) or not rec or not isinstance(rec[0], str):
+                raise ProtocolError("a record must be a list starting with its kind")
+            kind = rec[0]
+            if kind == "op":
+                self._op(rec)
+            elif kind == "put":
+                self._put(rec, blobs)
+            elif kind == "read":
+                replies.append(self._read(rec))
+            elif kind == "free":
+                self._free(rec)
+            else:
+                raise ProtocolError(f"unknown record kind {kind[:20]!r}; valid: op, put, "
+                                    "read, free")
+        return replies
+
+    def close(self) -> None:
+        """Free every tensor of the session (the connection ended)."""
+        self.tensors.clear()
+        self.failed.clear()
+        self.bytes = 0
+
+    # ------------------------------------------------------------------ records
+    def _new_id(self, i) -> int:
+        if type(i) is not int or not 0 < i < _MAX_ID:
+            raise ProtocolError("a tensor id must be an integer in [1, 2**53)")
+        if i in self.tensors or i in self.failed:
+            raise ProtocolError(f"tensor id {i} is already in use")
+        if len(self.tensors) + len(self.failed) >= self.limits.max_handles:
+            raise ProtocolError(f"more than max_handles={self.limits.max_handles} live tensors")
+        return i
+
+    def _get(self, i):
+        """The entry of handle ``i``, or the error it failed with (raised as _Failed)."""
+        entry = self.tensors.get(i) if type(i) is int else None
+        if entry is None:
+            if type(i) is int and i in self.failed:
+                raise _Failed(self.failed[i])
+            raise ProtocolError(f"unknown tensor id {i!r} (not created, or freed)")
+        return entry
+
+    def _spec_ok(self, spec, what: str) -> int:
+        """The byte size of a result ``spec``; LimitError past the limits."""
+        shape, dtype = spec
+        lim = self.limits
+        if len(shape) > lim.max_ndim:
+            raise LimitError(f"{what}: {len(shape)} dims; max_ndim is {lim.max_ndim}")
+        n = dt.as_dtype(dtype).itemsize
+        for s in shape:
+            if type(s) is not int or s < 0:
+                raise LimitError(f"{what}: invalid dimension {s!r}")
+            n *= s
+        if n > lim.max_tensor_bytes:
+            raise LimitError(f"{what}: a tensor of {n} bytes; the server's max_tensor_bytes "
+                             f"is {lim.max_tensor_bytes}")
+        return n
+
+    def _reserve(self, n: int, what: str) -> None:
+        if self.bytes + n > self.limits.max_session_bytes:
+            raise LimitError(f"{what}: {n} more bytes would pass the session's memory limit "
+                             f"(max_session_bytes={self.limits.max_session_bytes}, "
+                             f"{self.bytes} in use); free tensors or ask for a higher limit")
+
+    def _put(self, rec: list, blobs: memoryview) -> None:
+        if len(rec) != 6:
+            raise ProtocolError("put: expected [put, id, dtype, shape, offset, nbytes]")
+        _, i, name, shape, offset, nbytes = rec
+        i = self._new_id(i)
+        if name not in _DTYPES or not isinstance(shape, list):
+            raise ProtocolError("put: bad dtype or shape")
+        if type(offset) is not int or type(nbytes) is not int or not (
+                0 <= offset and 0 <= nbytes and offset + nbytes <= len(blobs)):
+            raise ProtocolError("put: the byte range is outside the message's blobs")
+        try:
+            spec = Spec(tuple(shape), _DTYPES[name])
+            n = self._spec_ok(spec, "from_data")
+            if n != nbytes:
+                raise ProtocolError(f"put: {nbytes} bytes for a tensor of {n}")
+            self.backend.caps.check_dtype(spec.dtype, "from_data", self.backend.name)
+            self._reserve(n, "from_data")
+            data = TensorData(bytes(blobs[offset:offset + nbytes]), spec.shape, spec.dtype)
+            prim = self.backend.from_data(data)
+        except ProtocolError:
+            raise
+        except Exception as e:  # a limit or a backend's error: this tensor fails, not the link
+            self.failed[i] = (type(e).__name__, str(e))
+            return
+        self.tensors[i] = (prim, spec, n)
+        self.bytes += n
+
+    def _op(self, rec: list) -> None:
+        if len(rec) != 4 or not isinstance(rec[1], str) or not isinstance(rec[2], list) \
+                or not isinstance(rec[3], list):
+            raise ProtocolError("op: expected [op, name, [out ids], [args]]")
+        _, name, outs, raw = rec
+        op = registry.REGISTRY.get(name)
+        if op is None or name in _NO_OPS:
+            raise ProtocolError(f"op: {name[:40]!r} is not an op the server runs")
+        if len(raw) != len(op.args) or len(outs) != op.outputs:
+            raise ProtocolError(f"op {name}: expected {len(op.args)} arguments and "
+                                f"{op.outputs} result ids")
+        outs = [self._new_id(i) for i in outs]
+        if len(set(outs)) != len(outs):
+            raise ProtocolError(f"op {name}: repeated result ids")
+        try:
+            args, specs = self._args(op, raw)
+            out = op.infer(*specs)
+            out_specs = [out] if op.outputs == 1 else list(out)
+            sizes = [self._spec_ok(s, name) for s in out_specs]
+            self._reserve(sum(sizes), name)
+            result = getattr(self.backend, name)(*args)
+        except ProtocolError:
+            raise
+        except _Failed as f:
+            for i in outs:
+                self.failed[i] = f.error
+            return
+        except Exception as e:  # the op's own error: its results fail, the link stays up
+            for i in outs:
+                self.failed[i] = (type(e).__name__, f"{name}: {e}")
+            return
+        results = [result] if op.outputs == 1 else list(result)
+        for i, prim, spec, n in zip(outs, results, out_specs, sizes):
+            self.tensors[i] = (prim, Spec(tuple(spec.shape), dt.as_dtype(spec.dtype)), n)
+            self.bytes += n
+        self.ops += 1
+
+    def _args(self, op: registry.Op, raw: list) -> tuple[list, list]:
+        """The op's arguments (handles resolved) and the same with Specs for its shape rule."""
+        args, specs = [], []
+        positions = op.tensor_positions
+        for k, a in enumerate(raw):
+            if k in positions:
+                if a is None:
+                    args.append(None)
+                    specs.append(None)
+                elif isinstance(a, list):  # a list of tensors (cat)
+                    entries = [self._get(_ref(x)) for x in a]
+                    args.append([e[0] for e in entries])
+                    specs.append([e[1] for e in entries])
+                else:
+                    prim, spec, _ = self._get(_ref(a))
+                    args.append(prim)
+                    specs.append(spec)
+            else:
+                v = _value(a, 0)
+                args.append(v)
+                specs.append(v)
+        if "dtype" in op.args:  # cast, creation: the result's dtype must be one it holds
+            d = args[op.args.index("dtype")]
+            if not isinstance(d, dt.DType):
+                raise ProtocolError(f"op {op.name}: dtype must be {{\"d\": name}}")
+            self.backend.caps.check_dtype(d, op.name, self.backend.name)
+        return args, specs
+
+    def _read(self, rec: list) -> bytes:
+        if len(rec) != 3 or type(rec[1]) is not int or not 0 <= rec[1] < 1 << 32:
+            raise ProtocolError("read: expected [read, request (u32), id]")
+        _, request, i = rec
+        try:
+            prim, spec, _ = self._get(i)
+        except _Failed as f:
+            return protocol.encode_reply(request, {"error": list(f.error)})
+        try:
+            data = self.backend.to_data(prim)
+        except Exception as e:
+            return protocol.encode_reply(request, {"error": [type(e).__name__, str(e)]})
+        header = {"shape": list(data.shape), "dtype": data.dtype.name}
+        return protocol.encode_reply(request, header, data.buffer)
+
+    def _free(self, rec: list) -> None:
+        if len(rec) != 2 or not isinstance(rec[1], list):
+            raise ProtocolError("free: expected [free, [ids]]")
+        for i in rec[1]:
+            entry = self.tensors.pop(i, None) if type(i) is int else None
+            if entry is not None:
+                self.bytes -= entry[2]
+            elif type(i) is not int or self.failed.pop(i, None) is None:
+                raise ProtocolError(f"free: unknown tensor id {i!r}")
+
+
+class _Failed(Exception):
+    """An op's input came from a failed op: the op fails with the same error."""
+
+    def __init__(self, error: tuple[str, str]):
+        self.error = error
+
+
+def _ref(a) -> int:
+    if isinstance(a, dict) and len(a) == 1 and "t" in a:
+        return a["t"]
+    raise ProtocolError("a tensor argument must be {\"t\": id}")
+
+
+def _value(a, depth: int):
+    """A non-tensor argument: JSON scalars, lists (as tuples), dtypes by name."""
+    if a is None or isinstance(a, (bool, int, float, str)):
+        return a
+    if depth > 8:
+        raise ProtocolError("an argument nested deeper than 8 lists")
+    if isinstance(a, list):
+        return tuple(_value(x, depth + 1) for x in a)
+    if isinstance(a, dict) and len(a) == 1 and "d" in a and a["d"] in _DTYPES:
+        return _DTYPES[a["d"]]
+    raise ProtocolError("an argument must be a number, string, list, null or {\"d\": dtype}")
