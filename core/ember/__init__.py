@@ -45,6 +45,8 @@ from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.w
 from . import tensor_methods  # noqa: F401  (binds every Tensor method, in one table)
 from .autodiff import Autodiff, no_grad
 from .fusion import Fusion
+from .router import Router
+from . import router  # noqa: F401  (ember.router.PinOp, ...)
 from . import limits
 
 # loaded on first use, so `import ember` (and the CLI) don't read their modules
@@ -55,6 +57,7 @@ _LAZY = {
     "load": ("ember.io", "load"),
     "save": ("ember.io", "save"),
     "load_weights": ("ember.io", "load_weights"),
+    "Remote": ("ember.remote", "Remote"),
 }
 
 
