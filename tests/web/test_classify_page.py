@@ -9,10 +9,12 @@ float32 checkpoint, run on the exact pixels the page fed its model.
 Input size: the page runs 224×224 on WebGPU by default, but ember's depthwise convolutions on
 SwiftShader (CPU-emulated WebGPU) take 40-55 s per image here even at 96×96, so the WebGPU test
 runs the page at ``?size=96`` (the smallest size at which both photos are still classified
-correctly) on one photo (file input); the CPU fallback (pure-Python backend, ~15 s per image)
-runs at the page's own CPU size, 96, on both (file input, then the drop zone).
-Screenshots go to ``$EMBER_ARTIFACTS`` (default runs/web-artifacts/): classify.png (WebGPU)
-and classify-cpu.png.
+correctly) on one photo (file input). The CPU fallback (a Chromium without WebGPU) runs the
+wasm kernels at the model's full 224×224 on both photos (file input, then the drop zone); the
+pure-Python backend (``?backend=python``, ~15 s per image) runs at its reduced size, 96, and
+its slowness makes the page's stale-run checks deterministic.
+Screenshots go to ``$EMBER_ARTIFACTS`` (default runs/web-artifacts/): classify.png (WebGPU),
+classify-wasm.png and classify-cpu.png (python).
 """
 
 from __future__ import annotations
@@ -206,27 +208,46 @@ def test_webgpu_page_classifies_a_sample_photo(browser, server, classify_server,
         page.close()
 
 
-def test_cpu_fallback_page_classifies_both_photos_at_its_reduced_size(
+def _both_photos(page, reference, backend: str, size: int, screenshot: str) -> None:
+    for name, put in (("chelsea", _pick), ("coffee", _drop)):
+        result = put(page, name)
+        assert result["backend"] == backend and result["size"] == size
+        _check(page, name, result, reference)
+        print(f"{backend} @{size}: {name} {result['top'][0][:2]} in {result['ms']:.0f} ms")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / screenshot))
+
+
+def test_cpu_fallback_page_runs_wasm_at_full_size_and_classifies_both_photos(
         browser_without_webgpu, server, classify_server, torch_reference):
     page = _open(browser_without_webgpu, server, classify_server.page_url)
     try:
+        assert page.evaluate("window.classifyDemo.backend") == "wasm"
+        assert page.text_content("#backend") == "CPU (wasm kernels)"
+        assert page.evaluate("window.classifyDemo.size") == 224
+        assert page.text_content("#note") == ""  # no reduced-size warning
+        assert "navigator.gpu" in page.text_content("#why")
+        _both_photos(page, torch_reference, "wasm", 224, "classify-wasm.png")
+    finally:
+        page.close()
+
+
+def test_python_backend_page_classifies_both_photos_at_its_reduced_size(
+        browser_without_webgpu, server, classify_server, torch_reference):
+    page = _open(browser_without_webgpu, server, classify_server.page_url + "?backend=python")
+    try:
         assert page.evaluate("window.classifyDemo.backend") == "python"
-        assert page.text_content("#backend").startswith("CPU")
+        assert page.text_content("#backend") == "CPU (Python backend)"
         size = page.evaluate("window.classifyDemo.size")
         assert size < 224 and "CPU backend is slow" in page.text_content("#note")
-        for name, put in (("chelsea", _pick), ("coffee", _drop)):
-            result = put(page, name)
-            assert result["backend"] == "python" and result["size"] == size
-            _check(page, name, result, torch_reference)
-            print(f"cpu @{size}: {name} {result['top'][0][:2]} in {result['ms']:.0f} ms")
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "classify-cpu.png"))
+        _both_photos(page, torch_reference, "python", size, "classify-cpu.png")
     finally:
         page.close()
 
 
 # ---------------------------------------------------------------- what a new user runs into
-# One CPU-fallback page for these checks (each load starts Pyodide + ember: ~20 s).
+# One pure-Python page for these checks (each load starts Pyodide + ember): its ~15 s per image
+# make "a second photo picked while the first is classified" certain to overlap.
 @pytest.fixture(scope="module")
 def cpu_page(browser_without_webgpu, server, classify_server):
     page = blank_page(browser_without_webgpu, server)
@@ -237,7 +258,7 @@ def cpu_page(browser_without_webgpu, server, classify_server):
             and page.failed.append((r.status, r.url)))
     page.on("console", lambda m: m.location["url"].startswith(classify_server.url)
             and page.failed.append((m.type, m.text)))
-    page.goto(classify_server.page_url)
+    page.goto(classify_server.page_url + "?backend=python")
     page.loading = page.evaluate("""() => {
         const progress = document.getElementById("progress"), spinner = progress?.firstChild;
         return { visible: progress?.checkVisibility() ?? false,

@@ -2,12 +2,13 @@
 
 Playwright redraws held-out MNIST test digits on the canvas with mouse strokes traced from
 their ink (tests/web/mnist_strokes.py), two per class, and the page must name the right digit
-for at least ``MIN_CORRECT`` of the 20 — on WebGPU (SwiftShader) and on the CPU fallback in a
-Chromium without WebGPU. References are independent of the page: the dataset's labels, and for
-every drawing PyTorch (float64) running the same weights on the page's own 28×28 input; the
-page's preprocessing must be MNIST's (20×20 box, centre of mass in the middle of 28×28).
-Screenshots go to ``$EMBER_ARTIFACTS`` (default runs/web-artifacts/): mnist-demo.png
-(WebGPU) and mnist-demo-cpu.png.
+for at least ``MIN_CORRECT`` of the 20 — on WebGPU (SwiftShader), on the wasm kernels
+(``?backend=wasm``, in a Chromium that has WebGPU) and on the pure-Python backend
+(``?backend=python``, in a Chromium without WebGPU). References are independent of the page:
+the dataset's labels, and for every drawing PyTorch (float64) running the same weights on the
+page's own 28×28 input; the page's preprocessing must be MNIST's (20×20 box, centre of mass in
+the middle of 28×28). Screenshots go to ``$EMBER_ARTIFACTS`` (default runs/web-artifacts/):
+mnist-demo.png (WebGPU), mnist-demo-wasm.png and mnist-demo-cpu.png (python).
 """
 
 from __future__ import annotations
@@ -116,29 +117,39 @@ def test_serving_leaves_the_current_directory_untouched(server, trained_mnist, t
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("variant", ["webgpu", "cpu-fallback"])
+# variant: (browser fixture, query, the backend the page must use, screenshot)
+DRAWING_VARIANTS = {
+    "webgpu": ("browser", "", "wgpu", "mnist-demo.png"),
+    "wasm": ("browser", "?backend=wasm", "wasm", "mnist-demo-wasm.png"),
+    "python": ("browser_without_webgpu", "?backend=python", "python", "mnist-demo-cpu.png"),
+}
+
+
+@pytest.mark.parametrize("variant", list(DRAWING_VARIANTS))
 def test_trained_model_reads_digits_drawn_with_the_mouse(request, server, trained_mnist,
                                                          demo_server, variant):
-    browser = request.getfixturevalue(
-        "browser" if variant == "webgpu" else "browser_without_webgpu")
+    fixture, query, want_backend, screenshot = DRAWING_VARIANTS[variant]
+    browser = request.getfixturevalue(fixture)
     reference = _torch_net(trained_mnist)
     samples = held_out_digits()
     page = blank_page(browser, server)
     try:
-        page.goto(demo_server.page_url)
+        page.goto(demo_server.page_url + query)
         page.wait_for_function("window.mnistDemo && (window.mnistDemo.ready || "
                                "window.mnistDemo.error)", timeout=180_000)
         assert page.evaluate("window.mnistDemo.error") is None, page.console_lines[-20:]
-        want_backend = "wgpu" if variant == "webgpu" else "python"
         assert page.evaluate("window.mnistDemo.backend") == want_backend
         assert page.evaluate("window.mnistDemo.jit") is True  # the forward replays a trace
         label = page.text_content("#backend")
         if variant == "webgpu":
             assert "WebGPU" in label and "swiftshader" in label.lower(), label
         else:
-            assert label.startswith("CPU"), label
-            assert "navigator.gpu" in page.text_content("#why") \
-                or "adapter" in page.text_content("#why")
+            assert label == {"wasm": "CPU (wasm kernels)", "python": "CPU (Python backend)"}[
+                want_backend], label
+            assert page.text_content("#why") == f"{want_backend} backend requested"
+        phases = page.evaluate("window.mnistDemo.phases")
+        assert {"pyodide", "install", "import", "backend", "model", "first_inference"} <= \
+            set(phases), phases
         assert "mnist model" in page.text_content("#status")
 
         results = []
@@ -159,8 +170,7 @@ def test_trained_model_reads_digits_drawn_with_the_mouse(request, server, traine
             results.append((index, digit, guess))
 
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        name = "mnist-demo.png" if variant == "webgpu" else "mnist-demo-cpu.png"
-        page.screenshot(path=str(ARTIFACTS / name))
+        page.screenshot(path=str(ARTIFACTS / screenshot))
         correct = sum(d == g for _, d, g in results)
         wrong = [f"test[{i}]={d} read as {g}" for i, d, g in results if d != g]
         print(f"{variant}: {correct}/{len(results)} drawn digits read correctly; wrong: {wrong}")
@@ -206,8 +216,9 @@ def test_the_page_shows_progress_a_favicon_and_no_dangling_separator(request, se
         # the separator before the reason is drawn by CSS only when there is a reason
         before = page.evaluate("getComputedStyle(document.getElementById('why'), '::before')"
                                ".content")
-        if variant == "cpu-fallback":
-            assert page.text_content("#why") and "·" in before, (footer, before)
+        if variant == "cpu-fallback":  # auto without WebGPU: the wasm kernels, and why
+            assert page.text_content("#backend") == "CPU (wasm kernels)"
+            assert "navigator.gpu" in page.text_content("#why") and "·" in before, (footer, before)
         else:
             assert page.text_content("#why") == "" and before == "none", (footer, before)
         assert failed == [], failed

@@ -1,13 +1,26 @@
 // Image classification in the page: EfficientNet-Lite0 run by ember in a Web Worker (WebGPU,
-// or the pure-Python CPU backend). Pick or drop an image: it is centre-cropped and scaled in a
-// canvas (shorter side, 224/256 crop, as the CPython demo) and the top-5 labels come back.
-// Query parameters: ?ember=<dist URL> (default: the site root) &model=<model folder>
-// (default: ./model/) &backend=auto|wgpu|python &size=<input pixels> (default: 224 on
-// WebGPU, CPU_SIZE on the CPU backend).
+// else the wasm CPU kernels, else the pure-Python backend). Pick or drop an image: it is
+// centre-cropped and scaled in a canvas (shorter side, 224/256 crop, as the CPython demo) and
+// the top-5 labels come back. Query parameters: ?ember=<dist URL> (default: the site root)
+// &model=<model folder> (default: ./model/) &backend=auto|wgpu|wasm|python &size=<input
+// pixels> (default: 224, PYTHON_SIZE on the pure-Python backend).
 const params = new URLSearchParams(location.search);
 const EMBER = new URL(params.get("ember") ?? "../", location.href);
 const MODEL = new URL(params.get("model") ?? "./model/", location.href);
-const CPU_SIZE = 96; // the pure-Python backend needs ~5x longer per image at 224 than at 96
+const PYTHON_SIZE = 96; // the pure-Python backend needs ~5x longer per image at 224 than at 96
+const BACKEND_LABELS = { wasm: "CPU (wasm kernels)", python: "CPU (Python backend)" };
+// The model's files download while Pyodide starts (they are handed over as bytes).
+const fetchBytes = async (url) => {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+};
+const modelFiles = fetchBytes(new URL("model.json", MODEL)).then((config) => {
+  const weights = JSON.parse(new TextDecoder().decode(config)).weights;
+  return Promise.all([config, fetchBytes(new URL("labels.json", MODEL)),
+                      fetchBytes(new URL(weights, MODEL))]);
+});
+modelFiles.catch(() => {}); // reported when awaited, after ember's start
 const { loadEmber } = await import(new URL("ember.js", EMBER).href);
 
 const $ = (id) => document.getElementById(id);
@@ -142,21 +155,23 @@ try {
                             backend: params.get("backend") ?? "auto", onStatus: working });
   working("loading EfficientNet-Lite0 (9 MB of float16 weights)");
   const code = await (await fetch(new URL("classify.py", import.meta.url))).text();
-  const loaded = await ember.run(code + "\nawait load_model(MODEL_BASE)", { MODEL_BASE: MODEL.href });
+  const [config, labels, weights] = await modelFiles;
+  const loaded = await ember.timed("model", ember.run(
+    code + "\nload_model(CONFIG, LABELS, WEIGHTS)", { CONFIG: config, LABELS: labels, WEIGHTS: weights }));
   const info = ember.info;
-  const gpu = info.backend === "wgpu";
-  size = Number(params.get("size") ?? (gpu ? 224 : CPU_SIZE));
-  $("backend").textContent = gpu ? `WebGPU (${info.adapter})` : "CPU (Python backend)";
+  const python = info.backend === "python";
+  size = Number(params.get("size") ?? (python ? PYTHON_SIZE : 224));
+  $("backend").textContent = info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];
   $("size").textContent = `${size}×${size}`;
   $("why").textContent = info.reason;
   if (size !== 224) {
     $("note").textContent = `Input ${size}×${size} instead of the model's 224×224` +
-      (gpu ? "." : ": the pure-Python CPU backend is slow at full size.") +
+      (python ? ": the pure-Python CPU backend is slow at full size." : ".") +
       " Accuracy is a little lower.";
   }
   finished(`ready (ember started in ${(info.startup_ms / 1000).toFixed(1)} s): ` +
            "pick or drop an image");
-  Object.assign(demo, { backend: info.backend, size, model: loaded, ready: true });
+  Object.assign(demo, { backend: info.backend, size, model: loaded, phases: info.phases, ready: true });
 } catch (e) {
   demo.error = String(e.message ?? e);
   finished(`error: ${demo.error}`);

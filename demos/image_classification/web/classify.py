@@ -1,20 +1,21 @@
 # Runs inside Pyodide (ember's worker): load EfficientNet-Lite0 (folded, float16 weights) and
 # classify centre-cropped RGBA pixels. The work is in ember.demos.classify_web (in the wheel).
+import json
 from pathlib import Path
 
 import ember
 from ember.demos.classify_web import classify_rgba, load_web_model
-from pyodide.http import pyfetch
 
 MODEL = None
 LABELS = None
 
 
-async def load_model(base: str) -> dict:
+def load_model(config_json, labels_json, weights) -> dict:
+    """The model from its files' bytes (Uint8Arrays the page fetched while ember started)."""
     global MODEL, LABELS
-    config = await (await pyfetch(base + "model.json")).json()
-    LABELS = await (await pyfetch(base + "labels.json")).json()
-    raw = await (await pyfetch(base + config["weights"])).bytes()
+    config = json.loads(config_json.to_bytes())
+    LABELS = json.loads(labels_json.to_bytes())
+    raw = weights.to_bytes()
     path = Path("/tmp") / config["weights"]  # Pyodide's in-memory file system
     path.write_bytes(raw)
     MODEL = load_web_model(path, backend=ember.default_backend())

@@ -1,11 +1,22 @@
-// MNIST drawing demo: draw on the canvas, the model (ember in a Web Worker, WebGPU or the
-// Python CPU backend) predicts live. Query parameters: ?ember=<dist URL> (default: the
-// site root) &model=<folder with model.safetensors + model.json> (default: ./model/)
-// &backend=auto|wgpu|python &jit=0 (every op eagerly; default: the forward through ember.jit).
+// MNIST drawing demo: draw on the canvas, the model (ember in a Web Worker: WebGPU, else the
+// wasm CPU kernels, else the Python reference backend) predicts live. Query parameters:
+// ?ember=<dist URL> (default: the site root) &model=<folder with model.safetensors +
+// model.json> (default: ./model/) &backend=auto|wgpu|wasm|python &jit=0 (every op eagerly;
+// default: the forward through ember.jit).
 const params = new URLSearchParams(location.search);
 const EMBER = new URL(params.get("ember") ?? "../", location.href);
 const MODEL = new URL(params.get("model") ?? "./model/", location.href);
+// The model's files download while Pyodide starts (they are handed over as bytes).
+const fetchBytes = async (url) => {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+};
+const modelFiles = Promise.all(
+  ["model.json", "model.safetensors"].map((name) => fetchBytes(new URL(name, MODEL))));
+modelFiles.catch(() => {}); // reported when awaited, after ember's start
 const { loadEmber } = await import(new URL("ember.js", EMBER).href);
+const BACKEND_LABELS = { wasm: "CPU (wasm kernels)", python: "CPU (Python backend)" };
 
 const $ = (id) => document.getElementById(id);
 const pad = $("pad");
@@ -166,12 +177,18 @@ try {
   working("loading the model");
   const code = await (await fetch(new URL("predict.py", import.meta.url))).text();
   const jit = params.get("jit") !== "0"; // ?jit=0: every op eagerly
-  const loaded = await ember.run(code + "\nawait load_model(MODEL_BASE, JIT)", { MODEL_BASE: MODEL.href, JIT: jit });
+  const [config, weights] = await modelFiles;
+  const loaded = await ember.timed("model", ember.run(code + "\nload_model(CONFIG, WEIGHTS, JIT)",
+                                                      { CONFIG: config, WEIGHTS: weights, JIT: jit }));
+  // the first call traces the forward (ember.jit), the second is its first replay
+  await ember.timed("first_inference", ember.run("predict([0] * 784)"));
+  if (jit) await ember.timed("warm_up", ember.run("predict([0] * 784)"));
   const info = ember.info;
-  $("backend").textContent = info.backend === "wgpu" ? `WebGPU (${info.adapter})` : "CPU (Python backend)";
+  $("backend").textContent = info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];
   $("why").textContent = info.reason;
   finished(`ready (${loaded.dataset} model, ember started in ${(info.startup_ms / 1000).toFixed(1)} s): draw a digit`);
   demo.backend = info.backend;
+  demo.phases = info.phases;
   demo.jit = loaded.jit;
   demo.ready = true;
 } catch (e) {
