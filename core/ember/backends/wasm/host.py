@@ -43,6 +43,10 @@ class Host:
     def read(self, ptr: int, nbytes: int) -> bytes:
         raise NotImplementedError
 
+    def memory_size(self) -> int:
+        """Bytes of linear memory the module holds now (it grows, never shrinks)."""
+        raise NotImplementedError
+
     def c_string(self, ptr: int) -> str:
         """A NUL-terminated string the module exports (read in chunks until the NUL)."""
         out = b""
@@ -80,6 +84,9 @@ class WasmtimeHost(Host):
     def read(self, ptr: int, nbytes: int) -> bytes:
         return bytes(self._memory.read(self._store, ptr, ptr + nbytes))
 
+    def memory_size(self) -> int:
+        return self._memory.data_len(self._store)
+
 
 class BrowserHost(Host):
     """The module in a web page: an instance of the browser's ``WebAssembly``."""
@@ -114,6 +121,9 @@ class BrowserHost(Host):
 
     def read(self, ptr: int, nbytes: int) -> bytes:
         return self._view(ptr, nbytes).to_bytes()
+
+    def memory_size(self) -> int:
+        return self._memory.buffer.byteLength
 
 
 _KINDS = {"i32": (0, "i32"), "i64": (1, "i64"), "f32": (2, "f32"), "f64": (3, "f64")}
