@@ -5,6 +5,7 @@
     ember onnx convert    ONNX model -> readable ember Python module + safetensors weights
     ember demo mnist      train the MNIST demo CNN (dashboard, checkpoints, run folder)
     ember demo classify   ImageNet top-5 for photos (EfficientNet-Lite0, PyTorch weights)
+    ember demo embed      sentence embeddings + cosine similarities (all-MiniLM-L6-v2)
     ember export          a trained run folder -> a microcontroller model file (ember_micro)
 
 A bad argument or a bad input (a missing or unreadable file, an unknown backend) prints one
@@ -145,6 +146,9 @@ def _add_demo(sub) -> None:
     from .demos.classify import add_subcommand as add_classify
 
     add_classify(demo)
+    from .demos.embed import add_subcommand as add_embed
+
+    add_embed(demo)
 
 
 def _export(args: argparse.Namespace) -> int:
