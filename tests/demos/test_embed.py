@@ -184,8 +184,8 @@ def test_cli(capsys):
     assert main(["demo", "embed", SENTENCES[0], SENTENCES[1], "--max-length", "32"]) == 0
     out = capsys.readouterr().out
     assert "embeddings: (2, 384) float32" in out
-    rows = [line.split() for line in out.splitlines() if line.startswith("[0]  ")]
-    assert rows[0][1] == "1.000" and 0.6 < float(rows[0][2]) < 1.0
+    first = [line.split() for line in out.splitlines() if line.startswith("[0]")][-1]
+    assert first[1] == "1.000" and 0.6 < float(first[2]) < 1.0  # after the legend's "[0] A…"
 
 
 def test_cli_rejects_bad_arguments(capsys):

@@ -66,8 +66,9 @@ def similarity_table(texts: list[str], similarities: list[list[float]]) -> str:
     """
     n = len(texts)
     legend = [f"[{i}] {t}" for i, t in enumerate(texts)]
-    head = "     " + "".join(f"{f'[{j}]':>7}" for j in range(n))
-    rows = [f"{f'[{i}]':<5}" + "".join(f"{similarities[i][j]:7.3f}" for j in range(n))
+    width = len(f"[{n - 1}]")
+    head = " " * width + "".join(f"{f'[{j}]':>7}" for j in range(n))
+    rows = [f"{f'[{i}]':<{width}}" + "".join(f"{similarities[i][j]:7.3f}" for j in range(n))
             for i in range(n)]
     return "\n".join([*legend, "", head, *rows])
 
