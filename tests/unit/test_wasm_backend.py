@@ -368,3 +368,14 @@ def test_front_end_ops_on_wasm_match_numpy(rng):
                                rtol=1e-5)
     assert t.argmax(dim=1).numpy().tolist() == a.argmax(1).tolist()
     assert t.dtype == dt.float32
+
+
+@pytest.mark.parametrize("dtype", [dt.float32, dt.float64])
+@pytest.mark.parametrize("seed,offset,n",
+                         [(0, 0, 1), (42, 7, 1001), ((1 << 64) - 3, (1 << 40) + 5, 37)])
+def test_random_uniform_gives_the_philox_stream_bits(b, dtype, seed, offset, n):
+    from ember.random import philox_uniform
+
+    got = down(b, b.random_uniform((n,), dtype, seed, offset))
+    ref = np.array(philox_uniform(n, seed, offset), dtype=np.float64)
+    assert np.array_equal(got, ref.astype(dtype.name))

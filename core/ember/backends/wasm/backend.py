@@ -13,6 +13,8 @@ runs under wasmtime (``pip install 'ember[wasm]'``), which is how the tests chec
 
 from __future__ import annotations
 
+import struct
+
 from ... import dtype as dt
 from ...contract import Backend, Caps
 from ...tensordata import TensorData
@@ -23,6 +25,9 @@ from .nn import WasmNN
 from .reductions import WasmReductions
 from .runtime import Runtime
 from .tensor import DTYPE_CODES, WasmTensor
+
+
+_U64 = (1 << 64) - 1
 
 
 class WasmBackend(WasmElementwise, WasmLinalg, WasmNN, WasmReductions, WasmIndexing, Backend):
@@ -74,6 +79,15 @@ class WasmBackend(WasmElementwise, WasmLinalg, WasmNN, WasmReductions, WasmIndex
     def arange(self, n: int, dtype: dt.DType) -> WasmTensor:
         out = self.rt.empty((n,), dtype, "arange")
         self.rt.call("em_arange", self.rt.code(dtype), out.ptr, n)
+        return out
+
+    def random_uniform(self, shape, dtype: dt.DType, seed: int, offset: int) -> WasmTensor:
+        """The Philox stream of ``ember.random`` computed in the module (``wasm/random.c``)."""
+        if not dtype.is_float:
+            return Backend.random_uniform(self, shape, dtype, seed, offset)
+        out = self.rt.empty(shape, dtype, "random_uniform")
+        self.rt.meta_bytes(struct.pack("<2Q", seed & _U64, offset & _U64))
+        self.rt.call("em_random_uniform", self.rt.code(dtype), out.ptr, out.numel)
         return out
 
     # ------------------------------------------------------------------ views
