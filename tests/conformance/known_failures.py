@@ -11,6 +11,7 @@ match, with the reason.
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "numpy": {},
     "python": {},
+    "wasm": {},
     "wgpu": {
         "add/i64/overflow": "wgpu stores int64 as int32 (WGSL has no 64-bit ints); values "
         "beyond the int32 range are rejected by from_data",
@@ -18,6 +19,7 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "autodiff-numpy": {},
     "checked-numpy": {},
     "autodiff-python": {},
+    "autodiff-wasm": {},
     "autodiff-wgpu": {
         "add/i64/overflow": "wgpu stores int64 as int32 (WGSL has no 64-bit ints); values "
         "beyond the int32 range are rejected by from_data",
