@@ -103,7 +103,8 @@ $(STAMP)-web: $(STAMP)-test
 	touch $@
 
 # A real MicroPython (unix port, single-precision floats) and the native .mpy kernels.
-$(STAMP)-embedded: $(STAMP)-npm embedded/build_micropython.sh embedded/native/ember_kernels.c
+$(STAMP)-embedded: $(STAMP)-npm embedded/build_micropython.sh embedded/native/ember_kernels.c \
+		embedded/setup.sh embedded/native/Makefile embedded/qemu/MPS2_AN386/mpconfigboard.mk
 	bash embedded/setup.sh
 	touch $@
 

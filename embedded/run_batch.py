@@ -6,10 +6,11 @@
 #   import run_batch; run_batch.main([MODEL, INPUTS, N, TIER, ...], clock)   # on a board
 #
 # INPUTS holds N records of the model's input size: uint8 bytes, or float32 if the file name
-# ends in ".f32". Prints "tier NAME", "why ...", then per input "p INDEX ARGMAX" (plus
+# ends in ".f32". Prints "tier NAME", then per input "p INDEX ARGMAX" (plus
 # "l INDEX v v ..." with `logits`), then the clock's "<unit>_per_input T", "heap_after_load B"
 # (live, after gc), "heap_peak B" and "garbage_per_input B" (bytes one inference allocates,
-# counted with the collector off; "over" when that exceeds the free heap).
+# counted with the collector off; "over" when that exceeds the free heap) and "why ..."
+# (ember_micro.info()'s reason for the automatic tier).
 import gc
 import sys
 from array import array
@@ -50,7 +51,6 @@ def main(argv, clock=None):
         sys.exit(3)
     gc.collect()
     print("tier", model.tier)
-    print("why", ember_micro.info()["why"].replace(" ", "_"))
     gc.collect()
     print("heap_after_load", gc.mem_alloc())
     size = model.in_size
@@ -85,6 +85,8 @@ def main(argv, clock=None):
     # the garbage one inference makes; an upper bound on what the inference needs
     print("heap_peak", peak)
     print("garbage_per_input", "over" if garbage is None else garbage)
+    # last: info() imports every tier, which would count in the heap figures above
+    print("why", ember_micro.info()["why"].replace(" ", "_"))
 
 
 if __name__ == "__main__":

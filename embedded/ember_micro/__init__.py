@@ -8,7 +8,6 @@
 from .kernels import available
 from .kernels import get as get_kernels
 from .model import Model, ModelError
-from .tune import LastLayer
 
 __all__ = ["LastLayer", "Model", "ModelError", "available", "get_kernels", "info", "load"]
 __version__ = "0.2.0"
@@ -16,6 +15,14 @@ __version__ = "0.2.0"
 
 def load(path, tier=None, **kw):
     return Model(path, tier, **kw)
+
+
+def LastLayer(model):  # noqa: N802 - builds the class in tune.py, imported on first use
+    """Fine-tune `model`'s last Linear layer on the board (see tune.py). The training code is
+    imported only here, so inference-only boards don't spend heap on it."""
+    from .tune import LastLayer as cls
+
+    return cls(model)
 
 
 def info():

@@ -29,11 +29,10 @@ HEADER_BYTES = 48
 
 class Counter:
     def __init__(self) -> None:
-        self.bytes = 0
-        self.arrays = 0
+        self.bytes = self.arrays = self.largest = 0
 
     def reset(self) -> None:
-        self.bytes = self.arrays = 0
+        self.bytes = self.arrays = self.largest = 0
 
 
 allocations = Counter()
@@ -57,7 +56,9 @@ class _Tracked(numpy.ndarray):
         # wrappers); views of tracked arrays and of the runtime's buffers cost a header only
         base = self.base
         owns = base is None or (type(base) is numpy.ndarray and base.base is None)
-        allocations.bytes += HEADER_BYTES + (self.nbytes if owns else 0)
+        size = HEADER_BYTES + (self.nbytes if owns else 0)
+        allocations.bytes += size
+        allocations.largest = max(allocations.largest, size)
 
 
 def install(*, double: bool = False, reverse: bool = True) -> types.ModuleType:
