@@ -4,6 +4,12 @@ index_select.
 Inputs may be views: the kernels read them through element strides, so an expanded index or
 a permuted source is never copied. Index values are checked in the module (their min and max
 come back, not the tensor) before a kernel trusts them.
+
+>>> import ember
+>>> t = ember.tensor([[1, 2], [3, 4]], backend="wasm")
+>>> index = ember.tensor([[1], [0]], backend="wasm")
+>>> ember.cat([t, t], dim=1).tolist(), t.gather(1, index).tolist()
+([[1, 2, 1, 2], [3, 4, 3, 4]], [[2], [3]])
 """
 
 from __future__ import annotations

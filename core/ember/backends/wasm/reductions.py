@@ -4,6 +4,11 @@
 A kernel sees its input as a contiguous ``(outer, r, inner)``: ``r`` the reduced extent. Dims
 that sit together in the tensor are reduced in place (``inner`` walks the trailing dims);
 scattered dims are first moved to the end (one copy), so ``inner`` is 1.
+
+>>> import ember
+>>> x = ember.tensor([[3.0, 1.0, 2.0], [2.0, float("nan"), 0.5]], backend="wasm")
+>>> x.sort(dim=1).values.tolist(), x.argmax(dim=1).tolist(), x.sum(dim=1).tolist()
+([[1.0, 2.0, 3.0], [0.5, 2.0, nan]], [0, 1], [6.0, nan])
 """
 
 from __future__ import annotations
