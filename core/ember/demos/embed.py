@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 
-from .arguments import backend_name, int_between
+from .arguments import backend_name, int_between, port
 from .minilm import MAX_LENGTH
 
 
@@ -74,6 +74,13 @@ def similarity_table(texts: list[str], similarities: list[list[float]]) -> str:
 
 
 def _run(args) -> int:
+    if args.serve:
+        from .embed_web import serve_embed
+
+        serve_embed(port=args.port)
+        return 0
+    if not args.texts:
+        args.parser.error("give at least one TEXT to embed (or --serve for the search page)")
     t0 = time.perf_counter()
     vectors = embed(args.texts, backend=args.backend, max_length=args.max_length)
     similarities = (vectors @ vectors.T).tolist()
@@ -90,10 +97,13 @@ def add_subcommand(demo_subparsers) -> None:
     p = demo_subparsers.add_parser(
         "embed", help="sentence embeddings (all-MiniLM-L6-v2) and their cosine similarities"
     )
-    p.add_argument("texts", nargs="+", metavar="TEXT", help="sentences to embed")
+    p.add_argument("texts", nargs="*", metavar="TEXT", help="sentences to embed")
     p.add_argument("--backend", type=backend_name, default="numpy",
                    help="numpy, python, wasm or wgpu (default numpy)")
     p.add_argument("--max-length", type=int_between(2, MAX_LENGTH), default=MAX_LENGTH,
                    help=f"tokens per text with [CLS]/[SEP], 2..{MAX_LENGTH} (longer texts are "
                         f"cut; default {MAX_LENGTH})")
-    p.set_defaults(run=_run)
+    p.add_argument("--serve", action="store_true",
+                   help="serve the semantic-search page (ember in the browser) on 127.0.0.1")
+    p.add_argument("--port", type=port, default=8000, help="port for --serve (default 8000)")
+    p.set_defaults(run=_run, parser=p)
