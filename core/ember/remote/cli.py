@@ -1,0 +1,71 @@
+"""``ember serve``: expose a backend to Remote clients (argparse only until it runs).
+
+Wire-up: ``add_subcommand(subparsers)`` from ember's main CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+
+
+def _token(args: argparse.Namespace) -> str:
+    from .server import TOKEN_ENV
+
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+        if not token:
+            raise ValueError(f"--token-file {args.token_file}: the file is empty")
+        return token
+    token = os.environ.get(TOKEN_ENV, "")
+    if not token:
+        token = secrets.token_urlsafe(24)
+        print(f"ember serve: token {token} (none was given: set ${TOKEN_ENV} or --token-file "
+              "to choose one)", file=sys.stderr, flush=True)
+    return token
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .limits import ServerLimits
+    from .server import Server
+
+    context = None
+    if args.tls_cert or args.tls_key:
+        if not (args.tls_cert and args.tls_key):
+            raise ValueError("TLS needs both --tls-cert and --tls-key")
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+    limits = ServerLimits(max_session_bytes=args.max_session_mb << 20,
+                          max_tensor_bytes=args.max_tensor_mb << 20,
+                          max_frame_bytes=max(args.max_tensor_mb << 20, 1 << 20) + (1 << 20))
+    server = Server(args.backend, host=args.host, port=args.port, token=_token(args),
+                    ssl=context, limits=limits).start()
+    print(f"ember serve: {server.backend.name} on {server.url}", flush=True)
+    try:
+        server._thread.join()
+    except KeyboardInterrupt:
+        server.stop()
+        raise
+    return 0
+
+
+def add_subcommand(sub) -> None:
+    p = sub.add_parser("serve", help="serve a backend to ember.Remote clients (websockets)")
+    p.add_argument("--backend", default="numpy", help="the backend to serve (default numpy)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8760, help="port (default 8760; 0: any free)")
+    p.add_argument("--token-file", help="a file holding the token clients must send (default: "
+                   "$EMBER_REMOTE_TOKEN, else a random one, printed)")
+    p.add_argument("--tls-cert", help="PEM certificate: serve wss:// (with --tls-key)")
+    p.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    p.add_argument("--max-session-mb", type=int, default=2048,
+                   help="memory one connection's tensors may take (default 2048)")
+    p.add_argument("--max-tensor-mb", type=int, default=256,
+                   help="largest tensor (default 256)")
+    p.set_defaults(run=_serve)
