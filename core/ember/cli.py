@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     from .onnx.cli import add_subcommand as add_onnx  # argparse only; onnx loads when used
 
     add_onnx(sub)
+    from .remote.cli import add_subcommand as add_serve  # argparse only; websockets when run
+
+    add_serve(sub)
     _add_demo(sub)
     _add_export(sub)
     args = parser.parse_args(argv)
