@@ -157,7 +157,8 @@ try {
   const code = await (await fetch(new URL("classify.py", import.meta.url))).text();
   const [config, labels, weights] = await modelFiles;
   const loaded = await ember.timed("model", ember.run(
-    code + "\nload_model(CONFIG, LABELS, WEIGHTS)", { CONFIG: config, LABELS: labels, WEIGHTS: weights }));
+    code + "\nload_model(CONFIG_JSON, LABELS_JSON, WEIGHTS_BYTES)",
+    { CONFIG_JSON: config, LABELS_JSON: labels, WEIGHTS_BYTES: weights }));
   const info = ember.info;
   const python = info.backend === "python";
   size = Number(params.get("size") ?? (python ? PYTHON_SIZE : 224));
