@@ -29,3 +29,5 @@ def test_readme_blocks_run(tmp_path, monkeypatch):
     assert "8589934592\n" in printed and "refused:" in printed  # ember.limits bound a read
     assert "max_tensor_bytes=1048576" in printed
     assert "1 298 True" in printed  # ember.jit: traced once, replayed, and the model learned
+    assert "(4, 10) True" in printed  # ONNX export, run by onnxruntime at another batch size
+    assert "(3, 384) [1.0, 0.76, -0.1]" in printed  # all-MiniLM-L6-v2 sentence similarities
