@@ -6,7 +6,7 @@
  *   positions of a row in the interior, bounds-checked gathers at the borders);
  * - 1x1 stride-1 unpadded convs: the image is B as it is (no packing beyond the GEMM's own);
  * - depthwise float32 (groups == C_in == C_out): a direct SIMD kernel over a zero-padded
- *   copy of each plane, 4 or 8 output columns per step (stride 2 de-interleaves with a shuffle);
+ *   copy of each plane, 8 output columns per step (stride 2 de-interleaves with shuffles);
  * - float64, the weight gradient (dW += grad @ cols^T) and the transpose (cols = W^T @ x,
  *   then col2im adds the columns into the output) use explicit im2col/col2im buffers.
  *
@@ -94,64 +94,84 @@ static void cv_pack_f32(const void *ctx, float *dst, int32_t k0, int32_t kc, int
 }
 
 /* ================================================================ depthwise (float32) */
-/* y[oh, ow] = bias + sum w[kh, kw] * xp[oh*sh + kh*dh, ow*sw + kw*dw] on the padded plane xp
- * (row length wp, with slack past the last column for the vector loads) */
-static void cv_depthwise_plane(const cv_geom *g, const float *xp, int32_t wp, const float *w,
-                               float bias, float *y) {
-    const int32_t OW = g->ow, KW = g->kw, taps = g->kh * g->kw;
+/* Slack past each padded row: the 8-wide steps of the last columns read up to 14 floats past
+ * the row (stride 2), so every step is a full SIMD step; only the stores are trimmed. */
+#define CV_SLACK 16
+
+/* y[oh, ow] = bias + sum_t w[t] * xp[oh*sh*wp + off[t] + ow*sw] on the padded plane xp (row
+ * length wp), eight outputs per step: stride 1 reads them with two loads, stride 2 with four
+ * and de-interleaves the even lanes */
+static void cv_depthwise_plane(const cv_geom *g, const float *xp, int32_t wp,
+                               const int32_t *off, int32_t taps, const float *w, float bias,
+                               float *y) {
+    const int32_t OW = g->ow, sw = g->sw;
     for (int32_t oy = 0; oy < g->oh; oy++, y += OW) {
         const float *top = xp + (ptrdiff_t)oy * g->sh * wp;
-        int32_t ox = 0;
-        if (g->sw == 1) {
-            for (; ox + 8 <= OW; ox += 8) {
-                v128_t a0 = wasm_f32x4_splat(bias), a1 = a0;
+        if (sw > 2) {
+            for (int32_t ox = 0; ox < OW; ox++) {
+                float acc = bias;
+                for (int32_t t = 0; t < taps; t++) acc += w[t] * top[off[t] + ox * sw];
+                y[ox] = acc;
+            }
+            continue;
+        }
+        for (int32_t ox = 0; ox < OW; ox += 8) {
+            v128_t a0 = wasm_f32x4_splat(bias), a1 = a0;
+            const float *base = top + ox * sw;
+            if (sw == 1) {
                 for (int32_t t = 0; t < taps; t++) {
-                    const float *r = top + (t / KW) * g->dh * wp + (t % KW) * g->dw + ox;
-                    const v128_t wv = wasm_f32x4_splat(w[t]);
+                    const float *r = base + off[t];
+                    const v128_t wv = wasm_v128_load32_splat(w + t);
                     a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wv, wasm_v128_load(r)));
                     a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wv, wasm_v128_load(r + 4)));
                 }
+            } else {
+                for (int32_t t = 0; t < taps; t++) {
+                    const float *r = base + off[t];
+                    const v128_t wv = wasm_v128_load32_splat(w + t);
+                    const v128_t e0 = wasm_i32x4_shuffle(wasm_v128_load(r), wasm_v128_load(r + 4),
+                                                         0, 2, 4, 6);
+                    const v128_t e1 = wasm_i32x4_shuffle(wasm_v128_load(r + 8),
+                                                         wasm_v128_load(r + 12), 0, 2, 4, 6);
+                    a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wv, e0));
+                    a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wv, e1));
+                }
+            }
+            if (ox + 8 <= OW) {
                 wasm_v128_store(y + ox, a0);
                 wasm_v128_store(y + ox + 4, a1);
+            } else {
+                float tail[8];
+                wasm_v128_store(tail, a0);
+                wasm_v128_store(tail + 4, a1);
+                memcpy(y + ox, tail, (size_t)(OW - ox) * sizeof(float));
             }
-        } else if (g->sw == 2) {
-            for (; ox + 4 <= OW; ox += 4) {
-                v128_t a0 = wasm_f32x4_splat(bias);
-                for (int32_t t = 0; t < taps; t++) {
-                    const float *r = top + (t / KW) * g->dh * wp + (t % KW) * g->dw + 2 * ox;
-                    const v128_t even = wasm_i32x4_shuffle(wasm_v128_load(r),
-                                                           wasm_v128_load(r + 4), 0, 2, 4, 6);
-                    a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_f32x4_splat(w[t]), even));
-                }
-                wasm_v128_store(y + ox, a0);
-            }
-        }
-        for (; ox < OW; ox++) {
-            float acc = bias;
-            for (int32_t t = 0; t < taps; t++)
-                acc += w[t] * top[(t / KW) * g->dh * wp + (t % KW) * g->dw + ox * g->sw];
-            y[ox] = acc;
         }
     }
 }
 
 static int cv_depthwise_f32(const cv_geom *g, const float *x, const float *w, const float *bias,
                             float *y) {
-    /* the padded plane holds what the windows read: rows [-ph, hp - ph), cols [-pw, wp - pw) */
+    /* the padded plane holds what the windows read: rows [-ph, hp - ph), cols [-pw, wn - pw) */
     const int32_t hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
-    const int32_t wn = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1, wp = wn + 8;
-    float *xp = cv_scratch((size_t)hp * wp * sizeof(float));
+    const int32_t wn = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1, wp = wn + CV_SLACK;
+    const int32_t taps = g->kh * g->kw;
+    const size_t plane = (size_t)hp * wp + CV_SLACK;
+    float *xp = cv_scratch((plane + taps) * sizeof(float));
     if (!xp) return 2;
+    int32_t *off = (int32_t *)(xp + plane);
+    for (int32_t t = 0; t < taps; t++) off[t] = (t / g->kw) * g->dh * wp + (t % g->kw) * g->dw;
     const int32_t rows = g->h < hp - g->ph ? g->h : hp - g->ph;
     const int32_t cols = g->w < wn - g->pw ? g->w : wn - g->pw;
+    memset(xp, 0, plane * sizeof(float));
     for (int32_t p = 0; p < g->n * g->c; p++) {
         const int32_t ch = p % g->c;
-        memset(xp, 0, (size_t)hp * wp * sizeof(float));
         const float *xs = x + (size_t)p * g->h * g->w;
+        /* the zero border stays from the first plane; only the interior is rewritten */
         for (int32_t r = 0; r < rows; r++)
             memcpy(xp + (ptrdiff_t)(r + g->ph) * wp + g->pw, xs + (ptrdiff_t)r * g->w,
                    (size_t)(cols > 0 ? cols : 0) * sizeof(float));
-        cv_depthwise_plane(g, xp, wp, w + (size_t)ch * g->kh * g->kw, bias ? bias[ch] : 0.0f,
+        cv_depthwise_plane(g, xp, wp, off, taps, w + (size_t)ch * taps, bias ? bias[ch] : 0.0f,
                            y + (size_t)p * g->oh * g->ow);
     }
     return 0;

@@ -27,6 +27,11 @@ static void *mm_grow(void **buf, size_t *cap, size_t bytes) {
 }
 
 /* ================================================================ micro-kernels */
+static inline float mm_hsum_f32(v128_t v) {
+    return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
+           (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3));
+}
+
 /* f32: 4 rows x 8 columns, 8 accumulators (x86 has 16 XMM registers; Cranelift uses no more).
  * wasm SIMD128 has no FMA: mul + add. */
 #define MR32 4
@@ -187,10 +192,59 @@ PACK_A(double, f64, MR64)
 GEMM_DRIVER(float, f32, MR32, MM_NR)
 GEMM_DRIVER(double, f64, MR64, NR64)
 
+/* Fewer rows than the micro-kernel's (a batch-1 Linear, x @ W.T): packing B would cost as
+ * much as the product, so B is read where it lies. Columns of B contiguous (a transposed
+ * weight): four dot products at a time; rows contiguous: c_row += a[i, p] * b_row. */
+static int mm_thin_f32(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, float *c,
+                       int32_t ldc, int accumulate) {
+    const float *A = (const float *)a.p, *B = (const float *)b.p;
+    if (b.rs == 1 && a.cs == 1) {
+        const int32_t k4 = k & ~3;
+        for (int32_t i = 0; i < m; i++) {
+            const float *ar = A + (ptrdiff_t)i * a.rs;
+            float *cr = c + (ptrdiff_t)i * ldc;
+            for (int32_t j = 0; j < n; j += 4) {
+                const int32_t w = n - j < 4 ? n - j : 4;
+                const float *col[4];
+                for (int32_t q = 0; q < 4; q++) /* missing columns re-read column j */
+                    col[q] = B + (ptrdiff_t)(j + (q < w ? q : 0)) * b.cs;
+                v128_t s0 = wasm_f32x4_splat(0.0f), s1 = s0, s2 = s0, s3 = s0;
+                for (int32_t p = 0; p < k4; p += 4) {
+                    const v128_t va = wasm_v128_load(ar + p);
+                    s0 = wasm_f32x4_add(s0, wasm_f32x4_mul(va, wasm_v128_load(col[0] + p)));
+                    s1 = wasm_f32x4_add(s1, wasm_f32x4_mul(va, wasm_v128_load(col[1] + p)));
+                    s2 = wasm_f32x4_add(s2, wasm_f32x4_mul(va, wasm_v128_load(col[2] + p)));
+                    s3 = wasm_f32x4_add(s3, wasm_f32x4_mul(va, wasm_v128_load(col[3] + p)));
+                }
+                float t[4] = {mm_hsum_f32(s0), mm_hsum_f32(s1), mm_hsum_f32(s2), mm_hsum_f32(s3)};
+                for (int32_t q = 0; q < w; q++) {
+                    for (int32_t p = k4; p < k; p++) t[q] += ar[p] * col[q][p];
+                    cr[j + q] = accumulate ? cr[j + q] + t[q] : t[q];
+                }
+            }
+        }
+        return 1;
+    }
+    if (b.cs == 1) {
+        for (int32_t i = 0; i < m; i++) {
+            float *cr = c + (ptrdiff_t)i * ldc;
+            if (!accumulate) memset(cr, 0, (size_t)n * sizeof(float));
+            for (int32_t p = 0; p < k; p++) {
+                const float x = A[(ptrdiff_t)i * a.rs + (ptrdiff_t)p * a.cs];
+                const float *br = B + (ptrdiff_t)p * b.rs;
+                for (int32_t j = 0; j < n; j++) cr[j] += x * br[j];
+            }
+        }
+        return 1;
+    }
+    return 0;
+}
+
 void mm_gemm_f32(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, mm_pack_fn pack,
                  const void *ctx, float *c, int32_t ldc, int accumulate) {
     if (pack) mm_driver_f32(m, n, k, a, pack, ctx, c, ldc, accumulate);
-    else mm_driver_f32(m, n, k, a, mm_pack_b_f32, &b, c, ldc, accumulate);
+    else if (m >= MR32 || k <= 0 || !mm_thin_f32(m, n, k, a, b, c, ldc, accumulate))
+        mm_driver_f32(m, n, k, a, mm_pack_b_f32, &b, c, ldc, accumulate);
 }
 
 void mm_gemm_f64(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, double *c, int32_t ldc,

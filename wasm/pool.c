@@ -20,25 +20,54 @@ static pl_geom pl_read_geom(void) {
     return g;
 }
 
+/* the max of one window, skipping taps in the padding (-inf); NaN propagates */
+#define MAX_AT(T)                                                                          \
+    static inline T pl_max_at_##T(const pl_geom *g, const T *x, int32_t oy, int32_t ox) {  \
+        T m = (T)-__builtin_inf();                                                         \
+        for (int32_t a = 0; a < g->kh; a++) {                                              \
+            const int32_t yy = oy * g->sh - g->ph + a * g->dh;                             \
+            if ((uint32_t)yy >= (uint32_t)g->h) continue;                                  \
+            for (int32_t b = 0; b < g->kw; b++) {                                          \
+                const int32_t xx = ox * g->sw - g->pw + b * g->dw;                         \
+                if ((uint32_t)xx >= (uint32_t)g->w) continue;                              \
+                const T v = x[yy * g->w + xx];                                             \
+                if (v > m || v != v) m = v;                                                \
+            }                                                                              \
+        }                                                                                  \
+        return m;                                                                          \
+    }
+
 #define MAX_POOL(T)                                                                        \
     static void pl_max_##T(const pl_geom *g, const T *x, T *y) {                           \
         for (int32_t p = 0; p < g->planes; p++, x += g->h * g->w)                          \
             for (int32_t oy = 0; oy < g->oh; oy++)                                         \
-                for (int32_t ox = 0; ox < g->ow; ox++) {                                   \
-                    T m = (T)-__builtin_inf();                                             \
-                    for (int32_t a = 0; a < g->kh; a++) {                                  \
-                        const int32_t yy = oy * g->sh - g->ph + a * g->dh;                 \
-                        if ((uint32_t)yy >= (uint32_t)g->h) continue;                      \
-                        for (int32_t b = 0; b < g->kw; b++) {                              \
-                            const int32_t xx = ox * g->sw - g->pw + b * g->dw;             \
-                            if ((uint32_t)xx >= (uint32_t)g->w) continue;                  \
-                            const T v = x[yy * g->w + xx];                                 \
-                            if (v > m || v != v) m = v;                                    \
-                        }                                                                  \
-                    }                                                                      \
-                    *y++ = m;                                                              \
-                }                                                                          \
+                for (int32_t ox = 0; ox < g->ow; ox++) *y++ = pl_max_at_##T(g, x, oy, ox); \
     }
+
+MAX_AT(float)
+MAX_AT(double)
+
+/* float32 2x2 windows at stride 2 without padding (the usual downsampling): four outputs
+ * from two rows of eight with f32x4.max (NaN-propagating, like the scalar path), then the
+ * max of even and odd lanes; windows past the SIMD steps take the scalar path */
+static void pl_max_2x2_float(const pl_geom *g, const float *x, float *y) {
+    for (int32_t p = 0; p < g->planes; p++, x += g->h * g->w)
+        for (int32_t oy = 0; oy < g->oh; oy++, y += g->ow) {
+            int32_t ox = 0;
+            if (2 * oy + 1 < g->h) {
+                const float *r0 = x + 2 * oy * g->w, *r1 = r0 + g->w;
+                for (; 2 * ox + 8 <= g->w && ox + 4 <= g->ow; ox += 4) {
+                    const v128_t lo = wasm_f32x4_max(wasm_v128_load(r0 + 2 * ox),
+                                                     wasm_v128_load(r1 + 2 * ox));
+                    const v128_t hi = wasm_f32x4_max(wasm_v128_load(r0 + 2 * ox + 4),
+                                                     wasm_v128_load(r1 + 2 * ox + 4));
+                    wasm_v128_store(y + ox, wasm_f32x4_max(wasm_i32x4_shuffle(lo, hi, 0, 2, 4, 6),
+                                                           wasm_i32x4_shuffle(lo, hi, 1, 3, 5, 7)));
+                }
+            }
+            for (; ox < g->ow; ox++) y[ox] = pl_max_at_float(g, x, oy, ox);
+        }
+}
 
 /* gx += grad at each window's first element equal to its maximum (none when it is NaN) */
 #define MAX_POOL_GRAD(T)                                                                   \
@@ -137,7 +166,10 @@ ADAPTIVE_AVG(double)
 
 int32_t EXPORT(em_max_pool)(int32_t dtype, const void *x, void *y) {
     const pl_geom g = pl_read_geom();
-    if (dtype == DT_F32) pl_max_float(&g, x, y);
+    const int two = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 &&
+                    g.pw == 0 && g.dh == 1 && g.dw == 1;
+    if (dtype == DT_F32 && two) pl_max_2x2_float(&g, x, y);
+    else if (dtype == DT_F32) pl_max_float(&g, x, y);
     else if (dtype == DT_F64) pl_max_double(&g, x, y);
     else return 1;
     return 0;

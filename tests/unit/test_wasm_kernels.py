@@ -63,17 +63,21 @@ def test_float_matmul_vs_float64(b, rng, dtype, m, k, n):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_matmul_reads_transposed_and_sliced_views(b, rng, dtype):
+@pytest.mark.parametrize("rows", [1, 3, 6])  # below 4 rows: the unpacked (thin) paths
+def test_matmul_reads_transposed_and_sliced_views(b, rng, dtype, rows):
     # x @ W.T with W (out, in) stored row-major: a permuted view, packed from its strides
-    x = rng.standard_normal((6, 37)).astype(dtype)
+    x = rng.standard_normal((rows, 37)).astype(dtype)
     w = rng.standard_normal((19, 37)).astype(dtype)
     xt = b.permute(up(b, x.T), (1, 0))  # a transposed view of x, too
     got = down(b, b.float_matmul(xt, b.permute(up(b, w), (1, 0))))
     close(got, x.astype(np.float64) @ w.T.astype(np.float64), dtype, 6)
     big = rng.standard_normal((20, 50)).astype(dtype)
-    view = b.slice(up(b, big), ((2, 14, 2), (1, 38, 1)))  # rows 2,4,..,12; cols 1..37
+    view = b.slice(up(b, big), ((2, 2 + 2 * rows, 2), (1, 38, 1)))  # every other row
     got = down(b, b.float_matmul(view, b.permute(up(b, w), (1, 0))))
-    close(got, big[2:14:2, 1:38].astype(np.float64) @ w.T.astype(np.float64), dtype, 6)
+    ref = big[2 : 2 + 2 * rows : 2, 1:38].astype(np.float64) @ w.T.astype(np.float64)
+    close(got, ref, dtype, 6)
+    got = down(b, b.float_matmul(view, up(b, w.T)))  # rows of B contiguous
+    close(got, ref, dtype, 6)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
