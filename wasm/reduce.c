@@ -71,27 +71,58 @@ static double rd_sum_f64(const double *x, int32_t n) {
 #define RD_ADD(a, b) ((a) + (b))
 #define RD_MUL(a, b) ((a) * (b))
 
-/* per-lane statistics of float lanes (stride `inner`): logsumexp shifted by the lane's
- * finite max, as numpy-based code does; var with `dof` degrees of freedom (both accumulate
- * in float64) */
+/* per-block statistics of a float (r, inner) block, row by row so the loops run over inner
+ * (contiguous) whatever the reduced dim: logsumexp shifted by the finite max, as numpy-based
+ * code does; var with `dof` degrees of freedom. Both accumulate in float64 in `acc` (inner
+ * doubles; var: 2 * inner). */
 #define RD_FLOAT_LANES(T, F)                                                               \
-    static T rd_logsumexp_##T(const T *x, int32_t r, int32_t inner) {                      \
-        T m = -(T)INFINITY;                                                                \
-        for (int32_t j = 0; j < r; j++) m = RD_NAN_MAX(m, x[(int64_t)j * inner]);          \
-        if (!isfinite(m)) m = 0;                                                           \
-        double s = 0;                                                                      \
-        for (int32_t j = 0; j < r; j++) s += F(exp)(x[(int64_t)j * inner] - m);            \
-        return F(log)((T)s) + m;                                                           \
-    }                                                                                      \
-    static T rd_var_##T(const T *x, int32_t r, int32_t inner, double dof) {                \
-        double mean = 0, sq = 0;                                                           \
-        for (int32_t j = 0; j < r; j++) mean += x[(int64_t)j * inner];                     \
-        mean /= r;                                                                         \
-        for (int32_t j = 0; j < r; j++) {                                                  \
-            double d = x[(int64_t)j * inner] - mean;                                       \
-            sq += d * d;                                                                   \
+    static void rd_logsumexp_##T(const T *x, T *out, int32_t r, int32_t inner, double *acc) { \
+        if (inner == 1) { /* one contiguous lane: accumulate in registers */              \
+            T m = -(T)INFINITY;                                                            \
+            for (int32_t j = 0; j < r; j++) m = RD_NAN_MAX(m, x[j]);                       \
+            if (!isfinite(m)) m = 0;                                                       \
+            double s = 0;                                                                  \
+            for (int32_t j = 0; j < r; j++) s += F(exp)(x[j] - m);                         \
+            out[0] = F(log)((T)s) + m;                                                     \
+            return;                                                                        \
         }                                                                                  \
-        return (T)(sq / dof);                                                              \
+        for (int32_t i = 0; i < inner; i++) { out[i] = -(T)INFINITY; acc[i] = 0; }         \
+        for (int32_t j = 0; j < r; j++) {                                                  \
+            const T *xj = x + (int64_t)j * inner;                                          \
+            for (int32_t i = 0; i < inner; i++) out[i] = RD_NAN_MAX(out[i], xj[i]);        \
+        }                                                                                  \
+        for (int32_t i = 0; i < inner; i++) if (!isfinite(out[i])) out[i] = 0;             \
+        for (int32_t j = 0; j < r; j++) {                                                  \
+            const T *xj = x + (int64_t)j * inner;                                          \
+            for (int32_t i = 0; i < inner; i++) acc[i] += F(exp)(xj[i] - out[i]);          \
+        }                                                                                  \
+        for (int32_t i = 0; i < inner; i++) out[i] = F(log)((T)acc[i]) + out[i];          \
+    }                                                                                      \
+    static void rd_var_##T(const T *x, T *out, int32_t r, int32_t inner, double dof,       \
+                           double *acc) {                                                  \
+        if (inner == 1) {                                                                  \
+            double mean = 0, sq = 0;                                                       \
+            for (int32_t j = 0; j < r; j++) mean += x[j];                                  \
+            mean /= r;                                                                     \
+            for (int32_t j = 0; j < r; j++) sq += (x[j] - mean) * (x[j] - mean);           \
+            out[0] = (T)(sq / dof);                                                        \
+            return;                                                                        \
+        }                                                                                  \
+        double *mean = acc, *sq = acc + inner;                                             \
+        for (int32_t i = 0; i < inner; i++) mean[i] = sq[i] = 0;                           \
+        for (int32_t j = 0; j < r; j++) {                                                  \
+            const T *xj = x + (int64_t)j * inner;                                          \
+            for (int32_t i = 0; i < inner; i++) mean[i] += xj[i];                          \
+        }                                                                                  \
+        for (int32_t i = 0; i < inner; i++) mean[i] /= r;                                  \
+        for (int32_t j = 0; j < r; j++) {                                                  \
+            const T *xj = x + (int64_t)j * inner;                                          \
+            for (int32_t i = 0; i < inner; i++) {                                          \
+                double d = xj[i] - mean[i];                                                \
+                sq[i] += d * d;                                                            \
+            }                                                                              \
+        }                                                                                  \
+        for (int32_t i = 0; i < inner; i++) out[i] = (T)(sq[i] / dof);                     \
     }                                                                                      \
     static int rd_float_##T(int op, const T *x, T *out, int32_t outer, int32_t r,          \
                             int32_t inner) {                                               \
@@ -106,11 +137,14 @@ static double rd_sum_f64(const double *x, int32_t n) {
         case RD_prod: RD_FOLD(T, 1, RD_MUL) return 0;                                      \
         case RD_max: RD_FOLD(T, -INFINITY, RD_NAN_MAX) return 0;                           \
         case RD_min: RD_FOLD(T, INFINITY, RD_NAN_MIN) return 0;                            \
-        case RD_logsumexp:                                                                 \
+        case RD_logsumexp: {                                                               \
+            double *acc = malloc((size_t)inner * sizeof(double));                          \
+            if (!acc) return 2;                                                            \
             for (int64_t o = 0; o < outer; o++)                                            \
-                for (int32_t i = 0; i < inner; i++)                                        \
-                    out[o * inner + i] = rd_logsumexp_##T(x + o * r * inner + i, r, inner); \
+                rd_logsumexp_##T(x + o * r * inner, out + o * inner, r, inner, acc);       \
+            free(acc);                                                                     \
             return 0;                                                                      \
+        }                                                                                  \
         default: return 1;                                                                 \
         }                                                                                  \
     }
@@ -145,7 +179,7 @@ RD_INT(int32_t, RD_UADD32, RD_UMUL32)
 RD_INT(int64_t, RD_UADD64, RD_UMUL64)
 
 /* out (outer, inner) = OP over r of x (outer, r, inner), both contiguous; 1 for an op the
- * dtype lacks */
+ * dtype lacks, 2 when logsumexp's scratch can't be had */
 int32_t EXPORT(em_reduce)(int32_t op, int32_t dtype, const void *x, void *out, int32_t outer,
                           int32_t r, int32_t inner) {
     switch (dtype) {
@@ -162,19 +196,21 @@ int32_t EXPORT(em_reduce)(int32_t op, int32_t dtype, const void *x, void *out, i
 }
 
 /* out (outer, inner) = the variance over r with `dof` degrees of freedom (r - correction,
- * clamped at 0 by Python: 0 gives inf or NaN, as numpy) */
+ * clamped at 0 by Python: 0 gives inf or NaN, as numpy); 2 when the scratch can't be had */
 int32_t EXPORT(em_var)(int32_t dtype, const void *x, void *out, int32_t outer, int32_t r,
                        int32_t inner, double dof) {
-    for (int64_t o = 0; o < outer; o++)
-        for (int32_t i = 0; i < inner; i++) {
-            int64_t at = o * r * inner + i, to = o * inner + i;
-            if (dtype == DT_F32)
-                ((float *)out)[to] = rd_var_float((const float *)x + at, r, inner, dof);
-            else if (dtype == DT_F64)
-                ((double *)out)[to] = rd_var_double((const double *)x + at, r, inner, dof);
-            else
-                return 1;
-        }
+    if (dtype != DT_F32 && dtype != DT_F64) return 1;
+    double *acc = malloc((size_t)inner * 2 * sizeof(double));
+    if (!acc) return 2;
+    for (int64_t o = 0; o < outer; o++) {
+        if (dtype == DT_F32)
+            rd_var_float((const float *)x + o * r * inner, (float *)out + o * inner, r, inner,
+                         dof, acc);
+        else
+            rd_var_double((const double *)x + o * r * inner, (double *)out + o * inner, r,
+                          inner, dof, acc);
+    }
+    free(acc);
     return 0;
 }
 
