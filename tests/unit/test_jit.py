@@ -22,7 +22,7 @@ from ember.errors import EmberError
 from ember.jit import JitError, state
 from ember.nn.loss import cross_entropy
 
-PLAIN = ["numpy", "python", "wgpu", "fusion-numpy", "fusion-wgpu"]
+PLAIN = ["numpy", "python", "wasm", "wgpu", "fusion-numpy", "fusion-wgpu"]
 
 
 def backend(name: str):
@@ -181,7 +181,7 @@ def test_captured_training_step_gives_the_eager_weights(name, kind):
     assert shadowed(model[0].weight.backend) == []
 
 
-@pytest.mark.parametrize("name", ["numpy", "wgpu"])
+@pytest.mark.parametrize("name", ["numpy", "wasm", "wgpu"])
 def test_batchnorm_running_statistics_are_updated_at_each_replay(name):
     def run(backend_name, jitted):
         b = ember.Autodiff(backend(backend_name))
@@ -237,7 +237,7 @@ def test_a_parameter_replaced_outside_the_trace_makes_it_trace_again():
     assert (f.traces, f.replays) == (2, 2)
 
 
-@pytest.mark.parametrize("name", ["numpy", "wgpu"])
+@pytest.mark.parametrize("name", ["numpy", "wasm", "wgpu"])
 def test_two_batch_shapes_trace_once_each_and_share_the_state(name):
     """An epoch's short last batch is a second signature: it traces once, into the state the
     first tape updates (no re-trace at each switch), and the weights stay the eager ones."""
