@@ -21,7 +21,8 @@ def innermost(backend):
 
 def benefits(backend) -> bool:
     """Whether jit pays off by default on ``backend``: its innermost backend compiles a tape
-    into one captured program (wgpu, natively and in the browser). Elsewhere the replay still
+    into one captured program (wgpu, natively and in the browser; wasm: recorded kernel
+    calls, no Python per op in a page where each op costs tens of µs). Elsewhere the replay still
     skips the Python above the backend, but the kernels dominate (numpy: about 5% per MNIST
     training step), so the Learner and the demos leave it to ``jit=True``.
 
