@@ -122,7 +122,7 @@ class Session:
             raise ProtocolError("put: expected [put, id, dtype, shape, offset, nbytes]")
         _, i, name, shape, offset, nbytes = rec
         i = self._new_id(i)
-        if name not in _DTYPES or not isinstance(shape, list):
+        if not isinstance(name, str) or name not in _DTYPES or not isinstance(shape, list):
             raise ProtocolError("put: bad dtype or shape")
         if type(offset) is not int or type(nbytes) is not int or not (
                 0 <= offset and 0 <= nbytes and offset + nbytes <= len(blobs)):
@@ -256,6 +256,7 @@ def _value(a, depth: int):
         raise ProtocolError("an argument nested deeper than 8 lists")
     if isinstance(a, list):
         return tuple(_value(x, depth + 1) for x in a)
-    if isinstance(a, dict) and len(a) == 1 and "d" in a and a["d"] in _DTYPES:
-        return _DTYPES[a["d"]]
+    name = a.get("d") if isinstance(a, dict) and len(a) == 1 else None
+    if isinstance(name, str) and name in _DTYPES:
+        return _DTYPES[name]
     raise ProtocolError("an argument must be a number, string, list, null or {\"d\": dtype}")
