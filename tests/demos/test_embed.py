@@ -6,14 +6,16 @@ checked by hand against the package's vocab.txt (the `tokenizers` library isn't 
 from __future__ import annotations
 
 import json
-import math
-import struct
+import os
+import sys
 
 import numpy as np
 import pytest
 
 import ember
 from ember.errors import EmberError
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # minilm_torch
 
 try:
     from ember.demos.minilm import package_file
@@ -93,51 +95,13 @@ def test_vocab_matches_tokenizer_json():
 
 
 # ---------------------------------------------------------------------- embeddings
-def _read_safetensors(path):
-    """The file's tensors as numpy arrays (the format read by hand: an independent reader)."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        body = f.read()
-    dtypes = {"F32": np.float32, "I64": np.int64}
-    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]],
-                             dtypes[v["dtype"]]).reshape(v["shape"])
-            for k, v in header.items() if k != "__metadata__"}
-
-
 def _torch_reference(ids, mask):
-    """BERT (Hugging Face layout) + mean pooling + L2 norm in PyTorch, float64."""
+    """The PyTorch BERT (tests/demos/minilm_torch.py) in float64."""
     torch = pytest.importorskip("torch")
-    F = torch.nn.functional
-    w = {k: torch.from_numpy(v.copy()).double() if v.dtype == np.float32 else None
-         for k, v in _read_safetensors(package_file("model.safetensors")).items()}
-    ids, mask = torch.tensor(ids), torch.tensor(mask).double()
-    n, t = ids.shape
+    from minilm_torch import torch_minilm
 
-    def ln(x, p):
-        return F.layer_norm(x, (384,), w[p + ".weight"], w[p + ".bias"], eps=1e-12)
-
-    def lin(x, p):
-        return F.linear(x, w[p + ".weight"], w[p + ".bias"])
-
-    x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:t]
-         + w["embeddings.token_type_embeddings.weight"][0])
-    x = ln(x, "embeddings.LayerNorm")
-    bias = (1 - mask)[:, None, None, :] * -1e9
-    for i in range(6):
-        p = f"encoder.layer.{i}."
-
-        def heads(y):
-            return y.view(n, t, 12, 32).transpose(1, 2)
-
-        q, k, v = (heads(lin(x, p + "attention.self." + s)) for s in ("query", "key", "value"))
-        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(32) + bias, -1) @ v
-        x = ln(x + lin(att.transpose(1, 2).reshape(n, t, 384), p + "attention.output.dense"),
-               p + "attention.output.LayerNorm")
-        h = F.gelu(lin(x, p + "intermediate.dense"))
-        x = ln(x + lin(h, p + "output.dense"), p + "output.LayerNorm")
-    pooled = (x * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
-    return F.normalize(pooled, dim=1).numpy()
+    embed64 = torch_minilm(package_file("model.safetensors"), torch.float64)
+    return embed64(torch.tensor(ids), torch.tensor(mask)).numpy()
 
 
 def test_embeddings_match_torch_reference():
