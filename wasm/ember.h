@@ -40,8 +40,9 @@ typedef struct {
 
 #define EM_FOR_ROWS(w, ...)                                                                \
     do {                                                                                   \
-        int32_t _idx[EM_MAX_DIMS] = {0};                                                   \
         const int _nd = (w).ndim;                                                          \
+        int32_t _idx[_nd > 1 ? _nd : 1]; /* any rank: the metadata scratch bounds it */   \
+        for (int _d = 0; _d < _nd; _d++) _idx[_d] = 0;                                     \
         const int32_t n = _nd ? (w).shape[_nd - 1] : 1;                                    \
         const int32_t t0 = _nd && (w).s0 ? (w).s0[_nd - 1] : 0;                            \
         const int32_t t1 = _nd && (w).s1 ? (w).s1[_nd - 1] : 0;                            \

@@ -300,6 +300,17 @@ def test_views_share_the_block(b, rng):
     assert np.array_equal(down(b, c), down(b, x).T.reshape(24))
 
 
+def test_views_of_twenty_dims(b, rng):
+    """Strided walks of any rank (the kernels' index arrays are sized by the rank)."""
+    a = rng.standard_normal((2,) * 20)
+    axes = tuple(range(19, -1, -1))
+    x, ref = b.permute(up(b, a), axes), np.transpose(a, axes)
+    assert np.array_equal(down(b, b.float_add(x, x)), ref + ref)
+    assert np.array_equal(down(b, b.cat([x, x], 3)), np.concatenate([ref, ref], 3))
+    close(down(b, b.float_sum(x, (0, 7, 19))), ref.sum(axis=(0, 7, 19), keepdims=True),
+          np.float64, 8)
+
+
 def test_copy_into_writes_a_strided_view_in_place(b, rng):
     base = up(b, np.zeros((3, 4)))
     target = b.permute(b.slice(base, ((0, 3, 1), (0, 4, 2))), (1, 0))  # (2, 3), strided
