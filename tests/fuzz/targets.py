@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import formats, onnx_mut, pt, seeds
+from . import formats, onnx_mut, pt, remote_mut, seeds
 from .mutate import Mutation
 
 
@@ -137,6 +137,18 @@ def load_image(path: str, workdir: str) -> None:
     load(path)
 
 
+def load_remote_frame(path: str, workdir: str) -> None:
+    """A Remote server's reader: one batch frame into a fresh session on numpy, with small
+    limits (its op errors become failed tensors; only a ProtocolError may escape)."""
+    from ember.backends import get_backend
+    from ember.remote import ServerLimits, Session
+
+    with open(path, "rb") as f:
+        frame = f.read()
+    limits = ServerLimits(max_tensor_bytes=1 << 20, max_session_bytes=4 << 20, max_handles=1000)
+    Session(get_backend("numpy"), limits).handle(frame)
+
+
 # ------------------------------------------------------------------ the table
 _RECORD = ("ember.errors:RecordError",)
 _ONNX = ("ember.onnx:OnnxLoadError", "ember.errors:UnsupportedOpError")
@@ -165,6 +177,9 @@ TARGETS: dict[str, Target] = {t.name: t for t in [
            (formats.mcu_fields,), formats.mcu_checksum, engine="micropython"),
     Target("image", ".img", seeds.image_seeds, load_image, ("ember.errors:DatasetError",),
            (formats.png_structure,), formats.png_checksum),
+    Target("remote_frame", ".bin", remote_mut.remote_frame_seeds, load_remote_frame,
+           ("ember.remote.errors:ProtocolError",), (remote_mut.remote_records,),
+           structured_rate=0.6),
 ]}
 #: the harness's own test target (not a format: ``run`` never fuzzes it)
 SELFTEST = Target("selftest", ".txt", dict, load_selftest, _RECORD)
