@@ -101,15 +101,20 @@ float_impl() {  # the natmod float type must match the firmware's: float or doub
 
 build_native() {  # $1 = natmod ARCH (x64, armv6m, armv7emsp)
     local arch="$1" out="$BUILD/native/$1"
-    [ -f "$out/ember_kernels.mpy" ] && [ "$out/ember_kernels.mpy" -nt "$HERE/native/ember_kernels.c" ] \
-        && return 0
+    if [ -f "$out/ember_kernels.mpy" ]; then  # fresh when newer than every source file
+        local stale=0 f
+        for f in "$HERE"/native/*.c "$HERE/native/Makefile"; do
+            [ "$out/ember_kernels.mpy" -nt "$f" ] || stale=1
+        done
+        [ "$stale" = 0 ] && return 0
+    fi
     [ -f "$SRC/py/dynruntime.mk" ] || { log "no MicroPython source tree: skipping native $arch"; return 1; }
     local py fl=()
     py="$(natmod_python)"
     [ "$arch" = x64 ] && fl=(MICROPY_FLOAT_IMPL="$(float_impl)")
     [ "$arch" = armv7m ] && fl=(MICROPY_FLOAT_IMPL=float)
     mkdir -p "$out"
-    cp "$HERE/native/ember_kernels.c" "$HERE/native/Makefile" "$out/"
+    cp "$HERE"/native/*.c "$HERE/native/Makefile" "$out/"
     log "building native kernels for $arch ${fl[*]}"
     make -s -C "$out" MPY_DIR="$SRC" ARCH="$arch" PYTHON="$py" "${fl[@]}" >/dev/null
 }
@@ -150,7 +155,7 @@ build_mpy
 build_native x64 || log "native x64 kernels not built (pure tier only)"
 if [ "$WANT_ARM" = 1 ]; then
     if command -v arm-none-eabi-gcc >/dev/null; then
-        build_native armv6m || log "armv6m build failed (expected: see embedded/README.md)"
+        build_native armv6m || log "armv6m build failed"
         build_native armv7m || log "armv7m build failed"
         build_native armv7emsp || log "armv7emsp build failed"
         if [ "$WANT_QEMU" = 1 ]; then

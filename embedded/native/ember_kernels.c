@@ -387,3 +387,8 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_gap, MP_OBJ_FROM_PTR(&k_gap_obj));
     MP_DYNRUNTIME_INIT_EXIT
 }
+
+#if defined(__ARM_ARCH_6M__)
+// Cortex-M0: float division from fdiv_pic.c in this object (libgcc's doesn't link into a .mpy)
+#include "fdiv_pic.c"
+#endif

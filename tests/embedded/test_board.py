@@ -3,7 +3,8 @@ source, built by embedded/build_micropython.sh --qemu) under qemu-system-arm, re
 mpremote over the board's serial port, with a 256 KB heap:
 
 - mps2-an385, Cortex-M3 without FPU: pure tier, and native kernels built for armv7m (soft
-  float, libgcc's helpers linked into the .mpy);
+  float, libgcc's helpers linked into the .mpy) and for armv6m (the Cortex-M0 build, with
+  embedded/native/fdiv_pic.c's division; the M3 runs ARMv6-M code);
 - mps2-an386, Cortex-M4F: pure tier, and native kernels built for armv7emsp (hard float).
 
 Expected values come from CPython ember (f32: the model's own forward; int8: the numpy
@@ -42,6 +43,7 @@ def boards(micropython):
     except ImportError:
         pytest.fail("mpremote missing: run embedded/setup.sh (pip install mpremote)")
     need = [qemu.native_kernels(b) for b in qemu.BOARDS]
+    need.append(embedded_dir() / "build" / "native" / "armv6m" / "ember_kernels.mpy")
     try:
         need += [qemu.firmware(b) for b in qemu.BOARDS]
     except FileNotFoundError:
@@ -73,23 +75,26 @@ def _check(run, model, path, x, int8):
         assert run.predictions == want.argmax(1).tolist()
 
 
-CASES = [  # (model, board, tier, images): the pure CNN costs ~2-3e9 emulated instructions
-    ("mlp", "an385", "native", 8), ("mlp", "an386", "native", 8),
-    ("mlp", "an385", "pure", 2), ("mlp", "an386", "pure", 2),
-    ("cnn", "an385", "native", 4), ("cnn", "an386", "native", 4),
-    ("cnn", "an386", "pure", 1),
+CASES = [  # (model, board, tier, kernels, images): the pure CNN costs ~2-3e9 instructions
+    ("mlp", "an385", "native", "armv7m", 8), ("mlp", "an386", "native", "armv7emsp", 8),
+    ("mlp", "an385", "native", "armv6m", 4),  # Cortex-M0 code (own float division) on the M3
+    ("mlp", "an385", "pure", None, 2), ("mlp", "an386", "pure", None, 2),
+    ("cnn", "an385", "native", "armv7m", 4), ("cnn", "an386", "native", "armv7emsp", 4),
+    ("cnn", "an385", "native", "armv6m", 2),
+    ("cnn", "an386", "pure", None, 1),
 ]
 
 
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
-@pytest.mark.parametrize("which, board, tier, n", CASES)
+@pytest.mark.parametrize("which, board, tier, arch, n", CASES)
 def test_mnist_on_the_emulated_board(boards, mnist, trained_mlp, trained_cnn, tmp_path, which,
-                                     board, tier, n, int8):
+                                     board, tier, arch, n, int8):
     model = trained_mlp if which == "mlp" else trained_cnn
     _, (vx, vy) = mnist
     path = tmp_path / "m.emb"
     report = _export(model, path, mnist, int8)
-    run = boards.run_on_qemu(path, vx[:n], vy[:n], board=board, tier=tier, logits=True)
+    run = boards.run_on_qemu(path, vx[:n], vy[:n], board=board, tier=tier, logits=True,
+                             arch=arch)
     assert run.tier == tier
     _check(run, model, path, normalize(vx[:n]), int8)
     assert run.insn_per_image > 0

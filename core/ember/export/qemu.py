@@ -5,7 +5,8 @@ works.
 Two boards (built by ``embedded/build_micropython.sh --qemu``, 256 KB MicroPython heap each):
 
 - ``"an385"``: ``mps2-an385``, a Cortex-M3 without FPU (soft-float firmware), native kernels
-  built for ``armv7m`` with libgcc's soft-float helpers linked in;
+  built for ``armv7m`` with libgcc's soft-float helpers linked in (or for ``armv6m``, the
+  Cortex-M0 build, which the M3 also runs);
 - ``"an386"``: ``mps2-an386``, a Cortex-M4F (hard-float firmware), native kernels for
   ``armv7emsp``.
 
@@ -158,9 +159,12 @@ class QemuBoard:
 
 
 def run_on_qemu(model_path, images, labels=None, *, board: str = "an385", tier: str = "auto",
-                logits: bool = False, reps: int = 1, timeout: float = 600) -> MicroRun:
+                logits: bool = False, reps: int = 1, arch: str | None = None,
+                timeout: float = 600) -> MicroRun:
     """Run an exported model file on the emulated ``board``; like ``run_on_micropython``, with
-    ``insn_per_image`` (instructions per inference) instead of wall time.
+    ``insn_per_image`` (instructions per inference) instead of wall time. ``arch`` picks other
+    native kernels than the board's own: ``"armv6m"`` (Cortex-M0 code) runs on the an385's
+    Cortex-M3, which executes the ARMv6-M instruction set.
 
     >>> r = run_on_qemu("mnist_cnn.emb", images[:4], board="an386")   # doctest: +SKIP
     >>> r.tier, r.insn_per_image                                       # doctest: +SKIP
@@ -168,7 +172,8 @@ def run_on_qemu(model_path, images, labels=None, *, board: str = "an385", tier: 
     """
     with tempfile.TemporaryDirectory(prefix="ember-qemu-") as tmp:
         root = Path(tmp) / "rom"
-        stage_board_files(root, native_arch=None if tier == "pure" else BOARDS[board][1])
+        stage_board_files(root, native_arch=None if tier == "pure" else
+                          arch or BOARDS[board][1])
         shutil.copyfile(model_path, root / "model.emb")
         inputs, n = _write_inputs(images, str(root))
         name = os.path.basename(inputs)
