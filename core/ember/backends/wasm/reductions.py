@@ -41,14 +41,13 @@ class WasmReductions:
             return (self.rt.contiguous(x), numel(shape[: dims[0]]),
                     numel(shape[d] for d in dims), numel(shape[dims[-1] + 1 :]))
         keep = tuple(d for d in range(len(shape)) if d not in dims)
-        moved = self.permute(x, keep + dims)
-        return self.rt.contiguous(moved), numel(shape[d] for d in keep), \
-            numel(shape[d] for d in dims), 1
+        moved = self.rt.contiguous(self.permute(x, keep + dims))
+        return moved, numel(shape[d] for d in keep), numel(shape[d] for d in dims), 1
 
-    def _reduce(self, op: str, x: WasmTensor, dims, out_dtype: dt.DType | None = None):
+    def _reduce(self, op: str, x: WasmTensor, dims):
         rt = self.rt
         src, outer, r, inner = self._grouped(x, dims)
-        out = rt.empty(_kept(x.shape, dims), out_dtype or x.dtype, op)
+        out = rt.empty(_kept(x.shape, dims), x.dtype, op)
         rt.call("em_reduce", rt.reduce_codes[op], rt.code(x.dtype), src.ptr, out.ptr, outer, r,
                 inner)
         return out
