@@ -18,12 +18,30 @@ and fails only with :class:`~ember.errors.RecordError`.
 3
 """
 
-from .atomic import atomic_write
-from .pytorch import PyTorchFile, load_pytorch, read_pytorch
 from .record_tree import flatten, unflatten
 from .records import FORMAT, VERSION, LoadResult, load, read_metadata, save
 from .safetensors import SafeTensorsFile, load_file, save_file
-from .weights import detect_format, load_weights, open_weights
+
+# loaded on first use: the PyTorch readers (zipfile, pickle) and atomic writes (tempfile,
+# shutil) cost ~200 ms of imports in a web page that only reads a safetensors file
+_LAZY = {
+    "atomic_write": "atomic",
+    "PyTorchFile": "pytorch",
+    "load_pytorch": "pytorch",
+    "read_pytorch": "pytorch",
+    "detect_format": "weights",
+    "load_weights": "weights",
+    "open_weights": "weights",
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ember.io' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
 
 __all__ = [
     "FORMAT",

@@ -26,7 +26,6 @@ from .. import limits
 from ..tensordata import TensorData
 from ..errors import RecordError
 from ..shape import numel
-from .atomic import atomic_write
 from .untrusted import parse_json, reading
 
 # safetensors code → (ember dtype it loads as, bytes per element in the file)
@@ -261,6 +260,8 @@ def encode(tensors: Mapping[str, object], metadata: Mapping[str, str] | None = N
 
 def write_parts(path: str | os.PathLike, parts: list) -> None:
     """Write ``parts`` one after the other to ``path``, atomically."""
+    from .atomic import atomic_write  # tempfile, shutil: imported only to write
+
     with atomic_write(path) as f:
         for part in parts:
             f.write(part)
