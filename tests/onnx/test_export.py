@@ -208,3 +208,36 @@ def test_written_atomically(tmp_path):
     session = _session(str(path))
     assert [i.name for i in session.get_inputs()] == ["features"]
     assert [o.name for o in session.get_outputs()] == ["scores"]
+
+
+def test_minilm_sentence_encoder(tmp_path):
+    """all-MiniLM-L6-v2 (ember demo embed's model, real weights) with its pooling: two int64
+    inputs, the batch dynamic, the sequence length fixed by the trace."""
+    from ember.demos.embed import tokenizer
+    from ember.demos.minilm import load_minilm
+    from ember.errors import DatasetError
+
+    try:
+        encoder = load_minilm(backend="numpy")
+    except DatasetError as e:
+        pytest.skip(str(e))
+
+    class Embedder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, ids, mask):
+            return self.encoder.embed(ids, mask)
+
+    def batch(texts, width):
+        ids, mask = tokenizer().batch(texts, max_length=width)
+        pad = [[0] * (width - len(r)) for r in ids]
+        return (ember.tensor([r + p for r, p in zip(ids, pad)]),
+                ember.tensor([r + p for r, p in zip(mask, pad)]))
+
+    first = batch(["A man is eating food.", "A man is eating a piece of bread."], 12)
+    other = batch(["The girl is carrying a baby.", "hi", "A man is riding a horse."], 12)
+    model = _roundtrip(Embedder(), first, tmp_path, dynamic_batch=True, other_batch=other)
+    assert [i.name for i in model.graph.input] == ["input_0", "input_1"]
+    assert _ops(model) >= {"Gather", "LayerNormalization", "Erf", "Softmax", "MatMul"}
