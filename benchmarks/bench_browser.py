@@ -1,30 +1,41 @@
-"""The MNIST demo CNN in one headless Chromium: ember (WebGPU), ember (python), each eager and
-through ``ember.jit``, and onnxruntime-web (wasm), with the same weights, plus Pyodide + ember
-cold start.
+"""ember in one headless Chromium beside onnxruntime-web (wasm), same weights, same page:
+the MNIST demo CNN on every browser backend (WebGPU, wasm, python; eager and ``ember.jit``),
+EfficientNet-Lite0 at 224×224 on the wasm backend, and the cold start's phases.
 
     python benchmarks/bench_browser.py [--run-dir runs/mnist] [--runs 30] [--cold 3]
 
 Set-up (once): web/setup.sh (Chromium, Playwright, web/node_modules: pyodide and
 onnxruntime-web; `npm install` in web/ is run here when onnxruntime-web is missing) and torch
-for the ONNX export. The model is the one ``ember demo mnist`` trained in ``--run-dir`` when it
-exists, else the same architecture with seeded random weights (latency does not depend on the
-values). torch rebuilds the architecture with those weights and ``torch.onnx.export`` writes
-the ONNX file that onnxruntime-web runs.
+for the ONNX exports. The MNIST model is the one ``ember demo mnist`` trained in ``--run-dir``
+when it exists, else the same architecture with seeded random weights (latency does not depend
+on the values). torch rebuilds the architecture with those weights and ``torch.onnx.export``
+writes the ONNX file that onnxruntime-web runs.
 
-One inference = one 28×28 image (batch 1) from 784 float pixel values in 0..255 to 10
+One MNIST inference = one 28×28 image (batch 1) from 784 float pixel values in 0..255 to 10
 probabilities readable on the CPU: scale, normalise, CNN, softmax, read back. ember is timed
 inside Pyodide (``time.perf_counter`` around ``model(x).softmax(1).tolist()``; jitted: the
 normalisation, model and softmax replayed by ``ember.jit`` after a warm-up and a traced call,
-the tensor's creation and ``tolist()`` outside; eager and jitted calls alternate), ORT from
-JavaScript (tensor creation + ``session.run`` + ``.data``; the page's clock ticks in 0.1 ms, so
-each ORT sample is the mean of 25 consecutive runs). Medians after warm-up.
+the tensor's creation and ``tolist()`` inside), ORT from JavaScript (tensor creation +
+``session.run`` + ``.data``). The page's clock ticks in 0.1 ms (no cross-origin isolation), so
+a fast runtime's sample is the mean of a block of consecutive runs (ORT 25, ember wasm 10).
+The runtimes alternate block by block (every ember configuration, then ORT, round after round),
+so a change in the machine's load hits them alike. Medians of the blocks after warm-up.
 onnxruntime-web runs the wasm execution provider with one thread (the page is not
 cross-origin isolated, so wasm threads are unavailable; Pyodide is single-threaded too).
 Chromium's WebGPU adapter here is SwiftShader, a CPU emulation of a GPU: its numbers say
-nothing about a real GPU. Cold start: a fresh page until ``loadEmber()`` resolves (Pyodide
-core, micropip, ember's wheel, backend choice), files from a local server, no HTTP cache.
+nothing about a real GPU.
 
-A second table takes the jitted WebGPU inference apart in the same page (parts timed in
+EfficientNet-Lite0: ember's folded model (float32 weights, the web demo's folding) on the wasm
+backend vs onnxruntime-web on ``torch.onnx.export`` of the reference PyTorch model with the
+same checkpoint (bench_classify.py's export), one 1×3×224×224 input, logits read back, calls
+alternating.
+
+Cold start: fresh pages, alternating: Pyodide alone (``loadPyodide`` from the same files) and
+the MNIST demo page on the wasm backend until its first inference has returned (navigation
+start → first probabilities), with the phases ember.js reports (``info.phases``). Files come
+from a local server with no HTTP cache. Ember's share is everything after Pyodide is loaded.
+
+A last table takes the jitted WebGPU inference apart in the same page (parts timed in
 alternation): the tensor's creation, the jit call (replay recorded, not submitted), the read's
 submit and its mapAsync wait through JSPI; the CNN alone; a 1-element op's round trip; JSPI's
 own floor; GPU time from timestamp queries (Chromium runs with
@@ -40,6 +51,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import warnings
 from datetime import date
@@ -167,21 +179,20 @@ def dispatches(name, jit, pixels):
     infer(name, jit, pixels)
     return engine.dispatches - before
 
-def bench(name, pixels, warmup, runs):  # eager and jitted inferences, timed in alternation
-    pixels = list(pixels)
-    for _ in range(max(warmup, 2)):  # jit: a warm-up and a traced call first
-        for jit in (False, True):
-            infer(name, jit, pixels)
-    times = {False: [], True: []}
-    for _ in range(runs):
-        for jit in (False, True):
-            t0 = time.perf_counter()
-            infer(name, jit, pixels)
-            times[jit].append((time.perf_counter() - t0) * 1000.0)
-    return json.dumps([{"times": times[jit], "probs": infer(name, jit, pixels),
-                        "dispatches": dispatches(name, jit, pixels),
-                        "stats": FORWARD[name, jit].stats() if jit else None}
-                       for jit in (False, True)])
+PIXELS_LIST = list(PIXELS)
+
+
+def chunk(name, jit, n):  # mean ms of n consecutive inferences (one block of the alternation)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        infer(name, jit, PIXELS_LIST)
+    return (time.perf_counter() - t0) * 1000.0 / n
+
+
+def outcome(name, jit):  # after the timing: the probabilities, dispatches and jit counters
+    return json.dumps({"probs": infer(name, jit, PIXELS_LIST),
+                       "dispatches": dispatches(name, jit, PIXELS_LIST),
+                       "stats": FORWARD[name, jit].stats() if jit else None})
 
 
 def profile(pixels, warmup, runs):
@@ -284,38 +295,81 @@ def kernel_times(x):
     return out
 """
 
-ORT_BENCH = """async ([pixels, warmup, runs]) => {
+ORT_SETUP = """async ([key, model, input, shape, output, values]) => {
     const ort = await import(location.origin + "/ort/ort.wasm.min.mjs");
     ort.env.wasm.wasmPaths = location.origin + "/ort/";
     ort.env.wasm.numThreads = 1;
     const t0 = performance.now();
-    const session = await ort.InferenceSession.create(location.origin + "/bench/mnist.onnx",
+    const session = await ort.InferenceSession.create(location.origin + model,
         { executionProviders: ["wasm"] });
     const loadMs = performance.now() - t0;
-    const data = Float32Array.from(pixels);
+    const data = Float32Array.from(values);
     const once = async () => {
-        const out = await session.run({ pixels: new ort.Tensor("float32", data, [1, 1, 28, 28]) });
-        return Array.from(out.probs.data);
+        const out = await session.run({ [input]: new ort.Tensor("float32", data, shape) });
+        return Array.from(out[output].data);
     };
-    let probs;
-    for (let i = 0; i < warmup; i++) probs = await once();
-    // performance.now() ticks in 0.1 ms here (no cross-origin isolation): time blocks of
-    // `chunk` runs, one sample per block
-    const chunk = 25, times = [];
-    for (let i = 0; i < Math.ceil(runs / chunk); i++) {
-        const s = performance.now();
-        for (let j = 0; j < chunk; j++) probs = await once();
-        times.push((performance.now() - s) / chunk);
-    }
-    return { times, probs, loadMs, version: ort.env.versions?.web ?? "" };
+    window.ortRuns = window.ortRuns ?? {};
+    window.ortRuns[key] = once;
+    await once();
+    return { loadMs, version: ort.env.versions?.web ?? "" };
+}"""
+
+# mean ms of n consecutive runs (one block of the alternation), or the outputs of one run
+ORT_CHUNK = """async ([key, n]) => {
+    const once = window.ortRuns[key];
+    const s = performance.now();
+    for (let j = 0; j < n; j++) await once();
+    return (performance.now() - s) / n;
+}"""
+ORT_OUTPUT = "async ([key]) => await window.ortRuns[key]()"
+
+PYODIDE_BARE = """async () => {
+    const t0 = performance.now();
+    const { loadPyodide } = await import("./pyodide/pyodide.mjs");
+    await loadPyodide({ indexURL: new URL("pyodide/", location.href).href,
+                        lockFileURL: new URL("pyodide/pyodide-lock.json", location.href).href });
+    return performance.now() - t0;
 }"""
 
 COLD_START = """async () => {
-    const t0 = performance.now();
     const { loadEmber } = await import("./ember.js");
     window.ember = await loadEmber({ backend: "auto" });
-    return { ms: performance.now() - t0, info: window.ember.info };
+    return window.ember.info;
 }"""
+
+EFFNET_SETUP = """
+import json, time
+from array import array
+import ember
+from ember.demos.classify_web import load_web_model
+from ember.tensordata import TensorData
+from pyodide.http import pyfetch
+
+with open("/tmp/effnet.safetensors", "wb") as f:
+    f.write(await (await pyfetch("bench/effnet/efficientnet_lite0.safetensors")).bytes())
+EB = ember.get_backend("wasm")
+EFFNET = load_web_model("/tmp/effnet.safetensors", backend=EB)
+EFFNET_JIT = ember.jit(EFFNET)
+EFFNET_X = TensorData(array("f", EFFNET_VALUES).tobytes(), (1, 3, 224, 224), "float32")
+
+
+def effnet(jit):
+    x = ember.tensor(EFFNET_X, backend=EB)
+    with ember.no_grad():
+        return (EFFNET_JIT if jit else EFFNET)(x).tolist()[0]
+
+
+def effnet_chunk(jit, n):
+    t0 = time.perf_counter()
+    for _ in range(n):
+        effnet(jit)
+    return (time.perf_counter() - t0) * 1000.0 / n
+"""
+
+
+def effnet_values() -> list[float]:
+    """A fixed 1×3×224×224 input in [-1, 1] (latency does not depend on the picture)."""
+    return [((i * 37) % 256) / 127.5 - 1.0 for i in range(3 * 224 * 224)]
 
 
 def ensure_ort() -> None:
@@ -330,97 +384,207 @@ def quantiles(times: list[float]) -> tuple[float, float, float]:
     return statistics.median(times), qs[0], qs[-1]
 
 
+# ember's block size per backend in the MNIST alternation (the clock ticks in 0.1 ms)
+CHUNK = {"python": 1, "wgpu": 1, "wasm": 10}
+ORT_CHUNK_RUNS = 25
+LABELS = {"wgpu": "ember, WebGPU adapter (SwiftShader = CPU emulation)",
+          "wasm": "ember, wasm backend (C kernels, SIMD128)",
+          "python": "ember, python backend (CPU, pure Python)"}
+
+
+def mnist_rounds(page, names: list[str], pixels, warmup: int, rounds: int) -> tuple[dict, dict]:
+    """Every (backend, jit) and ORT, block by block, ``rounds`` times; ms per inference."""
+    configs = [(name, jit) for name in names for jit in (False, True)]
+    for name, jit in configs:  # warm-up; jit: a traced call first
+        harness.run_python(page, f"chunk({name!r}, {jit}, {max(warmup, 2)})")
+    page.evaluate(ORT_CHUNK, ["mnist", warmup * 4])
+    times: dict = {c: [] for c in configs}
+    ort = []
+    for _ in range(rounds):
+        for name, jit in configs:
+            times[name, jit].append(harness.run_python(
+                page, f"chunk({name!r}, {jit}, {CHUNK[name]})"))
+        ort.append(page.evaluate(ORT_CHUNK, ["mnist", ORT_CHUNK_RUNS]))
+    results = {c: json.loads(harness.run_python(page, f"outcome({c[0]!r}, {c[1]})"))
+               for c in configs}
+    for c, r in results.items():
+        r["times"] = times[c]
+    return results, {"times": ort, "probs": page.evaluate(ORT_OUTPUT, ["mnist"])}
+
+
+def effnet_rounds(page, folder: Path, warmup: int, rounds: int) -> dict:
+    values = effnet_values()
+    setup = page.evaluate(ORT_SETUP, ["effnet", "/bench/effnet.onnx", "x", [1, 3, 224, 224],
+                                      "logits", values])
+    harness.run_python(page, EFFNET_SETUP, {"EFFNET_VALUES": values})
+    for jit in (False, True):
+        harness.run_python(page, f"effnet_chunk({jit}, {max(warmup, 2)})")
+    page.evaluate(ORT_CHUNK, ["effnet", warmup])
+    out = {"eager": [], "jit": [], "ort": []}
+    for _ in range(rounds):
+        out["eager"].append(harness.run_python(page, "effnet_chunk(False, 1)"))
+        out["jit"].append(harness.run_python(page, "effnet_chunk(True, 1)"))
+        out["ort"].append(page.evaluate(ORT_CHUNK, ["effnet", 1]))
+    ember_logits = harness.run_python(page, "effnet(True)")
+    ort_logits = page.evaluate(ORT_OUTPUT, ["effnet"])
+    out["diff"] = max(abs(a - b) for a, b in zip(ember_logits, ort_logits))
+    out["same_top1"] = ember_logits.index(max(ember_logits)) == ort_logits.index(max(ort_logits))
+    out["ort_load_ms"] = setup["loadMs"]
+    return out
+
+
+def cold_starts(browser, server, demo_url: str, n: int) -> list[dict]:
+    """Fresh pages, alternating: Pyodide alone, then the MNIST page on wasm to its first
+    inference (ms since navigation began) with its phases."""
+    out = []
+    for _ in range(n):
+        page = harness.blank_page(browser, server)
+        page.set_default_timeout(600_000)
+        bare = page.evaluate(PYODIDE_BARE)
+        page.close()
+        page = harness.blank_page(browser, server)
+        page.set_default_timeout(600_000)
+        page.goto(demo_url + "?backend=wasm")
+        page.wait_for_function("window.mnistDemo && (window.mnistDemo.ready || "
+                               "window.mnistDemo.error)")
+        demo = page.evaluate("({ error: window.mnistDemo.error, phases: window.mnistDemo.phases,"
+                             " at: window.mnistDemo.firstInferenceAt })")
+        page.close()
+        if demo["error"]:
+            raise SystemExit(f"the MNIST page failed on wasm: {demo['error']}")
+        out.append({"bare": bare, "page": demo["at"], "phases": demo["phases"]})
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run-dir", type=Path, default=ROOT / "runs" / "mnist",
                    help="a run of `ember demo mnist` (else seeded random weights)")
-    p.add_argument("--runs", type=int, default=30, help="timed ember inferences per backend")
+    p.add_argument("--runs", type=int, default=30, help="rounds of the MNIST alternation")
+    p.add_argument("--effnet-runs", type=int, default=15, help="rounds of EfficientNet-Lite0")
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--ort-runs", type=int, default=1000)
-    p.add_argument("--cold", type=int, default=3, help="cold starts (fresh pages)")
+    p.add_argument("--cold", type=int, default=3, help="cold starts (pairs of fresh pages)")
     args = p.parse_args()
 
     from playwright.sync_api import sync_playwright
+
+    from ember.demos.classify_web import export_web_model
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_classify import export_onnx as export_effnet_onnx
+    from ember.demos.efficientnet import weights_path
 
     harness.ensure_dist()
     ensure_ort()
     tmp = Path(tempfile.mkdtemp(prefix="ember-bench-browser-"))
     weights = model_files(args.run_dir, tmp)
     export_onnx(tmp)
+    export_web_model(tmp / "effnet", half=False)  # the same checkpoint, folded, float32
+    export_effnet_onnx(weights_path(), str(tmp / "effnet.onnx"))
     pixels = sample_pixels()
     server = harness.Server(harness.DIST, {"/blank.html": ROOT / "tests" / "web" / "blank.html",
-                                           "/bench/": tmp, "/ort/": ORT_DIST})
-    rows, notes = [], []
+                                           "/bench/": tmp, "/ort/": ORT_DIST,
+                                           "/mnist/model/": tmp,
+                                           "/mnist/": ROOT / "demos" / "mnist" / "web"})
+    notes = []
     with sync_playwright() as pw:
         # unrounded GPU timestamps (Chromium rounds them to 100 us otherwise)
         browser = pw.chromium.launch(executable_path=harness.CHROMIUM, headless=True,
                                      args=harness.BASE_FLAGS + harness.WEBGPU_FLAGS
                                      + ["--enable-webgpu-developer-features"])
         try:
-            cold, info, page = [], None, None
-            for _ in range(max(1, args.cold)):  # the last page stays for the latency runs
-                if page is not None:
-                    page.close()
-                page = harness.blank_page(browser, server)
-                page.set_default_timeout(600_000)
-                result = page.evaluate(COLD_START)
-                cold.append(result["ms"])
-                info = result["info"]
-            names = ["python"] + (["wgpu"] if info["backend"] == "wgpu" else [])
+            cold = cold_starts(browser, server, server.url + "mnist/", max(1, args.cold))
+            page = harness.blank_page(browser, server)
+            page.set_default_timeout(600_000)
+            info = page.evaluate(COLD_START)
+            names = ["wasm", "python"] + (["wgpu"] if info["backend"] == "wgpu" else [])
             if "wgpu" not in names:
                 notes.append(f"no WebGPU adapter: {info['reason']}")
-            harness.run_python(page, EMBER_SETUP, {"NAMES": names})
-            ember_results = {}
-            for name in names:
-                text = harness.run_python(page, f"bench({name!r}, PIXELS, {args.warmup}, "
-                                                f"{args.runs})", {"PIXELS": pixels})
-                eager, jitted = json.loads(text)
-                ember_results[name, False], ember_results[name, True] = eager, jitted
+            ort_setup = page.evaluate(ORT_SETUP, ["mnist", "/bench/mnist.onnx", "pixels",
+                                                  [1, 1, 28, 28], "probs", pixels])
+            harness.run_python(page, EMBER_SETUP, {"NAMES": names, "PIXELS": pixels})
+            ember_results, ort = mnist_rounds(page, names, pixels, args.warmup, args.runs)
+            effnet = effnet_rounds(page, tmp, args.warmup, args.effnet_runs)
             prof = None
             if "wgpu" in names:
                 prof = json.loads(harness.run_python(
                     page, f"profile(PIXELS, {args.warmup}, {args.runs})", {"PIXELS": pixels}))
-            ort = page.evaluate(ORT_BENCH, [pixels, args.warmup * 4, args.ort_runs])
             chromium = browser.version
         finally:
             browser.close()
             server.close()
 
+    print(f"\n### Browser: MNIST CNN inference, batch 1 ({date.today().isoformat()})\n")
+    print(f"Headless Chromium {chromium}, Pyodide {info['pyodide_version']}, "
+          f"onnxruntime-web {ort_setup['version'] or '(npm)'}, {platform.machine()} "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; weights: {weights}. "
+          f"WebGPU adapter: {info.get('adapter') or 'none'} (CPU emulation, not a GPU).\n")
+    print_mnist(ember_results, ort)
+    print(f"\nORT session creation (model load, wasm compile): {ort_setup['loadMs']:.0f} ms.")
+    for note in notes:
+        print(f"Note: {note}")
+    print_effnet(effnet)
+    print_cold(cold)
+    if prof is not None:
+        print_profile(prof, quantiles(ort["times"])[0])
+
+
+def print_mnist(ember_results: dict, ort: dict) -> None:
     ort_median = quantiles(ort["times"])[0]
-    labels = {"wgpu": "ember, WebGPU adapter (SwiftShader = CPU emulation)",
-              "python": "ember, python backend (CPU, pure Python)"}
-    for (name, jit), result in sorted(ember_results.items(), key=lambda kv: kv[0][0] != "wgpu"):
+    print("| runtime | median ms | p10 ms | p90 ms | blocks × runs | × ORT-web "
+          "| max abs Δprob vs ORT | GPU dispatches |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    order = {"wasm": 0, "wgpu": 1, "python": 2}
+    for (name, jit), result in sorted(ember_results.items(), key=lambda kv: order[kv[0][0]]):
         stats = result["stats"]
         if jit and stats["traces"] != stats["signatures"]:
             raise SystemExit(f"ember.jit on {name} traced again while timed: {stats}")
         diff = max(abs(a - b) for a, b in zip(result["probs"], ort["probs"]))
         med, p10, p90 = quantiles(result["times"])
-        label = labels[name] + (", ember.jit (replays)" if jit else ", eager")
-        rows.append((label, med, p10, p90, str(len(result["times"])), med / ort_median, diff,
-                     "–" if result["dispatches"] is None else str(result["dispatches"])))
+        label = LABELS[name] + (", ember.jit (replays)" if jit else ", eager")
+        d = "–" if result["dispatches"] is None else str(result["dispatches"])
+        print(f"| {label} | {med:.3g} | {p10:.3g} | {p90:.3g} | {len(result['times'])}×"
+              f"{CHUNK[name]} | {med / ort_median:.3g} | {diff:.1e} | {d} |")
     med, p10, p90 = quantiles(ort["times"])
-    rows.append(("onnxruntime-web, wasm EP (1 thread)", med, p10, p90,
-                 f"{len(ort['times'])}×25", 1.0, 0.0, "–"))
+    print(f"| onnxruntime-web, wasm EP (1 thread) | {med:.3g} | {p10:.3g} | {p90:.3g} "
+          f"| {len(ort['times'])}×{ORT_CHUNK_RUNS} | 1 | 0 | – |")
 
-    print(f"\n### Browser: MNIST CNN inference, batch 1 ({date.today().isoformat()})\n")
-    print(f"Headless Chromium {chromium}, Pyodide {info['pyodide_version']}, "
-          f"onnxruntime-web {ort['version'] or '(npm)'}, {platform.machine()} "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; weights: {weights}. WebGPU adapter: "
-          f"{info.get('adapter') or 'none'} (CPU emulation, not a GPU).\n")
-    print("| runtime | median ms | p10 ms | p90 ms | runs | × ORT-web | max abs Δprob vs ORT "
-          "| GPU dispatches |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for label, m, lo, hi, n, ratio, diff, d in rows:
-        print(f"| {label} | {m:.3g} | {lo:.3g} | {hi:.3g} | {n} | {ratio:.3g} | {diff:.1e} "
-              f"| {d} |")
-    cm = statistics.median(cold)
-    print(f"| cold start: Pyodide + ember wheel + backend choice (`loadEmber()`) | {cm:.0f} | "
-          f"{min(cold):.0f} | {max(cold):.0f} | {len(cold)} | – | – | – |")
-    print(f"\nORT session creation (model load, wasm compile): {ort['loadMs']:.0f} ms.")
-    for note in notes:
-        print(f"Note: {note}")
-    if prof is not None:
-        print_profile(prof, ort_median)
+
+def print_effnet(effnet: dict) -> None:
+    ort_median = quantiles(effnet["ort"])[0]
+    print("\n#### EfficientNet-Lite0, 1×3×224×224, same page, calls alternating\n")
+    print("| runtime | median ms | p10 ms | p90 ms | runs | × ORT-web |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for key, label in (("eager", "ember, wasm backend, eager"),
+                       ("jit", "ember, wasm backend, ember.jit (replays)"),
+                       ("ort", "onnxruntime-web, wasm EP (1 thread)")):
+        med, p10, p90 = quantiles(effnet[key])
+        print(f"| {label} | {med:.3g} | {p10:.3g} | {p90:.3g} | {len(effnet[key])} "
+              f"| {med / ort_median:.3g} |")
+    print(f"\nLogits, ember (jit) vs ORT: max abs difference {effnet['diff']:.2e}, same top-1: "
+          f"{effnet['same_top1']}. ORT session creation: {effnet['ort_load_ms']:.0f} ms.")
+
+
+def print_cold(cold: list[dict]) -> None:
+    print("\n#### Cold start: Pyodide alone vs the MNIST page (wasm) to its first inference\n")
+    phases = ["pyodide", "install", "import", "backend", "model", "first_inference"]
+    med = {k: statistics.median(c["phases"].get(k, 0.0) for c in cold) for k in phases}
+    bare = statistics.median(c["bare"] for c in cold)
+    page = statistics.median(c["page"] for c in cold)
+    share = statistics.median(sum(c["phases"].get(k, 0.0) for k in phases[1:]) for c in cold)
+    print("| what | median ms | min ms | max ms |")
+    print("|---|---:|---:|---:|")
+    for key, label in (("bare", "Pyodide alone (`loadPyodide`, fresh page)"),
+                       ("page", "MNIST page: navigation → first probabilities")):
+        values = [c[key] for c in cold]
+        print(f"| {label} | {statistics.median(values):.0f} | {min(values):.0f} "
+              f"| {max(values):.0f} |")
+    for k in phases:
+        values = [c["phases"].get(k, 0.0) for c in cold]
+        print(f"| phase: {k} | {med[k]:.0f} | {min(values):.0f} | {max(values):.0f} |")
+    print(f"\nember's share (install + import + backend + model + first inference): "
+          f"{share:.0f} ms (goal ≤ 500); page / Pyodide alone: {page / bare:.2f} (goal ≤ 1.3); "
+          f"{len(cold)} pairs of fresh pages.")
 
 
 PROFILE_ROWS = (  # (key in profile()'s times, label); indented rows are parts of the row above

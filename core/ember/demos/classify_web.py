@@ -34,9 +34,15 @@ RESIZE_RATIO = 256 / 224  # shorter side before the centre crop, as classify.loa
 
 
 @contextlib.contextmanager
-def _no_init() -> Iterator[None]:
+def no_init() -> Iterator[None]:
     """Build layers without their random initialisation: a state dict is loaded right after,
-    and drawing 4.65 M uniform numbers on the pure-Python backend takes ~20 s (more in Pyodide).
+    and drawing 4.65 M uniform numbers on the pure-Python backend takes ~20 s (more in Pyodide;
+    the web pages build every model inside it).
+
+    >>> with no_init():
+    ...     layer = nn.Linear(2, 3)
+    >>> layer.weight.shape
+    (3, 2)
     """
     saved = {cls: cls.__dict__.get("reset_parameters") for cls in (nn.Conv2d, nn.Linear)}
     try:
@@ -60,7 +66,7 @@ def folded_lite0(backend=None) -> nn.Sequential:
     """
     from ..ops.creation import zeros
 
-    with _no_init():
+    with no_init():
         model = efficientnet_lite0()
     for seq in model.modules():
         if type(seq) is not nn.Sequential:

@@ -182,6 +182,7 @@ try {
                                                       { CONFIG: config, WEIGHTS: weights, JIT: jit }));
   // the first call traces the forward (ember.jit), the second is its first replay
   await ember.timed("first_inference", ember.run("predict([0] * 784)"));
+  demo.firstInferenceAt = performance.now(); // ms since the page's navigation began
   if (jit) await ember.timed("warm_up", ember.run("predict([0] * 784)"));
   const info = ember.info;
   $("backend").textContent = info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];

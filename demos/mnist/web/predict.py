@@ -4,6 +4,7 @@ import time
 from pathlib import Path
 
 import ember
+from ember.demos.classify_web import no_init
 from ember.demos.mnist_model import mnist_cnn, preprocess
 from ember.io import load_file
 
@@ -17,7 +18,8 @@ def load_model(config_json, weights, jit: bool = True) -> dict:
     config = json.loads(config_json.to_bytes())
     Path("/tmp/mnist.safetensors").write_bytes(weights.to_bytes())  # Pyodide's in-memory FS
     backend = ember.default_backend()
-    model = mnist_cnn(tuple(config["channels"]), config["hidden"]).to(backend)
+    with no_init():  # the weights are loaded right after: no random numbers drawn
+        model = mnist_cnn(tuple(config["channels"]), config["hidden"]).to(backend)
     model.load_state_dict(load_file("/tmp/mnist.safetensors", backend=backend))
     MODEL = model.eval()
     FORWARD = ember.jit(_probabilities) if jit else _probabilities
