@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections import ChainMap
 from typing import Any
 
 from .. import limits
@@ -61,6 +60,8 @@ class OnnxModule(Module):
         object.__setattr__(self, "backend", get_backend(backend) if backend else default_backend())
         object.__setattr__(self, "_consts", {})  # id(graph) -> {onnx name: attribute}
         object.__setattr__(self, "_functions", {})
+        object.__setattr__(self, "_plans", {})  # id(graph) -> _Plan, built on first run
+        object.__setattr__(self, "_bodies", {})  # id(node) -> its function body, resolved
         g = model.graph
         check_wiring([*g.inputs, *g.initializers], g.nodes, g.outputs, f"graph '{g.name}'")
         for (domain, name), f in model.functions.items():
@@ -127,9 +128,13 @@ class OnnxModule(Module):
                     return None
         return body
 
-    def _fold(self, graph: Graph) -> None:
+    def _fold(self, graph: Graph, outer: dict | None = None) -> None:
+        """Fold nodes whose inputs are all constants, here and in the subgraphs (a Constant
+        in a Loop body would otherwise be rebuilt every iteration); ``outer``: the constants
+        an enclosing graph lets this one see."""
         consts = self._consts.setdefault(id(graph), {})
-        env = {k: getattr(self, v) for k, v in consts.items()}
+        env = {k: v for k, v in (outer or {}).items() if k not in graph.inputs}
+        env.update({k: getattr(self, v) for k, v in consts.items()})
         kept = []
         ctx = Ctx(self, self._model.opset)
         most = limits.current().max_folded_elements
@@ -155,6 +160,10 @@ class OnnxModule(Module):
                     continue
             kept.append(node)
         graph.nodes = kept
+        self._plans.clear()
+        for node in kept:
+            for sub in node.subgraphs():
+                self._fold(sub, env)
 
     def to(self, backend=None, dtype=None) -> OnnxModule:
         from ..backends import available, get_backend
@@ -200,15 +209,50 @@ class OnnxModule(Module):
         return dict(zip(self.graph.outputs, outs))
 
     def _run(self, graph: Graph, inputs: list, outer) -> list:
-        consts = self._consts.get(id(graph), {})
-        local = {k: getattr(self, v) for k, v in consts.items()}
-        local.update(zip(graph.inputs, inputs))
-        env = ChainMap(local, outer) if outer is not None else local
+        plan = self._plans.get(id(graph)) or self._plan(graph)
+        env = {k: getattr(self, v) for k, v in plan.consts}
+        if outer is not None:  # only the outer values the graph reads: a plain dict
+            for name in plan.free:
+                if name in outer:
+                    env[name] = outer[name]
+        env.update(zip(graph.inputs, inputs))
         ctx = Ctx(self, self._model.opset)
         ctx.env = env
-        for node in graph.nodes:
-            self._exec(ctx, node, env)
+        for node, fn, opset in plan.steps:
+            try:
+                args = [env[i] if i else None for i in node.inputs]
+            except KeyError as e:
+                raise UnsupportedOpError(
+                    f"onnx node '{node.name}' ({node.op_type}): input {e} is not produced by "
+                    "any earlier node") from None
+            if isinstance(fn, Function):
+                outs = self._run_function(fn, node, args, env)
+            else:
+                ctx.opset, ctx.n_outputs, ctx.op_type = opset, len(node.outputs), node.op_type
+                outs = self._invoke(ctx, fn, node, args)
+            for name, value in zip(node.outputs, outs):
+                if name:
+                    env[name] = value
         return [env[n] if n else None for n in graph.outputs]
+
+    def _plan(self, graph: Graph) -> _Plan:
+        """Each node's resolved function and opset, the graph's constants and the outer
+        names it reads, worked out once (per-node dispatch dominates small tensors)."""
+        steps = [(n, self._resolve(n), self._model.opsets.get(n.domain, self._model.opset))
+                 for n in graph.nodes]
+        consts = list(self._consts.get(id(graph), {}).items())
+        plan = _Plan(steps, consts, _free_names(graph))
+        self._plans[id(graph)] = plan
+        return plan
+
+    @staticmethod
+    def _invoke(ctx: Ctx, fn, node: Node, args: list) -> list:
+        try:
+            out = invoke(fn, ctx, node.op_type, args, node.attrs)
+        except Exception as e:
+            e.add_note(f"in onnx node '{node.name}' ({node.op_type})")
+            raise
+        return list(out) if isinstance(out, tuple) else [out]
 
     def _exec(self, ctx: Ctx, node: Node, env) -> None:
         try:
@@ -230,29 +274,44 @@ class OnnxModule(Module):
         ctx.opset = self._model.opsets.get(node.domain, self._model.opset)
         ctx.n_outputs = len(node.outputs)
         ctx.op_type = node.op_type
-        try:
-            out = invoke(fn, ctx, node.op_type, args, node.attrs)
-        except Exception as e:
-            e.add_note(f"in onnx node '{node.name}' ({node.op_type})")
-            raise
-        return list(out) if isinstance(out, tuple) else [out]
+        return self._invoke(ctx, fn, node, args)
 
     def _run_function(self, body: Function, node: Node, args: list, env) -> list:
-        attrs = {**body.defaults, **node.attrs}
+        nodes = self._bodies.get(id(node))
+        if nodes is None:  # the body with this call's attributes, resolved once
+            attrs = {**body.defaults, **node.attrs}
+            nodes = []
+            for n in body.nodes:
+                resolved = {k: (attrs[v.name] if isinstance(v, _AttrRef) else v)
+                            for k, v in n.attrs.items()
+                            if not isinstance(v, _AttrRef) or v.name in attrs}
+                nodes.append(Node(n.op_type, n.inputs, n.outputs, resolved, n.domain, n.name))
+            self._bodies[id(node)] = nodes
         local = dict(zip(body.inputs, args))
         local[""] = None
         ctx = Ctx(self, self._model.opset)
-        for n in body.nodes:
-            resolved = {}
-            for k, v in n.attrs.items():
-                if isinstance(v, _AttrRef):
-                    if v.name in attrs:
-                        resolved[k] = attrs[v.name]
-                else:
-                    resolved[k] = v
-            self._exec(ctx, Node(n.op_type, n.inputs, n.outputs, resolved, n.domain, n.name),
-                       local)
+        for n in nodes:
+            self._exec(ctx, n, local)
         return [local.get(o) for o in body.outputs]
+
+
+class _Plan:
+    __slots__ = ("steps", "consts", "free")
+
+    def __init__(self, steps, consts, free):
+        self.steps, self.consts, self.free = steps, consts, free
+
+
+def _free_names(graph: Graph) -> list[str]:
+    """The names ``graph`` (and its subgraphs) read but do not define: outer-scope values."""
+    defined = set(graph.inputs) | set(graph.initializers)
+    free: list[str] = []
+    for n in graph.nodes:
+        reads = list(n.inputs) + [f for g in n.subgraphs() for f in _free_names(g)]
+        free += [i for i in reads if i and i not in defined and i not in free]
+        defined.update(n.outputs)
+    free += [o for o in graph.outputs if o and o not in defined and o not in free]
+    return free
 
 
 def _subgraphs(graph: Graph) -> list[Graph]:

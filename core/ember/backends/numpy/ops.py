@@ -17,23 +17,35 @@ from ...contract import Backend, float_math, int_bool, reductions
 from .quiet import quiet, quietly
 
 
+# erf(x) ~ x * P(x^2) / Q(x^2) on [-4, 4] (erf is +-1 in float32 beyond): the rational fit
+# Eigen and XLA use for float32, abs error < 5e-7 (4 ulp of 1.0), evaluated in float32
+_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+          -1.60960333262415e-02)
+_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+          -7.37332916720468e-03, -1.42647390514189e-02)
+
+
+def _poly(x2, coefs, t):
+    p = x2 * t(coefs[0])
+    p += t(coefs[1])
+    for c in coefs[2:]:
+        p *= x2
+        p += t(c)
+    return p
+
+
 def _erf(x):
-    """erf (numpy has none). float64: math.erf per element (exact, slow); float32/16: a
-    Taylor series below 0.5 and Abramowitz–Stegun 7.1.26 above (abs error < 2e-7, below
-    float32's resolution of erf's range), fully vectorised."""
+    """erf (numpy has none). float64: math.erf per element (exact, slow); float32/16: the
+    rational fit above in float32, in place, about 6x faster than a float64 series."""
     if x.dtype == np.float64:
         return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
-    v = x.astype(np.float64)
-    a = np.abs(v)
+    v = np.clip(x, -4, 4, dtype=np.float32)
     x2 = v * v
-    series = v * (1 - x2 / 3 + x2 * x2 / 10 - x2**3 / 42 + x2**4 / 216 - x2**5 / 1320) * (
-        2 / math.sqrt(math.pi))
-    t = 1 / (1 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (
-        -1.453152027 + t * 1.061405429))))
-    with quiet():
-        tail = np.sign(v) * (1 - poly * np.exp(-x2))
-    return np.where(a < 0.5, series, tail).astype(x.dtype)
+    p = _poly(x2, _ERF_P, np.float32)
+    p *= v
+    p /= _poly(x2, _ERF_Q, np.float32)
+    return p.astype(x.dtype, copy=False)
 
 
 class NumpyOps(Backend):
@@ -46,6 +58,15 @@ class NumpyOps(Backend):
 
     def float_erf(self, x):
         return _erf(x)
+
+    def float_sigmoid(self, x):
+        # 1 / (1 + exp(-x)) in four in-place passes (the composite allocates at each step);
+        # exp overflows to inf for x < -88 in float32, giving the right limit 0
+        with quiet():
+            e = np.negative(x)
+            np.exp(e, out=e)
+            e += x.dtype.type(1)
+            return np.reciprocal(e, out=e)
 
     def float_round(self, x):
         return np.round(x)
@@ -117,6 +138,14 @@ def _scan(fn):
     return op
 
 
+def _matmul(a, b):
+    """``np.matmul``; a stack of rows times one matrix runs as one 2-D GEMM (numpy's stacked
+    path is ~20% slower at transformer sizes, e.g. (1, 128, 384) @ (384, 1536))."""
+    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
+        return np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[1:])
+    return np.matmul(a, b)
+
+
 # one numpy call each, the same function for float and int operands where both exist
 _ELEMENTWISE = {
     float_math.float_add: np.add, int_bool.int_add: np.add,
@@ -133,7 +162,7 @@ _ELEMENTWISE = {
     float_math.float_neg: np.negative, int_bool.int_neg: np.negative,
     float_math.float_abs: np.abs, int_bool.int_abs: np.abs,
     float_math.float_sign: np.sign, int_bool.int_sign: np.sign,
-    reductions.float_matmul: np.matmul, reductions.int_matmul: np.matmul,
+    reductions.float_matmul: _matmul, reductions.int_matmul: _matmul,
     float_math.float_div: np.divide,
     float_math.float_floor_divide: np.floor_divide,
     float_math.float_remainder: np.remainder,

@@ -9,13 +9,6 @@ from . import op
 from ._util import const, scalar
 
 
-@op("If")
-def if_(ctx, cond, then_branch, else_branch):
-    branch = then_branch if bool(scalar(cond)) else else_branch
-    outs = ctx.run(branch, [])
-    return tuple(outs)
-
-
 def stack_outputs(steps: list, axis: int = 0, reverse: bool = False, backend=None):
     """The per-iteration values of a Loop/Scan output stacked along ``axis`` (``reverse``:
     last iteration first); sequences stay lists; no iterations give an empty tensor.
@@ -33,19 +26,38 @@ def stack_outputs(steps: list, axis: int = 0, reverse: bool = False, backend=Non
     return y.movedim(0, a) if a else y
 
 
+def _truth(t) -> bool:
+    return bool(t.item()) if t.numel() == 1 else bool(scalar(t))
+
+
+@op("If")
+def if_(ctx, cond, then_branch, else_branch):
+    branch = then_branch if _truth(cond) else else_branch
+    outs = ctx.run(branch, [])
+    return tuple(outs)
+
+
+def _reads(graph, name: str) -> bool:
+    return bool(name) and (name in graph.outputs or any(
+        name in n.inputs or any(_reads(g, name) for g in n.subgraphs()) for n in graph.nodes))
+
+
 @op("Loop")
 def loop(ctx, m, cond, *carried, body):
     n_carried = len(carried)
-    trip = int(scalar(m)) if m is not None else None
-    keep_going = bool(scalar(cond)) if cond is not None else True
+    trip = int(m.item()) if m is not None else None
+    keep_going = _truth(cond) if cond is not None else True
     state = list(carried)
     scans: list[list] = []
     i = 0
     outer = ctx.env
+    # the iteration number and condition as tensors only when the body reads them
+    need_i, need_cond = (_reads(body, body.inputs[0]), _reads(body, body.inputs[1]))
+    flags = {v: const(ctx, v, ember.bool) for v in (True, False)} if need_cond else {}
     while keep_going and (trip is None or i < trip):
-        outs = ctx.run(body, [const(ctx, i, ember.int64), const(ctx, keep_going, ember.bool),
-                              *state], outer)
-        keep_going = bool(scalar(outs[0])) if outs[0] is not None else True
+        it = const(ctx, i, ember.int64) if need_i else None
+        outs = ctx.run(body, [it, flags.get(keep_going), *state], outer)
+        keep_going = _truth(outs[0]) if outs[0] is not None else True
         state = outs[1:1 + n_carried]
         extra = outs[1 + n_carried:]
         if not scans:
@@ -54,7 +66,8 @@ def loop(ctx, m, cond, *carried, body):
             acc.append(v)
         i += 1
     n_scan = len(body.outputs) - 1 - n_carried
-    return tuple(state + [stack_outputs(acc, backend=ctx.backend) for acc in (scans or [[]] * n_scan)])
+    return tuple(state + [stack_outputs(acc, backend=ctx.backend)
+                          for acc in (scans or [[]] * n_scan)])
 
 
 @op("Scan")

@@ -162,10 +162,15 @@ def max_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shap
     strides, dilations, begins, ends, out, extra = _pool_geometry(
         x, kernel, strides, pads, dilations, ceil_mode, auto_pad)
     nd = len(kernel)
-    if (ctx.n_outputs == 1 and nd == 2 and begins == ends and not any(extra)
-            and all(b <= k // 2 for b, k in zip(begins, kernel)) and x.dtype.is_float):
-        return F.max_pool2d(x, tuple(kernel), tuple(strides), tuple(begins), tuple(dilations))
     low = -math.inf if x.dtype.is_float else x.dtype.int_range[0]
+    if ctx.n_outputs == 1 and nd == 2 and x.dtype.is_float:
+        if begins == ends and not any(extra) and all(b <= k // 2 for b, k in zip(begins,
+                                                                                 kernel)):
+            return F.max_pool2d(x, tuple(kernel), tuple(strides), tuple(begins),
+                                tuple(dilations))
+        # asymmetric ("SAME") or ceil-mode padding: pad with -inf, then the same fast kernel
+        xp = _zero_pad(x, begins, [e + x_ for e, x_ in zip(ends, extra)], value=low)
+        return F.max_pool2d(xp, tuple(kernel), tuple(strides), 0, tuple(dilations))
     xp = _zero_pad(x, begins, [e + x_ for e, x_ in zip(ends, extra)], value=low)
     win = windows(xp, kernel, strides, dilations, out)
     y = ember.amax(win, dim=-1)

@@ -113,6 +113,9 @@ def _wrap(idx, n):
 @op("Gather")
 def gather(ctx, x, idx, axis=0):
     a = _axis(axis, x.ndim)
+    if idx.ndim == 0:  # one index (how exporters split q, k, v): a view, no copy
+        i = int(idx.item())
+        return x.select(a, i + x.shape[a] if i < 0 else i)
     flat = ember.index_select(x, a, _wrap(idx, x.shape[a]).reshape(-1))
     return flat.reshape(list(x.shape[:a]) + list(idx.shape) + list(x.shape[a + 1:]))
 
