@@ -17,11 +17,21 @@ is unpickled or evaluated. Needs the ``websockets`` package (``pip install 'embe
 >>> r.close(); server.stop()
 """
 
-from .client import Remote, RemotePrim
-from .errors import AuthError, LimitError, ProtocolError, RemoteError, RemoteOpError
-from .limits import ServerLimits
-from .server import TOKEN_ENV, Server
-from .session import Session
+import importlib
 
-__all__ = ["TOKEN_ENV", "AuthError", "LimitError", "ProtocolError", "Remote", "RemoteError",
-           "RemoteOpError", "RemotePrim", "Server", "ServerLimits", "Session"]
+# loaded on first use: `ember serve --help` and `import ember.remote.protocol` stay light
+# (the server brings asyncio)
+_LAZY = {
+    "Remote": "client", "RemotePrim": "client", "AuthError": "errors", "LimitError": "errors",
+    "ProtocolError": "errors", "RemoteError": "errors", "RemoteOpError": "errors",
+    "ServerLimits": "limits", "TOKEN_ENV": "limits", "Server": "server", "Session": "session",
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ember.remote' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
+
+__all__ = sorted(_LAZY)

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import sys
 
 
 def _token(args: argparse.Namespace) -> str:
-    from .server import TOKEN_ENV
+    from .limits import TOKEN_ENV
 
     if args.token_file:
         with open(args.token_file, encoding="utf-8") as f:
@@ -22,6 +21,8 @@ def _token(args: argparse.Namespace) -> str:
         return token
     token = os.environ.get(TOKEN_ENV, "")
     if not token:
+        import secrets
+
         token = secrets.token_urlsafe(24)
         print(f"ember serve: token {token} (none was given: set ${TOKEN_ENV} or --token-file "
               "to choose one)", file=sys.stderr, flush=True)

@@ -23,7 +23,7 @@ from ..errors import UnsupportedOpError
 from ..tensordata import TensorData
 from . import errors, protocol
 from .errors import AuthError, LimitError, RemoteError, RemoteOpError
-from .server import TOKEN_ENV
+from .limits import TOKEN_ENV
 
 _BIG_UPLOAD = 1 << 20  # an upload this large goes out without waiting for more ops
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 
+#: the environment variable holding the shared token (server and client)
+TOKEN_ENV = "EMBER_REMOTE_TOKEN"
+
 
 @dataclasses.dataclass(frozen=True)
 class ServerLimits:

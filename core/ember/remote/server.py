@@ -31,12 +31,10 @@ import threading
 from ..errors import EmberError
 from . import protocol
 from .errors import ProtocolError
-from .limits import ServerLimits
+from .limits import TOKEN_ENV, ServerLimits
 from .session import Session
 
 log = logging.getLogger("ember.remote")
-
-TOKEN_ENV = "EMBER_REMOTE_TOKEN"
 
 
 class Server:

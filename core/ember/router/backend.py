@@ -19,14 +19,12 @@ and ``dtype`` parameters (cast, full, arange).
 from __future__ import annotations
 
 import collections
-import logging
+import sys
 
 from ..contract import Backend, Caps, registry
 from ..contract.registry import Spec
 from ..errors import DTypeError, EmberError, UnsupportedOpError
 from .policy import resolve
-
-log = logging.getLogger("ember.router")
 
 #: one move of a tensor between two inner backends, as kept in ``Router.log``
 Move = collections.namedtuple("Move", "op src dst shape dtype nbytes")
@@ -116,8 +114,8 @@ class Router(Backend):
         self.moved_bytes += nbytes
         move = Move(op, src.name, dst.name, tuple(data.shape), data.dtype.name, nbytes)
         self.log.append(move)
-        log.debug("%s: moved %s %s (%d bytes) from %s to %s", op, move.dtype, move.shape,
-                  nbytes, src.name, dst.name)
+        _debug("%s: moved %s %s (%d bytes) from %s to %s", op, move.dtype, move.shape,
+               nbytes, src.name, dst.name)
         if copies is None:
             x.copies = copies = {}
         copies[j] = value
@@ -171,8 +169,8 @@ class Router(Backend):
             except UnsupportedOpError:
                 if len(candidates) == 1:
                     raise
-                log.debug("%s: %s does not support it here; next candidate", op.name,
-                          self.backends[j].name)
+                _debug("%s: %s does not support it here; next candidate", op.name,
+                       self.backends[j].name)
                 choice[0] = [c for c in candidates if c != j]
                 continue
             self.runs[j] += 1
@@ -196,6 +194,14 @@ class Router(Backend):
 
     def dtype(self, x):
         return self.backends[x.at].dtype(x.value)
+
+
+def _debug(*args) -> None:
+    """Log on ``ember.router`` at DEBUG level; without ``logging`` imported nobody listens,
+    so ``import ember`` doesn't import it."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger("ember.router").debug(*args)
 
 
 def _method(op: registry.Op):
