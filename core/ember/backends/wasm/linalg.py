@@ -6,7 +6,7 @@ a permuted view) or an expanded batch dim is never copied.
 >>> import ember
 >>> a = ember.tensor([[1.0, 2.0], [3.0, 4.0]], backend="wasm")
 >>> (a @ a.T).tolist()
-[[5.0, 14.0], [14.0, 25.0]]
+[[5.0, 11.0], [11.0, 25.0]]
 """
 
 from __future__ import annotations
