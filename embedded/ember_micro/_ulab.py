@@ -22,6 +22,7 @@ from ulab import numpy as np
 
 name = "ulab"
 STEP = 256  # elements per elementwise step: temporaries of at most 1 KB
+PATCH_BYTES = 8192  # a conv row's gathered input patch, when groups == 1 (else per tap)
 
 if np.zeros(1, dtype=np.float).itemsize != 4:
     raise ImportError("ulab tier needs single-precision float firmware (this ulab's float "
@@ -133,23 +134,56 @@ def _cols(lo_pad, k, size, stride, n_out):
     return lo, hi
 
 
-def _taps(g, oy):
+def _taps(g, oy, every=False):
     # the kernel taps (ky, kx) of output row oy that read inside the input: output columns
-    # lo..hi take the flat (C, H*W) input columns start:stop:sw
+    # lo..hi take the flat (C, H*W) input columns start:stop:sw. `every`: the taps that read
+    # only padding too, with lo > hi
     _, h, wd, _, _, ow, kh, kw, sh, sw, ph, pw, _ = g
     for ky in range(kh):
         iy = oy * sh - ph + ky
-        if iy < 0 or iy >= h:
+        inside = 0 <= iy < h
+        if not (inside or every):
             continue
         for kx in range(kw):
-            lo, hi = _cols(pw, kx, wd, sw, ow)
+            lo, hi = _cols(pw, kx, wd, sw, ow) if inside else (1, 0)
             if lo <= hi:
                 yield ky, kx, lo, hi, iy * wd + lo * sw - pw + kx, iy * wd + hi * sw - pw + kx + 1
+            elif every:
+                yield ky, kx, 1, 0, 0, 0
+
+
+def _epilogue(out2, acc, m, b, oc0, noc, oy, ow, act_code):
+    if m is not None:
+        acc *= m
+    if b is not None:
+        acc += b
+    _act_inplace(acc, act_code)
+    out2[oc0:oc0 + noc, oy * ow:(oy + 1) * ow] = acc
+
+
+def _conv_patch(out2, x2, w2, m, b, g, oc0, noc, act_code, q):
+    # groups == 1: per output row, gather the (ksz, ow) input patch into one scratch array
+    # (one strided assignment per tap: rows tap, tap + kk, ... are the channels) and take a
+    # single dot with the (noc, ksz) weights; the dot's result is the row's only new array
+    cin, _, _, _, oh, ow, kh, kw, _, sw, _, _, _ = g
+    kk = kh * kw
+    patch = np.zeros((cin * kk, ow), dtype=np.int8 if q else np.float)
+    for oy in range(oh):
+        for ky, kx, lo, hi, start, stop in _taps(g, oy, True):
+            t = ky * kw + kx
+            if lo > hi:  # the whole row of this tap is padding
+                patch[t::kk, :] = 0
+                continue
+            patch[t::kk, lo:hi + 1] = x2[:, start:stop:sw]
+            if lo > 0:
+                patch[t::kk, :lo] = 0
+            if hi < ow - 1:
+                patch[t::kk, hi + 1:] = 0
+        _epilogue(out2, np.dot(w2, patch), m, b, oc0, noc, oy, ow, act_code)
 
 
 def _conv(out, x2, w2, bias, mult, g, oc0, noc, act_code, q):
-    # x2 (cin, H*W) and w2 (noc, ksz) are views of the runtime's buffers, float or int8 (q);
-    # per output row one (noc, ow) accumulator plus one dot result per tap
+    # x2 (cin, H*W) and w2 (noc, ksz) are views of the runtime's buffers, float or int8 (q)
     cin, _, _, cout, oh, ow, kh, kw, _, sw, _, _, groups = g
     cin_g = cin // groups
     cout_g = cout // groups
@@ -158,6 +192,11 @@ def _conv(out, x2, w2, bias, mult, g, oc0, noc, act_code, q):
     depthwise = cin_g == 1 and cout_g == 1
     b = None if bias is None else _f(bias, noc, oc0).reshape((noc, 1))
     m = None if mult is None else _f(mult, noc, oc0).reshape((noc, 1))
+    if groups == 1 and cin * kk * ow * (1 if q else 4) <= PATCH_BYTES:
+        _conv_patch(out2, x2, w2, m, b, g, oc0, noc, act_code, q)
+        return
+    # grouped, depthwise or a patch too big: per output row one (noc, ow) accumulator plus
+    # one dot (or product) per tap
     for oy in range(oh):
         acc = np.zeros((noc, ow), dtype=np.float)
         for ky, kx, lo, hi, start, stop in _taps(g, oy):
@@ -178,12 +217,7 @@ def _conv(out, x2, w2, bias, mult, g, oc0, noc, act_code, q):
                 a = acc[r:end, lo:hi + 1]
                 a += np.dot(wk[r:end], xs)
                 r = end
-        if m is not None:
-            acc *= m
-        if b is not None:
-            acc += b
-        _act_inplace(acc, act_code)
-        out2[oc0:oc0 + noc, oy * ow:(oy + 1) * ow] = acc
+        _epilogue(out2, acc, m, b, oc0, noc, oy, ow, act_code)
 
 
 def conv(out, x, w, bias, g, oc0, noc, act_code):

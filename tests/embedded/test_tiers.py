@@ -120,7 +120,7 @@ def _mnist_cnn_file(tmp_path, int8):
 def test_ulab_tier_temporaries_fit_its_estimate(ulab_standin, tmp_path, int8):
     """The int8 CNN used to widen whole weight blocks and layer inputs to float (31 KB for
     one streamed chunk of the classifier); now dot reads int8 itself and every temporary is a
-    row or a STEP slice."""
+    row, a row's input patch or a STEP slice."""
     import _ulab_standin
     import ember_micro
 
@@ -137,9 +137,12 @@ def test_ulab_tier_temporaries_fit_its_estimate(ulab_standin, tmp_path, int8):
     est = report.memory
     assert peak <= est.tier_bytes["ulab"], (peak, est.tier_bytes)
     assert est.ram_for("ulab") == est.ram_for("native") + est.tier_bytes["ulab"]
-    # the largest single array: one conv output row of 16 or 32 channels (~1.8 KB), never a
-    # layer's worth of widened int8 data
-    assert _ulab_standin.allocations.largest <= 2 * KB, _ulab_standin.allocations.largest
+    # the largest single array: the second conv's gathered row patch (16 input channels x 9
+    # taps x 14 columns: 8 KB in f32, 2 KB in int8), never a layer's worth of widened data
+    from ember_micro import _ulab
+
+    limit = _ulab.PATCH_BYTES + _ulab_standin.HEADER_BYTES if not int8 else 2 * KB + 64
+    assert _ulab_standin.allocations.largest <= limit, _ulab_standin.allocations.largest
 
 
 def test_export_report_states_the_heap_per_tier(tmp_path):

@@ -12,8 +12,8 @@ The estimate follows what ``embedded/ember_micro`` allocates (see ``model.py`` t
   MicroPython unix port with ember_micro precompiled to .mpy);
 - **per kernel tier** (``tier_bytes``): what one inference allocates on top, at its peak —
   nothing on the native tier (C loops), boxed floats on the pure tier, and on the ulab tier
-  the largest set of live ndarray temporaries (a conv/pool output row a few times over, or
-  ``STEP``-element slices). ``ram_bytes``/``heap_bytes`` take the hungriest tier, so the
+  the largest set of live ndarray temporaries (a conv/pool output row a few times over, a
+  conv row's gathered input patch, or ``STEP``-element slices). ``ram_bytes``/``heap_bytes`` take the hungriest tier, so the
   figure holds whichever tier the board picks; ``ram_for(tier)``/``heap_for(tier)`` give one.
 
 >>> from ember import nn
@@ -51,6 +51,7 @@ ULAB_STEP = 256
 ULAB_STEP_TEMPS = 8
 ULAB_ROW_TEMPS = 4
 ULAB_HEADERS = 4 * 1024
+ULAB_PATCH = 8192  # a conv row's gathered input patch (groups == 1), at most PATCH_BYTES
 PURE_BYTES = 2 * 1024  # the pure tier's boxed floats and loop objects between collections
 
 
@@ -191,14 +192,17 @@ def estimate_memory(program: Program, *, int8: bool = False, resident: int = RES
 
 def _ulab_bytes(program: Program) -> int:
     """Peak live temporaries of one inference on the ulab tier (see ``_ulab.py``)."""
-    rows = 0
+    rows = patch = 0
     for layer in program.layers:
         c, _, w = layer.out_shape
         if layer.op in (fmt.CONV2D, fmt.MAXPOOL, fmt.AVGPOOL):
             rows = max(rows, 4 * c * w)  # one output row of every channel
         elif layer.op == fmt.LINEAR:
             rows = max(rows, 4 * c)
-    return ULAB_ROW_TEMPS * rows + ULAB_STEP_TEMPS * 4 * ULAB_STEP + ULAB_HEADERS
+        if layer.op == fmt.CONV2D and layer.groups == 1:
+            size = 4 * layer.in_shape[0] * layer.kh * layer.kw * w
+            patch = max(patch, size if size <= ULAB_PATCH else 0)
+    return ULAB_ROW_TEMPS * rows + patch + ULAB_STEP_TEMPS * 4 * ULAB_STEP + ULAB_HEADERS
 
 
 def check_budget(est: MemoryEstimate, ram_bytes: int | None = None,
