@@ -390,3 +390,13 @@ def test_random_uniform_gives_the_philox_stream_bits(b, dtype, seed, offset, n):
     got = down(b, b.random_uniform((n,), dtype, seed, offset))
     ref = np.array(philox_uniform(n, seed, offset), dtype=np.float64)
     assert np.array_equal(got, ref.astype(dtype.name))
+
+
+def test_coalesce_merges_the_dims_every_view_walks_as_one():
+    from ember.backends.wasm.tensor import coalesce
+
+    assert coalesce((4, 5, 6), (30, 6, 1), (30, 6, 1)) == ((120,), ((1,), (1,)))
+    assert coalesce((4, 5, 6), (60, 6, 1), (30, 6, 1)) == ((4, 30), ((60, 1), (30, 1)))
+    assert coalesce((4, 1, 6), (6, 6, 1), (1, 0, 4)) == ((4, 6), ((6, 1), (1, 4)))
+    assert coalesce((1, 1), (1, 1)) == ((), ((),))
+    assert coalesce((3, 0), (0, 1)) == ((3, 0), ((0, 1),))

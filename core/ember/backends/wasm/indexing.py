@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ...errors import TensorIndexError
 from ...shape import contiguous_strides, numel
-from .tensor import WasmTensor
+from .tensor import WasmTensor, coalesce
 
 
 class WasmIndexing:
@@ -34,7 +34,7 @@ class WasmIndexing:
     def _copy_view(self, dst: WasmTensor, src: WasmTensor) -> None:
         """Write the view ``src`` into the view ``dst`` (same shape) in place."""
         rt = self.rt
-        shape, (dst_strides, src_strides) = _coalesce(dst.shape, dst.strides, src.strides)
+        shape, (dst_strides, src_strides) = coalesce(dst.shape, dst.strides, src.strides)
         rt.meta(shape, dst_strides, src_strides)
         rt.call("em_copy_view", dst.ptr, src.ptr, dst.dtype.itemsize, len(shape))
 
@@ -103,22 +103,3 @@ class WasmIndexing:
             rt.call("em_index_select", x.dtype.itemsize, x.ptr, index.ptr, out.ptr,
                     numel(x.shape[:dim]), size, numel(x.shape[dim + 1 :]), k)
         return out
-
-
-def _coalesce(shape, *strides):
-    """``shape`` and ``strides`` with the size-1 dims dropped and adjacent dims that every
-    stride pattern walks as one merged: a copy of contiguous rows becomes one long row (one
-    memcpy) instead of many short ones."""
-    if 0 in shape:
-        return tuple(shape), strides
-    dims: list[tuple[int, list[int]]] = []
-    for d, n in enumerate(shape):
-        if n == 1:
-            continue
-        steps = [st[d] for st in strides]
-        if dims and all(prev == step * n for prev, step in zip(dims[-1][1], steps)):
-            dims[-1] = (dims[-1][0] * n, steps)
-        else:
-            dims.append((n, steps))
-    return tuple(n for n, _ in dims), tuple(tuple(st[i] for _, st in dims)
-                                            for i in range(len(strides)))

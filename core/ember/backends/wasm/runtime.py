@@ -10,7 +10,7 @@ from ... import dtype as dt
 from ...errors import EmberError
 from ...shape import numel
 from .host import Host
-from .tensor import DTYPE_CODES, Block, WasmTensor
+from .tensor import DTYPE_CODES, Block, WasmTensor, coalesce
 
 META_WORDS = 4096  # int32 words in the module's metadata scratch (memory.c)
 
@@ -98,8 +98,9 @@ class Runtime:
         if x.is_contiguous:
             return x
         out = self.empty(x.shape, x.dtype, "contiguous")
-        self.meta(x.shape, x.strides)
-        self.call("em_copy_strided", out.ptr, x.ptr, x.dtype.itemsize, len(x.shape))
+        shape, (strides, _) = coalesce(x.shape, x.strides, out.strides)
+        self.meta(shape, strides)
+        self.call("em_copy_strided", out.ptr, x.ptr, x.dtype.itemsize, len(shape))
         return out
 
     def int_range(self, x: WasmTensor) -> tuple[int, int]:

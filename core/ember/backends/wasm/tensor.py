@@ -58,3 +58,22 @@ class WasmTensor:
 
     def __repr__(self) -> str:
         return f"WasmTensor({self.shape}, {self.dtype.name}, @{self.ptr})"
+
+
+def coalesce(shape, *strides):
+    """``shape`` and ``strides`` with the size-1 dims dropped and adjacent dims that every
+    stride pattern walks as one merged: a copy of contiguous rows becomes one long row (one
+    memcpy) instead of many short ones."""
+    if 0 in shape:
+        return tuple(shape), strides
+    dims: list[tuple[int, list[int]]] = []
+    for d, n in enumerate(shape):
+        if n == 1:
+            continue
+        steps = [st[d] for st in strides]
+        if dims and all(prev == step * n for prev, step in zip(dims[-1][1], steps)):
+            dims[-1] = (dims[-1][0] * n, steps)
+        else:
+            dims.append((n, steps))
+    return tuple(n for n, _ in dims), tuple(tuple(st[i] for _, st in dims)
+                                            for i in range(len(strides)))
