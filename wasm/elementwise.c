@@ -270,6 +270,28 @@ int32_t EXPORT(em_unary)(int32_t op, int32_t dtype, const void *pa, void *po, in
     }
 }
 
+/* softplus: log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's
+ * two parameters: em_unary has one) */
+#define SOFTPLUS(T, F)                                                                     \
+    do {                                                                                   \
+        const T *a = (const T *)pa; T *out = (T *)po;                                      \
+        const T b = (T)beta, th = (T)threshold;                                            \
+        for (int32_t k = 0; k < n; k++) {                                                  \
+            T x = a[k], bx = x * b;                                                        \
+            out[k] = bx > th ? x : F(log1p)(F(exp)(bx)) / b;                               \
+        }                                                                                  \
+        return 0;                                                                          \
+    } while (0)
+
+int32_t EXPORT(em_softplus)(int32_t dtype, const void *pa, void *po, int32_t n, double beta,
+                            double threshold) {
+    switch (dtype) {
+    case DT_F32: SOFTPLUS(float, F_F32);
+    case DT_F64: SOFTPLUS(double, F_F64);
+    default: return 1;
+    }
+}
+
 /* ================================================================== where, cast */
 /* out = cond ? a : b over the output shape; meta: shape, cond's, a's and b's strides */
 int32_t EXPORT(em_where)(int32_t size, const uint8_t *cond, const uint8_t *pa,

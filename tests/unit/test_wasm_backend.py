@@ -400,3 +400,14 @@ def test_coalesce_merges_the_dims_every_view_walks_as_one():
     assert coalesce((4, 1, 6), (6, 6, 1), (1, 0, 4)) == ((4, 6), ((6, 1), (1, 4)))
     assert coalesce((1, 1), (1, 1)) == ((), ((),))
     assert coalesce((3, 0), (0, 1)) == ((3, 0), ((0, 1),))
+
+
+@pytest.mark.parametrize("beta,threshold", [(1.0, 20.0), (2.0, 5.0), (0.5, 1.0)])
+def test_softplus_vs_float64(b, beta, threshold):
+    a = np.concatenate([np.linspace(-60, 60, 1001), [np.inf, -np.inf]]).astype(np.float32)
+    got = down(b, b.softplus(up(b, a), beta, threshold))
+    x = a.astype(np.float64)
+    with np.errstate(over="ignore"):
+        ref = np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
+    close(got, ref, np.float32)
+    assert np.isnan(down(b, b.softplus(up(b, np.array([np.nan], np.float32)), beta, threshold)))

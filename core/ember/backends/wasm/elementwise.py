@@ -100,6 +100,14 @@ class WasmElementwise:
     def silu(self, x):
         return self._unary("silu", x)
 
+    def softplus(self, x, beta=1.0, threshold=20.0):
+        rt = self.rt
+        x = rt.contiguous(x)
+        out = rt.empty(x.shape, x.dtype, "softplus")
+        rt.call("em_softplus", rt.code(x.dtype), x.ptr, out.ptr, x.numel, float(beta),
+                float(threshold))
+        return out
+
     def hard_sigmoid(self, x):
         return self._unary("hard_sigmoid", x)
 
