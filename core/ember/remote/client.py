@@ -208,6 +208,8 @@ def _method(op: registry.Op):
     """Queue ``op``: its results get ids and specs here, the server runs it later."""
     name, infer, nargs = op.name, op.infer, len(op.args)
     multi = op.outputs > 1
+    if op.args == op.tensors and op.outputs == 1 and "xs" not in op.args:
+        return _tensors_only(op)
 
     def method(self, *args, **kwargs):
         if kwargs or len(args) != nargs:
@@ -223,6 +225,26 @@ def _method(op: registry.Op):
             out = self._new(spec)
             ids = [out.remote_id]
         self._push(protocol.dumps(["op", name, ids, args]))
+        return out
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = op.doc
+    return method
+
+
+def _tensors_only(op: registry.Op):
+    """The hot path (elementwise ops, matmul, where): tensors only, one result; the record
+    is formatted directly (what :func:`protocol.dumps` would write)."""
+    name, infer = op.name, op.infer
+    head = b'["op","' + name.encode() + b'",[%d],['
+
+    def method(self, *args):
+        if name in self._missing:
+            raise UnsupportedOpError(f"{name}: the server's backend {self.server_backend} "
+                                     "does not implement this primitive")
+        out = self._new(infer(*args))
+        self._push(head % out.remote_id
+                   + b",".join([b'{"t":%d}' % a.remote_id for a in args]) + b"]]")
         return out
 
     method.__name__ = method.__qualname__ = name

@@ -53,9 +53,12 @@ def _default(o):
     raise TypeError(f"Remote: can't send a {type(o).__name__} argument ({o!r})")
 
 
+_ENCODER = json.JSONEncoder(default=_default, separators=(",", ":"))
+
+
 def dumps(obj) -> bytes:
     """``obj`` as compact JSON (handles and dtypes as ``{"t": id}`` / ``{"d": name}``)."""
-    return json.dumps(obj, default=_default, separators=(",", ":")).encode()
+    return _ENCODER.encode(obj).encode()
 
 
 def _json(body, what: str):

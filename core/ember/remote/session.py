@@ -47,6 +47,7 @@ class Session:
         self.failed: dict[int, tuple[str, str]] = {}  # id → (error type name, message)
         self.bytes = 0  # live tensor bytes
         self.ops = 0  # ops run
+        self._plans: dict[tuple, tuple] = {}
 
     # ------------------------------------------------------------------ frames
     def handle(self, frame) -> list[bytes]:
@@ -160,9 +161,7 @@ class Session:
             raise ProtocolError(f"op {name}: repeated result ids")
         try:
             args, specs = self._args(op, raw)
-            out = op.infer(*specs)
-            out_specs = [out] if op.outputs == 1 else list(out)
-            sizes = [self._spec_ok(s, name) for s in out_specs]
+            out_specs, sizes = self._plan(op, specs)
             self._reserve(sum(sizes), name)
             result = getattr(self.backend, name)(*args)
         except ProtocolError:
@@ -177,9 +176,29 @@ class Session:
             return
         results = [result] if op.outputs == 1 else list(result)
         for i, prim, spec, n in zip(outs, results, out_specs, sizes):
-            self.tensors[i] = (prim, Spec(tuple(spec.shape), dt.as_dtype(spec.dtype)), n)
+            self.tensors[i] = (prim, spec, n)
             self.bytes += n
         self.ops += 1
+
+    def _plan(self, op: registry.Op, specs: list) -> tuple[list, list]:
+        """The op's result Specs (from its shape rule) and byte sizes, checked against the
+        limits; cached per (op, input specs, parameters): a model's ops repeat."""
+        try:
+            key = (op.name, *specs)
+            hit = self._plans.get(key)
+        except TypeError:  # a list among the arguments (cat): not hashable, not cached
+            key = hit = None
+        if hit is not None:
+            return hit
+        out = op.infer(*specs)
+        out_specs = [Spec(tuple(s.shape), dt.as_dtype(s.dtype))
+                     for s in ([out] if op.outputs == 1 else out)]
+        hit = out_specs, [self._spec_ok(s, op.name) for s in out_specs]
+        if key is not None:
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            self._plans[key] = hit
+        return hit
 
     def _args(self, op: registry.Op, raw: list) -> tuple[list, list]:
         """The op's arguments (handles resolved) and the same with Specs for its shape rule."""
