@@ -21,6 +21,7 @@ from ..tensor import Tensor
 from ._checks import check_wiring
 from ._fold import output_bound
 from ._lowbit import retype_narrow
+from ._optimize import fuse_conv_bn
 from ._graph import Function, Graph, Model, Node, OnnxLoadError, OnnxUnsupportedError, _AttrRef
 from ._proto import Reader, read_model
 from ._types import numpy_to_tensor
@@ -74,6 +75,7 @@ class OnnxModule(Module):
                 self._add_const(g, name, numpy_to_tensor(array, self.backend, f"initializer {name}"))
         if fold:
             self._fold(model.graph)
+            fuse_conv_bn(self, model.graph)
 
     # ----------------------------------------------------------------- set-up
     @property
