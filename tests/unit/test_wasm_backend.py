@@ -370,6 +370,26 @@ def test_a_jitted_training_step_on_wasm_matches_eager_numpy():
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_jitted_sort_gather_cat_scan_match_numpy_and_replays_check_indices(rng):
+    bk = ember.get_backend("wasm")
+
+    @ember.jit
+    def f(x, i):
+        c = ember.cat([x.sort(dim=1).values, x.gather(1, i)], dim=1)
+        return c.cumsum(dim=1).logsumexp(dim=1), x.index_select(0, i[:, 0]).var(dim=0)
+
+    for _ in range(4):
+        x = rng.standard_normal((5, 7)).astype(np.float32)
+        i = rng.integers(0, 5, (5, 2))
+        lse, var = f(ember.tensor(x, backend=bk), ember.tensor(i, backend=bk))
+        c = np.cumsum(np.concatenate([np.sort(x, 1), np.take_along_axis(x, i, 1)], 1), 1)
+        close(lse.numpy(), np.log(np.exp(c.astype(np.float64)).sum(1)), np.float32, 10)
+        close(var.numpy(), x[i[:, 0]].astype(np.float64).var(0, ddof=1), np.float32, 10)
+    assert f.replays >= 2
+    with pytest.raises(TensorIndexError, match="gather: index 14 is out of range"):
+        f(ember.tensor(x, backend=bk), ember.tensor(i + 10, backend=bk))
+
+
 def test_front_end_ops_on_wasm_match_numpy(rng):
     a = rng.standard_normal((5, 8)).astype(np.float32)
     t = ember.tensor(a, backend="wasm")
