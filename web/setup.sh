@@ -2,8 +2,9 @@
 # Set-up of Ember's browser runtime and browser tests, idempotent (each step checks first):
 # Debian's chromium (ships SwiftShader for WebGPU), Playwright for Python (drives
 # /usr/bin/chromium; never `playwright install`), npm packages (pyodide; onnxruntime-web for
-# benchmarks/bench_browser.py) into web/node_modules,
-# then web/dist (python web/build_dist.py).
+# benchmarks/bench_browser.py) into web/node_modules, the wasm kernels when missing
+# (python wasm/build.py: clang, lld, wasi-libc; `make` builds them first), then web/dist
+# (python web/build_dist.py, which runs Pyodide under Node to compile ember's wheel).
 #
 #   PYTHON=.venv/bin/python web/setup.sh
 set -euo pipefail
@@ -18,4 +19,5 @@ command -v npm >/dev/null || { echo "apt-get install npm"; apt_install npm; }
     || "$PY" -m pip install -q --disable-pip-version-check playwright
 [ -f node_modules/pyodide/pyodide-lock.json ] \
     || npm install --no-audit --no-fund --silent
+[ -f ../core/ember/backends/wasm/ember.wasm ] || "$PY" ../wasm/build.py
 "$PY" build_dist.py
