@@ -14,43 +14,11 @@ product of their embeddings.
 from __future__ import annotations
 
 import time
-from functools import lru_cache
 
 from .arguments import backend_name, int_between, port
-from .minilm import MAX_LENGTH
+from .minilm import MAX_LENGTH, embed, tokenizer
 
-
-@lru_cache(maxsize=1)
-def tokenizer():
-    """The WordPiece tokenizer over the package's ``vocab.txt``."""
-    from .minilm import package_file
-    from .wordpiece import WordPiece
-
-    return WordPiece.from_file(package_file("vocab.txt"))
-
-
-@lru_cache(maxsize=4)
-def _model(backend: str | None):
-    from .minilm import load_minilm
-
-    return load_minilm(backend=backend)
-
-
-def embed(texts: list[str], backend: str | None = "numpy", max_length: int = MAX_LENGTH,
-          model=None, tok=None):
-    """The (len(texts), 384) unit-length embeddings of ``texts`` as an ember Tensor
-    (``model``/``tok`` default to all-MiniLM-L6-v2 and its tokenizer)."""
-    import ember
-
-    texts = list(texts)
-    if not texts:
-        raise ValueError("embed: expected at least one text")
-    model = model or _model(backend)
-    tok = tok or tokenizer()
-    ids, mask = tok.batch(texts, max_length)
-    runs_on = model.embeddings.word_embeddings.weight.backend
-    with ember.no_grad():
-        return model.embed(ember.tensor(ids, backend=runs_on), ember.tensor(mask, backend=runs_on))
+__all__ = ["add_subcommand", "embed", "similarity_table", "tokenizer"]
 
 
 def similarity_table(texts: list[str], similarities: list[list[float]]) -> str:

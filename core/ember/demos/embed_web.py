@@ -76,7 +76,7 @@ def rank(model, tok, query: str, sentences: list[str], cache: dict | None = None
     "embedded": n}`` where ``tokens`` are the query's WordPiece tokens and ``embedded`` counts
     the sentences that weren't in ``cache`` (text -> embedding as a list of floats).
     """
-    from .embed import embed
+    from .minilm import embed
 
     cache = {} if cache is None else cache
     t0 = time.perf_counter()

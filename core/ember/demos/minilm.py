@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .. import nn
 from ..nn import functional as F
@@ -169,3 +170,33 @@ def load_minilm(path: str | None = None, backend=None) -> MiniLM:
         raise RecordError(f"load_minilm: {path} is not an all-MiniLM-L6-v2 checkpoint (missing "
                           f"{result.missing_keys}, unexpected {extra})")
     return model.eval()
+
+
+@lru_cache(maxsize=1)
+def tokenizer():
+    """The WordPiece tokenizer over the package's ``vocab.txt``."""
+    from .wordpiece import WordPiece
+
+    return WordPiece.from_file(package_file("vocab.txt"))
+
+
+@lru_cache(maxsize=4)
+def _model(backend: str | None):
+    return load_minilm(backend=backend)
+
+
+def embed(texts: list[str], backend: str | None = "numpy", max_length: int = MAX_LENGTH,
+          model=None, tok=None):
+    """The (len(texts), 384) unit-length embeddings of ``texts`` as an ember Tensor
+    (``model``/``tok`` default to all-MiniLM-L6-v2 and its tokenizer)."""
+    import ember
+
+    texts = list(texts)
+    if not texts:
+        raise ValueError("embed: expected at least one text")
+    model = model if model is not None else _model(backend)
+    tok = tok if tok is not None else tokenizer()
+    ids, mask = tok.batch(texts, max_length)
+    runs_on = model.embeddings.word_embeddings.weight.backend
+    with ember.no_grad():
+        return model.embed(ember.tensor(ids, backend=runs_on), ember.tensor(mask, backend=runs_on))
