@@ -10,6 +10,19 @@ from __future__ import annotations
 from .errors import AuthError, RemoteError
 
 
+def closed_error(url: str, code: int, reason: str, received: bool = True) -> RemoteError:
+    """The error for a connection that closed with ``code`` and ``reason`` (``received``:
+    the server said so; else the connection was simply lost)."""
+    if not received or code == 1006:
+        return RemoteError(f"{url}: the connection was lost (the server stopped or the "
+                           "network failed)")
+    if code == 1008 and "authentication" in reason:
+        return AuthError(f"{url}: {reason} (check the token: the server's --token-file or "
+                         "$EMBER_REMOTE_TOKEN)")
+    return RemoteError(f"{url}: the server closed the connection "
+                       f"(code {code}: {reason or 'no reason'})")
+
+
 class WebsocketTransport:
     """``websockets.sync.client`` underneath; its reader thread receives while we compute."""
 
@@ -57,13 +70,8 @@ class WebsocketTransport:
     def _closed(self, e) -> RemoteError:
         frame = e.rcvd
         if frame is None:
-            return RemoteError(f"{self.url}: the connection was lost (the server stopped or the "
-                               "network failed)")
-        if frame.code == 1008 and "authentication" in frame.reason:
-            return AuthError(f"{self.url}: {frame.reason} (check the token: the server's "
-                             "--token-file or $EMBER_REMOTE_TOKEN)")
-        return RemoteError(f"{self.url}: the server closed the connection "
-                           f"(code {frame.code}: {frame.reason or 'no reason'})")
+            return closed_error(self.url, 1006, "", received=False)
+        return closed_error(self.url, frame.code, frame.reason)
 
     def close(self) -> None:
         self._opened.__exit__(None, None, None)
