@@ -4,7 +4,7 @@
   'ember[wasm]'``): the tests and benchmarks run the browser's kernels natively.
 - :class:`BrowserHost` — Pyodide, through the page's own ``WebAssembly`` (``js``): created by
   :func:`~ember.backends.wasm.browser.wasm_backend` from a module that ``ember.js`` compiled
-  while Pyodide was loading (streaming compilation), or from the wheel's copy.
+  while Pyodide was loading (streaming compilation), or from the package's copy.
 
 A host exposes the module's exports as Python callables (``host.fn("em_binary")``) and copies
 bytes into and out of its linear memory; nothing else crosses.
@@ -100,7 +100,9 @@ class BrowserHost(Host):
 
     @classmethod
     async def create(cls, compiled=None) -> BrowserHost:
-        """Instantiate ``compiled`` (a ``WebAssembly.Module``), or the wheel's module bytes."""
+        """Instantiate ``compiled`` (a ``WebAssembly.Module``), or compile the package's
+        ``ember.wasm`` first. Asynchronous: Chromium refuses synchronous compiles and
+        instantiations of modules over 4 KB on the main thread."""
         import js
         from pyodide.ffi import to_js
 
