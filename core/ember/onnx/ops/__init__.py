@@ -88,6 +88,7 @@ from . import (  # noqa: F401, E402  (importing registers the ops)
     control,
     detection,
     elementwise,
+    grid_sample,
     logic,
     loss,
     nn_conv,

@@ -113,3 +113,31 @@ def _masked_softmax(x):
     e = ember.exp(x - m)
     total = ember.sum(e, dim=-1, keepdim=True)
     return e / ember.where(total == like(total, 0.0), like(total, 1.0), total)
+
+
+@op("RotaryEmbedding")
+def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None, interleaved=0,
+                     num_heads=0, rotary_embedding_dim=0):
+    shape = x.shape
+    # work on (B, S, heads, head_size)
+    if x.ndim == 4:
+        x = x.permute((0, 2, 1, 3))
+    else:
+        x = x.reshape(shape[0], shape[1], num_heads, shape[2] // num_heads)
+    rd = rotary_embedding_dim or x.shape[3]
+    rot, rest = x[..., :rd], x[..., rd:]
+    if position_ids is not None:
+        cos_cache = ember.index_select(cos_cache, 0, position_ids.reshape(-1)).reshape(
+            *position_ids.shape, -1)
+        sin_cache = ember.index_select(sin_cache, 0, position_ids.reshape(-1)).reshape(
+            *position_ids.shape, -1)
+    cos, sin = cos_cache.unsqueeze(2), sin_cache.unsqueeze(2)
+    x1, x2 = (rot[..., 0::2], rot[..., 1::2]) if interleaved else (rot[..., :rd // 2],
+                                                                     rot[..., rd // 2:])
+    real, imag = cos * x1 - sin * x2, sin * x1 + cos * x2
+    if interleaved:  # real and imaginary parts back in alternate slots
+        rot = ember.stack([real, imag], dim=-1).reshape(rot.shape)
+    else:
+        rot = ember.cat([real, imag], dim=-1)
+    y = ember.cat([rot, rest], dim=-1) if rest.shape[-1] else rot
+    return y.permute((0, 2, 1, 3)) if len(shape) == 4 else y.reshape(shape)
