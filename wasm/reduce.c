@@ -22,31 +22,45 @@ const char *EXPORT(em_reduce_names)(void) { return reduce_names; }
 #define RD_MAX(x, y) ((x) > (y) ? (x) : (y))
 #define RD_MIN(x, y) ((x) < (y) ? (x) : (y))
 
-/* sum of a contiguous float32 row, accumulated in float64 (8 partial sums, SIMD): at least as
- * accurate as numpy's pairwise float32 sum, at the speed of the loads */
-static float rd_sum_f32(const float *x, int32_t n) {
-    v128_t a0 = wasm_f64x2_splat(0), a1 = a0, a2 = a0, a3 = a0;
-    int32_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-        v128_t u = wasm_v128_load(x + k), v = wasm_v128_load(x + k + 4);
-        a0 = wasm_f64x2_add(a0, wasm_f64x2_promote_low_f32x4(u));
-        a1 = wasm_f64x2_add(a1, wasm_f64x2_promote_low_f32x4(wasm_i64x2_shuffle(u, u, 1, 0)));
-        a2 = wasm_f64x2_add(a2, wasm_f64x2_promote_low_f32x4(v));
-        a3 = wasm_f64x2_add(a3, wasm_f64x2_promote_low_f32x4(wasm_i64x2_shuffle(v, v, 1, 0)));
+/* sums over a contiguous row in float64, of the values (sum) or of their squared deviations
+ * from m (sqdev, for var): 8 partial sums (SIMD for float32), at least as accurate as
+ * numpy's pairwise float32 sum, at the speed of the loads */
+static inline v128_t rd_lane_sum(v128_t v, v128_t m) { (void)m; return v; }
+static inline v128_t rd_lane_sqdev(v128_t v, v128_t m) {
+    v128_t d = wasm_f64x2_sub(v, m);
+    return wasm_f64x2_mul(d, d);
+}
+#define RD_ROW_F32(NAME, LANE, TAIL)                                                       \
+    static double NAME(const float *x, int32_t n, double mean) {                           \
+        v128_t a0 = wasm_f64x2_splat(0), a1 = a0, a2 = a0, a3 = a0;                        \
+        const v128_t m = wasm_f64x2_splat(mean);                                           \
+        int32_t k = 0;                                                                     \
+        for (; k + 8 <= n; k += 8) {                                                       \
+            v128_t u = wasm_v128_load(x + k), v = wasm_v128_load(x + k + 4);               \
+            v128_t uh = wasm_i64x2_shuffle(u, u, 1, 0), vh = wasm_i64x2_shuffle(v, v, 1, 0); \
+            a0 = wasm_f64x2_add(a0, LANE(wasm_f64x2_promote_low_f32x4(u), m));             \
+            a1 = wasm_f64x2_add(a1, LANE(wasm_f64x2_promote_low_f32x4(uh), m));            \
+            a2 = wasm_f64x2_add(a2, LANE(wasm_f64x2_promote_low_f32x4(v), m));             \
+            a3 = wasm_f64x2_add(a3, LANE(wasm_f64x2_promote_low_f32x4(vh), m));            \
+        }                                                                                  \
+        v128_t s = wasm_f64x2_add(wasm_f64x2_add(a0, a1), wasm_f64x2_add(a2, a3));         \
+        double acc = wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);        \
+        for (; k < n; k++) { double v = x[k]; acc += TAIL; }                               \
+        return acc;                                                                        \
     }
-    v128_t s = wasm_f64x2_add(wasm_f64x2_add(a0, a1), wasm_f64x2_add(a2, a3));
-    double acc = wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
-    for (; k < n; k++) acc += x[k];
-    return (float)acc;
-}
-
-static double rd_sum_f64(const double *x, int32_t n) {
-    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    int32_t k = 0;
-    for (; k + 4 <= n; k += 4) { a0 += x[k]; a1 += x[k + 1]; a2 += x[k + 2]; a3 += x[k + 3]; }
-    for (; k < n; k++) a0 += x[k];
-    return (a0 + a1) + (a2 + a3);
-}
+#define RD_ROW_F64(NAME, TAIL)                                                             \
+    static double NAME(const double *x, int32_t n, double mean) {                          \
+        double a[4] = {0, 0, 0, 0};                                                        \
+        int32_t k = 0;                                                                     \
+        for (; k + 4 <= n; k += 4)                                                         \
+            for (int l = 0; l < 4; l++) { double v = x[k + l]; a[l] += TAIL; }            \
+        for (; k < n; k++) { double v = x[k]; a[0] += TAIL; }                              \
+        return (a[0] + a[1]) + (a[2] + a[3]);                                              \
+    }
+RD_ROW_F32(rd_sum_f32, rd_lane_sum, v)
+RD_ROW_F32(rd_sqdev_f32, rd_lane_sqdev, (v - mean) * (v - mean))
+RD_ROW_F64(rd_sum_f64, v)
+RD_ROW_F64(rd_sqdev_f64, (v - mean) * (v - mean))
 
 /* out[o, i] = x[o, 0, i] STEP x[o, 1, i] ... (IDENT when r == 0): whole rows at a time when
  * inner > 1, so the combine vectorises over i */
@@ -100,12 +114,9 @@ static double rd_sum_f64(const double *x, int32_t n) {
     }                                                                                      \
     static void rd_var_##T(const T *x, T *out, int32_t r, int32_t inner, double dof,       \
                            double *acc) {                                                  \
-        if (inner == 1) {                                                                  \
-            double mean = 0, sq = 0;                                                       \
-            for (int32_t j = 0; j < r; j++) mean += x[j];                                  \
-            mean /= r;                                                                     \
-            for (int32_t j = 0; j < r; j++) sq += (x[j] - mean) * (x[j] - mean);           \
-            out[0] = (T)(sq / dof);                                                        \
+        if (inner == 1) { /* one contiguous lane: SIMD row sums */                        \
+            double mean = rd_sum_##T(x, r, 0) / r;                                         \
+            out[0] = (T)(rd_sqdev_##T(x, r, mean) / dof);                                  \
             return;                                                                        \
         }                                                                                  \
         double *mean = acc, *sq = acc + inner;                                             \
@@ -129,7 +140,7 @@ static double rd_sum_f64(const double *x, int32_t n) {
         switch (op) {                                                                      \
         case RD_sum: case RD_mean:                                                         \
             if (inner == 1)                                                                \
-                for (int64_t o = 0; o < outer; o++) out[o] = rd_sum_##T(x + o * r, r);     \
+                for (int64_t o = 0; o < outer; o++) out[o] = (T)rd_sum_##T(x + o * r, r, 0); \
             else { RD_FOLD(T, 0, RD_ADD) }                                                 \
             if (op == RD_mean)                                                             \
                 for (int64_t k = 0; k < outer * inner; k++) out[k] /= (T)r;                \
@@ -150,6 +161,8 @@ static double rd_sum_f64(const double *x, int32_t n) {
     }
 #define rd_sum_float rd_sum_f32
 #define rd_sum_double rd_sum_f64
+#define rd_sqdev_float rd_sqdev_f32
+#define rd_sqdev_double rd_sqdev_f64
 #define RD_F32(name) name##f
 #define RD_F64(name) name
 RD_FLOAT_LANES(float, RD_F32)
