@@ -33,6 +33,10 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         "add/i64/overflow": "wgpu stores int64 as int32 (WGSL has no 64-bit ints); values "
         "beyond the int32 range are rejected by from_data",
     },
+    "remote-wgpu": {
+        "add/i64/overflow": "the server's wgpu stores int64 as int32 (WGSL has no 64-bit "
+        "ints); values beyond the int32 range are rejected by from_data",
+    },
 }
 
 
