@@ -9,6 +9,7 @@
 #include <string.h>
 #include <wasm_simd128.h>
 #include "ember.h"
+#include "vec.h"
 
 #define RD_NAME_STR(n) #n ","
 #define RD_NAME_ENUM(n) RD_##n,
@@ -62,6 +63,28 @@ RD_ROW_F32(rd_sqdev_f32, rd_lane_sqdev, (v - mean) * (v - mean))
 RD_ROW_F64(rd_sum_f64, v)
 RD_ROW_F64(rd_sqdev_f64, (v - mean) * (v - mean))
 
+/* sum of exp(x[k] - m) over a contiguous row, in float64 (float32: vec.h's SIMD exp) */
+static double rd_expsum_f32(const float *x, int32_t n, float m) {
+    const v128_t mv = wasm_f32x4_splat(m);
+    v128_t a0 = wasm_f64x2_splat(0), a1 = a0;
+    int32_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        v128_t e = vec_exp(wasm_f32x4_sub(wasm_v128_load(x + k), mv));
+        a0 = wasm_f64x2_add(a0, wasm_f64x2_promote_low_f32x4(e));
+        a1 = wasm_f64x2_add(a1, wasm_f64x2_promote_low_f32x4(wasm_i64x2_shuffle(e, e, 1, 0)));
+    }
+    v128_t s = wasm_f64x2_add(a0, a1);
+    double acc = wasm_f64x2_extract_lane(s, 0) + wasm_f64x2_extract_lane(s, 1);
+    for (; k < n; k++) acc += expf(x[k] - m);
+    return acc;
+}
+
+static double rd_expsum_f64(const double *x, int32_t n, double m) {
+    double acc = 0;
+    for (int32_t k = 0; k < n; k++) acc += exp(x[k] - m);
+    return acc;
+}
+
 /* out[o, i] = x[o, 0, i] STEP x[o, 1, i] ... (IDENT when r == 0): whole rows at a time when
  * inner > 1, so the combine vectorises over i */
 #define RD_FOLD(T, IDENT, STEP)                                                            \
@@ -95,9 +118,7 @@ RD_ROW_F64(rd_sqdev_f64, (v - mean) * (v - mean))
             T m = -(T)INFINITY;                                                            \
             for (int32_t j = 0; j < r; j++) m = RD_NAN_MAX(m, x[j]);                       \
             if (!isfinite(m)) m = 0;                                                       \
-            double s = 0;                                                                  \
-            for (int32_t j = 0; j < r; j++) s += F(exp)(x[j] - m);                         \
-            out[0] = F(log)((T)s) + m;                                                     \
+            out[0] = F(log)((T)rd_expsum_##T(x, r, m)) + m;                                \
             return;                                                                        \
         }                                                                                  \
         for (int32_t i = 0; i < inner; i++) { out[i] = -(T)INFINITY; acc[i] = 0; }         \
@@ -163,6 +184,8 @@ RD_ROW_F64(rd_sqdev_f64, (v - mean) * (v - mean))
 #define rd_sum_double rd_sum_f64
 #define rd_sqdev_float rd_sqdev_f32
 #define rd_sqdev_double rd_sqdev_f64
+#define rd_expsum_float rd_expsum_f32
+#define rd_expsum_double rd_expsum_f64
 #define RD_F32(name) name##f
 #define RD_F64(name) name
 RD_FLOAT_LANES(float, RD_F32)
