@@ -99,5 +99,6 @@ from . import (  # noqa: F401, E402  (importing registers the ops)
     rnn,
     sequence,
     shape,
+    spectral,
     tensor_misc,
 )
