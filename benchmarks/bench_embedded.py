@@ -1,6 +1,7 @@
 """MNIST on MicroPython (unix port, single-precision floats, -X heapsize=256K): per-image
-inference of the MLP and the CNN with the pure and native kernel tiers, heap use, model file
-size f32 vs int8, and int8 accuracy vs f32 on the held-out split (run on MicroPython).
+inference of the MLP and the CNN with the pure and native kernel tiers, heap use, garbage per
+inference (bytes allocated, collector off), model file size f32 vs int8, and int8 accuracy vs
+f32 on the held-out split (run on MicroPython).
 
     python benchmarks/bench_embedded.py [--cnn-steps 150] [--pure-images 3] [--quick]
 
@@ -76,6 +77,8 @@ def main() -> None:
                     "size": rep.size_bytes,
                     "pure_ms": pure.ms_per_image, "native_ms": native.ms_per_image,
                     "heap_load": native.heap_after_load, "heap_peak": native.heap_peak,
+                    "pure_heap_peak": pure.heap_peak,
+                    "garbage_native": native.garbage_bytes, "garbage_pure": pure.garbage_bytes,
                     "min_heap": min_heap_kb(path, vx[:1], "native"),
                     "acc": full.accuracy, "ember_acc": ember_acc,
                 })
@@ -84,14 +87,20 @@ def main() -> None:
           f"{time.strftime('%Y-%m-%d')}; accuracy on the {len(vx)}-image held-out split, run on "
           "MicroPython (CPython ember f32 in brackets)\n")
     print("| model | weights | file | pure ms/img | native ms/img | native speed-up | "
-          "heap after load | heap peak (native) | smallest heap that runs | accuracy |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "heap after load | heap peak native / pure | garbage per inference native / pure | "
+          "smallest heap that runs | accuracy |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['model']} | {r['weights']} | {r['size'] / 1024:.0f} KB | "
               f"{r['pure_ms']:.1f} | {r['native_ms']:.2f} | "
               f"{r['pure_ms'] / r['native_ms']:.0f}x | {r['heap_load'] / 1024:.0f} KB | "
-              f"{r['heap_peak'] / 1024:.0f} KB | {r['min_heap']} KB | "
+              f"{r['heap_peak'] / 1024:.0f} / {r['pure_heap_peak'] / 1024:.0f} KB | "
+              f"{_kb(r['garbage_native'])} / {_kb(r['garbage_pure'])} | {r['min_heap']} KB | "
               f"{100 * r['acc']:.1f}% ({100 * r['ember_acc']:.1f}%) |")
+
+
+def _kb(n) -> str:
+    return "> free heap" if n is None else f"{n / 1024:.1f} KB"
 
 
 if __name__ == "__main__":

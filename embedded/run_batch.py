@@ -90,4 +90,8 @@ def main(argv, clock=None):
 
 
 if __name__ == "__main__":
+    # sys.path[0] is this script's folder, which holds ember_micro's sources: drop it so the
+    # import takes MICROPYPATH's precompiled .mpy (compiling the sources costs heap and
+    # leaves it fragmented, as a board running .mpy files wouldn't be)
+    sys.path.pop(0)
     main(sys.argv[1:])
