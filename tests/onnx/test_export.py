@@ -142,8 +142,10 @@ def test_multihead_attention_with_mask(tmp_path):
              nn.AdaptiveAvgPool2d(2)],
     lambda: [nn.ConvTranspose1d(4, 2, 4, stride=2, groups=2), nn.GELU("tanh"),
              nn.LogSoftmax(dim=1)],
+    lambda: [nn.Conv2d(4, 8, 3), nn.GroupNorm(2, 8), nn.PReLU(8), nn.InstanceNorm2d(8),
+             nn.Upsample(size=(7, 9), mode="bilinear", align_corners=True)],
 ], ids=["conv1d-bn-avgpool", "depthwise-bn-global", "convtranspose-maxpool",
-        "dilated-upsample", "convtranspose1d-groups"])
+        "dilated-upsample", "convtranspose1d-groups", "groupnorm-prelu-bilinear"])
 def test_layers(layers, tmp_path):
     ember.seed(4)
     stack = nn.Sequential(*layers())
@@ -154,6 +156,33 @@ def test_layers(layers, tmp_path):
     spatial = (10,) if isinstance(stack[0], (nn.Conv1d, nn.ConvTranspose1d)) else (10, 10)
     _roundtrip(stack, ember.randn(2, stack[0].in_channels, *spatial), tmp_path,
                dynamic_batch=True, other_batch=ember.randn(3, stack[0].in_channels, *spatial))
+
+
+@pytest.mark.parametrize("rnn", [nn.LSTM, nn.GRU])
+def test_recurrent_batch_first(rnn, tmp_path):
+    """Inside, the batch sits in dim 1 (time-major states): the second trace finds it."""
+    ember.seed(6)
+
+    class Last(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn, self.norm = rnn(6, 8, batch_first=True), nn.RMSNorm(8)
+
+        def forward(self, x):
+            return self.norm(self.rnn(x)[0][:, -1])
+
+    _roundtrip(Last(), ember.randn(2, 5, 6), tmp_path, dynamic_batch=True,
+               other_batch=ember.randn(4, 5, 6))
+
+
+def test_batch_dependent_values_are_refused_with_a_dynamic_batch(tmp_path):
+    class Scaled(nn.Module):
+        def forward(self, x):
+            return x * (1.0 / x.shape[0])  # a constant computed from the batch size
+
+    with pytest.raises(OnnxExportError, match="change with the batch size"):
+        ember.onnx.export(Scaled(), ember.randn(2, 3), tmp_path / "m.onnx", dynamic_batch=True)
+    ember.onnx.export(Scaled(), ember.randn(2, 3), tmp_path / "m.onnx")  # fixed batch: fine
 
 
 def test_tensor_ops(tmp_path):

@@ -31,7 +31,8 @@ from ..jit.tape import Slot
 from ..jit.trace import Tracer
 from ..jit.tree import flatten
 from ..tensor import Tensor
-from .exporter_ops import Graph, OnnxExportError, OnnxExportUnsupportedError
+from .exporter_batch import batch_symbols, grown
+from .exporter_ops import Dim, Graph, OnnxExportError, OnnxExportUnsupportedError
 
 #: the default ONNX opset: LayerNormalization is a standard op from 17 on
 OPSET = 17
@@ -42,8 +43,9 @@ def export(module, example_inputs, path: str | os.PathLike, *, input_names=None,
     """Trace ``module(*example_inputs)`` and write it to ``path`` as an ONNX model; returns
     the ``onnx.ModelProto``.
 
-    ``example_inputs`` is a tensor or a tuple of tensors. ``dynamic_batch`` names dim 0 of
-    every input and output ``"batch"`` so the model runs at any batch size. The module is
+    ``example_inputs`` is a tensor or a tuple of tensors. ``dynamic_batch`` makes dim 0 of
+    every input the symbolic ``"batch"`` so the model runs at any batch size (the module is
+    traced a second time at batch + 1 to tell which sizes follow it). The module is
     exported in eval mode (Dropout off, BatchNorm with its running statistics) and left in
     the mode it had.
     """
@@ -59,14 +61,18 @@ def export(module, example_inputs, path: str | os.PathLike, *, input_names=None,
     input_names = _names(input_names, len(inputs), "input")
     tracer, outs = _trace(module, inputs)
     output_names = _names(output_names, len(outs), "output")
-    tape = eliminate_dead(_fold(tracer, tracer.tape(outs, None), dynamic_batch))
-    graph = Graph(tracer.backend, opset, dynamic_batch)
-    for slot, name, t in zip(tape.inputs, input_names, inputs):
-        graph.add_input(slot, name, tracer.keep[slot])
+    args, shapes = {}, {}
+    if dynamic_batch:  # a second trace at batch + 1 tells which sizes follow the batch
+        second, _ = _trace(module, grown(inputs))
+        args, shapes = batch_symbols(tracer, second, inputs[0].shape[0])
+    tape = eliminate_dead(_fold(tracer, tracer.tape(outs, None), shapes))
+    graph = Graph(tracer.backend, opset)
+    for slot, name in zip(tape.inputs, input_names):
+        graph.add_input(slot, name, tracer.keep[slot], shapes.get(slot))
     for slot, prim in tape.constants.items():
         graph.add_constant(slot, prim)
     for step in tape.steps:
-        graph.add_step(step, tracer.keep)
+        graph.add_step(step, tracer.keep, args.get(id(step)), shapes)
     for slot, name in zip(tape.outputs, output_names):
         graph.add_output(slot, name, tracer.keep[slot])
     model = graph.model(getattr(module, "__class__", type(module)).__name__)
@@ -113,14 +119,14 @@ def _trace(module, inputs: tuple[Tensor, ...]):
     return tracer, prims
 
 
-def _fold(tracer: Tracer, tape, dynamic_batch: bool):
+def _fold(tracer: Tracer, tape, shapes: dict):
     """The tape with every step that reads only constants turned into a constant (its value
     is the one the trace computed).
 
-    With a dynamic batch, a constant broadcast to a batch-sized shape must not be frozen at
-    the traced size: one read only by broadcasting elementwise ops stays un-broadcast (ONNX
-    broadcasts it the same way), and one broadcast to the traced batch size in dim 0
-    otherwise stays a step that follows the input's batch.
+    With a dynamic batch (``shapes``: the symbolic shapes of the slots), a value whose shape
+    follows the batch can't be frozen: one broadcast from a constant and read only by
+    broadcasting elementwise ops stays un-broadcast (ONNX broadcasts it the same way), any
+    other stays a step.
     """
     readers: dict[int, list] = {}
     for step in tape.steps:
@@ -128,16 +134,18 @@ def _fold(tracer: Tracer, tape, dynamic_batch: bool):
             readers.setdefault(slot, []).append(step)
     constants, steps = dict(tape.constants), []
     for step in tape.steps:
+        follows = any(isinstance(d, Dim) for s in step.outputs() for d in shapes.get(s, ()))
         if not all(i in constants for i in step.inputs()):
             steps.append(step)
-        elif dynamic_batch and step.name in ("expand", "full") and all(
+        elif not follows:
+            constants.update((s, tracer.keep[s]) for s in step.outputs())
+        elif step.name in ("expand", "full") and all(
             _broadcasts(r) for r in readers.get(step.out, [])
         ):
             constants[step.out] = _unbroadcast(tracer, step, constants)
-        elif dynamic_batch and step.name in ("expand", "full") and _batch_sized(tracer, step):
-            steps.append(step)
+            shapes.pop(step.out)  # a constant of fixed shape now
         else:
-            constants.update((s, tracer.keep[s]) for s in step.outputs())
+            steps.append(step)
     return dataclasses.replace(tape, constants=constants, steps=steps)
 
 
@@ -153,12 +161,6 @@ def _unbroadcast(tracer: Tracer, step, constants):
         return constants[step.args[0].id]
     shape, value, dtype = step.args
     return tracer.backend.full((1,) * len(shape), value, dtype)
-
-
-def _batch_sized(tracer: Tracer, step) -> bool:
-    """Whether the step's result has the traced batch size in dim 0."""
-    batch = tracer.backend.shape(tracer.keep[tracer.inputs[0]])[:1]
-    return tuple(tracer.backend.shape(tracer.keep[step.out]))[:1] == tuple(batch)
 
 
 def _names(given, n: int, stem: str) -> list[str]:

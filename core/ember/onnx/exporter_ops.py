@@ -12,6 +12,7 @@ True
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..errors import EmberError, UnsupportedOpError
 from ..jit.tape import Slot
@@ -24,6 +25,31 @@ class OnnxExportUnsupportedError(OnnxExportError, UnsupportedOpError):
     """The traced module calls an op (or op setting) the ONNX exporter has no mapping for."""
 
 
+@dataclass(frozen=True)
+class Dim:
+    """A size that follows the batch: ``k * batch + c`` (see :mod:`.exporter_batch`).
+
+    >>> Dim(3, 0).at(5)
+    15
+    """
+
+    k: int
+    c: int
+
+    def at(self, batch: int) -> int:
+        return self.k * batch + self.c
+
+
+def _follows(value) -> bool:
+    """Whether a literal (or a nest of them) holds a :class:`Dim`."""
+    if isinstance(value, (list, tuple)):
+        return any(_follows(v) for v in value)
+    return isinstance(value, Dim)
+
+
+#: ops whose emitters take batch-dependent literals (shapes, slice bounds)
+_SYMBOLIC_OPS = ("reshape", "expand", "full", "slice")
+
 #: ONNX's "to the start" end for a negative-step Slice (a negative end counts from the back)
 _BEFORE_START = -(2**63)
 
@@ -31,12 +57,15 @@ _BEFORE_START = -(2**63)
 class Graph:
     """Nodes, initializers and the value names of a tape's slots."""
 
-    def __init__(self, backend, opset: int, dynamic_batch: bool):
+    def __init__(self, backend, opset: int):
         import numpy as np
         from onnx import helper
 
         self.np, self.helper = np, helper
-        self.backend, self.opset, self.dynamic = backend, opset, dynamic_batch
+        self.backend, self.opset = backend, opset
+        #: value name -> its shape with :class:`Dim` where it follows the batch
+        self.symbolic: dict[str, tuple] = {}
+        self._batch: str | None = None
         self.nodes, self.initializers, self.inputs, self.outputs = [], [], [], []
         self.names: dict[int, str] = {}  # slot -> value name
         self.shapes: dict[str, tuple] = {}
@@ -55,16 +84,17 @@ class Graph:
 
     def _value_info(self, name: str, prim):
         array_type = self.helper.np_dtype_to_tensor_dtype(self._array_dtype(prim))
-        dims = list(self.backend.shape(prim))
-        if self.dynamic and dims:
-            dims[0] = "batch"
+        # the batch itself is "batch"; other sizes that follow it are left unnamed
+        dims = [("batch" if d == Dim(1, 0) else None) if isinstance(d, Dim) else d
+                for d in self.symbolic[name]]
         return self.helper.make_tensor_value_info(name, array_type, dims)
 
     def _array_dtype(self, prim):
         return self.np.dtype(self.backend.dtype(prim).name)
 
-    def add_input(self, slot: int, name: str, prim) -> None:
+    def add_input(self, slot: int, name: str, prim, symbolic: tuple | None = None) -> None:
         self.names[slot], self.shapes[name] = name, tuple(self.backend.shape(prim))
+        self.symbolic[name] = symbolic or self.shapes[name]
         self.dtypes[name] = self.backend.dtype(prim).name
         self.first_input = self.first_input or name
         self.inputs.append(self._value_info(name, prim))
@@ -82,6 +112,7 @@ class Graph:
             array.tobytes(), raw=True,
         ))
         self.shapes[name], self.dtypes[name] = tuple(array.shape), array.dtype.name
+        self.symbolic[name] = self.shapes[name]
         self.arrays[name] = array
         return name
 
@@ -89,39 +120,42 @@ class Graph:
         """A 0-d initializer of the dtype ``like``'s elements have (float32 by default)."""
         return self.const(self.np.asarray(value, dtype=self.dtypes[like]))
 
-    def node(self, op_type: str, inputs: list, shape: tuple | None = None, outputs: int = 1,
-             **attrs):
+    def node(self, op_type: str, inputs: list, outputs: int = 1, **attrs):
         """Append a node; returns its output name (or names when ``outputs`` > 1)."""
         names = [self.fresh(op_type.lower()) for _ in range(outputs)]
         inputs = ["" if i is None else i for i in inputs]
         self.nodes.append(self.helper.make_node(op_type, inputs, names, **attrs))
-        if shape is not None:
-            self.shapes[names[0]] = tuple(shape)
         return names[0] if outputs == 1 else names
 
     # ------------------------------------------------------------------ steps
-    def add_step(self, step, keep) -> None:
+    def add_step(self, step, keep, args: tuple | None = None, shapes: dict | None = None):
+        """Emit ``step``; ``args`` are its arguments with batch-dependent literals as
+        :class:`Dim` and ``shapes`` the slots' symbolic shapes (a dynamic batch)."""
         emit = EMITTERS.get(step.name)
         if emit is None:
             raise OnnxExportUnsupportedError(
                 f"onnx export: no ONNX mapping for the backend op {step.name!r} (ops with one: "
                 f"{', '.join(sorted(EMITTERS))})"
             )
-        args = tuple(self._arg(a, keep) for a in step.args)
-        out = keep[step.out] if isinstance(step.out, int) else None
-        self.out_shape = tuple(self.backend.shape(out)) if out is not None else None
-        result = emit(self, *args)
+        args = step.args if args is None else args
+        if step.name not in _SYMBOLIC_OPS and _follows(args):
+            raise OnnxExportUnsupportedError(
+                f"onnx export: {step.name} with an argument that depends on the batch size "
+                f"({args}) has no dynamic-batch mapping; export with dynamic_batch=False"
+            )
+        result = emit(self, *(self._arg(a) for a in args))
         outs = (result,) if isinstance(step.out, int) else tuple(result)
         for slot, name in zip(step.outputs(), outs):
             self.names[slot] = name
             self.shapes[name] = tuple(self.backend.shape(keep[slot]))
+            self.symbolic[name] = (shapes or {}).get(slot) or self.shapes[name]
             self.dtypes[name] = self.backend.dtype(keep[slot]).name
 
-    def _arg(self, a, keep):
+    def _arg(self, a):
         if isinstance(a, Slot):
             return self.names[a.id]
         if isinstance(a, (list, tuple)) and any(isinstance(v, Slot) for v in a):
-            return type(a)(self._arg(v, keep) for v in a)
+            return type(a)(self._arg(v) for v in a)
         return a
 
     def add_output(self, slot: int, name: str, prim) -> None:
@@ -135,6 +169,7 @@ class Graph:
                 for field in (node.input, node.output):
                     field[:] = [name if v == value else v for v in field]
             self.names = {s: name if v == value else v for s, v in self.names.items()}
+        self.symbolic[name] = self.symbolic[value]
         self.outputs.append(self._value_info(name, prim))
 
     def model(self, graph_name: str):
@@ -148,24 +183,38 @@ class Graph:
 
     # ------------------------------------------------------------------ shape vectors
     def batch(self) -> str:
-        """The runtime batch size of the first input, as a 1-element int64 vector."""
-        return self.node("Shape", [self.first_input], start=0, end=1)
+        """The runtime batch size (dim 0 of the first input), a 1-element int64 vector."""
+        if self._batch is None:
+            self._batch = self.node("Shape", [self.first_input], start=0, end=1)
+        return self._batch
 
-    def shape_vector(self, dims, source_shape) -> str:
-        """The target shape of a Reshape; with a dynamic batch, dim 0 follows the input (0
-        when it is kept, -1 when the batch merges into it)."""
-        dims = list(dims)
-        if self.dynamic and dims and -1 not in dims:
-            if source_shape and dims[0] == source_shape[0]:
-                dims[0] = 0
-            else:
-                dims[0] = -1
-        return self.const(dims)
+    def dims(self, dims) -> str:
+        """An int64 vector of ``dims``: a constant, or with each :class:`Dim` computed from
+        the runtime batch."""
+        if not _follows(dims):
+            return self.const(list(dims))
+        parts, fixed = [], []
+        for d in dims:
+            if not isinstance(d, Dim):
+                fixed.append(d)
+                continue
+            if fixed:
+                parts.append(self.const(fixed))
+                fixed = []
+            size = self.batch()
+            if d.k != 1:
+                size = self.node("Mul", [size, self.const([d.k])])
+            if d.c:
+                size = self.node("Add", [size, self.const([d.c])])
+            parts.append(size)
+        if fixed:
+            parts.append(self.const(fixed))
+        return parts[0] if len(parts) == 1 else self.node("Concat", parts, axis=0)
 
 
 # ---------------------------------------------------------------------- emitters
 def _simple(op_type: str):
-    return lambda g, *xs: g.node(op_type, list(xs), g.out_shape)
+    return lambda g, *xs: g.node(op_type, list(xs))
 
 
 def _not(op_type: str):
@@ -199,32 +248,36 @@ def _cast(g, x, dtype):
 
 
 def _reshape(g, x, shape):
-    if tuple(shape) == g.shapes[x]:
+    if tuple(shape) == g.symbolic[x]:
         return x
-    return g.node("Reshape", [x, g.shape_vector(shape, g.shapes[x])], shape)
+    following = [i for i, d in enumerate(shape) if isinstance(d, Dim)]
+    if len(following) == 1:  # one size follows the batch: Reshape infers it
+        shape = [-1 if i == following[0] else d for i, d in enumerate(shape)]
+    return g.node("Reshape", [x, g.dims(shape)])
 
 
 def _expand(g, x, shape):
-    source = g.shapes[x]
-    dims = [1 if s == d else d for s, d in zip(source, shape)]  # 1: keep the input's size
-    target = g.const(dims)
-    if g.dynamic and dims and source[0] != shape[0]:  # a constant broadcast over the batch
-        target = g.node("Concat", [g.batch(), g.const(dims[1:])], axis=0)
-    return g.node("Expand", [x, target], shape)
+    # 1 keeps the input's size (Expand broadcasts both ways), batch-dependent or not
+    dims = [1 if s == d else d for s, d in zip(g.symbolic[x], shape)]
+    return g.node("Expand", [x, g.dims(dims)])
 
 
 def _full(g, shape, value, dtype):
-    # only with a dynamic batch (otherwise folded): the fill follows the input's batch
+    # only a fill whose shape follows the batch is a step (others are folded)
     fill = g.const(g.np.full((1,) * len(shape), value, dtype=dtype.name))
-    target = g.node("Concat", [g.batch(), g.const(list(shape[1:]))], axis=0)
-    return g.node("Expand", [fill, target], shape)
+    return g.node("Expand", [fill, g.dims(shape)])
 
 
 def _slice(g, x, ranges):
-    shape, axes, starts, ends, steps = g.shapes[x], [], [], [], []
+    shape, axes, starts, ends, steps = g.symbolic[x], [], [], [], []
     for axis, ((start, stop, step), size) in enumerate(zip(ranges, shape)):
         if (start, stop, step) == (0, size, 1):
             continue
+        if _follows((start, stop, step)):
+            raise OnnxExportUnsupportedError(
+                f"onnx export: a slice of axis {axis} whose bounds depend on the batch size "
+                "has no dynamic-batch mapping; export with dynamic_batch=False"
+            )
         axes.append(axis)
         starts.append(start)
         ends.append(_BEFORE_START if step < 0 and stop < 0 else stop)
@@ -257,8 +310,13 @@ def _cat(g, xs, dim):
 
 
 def _flip(g, x, dims):
+    if any(isinstance(g.symbolic[x][d], Dim) for d in dims):
+        raise OnnxExportUnsupportedError(
+            "onnx export: flipping the batch axis has no dynamic-batch mapping; export with "
+            "dynamic_batch=False"
+        )
     return _slice(g, x, [(s - 1, -1, -1) if d in dims else (0, s, 1)
-                         for d, s in enumerate(g.shapes[x])])
+                         for d, s in enumerate(g.symbolic[x])])
 
 
 def _reduce(op_type: str):
@@ -370,15 +428,12 @@ def _interpolate(g, x, size, mode, align_corners, scale_factors=None):
         )
     onnx_mode, transform = _RESIZE[mode]
     transform = transform or ("align_corners" if align_corners else "pytorch_half_pixel")
-    shape = g.shapes[x]
-    scales = [1.0, 1.0] + [o / i for o, i in zip(size, shape[2:])]
     extra = {"nearest_mode": "floor"} if onnx_mode == "nearest" else {}
-    if g.dynamic:  # sizes would fix the batch
-        inputs = [x, "", g.const(g.np.asarray(scales, dtype=g.np.float32))]
-    else:
-        inputs = [x, "", "", g.const(list(shape[:2]) + list(size))]
-    return g.node("Resize", inputs, mode=onnx_mode, coordinate_transformation_mode=transform,
-                  **extra)
+    # output sizes, not scales: a float scale like 7/5 may floor to one pixel less
+    sizes = g.node("Concat", [g.node("Shape", [x], start=0, end=2), g.const(list(size))],
+                   axis=0)
+    return g.node("Resize", [x, "", "", sizes], mode=onnx_mode,
+                  coordinate_transformation_mode=transform, **extra)
 
 
 def _leaky_relu(g, x, negative_slope):
