@@ -121,18 +121,18 @@ class Router(Backend):
         copies[j] = value
         return value
 
-    def _choices(self, op: registry.Op, args: tuple, operands: list, exact: tuple) -> list:
-        """``[candidates, result dtype]`` for ``op`` on these operands (cached per dtypes)."""
-        key = (op.name, tuple(self.backends[x.at].dtype(x.value) for x in operands), exact)
+    def _choices(self, op: registry.Op, args: tuple, operands, dtypes: tuple, given):
+        """``(candidates, result dtype)`` for ``op`` on operands of ``dtypes`` (and the dtype
+        it is ``given``: a ``dtype`` parameter, from_data's data), cached per op and dtypes."""
+        key = (op.name, dtypes, given)
         hit = self._candidates.get(key)
         if hit is not None:
             return hit
         specs = [self._spec(a) for a in args]
         out = op.infer(*specs) if op.kind is not registry.Kind.DATA else None
         outs = (out,) if out is None or isinstance(out, Spec) else tuple(out)
-        made = {s.dtype for s in outs if s is not None}
-        need = set(key[1]) | made
-        exact_set = set(exact)
+        need = set(dtypes) | {s.dtype for s in outs if s is not None}
+        exact = _exact(op, args, self.backends) | ({given} if given is not None else set())
         able = [i for i, b in enumerate(self.backends)
                 if not getattr(getattr(type(b), op.name, None), "is_required", False)]
         if not able:
@@ -145,8 +145,8 @@ class Router(Backend):
                                  f"{self.backends[i].name}: "
                                  + ", ".join(sorted(d.name for d in self.backends[i].caps.dtypes))
                                  for i in able) + ")")
-        candidates = [i for i in held if not exact_set & self.backends[i].caps.narrow] or held
-        hit = self._candidates[key] = [candidates, outs[0].dtype if outs[0] else None]
+        candidates = [i for i in held if not exact & self.backends[i].caps.narrow] or held
+        hit = self._candidates[key] = (tuple(candidates), outs[0].dtype if outs[0] else None)
         return hit
 
     def _spec(self, a):
@@ -157,21 +157,24 @@ class Router(Backend):
             return [self._spec(x) for x in a]
         return a
 
-    def _run(self, op: registry.Op, args: tuple, operands: list, exact: tuple, call):
-        """Run ``call(backend, j)`` on the chosen backend ``j``, trying the next candidate
-        when a backend turns out not to support the op for these operands."""
-        choice = self._choices(op, args, operands, exact)
+    def _run(self, op: registry.Op, args: tuple, operands, dtypes: tuple, given, call):
+        """Run ``call(backend, j)`` on the backend ``j`` the policy picks, trying the next
+        candidate when a backend turns out not to support the op for these operands."""
+        name = op.name
+        candidates, dtype = (self._candidates.get((name, dtypes, given))
+                             or self._choices(op, args, operands, dtypes, given))
         while True:
-            candidates, dtype = choice
-            j = self.policy.choose(self, op.name, tuple(candidates), operands, dtype)
+            j = (candidates[0] if len(candidates) == 1
+                 else self.policy.choose(self, name, candidates, operands, dtype))
             try:
                 out = call(self.backends[j], j)
             except UnsupportedOpError:
                 if len(candidates) == 1:
                     raise
-                _debug("%s: %s does not support it here; next candidate", op.name,
+                _debug("%s: %s does not support it here; next candidate", name,
                        self.backends[j].name)
-                choice[0] = [c for c in candidates if c != j]
+                candidates = tuple(c for c in candidates if c != j)
+                self._candidates[(name, dtypes, given)] = (candidates, dtype)
                 continue
             self.runs[j] += 1
             if op.outputs > 1:
@@ -181,7 +184,7 @@ class Router(Backend):
     # ------------------------------------------------------------------ data
     def from_data(self, data):
         op = registry.REGISTRY["from_data"]
-        return self._run(op, (data,), [], (data.dtype,), lambda b, j: b.from_data(data))
+        return self._run(op, (data,), (), (), data.dtype, lambda b, j: b.from_data(data))
 
     def to_data(self, x):
         return self.backends[x.at].to_data(x.value)
@@ -204,39 +207,69 @@ def _debug(*args) -> None:
         logging.getLogger("ember.router").debug(*args)
 
 
+def _exact(op: registry.Op, args: tuple, backends) -> set:
+    """Dtypes of ``op``'s tensor inputs that must be held exactly (all but index arguments)."""
+    out = set()
+    for i in op.tensor_positions:
+        a = args[i]
+        if a is None or op.args[i] == "index":
+            continue
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            out.add(backends[x.at].dtype(x.value))
+    return out
+
+
 def _method(op: registry.Op):
     """Route ``op``: pick a backend, move the operands there, run it there."""
-    name, positions = op.name, op.tensor_positions
-    index_args = tuple(i for i in positions if op.args[i] == "index")
-    has_dtype = "dtype" in op.args
-    dtype_at = op.args.index("dtype") if has_dtype else None
+    name, positions, nargs = op.name, op.tensor_positions, len(op.args)
+    dtype_at = op.args.index("dtype") if "dtype" in op.args else None
+    if op.args == op.tensors and "xs" not in op.args:
+        return _tensors_only(op)
 
     def method(self, *args, **kwargs):
-        if kwargs or len(args) != len(op.args):
+        if kwargs or len(args) != nargs:
             args = op.bind(args, kwargs)
-        operands, exact = [], []
+        operands = []
         for i in positions:
             a = args[i]
-            if a is None:
-                continue
-            group = a if isinstance(a, (list, tuple)) else (a,)
-            operands.extend(group)
-            if i not in index_args:
-                exact.extend(self.backends[x.at].dtype(x.value) for x in group)
-        if has_dtype:
-            exact.append(args[dtype_at])
+            if isinstance(a, Routed):
+                operands.append(a)
+            elif a is not None:
+                operands.extend(a)
+        backends = self.backends
+        dtypes = tuple([backends[x.at].dtype(x.value) for x in operands])
 
         def call(b, j):
             real = list(args)
             for i in positions:
                 a = real[i]
                 if isinstance(a, Routed):
-                    real[i] = self._on(a, j, name)
-                elif isinstance(a, (list, tuple)):
+                    real[i] = a.value if a.at == j else self._on(a, j, name)
+                elif a is not None:
                     real[i] = type(a)(self._on(x, j, name) for x in a)
             return getattr(b, name)(*real)
 
-        return self._run(op, args, operands, tuple(dict.fromkeys(exact)), call)
+        given = None if dtype_at is None else args[dtype_at]
+        return self._run(op, args, operands, dtypes, given, call)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = op.doc
+    return method
+
+
+def _tensors_only(op: registry.Op):
+    """The hot path (elementwise ops, matmul, where): every argument a tensor."""
+    name = op.name
+
+    def method(self, *xs):
+        backends = self.backends
+        dtypes = tuple([backends[x.at].dtype(x.value) for x in xs])
+
+        def call(b, j):
+            return getattr(b, name)(*[x.value if x.at == j else self._on(x, j, name)
+                                      for x in xs])
+
+        return self._run(op, xs, xs, dtypes, None, call)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = op.doc
