@@ -89,6 +89,7 @@ from . import (  # noqa: F401, E402  (importing registers the ops)
     detection,
     elementwise,
     grid_sample,
+    linear_attention,
     logic,
     loss,
     nn_conv,
@@ -100,5 +101,6 @@ from . import (  # noqa: F401, E402  (importing registers the ops)
     sequence,
     shape,
     spectral,
+    stateful,
     tensor_misc,
 )
