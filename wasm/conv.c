@@ -2,8 +2,8 @@
  * one of height 1), its transpose and its weight gradient, all on the GEMM of matmul.c:
  *
  * - float32 forward: implicit GEMM. The GEMM's B operand, the im2col columns, is never built:
- *   cv_pack_f32 writes each packed panel straight from the image (two SIMD loads per 8
- *   positions of a row in the interior, bounds-checked gathers at the borders);
+ *   cv_pack_f32 writes each packed panel straight from the image (SIMD loads for 8 positions
+ *   of a row in the interior at stride 1 or 2, bounds-checked gathers elsewhere);
  * - 1x1 stride-1 unpadded convs: the image is B as it is (no packing beyond the GEMM's own);
  * - depthwise float32 (groups == C_in == C_out): a direct SIMD kernel over a zero-padded
  *   copy of each plane, 8 output columns per step (stride 2 de-interleaves with shuffles);
@@ -66,7 +66,8 @@ static void cv_pack_f32(const void *ctx, float *dst, int32_t k0, int32_t kc, int
             ix[t] = ox * g->sw;
             if (++ox == g->ow) ox = 0, oy++;
         }
-        const int row = width == MM_NR && g->sw == 1 && iy[0] == iy[MM_NR - 1];
+        /* eight positions of one output row at stride 1 or 2: vector loads in the interior */
+        const int row = width == MM_NR && g->sw <= 2 && iy[0] == iy[MM_NR - 1];
         for (int32_t q = 0; q < kc; q++) {
             float *d = dst + q * MM_NR;
             const float *src = cx->x + plane[q];
@@ -77,10 +78,17 @@ static void cv_pack_f32(const void *ctx, float *dst, int32_t k0, int32_t kc, int
                     wasm_v128_store(d + 4, wasm_f32x4_splat(0.0f));
                     continue;
                 }
-                if (x0 >= 0 && x0 + MM_NR <= W) {
-                    const float *r = src + y * W + x0;
+                const float *r = src + y * W + x0;
+                if (g->sw == 1 && x0 >= 0 && x0 + MM_NR <= W) {
                     wasm_v128_store(d, wasm_v128_load(r));
                     wasm_v128_store(d + 4, wasm_v128_load(r + 4));
+                    continue;
+                }
+                if (g->sw == 2 && x0 >= 0 && x0 + 2 * MM_NR <= W) {
+                    wasm_v128_store(d, wasm_i32x4_shuffle(wasm_v128_load(r),
+                                                          wasm_v128_load(r + 4), 0, 2, 4, 6));
+                    wasm_v128_store(d + 4, wasm_i32x4_shuffle(wasm_v128_load(r + 8),
+                                                              wasm_v128_load(r + 12), 0, 2, 4, 6));
                     continue;
                 }
             }
