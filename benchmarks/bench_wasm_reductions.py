@@ -32,8 +32,10 @@ def cases(rng: np.random.Generator):
 
     yield "mean 1024², dim 1", "float_mean", lambda b: (up(b, big), (1,))
     yield "var 1024², dim 0", "float_var", lambda b: (up(b, big), (0,), 1)
+    yield "var 1024², dim 1", "float_var", lambda b: (up(b, big), (1,), 1)
     yield "logsumexp 256×1000, dim 1", "float_logsumexp", lambda b: (up(b, rows), (1,))
     yield "any 1024² bool, all dims", "bool_any", lambda b: (up(b, mask), (0, 1))
+    yield "softplus 1024²", "softplus", lambda b: (up(b, big), 1.0, 20.0)
     yield "index_select 512 rows of 1024²", "index_select", lambda b: (up(b, big), 0,
                                                                         up(b, index))
     yield "random_uniform 256×1024", "random_uniform", lambda b: ((256, 1024), ember.float32,
