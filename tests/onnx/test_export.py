@@ -270,3 +270,17 @@ def test_minilm_sentence_encoder(tmp_path):
     model = _roundtrip(Embedder(), first, tmp_path, dynamic_batch=True, other_batch=other)
     assert [i.name for i in model.graph.input] == ["input_0", "input_1"]
     assert _ops(model) >= {"Gather", "LayerNormalization", "Erf", "Softmax", "MatMul"}
+
+
+def test_exports_from_the_wgpu_backend(tmp_path):
+    """The trace runs on whatever backend holds the module; the weights are read back."""
+    from ember.demos.mnist_model import mnist_cnn
+
+    try:
+        ember.get_backend("wgpu")
+    except Exception as e:  # no adapter / no wgpu here
+        pytest.skip(f"no wgpu backend: {e}")
+    ember.seed(7)
+    cnn = mnist_cnn().to("wgpu")
+    _roundtrip(cnn, ember.randn(2, 1, 28, 28, backend="wgpu"), tmp_path, dynamic_batch=True,
+               other_batch=ember.randn(3, 1, 28, 28, backend="wgpu"))
