@@ -85,6 +85,7 @@ from .control import stack_outputs  # noqa: E402  (generated code imports it fro
 
 from . import (  # noqa: F401, E402  (importing registers the ops)
     attention,
+    col2im,
     control,
     detection,
     elementwise,

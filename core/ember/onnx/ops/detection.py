@@ -1,10 +1,13 @@
-"""Detection post-processing: NonMaxSuppression.
+"""Detection ops: NonMaxSuppression and RoiAlign.
 
 Greedy suppression is sequential and data-dependent, so it runs in Python over the (small)
-box and score lists, on every backend alike.
+box and score lists, on every backend alike. RoiAlign works out each region's bilinear sample
+positions and weights in Python, then gathers and weighs them with tensor ops.
 """
 
 from __future__ import annotations
+
+import math
 
 import ember
 
@@ -52,3 +55,74 @@ def non_max_suppression(ctx, boxes, scores, max_output_boxes_per_class=None,
     if not selected:
         return ember.zeros(0, 3, dtype=ember.int64, backend=ctx.backend)
     return ember.tensor(selected, dtype=ember.int64, backend=ctx.backend)
+
+
+def _bilinear_taps(pos: float, size: int):
+    """(low, high, weight of low, weight of high) of a sample at ``pos``, or None outside."""
+    if pos < -1.0 or pos > size:
+        return None
+    pos = max(pos, 0.0)
+    low = int(pos)
+    if low >= size - 1:
+        return size - 1, size - 1, 1.0, 0.0
+    frac = pos - low
+    return low, low + 1, 1.0 - frac, frac
+
+
+def _roi_samples(roi, h: int, w: int, out_h: int, out_w: int, ratio: int, half_pixel: bool):
+    """Per sample (bins x grid, row-major) the 4 flat positions and weights, and the count of
+    samples per bin."""
+    off = 0.5 if half_pixel else 0.0
+    x1, y1, x2, y2 = (v - off for v in roi)
+    rw, rh = x2 - x1, y2 - y1
+    if not half_pixel:
+        rw, rh = max(rw, 1.0), max(rh, 1.0)
+    bh, bw = rh / out_h, rw / out_w
+    gh = ratio if ratio > 0 else math.ceil(rh / out_h)
+    gw = ratio if ratio > 0 else math.ceil(rw / out_w)
+    pos, wts = [[] for _ in range(4)], [[] for _ in range(4)]
+    for ph in range(out_h):
+        for pw in range(out_w):
+            for iy in range(gh):
+                ty = _bilinear_taps(y1 + ph * bh + (iy + 0.5) * bh / gh, h)
+                for ix in range(gw):
+                    tx = _bilinear_taps(x1 + pw * bw + (ix + 0.5) * bw / gw, w)
+                    if ty is None or tx is None:
+                        taps = [(0, 0.0)] * 4
+                    else:
+                        (yl, yh, wyl, wyh), (xl, xh, wxl, wxh) = ty, tx
+                        taps = [(yl * w + xl, wyl * wxl), (yl * w + xh, wyl * wxh),
+                                (yh * w + xl, wyh * wxl), (yh * w + xh, wyh * wxh)]
+                    for k, (p, wt) in enumerate(taps):
+                        pos[k].append(p)
+                        wts[k].append(wt)
+    return pos, wts, max(gh * gw, 1)
+
+
+@op("RoiAlign")
+def roi_align(ctx, x, rois, batch_indices, coordinate_transformation_mode="half_pixel",
+              mode="avg", output_height=1, output_width=1, sampling_ratio=0,
+              spatial_scale=1.0):
+    if ctx.opset < 16:  # opset 10 has no such attribute and behaves so
+        coordinate_transformation_mode = "output_half_pixel"
+    n, c, h, w = x.shape
+    flat = x.reshape(n, c, h * w)
+    out = []
+    for roi, b in zip(rois.tolist(), batch_indices.tolist()):
+        pos, wts, count = _roi_samples([v * spatial_scale for v in roi], h, w, output_height,
+                                       output_width, sampling_ratio,
+                                       coordinate_transformation_mode == "half_pixel")
+        img = flat[int(b)]
+        terms = [ember.index_select(img, 1, ember.tensor(p, dtype=ember.int64,
+                                                         backend=x.backend))
+                 * ember.tensor(wt, dtype=x.dtype, backend=x.backend)
+                 for p, wt in zip(pos, wts)]
+        samples = (terms[0] + terms[1] + terms[2] + terms[3] if mode == "avg" else
+                   ember.maximum(ember.maximum(terms[0], terms[1]),
+                                 ember.maximum(terms[2], terms[3])))
+        samples = samples.reshape(c, output_height, output_width, count)
+        out.append(ember.sum(samples, dim=-1) / count if mode == "avg"
+                   else ember.amax(samples, dim=-1))
+    if not out:
+        return ember.zeros(0, c, output_height, output_width, dtype=x.dtype, backend=x.backend)
+    return ember.stack(out, dim=0)
