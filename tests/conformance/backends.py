@@ -13,7 +13,8 @@ import ember
 
 # What ``--backend=all`` runs (those whose dependencies are missing are skipped).
 ALL = ("numpy", "python", "wasm", "wgpu", "autodiff-wasm", "autodiff-numpy", "autodiff-python", "autodiff-wgpu",
-       "fusion-numpy", "fusion-wgpu", "autodiff-fusion-wgpu")
+       "fusion-numpy", "fusion-wgpu", "autodiff-fusion-wgpu", "router-wgpu-numpy",
+       "autodiff-router-wgpu-numpy", "remote-numpy", "autodiff-remote-numpy", "remote-wgpu")
 
 
 class Unavailable(Exception):
