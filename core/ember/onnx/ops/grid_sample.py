@@ -1,6 +1,6 @@
 """GridSample: sample an N-d image at normalised grid points (nearest, linear, cubic; zeros,
 border or reflection padding), separably: each output gathers its taps with one ``gather``
-per tap combination, weighted, on any backend."""
+per tap combination, weighted, on any backend. DeformConv samples its taps through it."""
 
 from __future__ import annotations
 
@@ -90,3 +90,43 @@ def _index(j, size: int, lo: float, hi: float, padding_mode: str):
         j = ember.trunc(_reflect(j, lo, hi))
     valid = (j >= 0) & (j <= size - 1)
     return ember.clamp(j, 0.0, size - 1.0).astype(ember.int64), valid
+
+
+@op("DeformConv")
+def deform_conv(ctx, x, w, offset, b=None, mask=None, dilations=None, group=1,
+                kernel_shape=None, offset_group=1, pads=None, strides=None):
+    """A 2-d convolution whose taps sample the image at offset (bilinear, zero outside)
+    positions: the samples come from :func:`grid_sample` in pixel coordinates."""
+    if x.ndim != 4:
+        raise ember.UnsupportedOpError("DeformConv: only 2-d images are supported")
+    n, c, h, wd = x.shape
+    oc = w.shape[0]
+    kh, kw = kernel_shape or w.shape[2:]
+    dh, dw = dilations or [1, 1]
+    sh, sw = strides or [1, 1]
+    top, left = (pads or [0, 0, 0, 0])[:2]
+    oh, ow = offset.shape[2:]
+    g, k = offset_group, kh * kw
+    off = offset.reshape(n, g, kh, kw, 2, oh, ow)
+    be = x.backend
+
+    def base(count, stride, start, taps, dil):  # tap t, output o -> start + o*stride + t*dil
+        t = ember.arange(taps, dtype=x.dtype, backend=be) * dil
+        o = ember.arange(count, dtype=x.dtype, backend=be) * stride + start
+        return t, o
+
+    th, oh_pos = base(oh, sh, -top, kh, dh)
+    tw, ow_pos = base(ow, sw, -left, kw, dw)
+    py = off[:, :, :, :, 0] + th.reshape(kh, 1, 1, 1) + oh_pos.reshape(1, 1, oh, 1)
+    px = off[:, :, :, :, 1] + tw.reshape(1, kw, 1, 1) + ow_pos.reshape(1, 1, 1, ow)
+    grid = ember.stack([px / (wd - 1) * 2 - 1, py / (h - 1) * 2 - 1], dim=-1)
+    grid = grid.reshape(n * g, k * oh, ow, 2)
+    cg = c // g
+    s = grid_sample(ctx, x.reshape(n * g, cg, h, wd), grid, align_corners=1)
+    s = s.reshape(n, g, cg, k, oh, ow)
+    if mask is not None:
+        s = s * mask.reshape(n, g, 1, k, oh, ow)
+    cols = s.reshape(n, group, (c // group) * k, oh * ow)
+    y = w.reshape(group, oc // group, (c // group) * k) @ cols
+    y = y.reshape(n, oc, oh, ow)
+    return y + b.reshape(1, oc, 1, 1) if b is not None else y
