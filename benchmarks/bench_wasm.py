@@ -7,17 +7,19 @@ issue 15 (MNIST CNN <= 2x onnxruntime-web wasm, EfficientNet-Lite0 at 224 px <= 
 Sections, each timed in alternation (medians of ``--repeat`` rounds, every variant once per
 round, so all see the same machine load):
 
-- GEMM n x n x n, n = 64..512, float32: ``float_matmul`` on the wasm backend (one kernel call
-  from Python) vs ``A @ B`` in numpy; GFLOP/s and the ratio;
+- GEMM n x n x n, n = 64..512, float32 (and float64, and the int8 kernel ``em_gemm_i8_i32``
+  at 256 and 512): ``float_matmul`` on the wasm backend (one kernel call from Python) vs
+  ``A @ B`` in numpy; G(FL)OP/s and the ratio;
 - the MNIST CNN (``ember.demos.mnist_model.mnist_cnn``, batch 1) layer by layer, each layer
   module called on ember's wasm and numpy backends with the same weights;
-- whole forwards, batch 1: the MNIST CNN and EfficientNet-Lite0 at 224 px (batch norms folded
-  into the convolutions, the fusion onnxruntime applies to its graph) on ember-wasm eager and
-  through ``ember.jit`` (the timed calls replay the recorded kernel calls), ember-numpy, and
+- whole forwards, batch 1: the MNIST CNN (random weights, seeded) and EfficientNet-Lite0 at
+  224 px (ImageNet weights where their package is installed; batch norms folded into the
+  convolutions, the fusion onnxruntime applies to its graph) on ember-wasm eager and through
+  ``ember.jit`` (the timed calls replay the recorded kernel calls), ember-numpy, and
   onnxruntime-web (the same model exported by ``ember.onnx.export``; wasm EP, one thread,
   SIMD; benchmarks/ort_wasm_node.mjs; its own timer around ``session.run``, so no pipe time)
-  and onnxruntime CPU (one thread) for reference. Random weights, seeded; the outputs are
-  checked against ember-numpy's.
+  and onnxruntime CPU (one thread) for reference. Every output is checked against
+  ember-numpy's (max abs difference over the largest logit).
 
 wasmtime compiles wasm with Cranelift, V8 (Node, Chromium) with TurboFan: the same SIMD128
 instructions, different code generators. ember's figures include Python's per-call overhead
@@ -125,19 +127,38 @@ def ort_web_missing() -> str | None:
 
 # ---------------------------------------------------------------------- GEMM
 def gemm_rows(repeat: int) -> list[tuple]:
+    """(what, n, ember-wasm G(FL)OP/s, numpy's, time ratio): float32 for every n, float64 and
+    the int8 kernel (int32 accumulation; numpy multiplies int32 without BLAS) for some."""
     b = ember.get_backend("wasm")
     rng = np.random.default_rng(0)
     rows = []
-    for n in (64, 128, 256, 384, 512):
-        a = rng.standard_normal((n, n), dtype=np.float32)
-        c = rng.standard_normal((n, n), dtype=np.float32)
-        ta, tc = b.from_data(TensorData.from_numpy(a)), b.from_data(TensorData.from_numpy(c))
-        got = b.to_data(b.float_matmul(ta, tc)).to_numpy()
-        assert np.allclose(got, a.astype(np.float64) @ c, rtol=1e-4, atol=1e-3)
-        t = alternate({"wasm": timed(lambda: b.float_matmul(ta, tc)),
-                       "numpy": timed(lambda: a @ c)}, repeat)
-        flop = 2 * n**3
-        rows.append((n, flop / t["wasm"] / 1e9, flop / t["numpy"] / 1e9, t["wasm"] / t["numpy"]))
+    for kind, sizes in (("float32", (64, 128, 256, 384, 512)), ("float64", (256, 512)),
+                        ("int8→int32", (256, 512))):
+        for n in sizes:
+            if kind == "int8→int32":
+                a = rng.integers(-128, 128, (n, n)).astype(np.int8)
+                c = rng.integers(-128, 128, (n, n)).astype(np.int8)
+                ta, tct = (b.from_data(TensorData.from_numpy(v)) for v in (a, c.T.copy()))
+                out = b.rt.empty((n, n), ember.int32, "bench")
+                b.rt.call("em_gemm_i8_i32", ta.ptr, tct.ptr, out.ptr, n, n, n)
+                want = a.astype(np.int32) @ c.astype(np.int32)
+                assert (b.to_data(out).to_numpy() == want).all()
+                a32, c32 = a.astype(np.int32), c.astype(np.int32)
+                fns = {"wasm": timed(lambda: b.rt.call("em_gemm_i8_i32", ta.ptr, tct.ptr,
+                                                       out.ptr, n, n, n)),
+                       "numpy": timed(lambda: a32 @ c32)}
+            else:
+                a = rng.standard_normal((n, n)).astype(kind)
+                c = rng.standard_normal((n, n)).astype(kind)
+                ta, tc = (b.from_data(TensorData.from_numpy(v)) for v in (a, c))
+                got = b.to_data(b.float_matmul(ta, tc)).to_numpy()
+                assert np.allclose(got, a.astype(np.float64) @ c, rtol=1e-4, atol=1e-3)
+                fns = {"wasm": timed(lambda: b.float_matmul(ta, tc)),
+                       "numpy": timed(lambda: a @ c)}
+            t = alternate(fns, repeat)
+            flop = 2 * n**3
+            rows.append((kind, n, flop / t["wasm"] / 1e9, flop / t["numpy"] / 1e9,
+                         t["wasm"] / t["numpy"]))
     return rows
 
 
@@ -182,26 +203,33 @@ def mnist_layer_rows(repeat: int) -> list[tuple]:
     return rows
 
 
-def efficientnet():
-    from ember.demos.efficientnet import efficientnet_lite0
-
-    return efficientnet_lite0()
-
-
-def mnist():
+def mnist_pair():
     from ember.demos.mnist_model import mnist_cnn
 
-    return mnist_cnn()
+    return twins(mnist_cnn), "random weights"
 
 
-def model_rows(make, shape, repeat: int, fold: bool, folder: Path) -> tuple[list, dict]:
-    """Rows (variant, median ms, x onnxruntime-web, max |diff| vs ember-numpy) and notes."""
-    from ember.demos.efficientnet import fold_batchnorm
+def efficientnet_pair():
+    """The ImageNet weights (batch norms folded) where their package is installed: random
+    weights starve the activations over 50 layers (the logits are the classifier's bias)."""
+    from ember.demos import efficientnet
+    from ember.errors import DatasetError
 
-    on_numpy, on_wasm = twins(make)
-    if fold:
-        fold_batchnorm(on_numpy)
-        fold_batchnorm(on_wasm)
+    try:
+        path = efficientnet.weights_path()
+    except DatasetError as e:
+        on_numpy, on_wasm = twins(efficientnet.efficientnet_lite0)
+        efficientnet.fold_batchnorm(on_numpy)
+        efficientnet.fold_batchnorm(on_wasm)
+        return (on_numpy, on_wasm), f"random weights ({e})"
+    return (efficientnet.pretrained(path, fold=True),
+            efficientnet.pretrained(path, backend="wasm", fold=True)), "ImageNet weights"
+
+
+def model_rows(models, shape, repeat: int, folder: Path) -> tuple[list, dict]:
+    """Rows (variant, median ms, x onnxruntime-web, max |diff| / max |logit| vs ember-numpy)
+    and notes (why a peer did not run)."""
+    on_numpy, on_wasm = models
     x = np.random.default_rng(1).standard_normal(shape, dtype=np.float32)
     xn, xw = ember.tensor(x), ember.tensor(x, backend="wasm")
     jitted = ember.jit(on_wasm)
@@ -245,8 +273,9 @@ def model_rows(make, shape, repeat: int, fold: bool, folder: Path) -> tuple[list
             if ort_web is not None:
                 ort_web.close()
     peer = t.get("onnxruntime-web wasm (node)")
+    scale = float(np.abs(ref).max()) or 1.0
     rows = [(name, secs * 1e3, secs / peer if peer else None,
-             float(np.abs(outputs[name] - ref).max())) for name, secs in t.items()]
+             float(np.abs(outputs[name] - ref).max()) / scale) for name, secs in t.items()]
     return rows, notes
 
 
@@ -263,10 +292,11 @@ def main() -> None:
     print(f"# bench_wasm {date.today()} — {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, load {load:.2f}, numpy BLAS threads {threads} ({source})\n")
     if "gemm" not in skip:
-        print("| n | ember-wasm GFLOP/s | numpy GFLOP/s | wasm time / numpy time |")
-        print("|---|---|---|---|")
-        for n, gw, gn, ratio in gemm_rows(args.repeat):
-            print(f"| {n} | {gw:.1f} | {gn:.1f} | {ratio:.2f} |")
+        print("| GEMM n×n×n | n | ember-wasm G(FL)OP/s | numpy G(FL)OP/s | wasm time / numpy "
+              "time |")
+        print("|---|---|---|---|---|")
+        for kind, n, gw, gn, ratio in gemm_rows(args.repeat):
+            print(f"| {kind} | {n} | {gw:.1f} | {gn:.1f} | {ratio:.2f} |")
         print()
     if "layers" not in skip:
         print("| MNIST layer | output | wasm µs | numpy µs | wasm / numpy | wasm GFLOP/s "
@@ -276,16 +306,17 @@ def main() -> None:
             print(f"| {name} | {out} | {tw:.1f} | {tn:.1f} | {ratio:.2f} | {gf} | {err:.1e} |")
         print()
     with tempfile.TemporaryDirectory() as tmp:
-        for key, title, make, shape, fold, repeat in (
-            ("mnist", "MNIST CNN, batch 1", mnist, (1, 1, 28, 28), False,
-             max(args.repeat, 100)),
-            ("effnet", "EfficientNet-Lite0 224 px, batch 1, BN folded", efficientnet,
-             (1, 3, 224, 224), True, args.repeat),
+        for key, title, pair, shape, repeat in (
+            ("mnist", "MNIST CNN, batch 1", mnist_pair, (1, 1, 28, 28), max(args.repeat, 100)),
+            ("effnet", "EfficientNet-Lite0 224 px, batch 1, BN folded", efficientnet_pair,
+             (1, 3, 224, 224), args.repeat),
         ):
             if key in skip:
                 continue
-            rows, notes = model_rows(make, shape, repeat, fold, Path(tmp))
-            print(f"| {title} | median ms | × onnxruntime-web | max abs diff vs ember-numpy |")
+            models, weights = pair()
+            rows, notes = model_rows(models, shape, repeat, Path(tmp))
+            print(f"| {title}, {weights} | median ms | × onnxruntime-web "
+                  "| max abs diff / max abs logit vs ember-numpy |")
             print("|---|---|---|---|")
             for name, ms, ratio, err in rows:
                 r = f"{ratio:.2f}" if ratio is not None else "n/a"
