@@ -85,6 +85,34 @@ static double rd_expsum_f64(const double *x, int32_t n, double m) {
     return acc;
 }
 
+/* max (is_min: min) of a contiguous row, n > 0, NaN propagating: f32x4.max/min propagate
+ * NaN, so does the scalar tail */
+static float rd_extreme_f32(const float *x, int32_t n, int is_min) {
+    int32_t k = 0;
+    float m = x[0];
+    if (n >= 8) {
+        v128_t a = wasm_v128_load(x), b = wasm_v128_load(x + 4);
+        for (k = 8; k + 8 <= n; k += 8) {
+            v128_t u = wasm_v128_load(x + k), v = wasm_v128_load(x + k + 4);
+            a = is_min ? wasm_f32x4_min(a, u) : wasm_f32x4_max(a, u);
+            b = is_min ? wasm_f32x4_min(b, v) : wasm_f32x4_max(b, v);
+        }
+        a = is_min ? wasm_f32x4_min(a, b) : wasm_f32x4_max(a, b);
+        float lanes[4];
+        wasm_v128_store(lanes, a);
+        m = lanes[0];
+        for (int l = 1; l < 4; l++) m = is_min ? RD_NAN_MIN(m, lanes[l]) : RD_NAN_MAX(m, lanes[l]);
+    }
+    for (; k < n; k++) m = is_min ? RD_NAN_MIN(m, x[k]) : RD_NAN_MAX(m, x[k]);
+    return m;
+}
+
+static double rd_extreme_f64(const double *x, int32_t n, int is_min) {
+    double m = x[0];
+    for (int32_t k = 1; k < n; k++) m = is_min ? RD_NAN_MIN(m, x[k]) : RD_NAN_MAX(m, x[k]);
+    return m;
+}
+
 /* out[o, i] = x[o, 0, i] STEP x[o, 1, i] ... (IDENT when r == 0): whole rows at a time when
  * inner > 1, so the combine vectorises over i */
 #define RD_FOLD(T, IDENT, STEP)                                                            \
@@ -167,8 +195,13 @@ static double rd_expsum_f64(const double *x, int32_t n, double m) {
                 for (int64_t k = 0; k < outer * inner; k++) out[k] /= (T)r;                \
             return 0;                                                                      \
         case RD_prod: RD_FOLD(T, 1, RD_MUL) return 0;                                      \
-        case RD_max: RD_FOLD(T, -INFINITY, RD_NAN_MAX) return 0;                           \
-        case RD_min: RD_FOLD(T, INFINITY, RD_NAN_MIN) return 0;                            \
+        case RD_max: case RD_min:                                                          \
+            if (inner == 1 && r > 0)                                                       \
+                for (int64_t o = 0; o < outer; o++)                                        \
+                    out[o] = rd_extreme_##T(x + o * r, r, op == RD_min);                   \
+            else if (op == RD_max) { RD_FOLD(T, -INFINITY, RD_NAN_MAX) }                   \
+            else { RD_FOLD(T, INFINITY, RD_NAN_MIN) }                                      \
+            return 0;                                                                      \
         case RD_logsumexp: {                                                               \
             double *acc = malloc((size_t)inner * sizeof(double));                          \
             if (!acc) return 2;                                                            \
@@ -185,6 +218,8 @@ static double rd_expsum_f64(const double *x, int32_t n, double m) {
 #define rd_sqdev_float rd_sqdev_f32
 #define rd_sqdev_double rd_sqdev_f64
 #define rd_expsum_float rd_expsum_f32
+#define rd_extreme_float rd_extreme_f32
+#define rd_extreme_double rd_extreme_f64
 #define rd_expsum_double rd_expsum_f64
 #define RD_F32(name) name##f
 #define RD_F64(name) name

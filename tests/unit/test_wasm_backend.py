@@ -111,6 +111,17 @@ def test_nan_propagates_and_logsumexp_handles_infinities(b):
     assert np.isnan(lse[0]) and lse[1] == -np.inf and lse[2] == np.inf
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_min_of_long_rows_propagate_nan_anywhere(b, rng, dtype):
+    a = rng.standard_normal((6, 1003)).astype(dtype)
+    for row, at in enumerate((0, 5, 500, 999, 1001)):  # SIMD lanes, the scalar tail
+        a[row, at] = np.nan
+    x = up(b, a)
+    for fn, ref in ((b.float_max, np.max), (b.float_min, np.min)):
+        got = down(b, fn(x, (1,)))
+        np.testing.assert_array_equal(got, ref(a, axis=1, keepdims=True))
+
+
 def test_empty_reductions_have_identities_and_extremes_raise(b):
     x = up(b, np.zeros((3, 0), np.float32))
     assert down(b, b.float_sum(x, (1,))).tolist() == [[0.0]] * 3
