@@ -170,6 +170,20 @@ def test_conv_weight_grad_vs_torch(b, rng, dtype, case):
     close(got, w.grad.numpy(), dtype, np.sqrt(max(g[:, 0].size, 1)))
 
 
+@pytest.mark.parametrize("pairs", [((-1, 2), (0, -2)), ((-2, -1), (-3, 1))])
+def test_conv_with_negative_padding_crops(b, rng, pairs):
+    x = rng.standard_normal((1, 2, 9, 10)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    crop = x[:, :, max(-pairs[0][0], 0):, max(-pairs[1][0], 0):]
+    pos = tuple((max(lo, 0), hi) for lo, hi in pairs)
+    end = tuple(s - max(-hi, 0) for s, (_, hi) in zip(crop.shape[2:], pos))
+    crop = crop[:, :, : end[0], : end[1]]
+    ref = _torch_conv(crop, w, None, (1, 1), tuple((lo, max(hi, 0)) for lo, hi in pos), (1, 1),
+                      1).numpy()
+    got = down(b, b.conv(up(b, x), up(b, w), None, (1, 1), pairs, (1, 1), 1))
+    close(got, ref, np.float32, 4)
+
+
 def test_conv_without_output_channels(b):
     x, w = up(b, np.ones((1, 3, 5, 5), np.float32)), up(b, np.ones((0, 3, 3, 3), np.float32))
     y = b.conv(x, w, None, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)

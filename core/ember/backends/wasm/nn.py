@@ -69,7 +69,7 @@ class WasmNN:
             # negative padding crops: a view of the kept part, padded by nothing before
             x = self.slice(x, ((0, x.shape[0], 1), (0, x.shape[1], 1)) + tuple(
                 (max(-lo, 0), s, 1) for s, (lo, _) in zip(x.shape[2:], padding)))
-            padding = tuple((max(lo, 0), hi + min(lo, 0)) for lo, hi in padding)
+            padding = tuple((max(lo, 0), hi) for lo, hi in padding)
         kernel = weight.shape[2:]
         out = tuple(conv_output_size(*a) for a in zip(x.shape[2:], kernel, stride, padding,
                                                       dilation))
