@@ -1,6 +1,6 @@
-/* Reductions and scans. A tensor reaches these kernels contiguous and
- * seen as (outer, r, inner): `r` is the reduced (or scanned) extent, `inner` the elements
- * after it, so the output is (outer, inner) for a reduction and (outer, r, inner) for a scan.
+/* Reductions and scans. A tensor reaches these kernels contiguous and seen as (outer, r,
+ * inner): `r` is the reduced (or scanned) extent, `inner` the elements after it, so the
+ * output is (outer, inner) for a reduction and (outer, r, inner) for a scan.
  * Results follow numpy: NaN propagates through max/min, argmax/argmin give the first maximum
  * (a NaN counts as the maximum), integers wrap around. Op codes are positions in the name
  * list em_reduce_names() exports. */
