@@ -4,8 +4,6 @@ stand-ins (the real ones need a page: tests/web/test_runtime.py runs them in Chr
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 import ember
@@ -39,7 +37,15 @@ def starts(monkeypatch):
 
 
 def _init(prefer, compiled=None):
-    return asyncio.run(browser.init_browser(prefer, compiled))
+    # the stand-ins never suspend, so one step runs the coroutine to its end (asyncio.run
+    # can't: Playwright's sync API keeps an event loop running in this thread)
+    coro = browser.init_browser(prefer, compiled)
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise AssertionError("init_browser suspended: it awaited more than the stand-ins")
 
 
 def test_auto_prefers_webgpu_and_starts_wasm_beside_it(starts):

@@ -1,4 +1,4 @@
-"""ember.jit inside Pyodide in Chromium (WebGPU on SwiftShader, and the python backend): a
+"""ember.jit inside Pyodide in Chromium (WebGPU on SwiftShader, wasm and python backends): a
 captured training step (Linear, ReLU, Dropout, Linear; cross-entropy; SGD with momentum)
 replays and ends with the weights the eager path gives on CPython's numpy backend."""
 
@@ -45,7 +45,7 @@ def _flat(nested) -> np.ndarray:
     return np.concatenate([np.ravel(np.asarray(w, dtype=np.float64)) for w in nested])
 
 
-@pytest.mark.parametrize("backend", ["wgpu", "python"])
+@pytest.mark.parametrize("backend", ["wgpu", "wasm", "python"])
 def test_jitted_training_step_in_the_browser_matches_eager_numpy(ember_page, backend):
     got = run_python(ember_page, PROGRAM + "run(BACKEND, True)", {"BACKEND": backend})
     namespace: dict = {}
