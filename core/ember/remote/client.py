@@ -48,7 +48,9 @@ class RemotePrim:
 class Remote(Backend):
     """A backend served by ``ember serve`` at ``url`` (``ws://host:port`` or ``wss://`` with
     ``ssl``, an :class:`ssl.SSLContext`). ``token`` defaults to ``$EMBER_REMOTE_TOKEN``;
-    ``timeout`` bounds every wait for the server (seconds).
+    ``timeout`` bounds every wait for the server (seconds); ``batch_ops`` queued ops go out
+    together. ``transport``: an already connected transport and the welcome message it
+    received, ``(transport, welcome)`` (what :func:`ember.remote.browser.connect` passes).
 
     >>> import ember
     >>> from ember.remote import Server
@@ -102,9 +104,10 @@ class Remote(Backend):
         return RemotePrim(next(self._ids), tuple(spec.shape), dtype, self)
 
     def _push(self, record: bytes) -> None:
-        self._records.append(record)
-        if len(self._records) >= self.batch_ops:
-            self.sync()
+        with self._lock:  # sync swaps the queue: an append can't slip between
+            self._records.append(record)
+            if len(self._records) >= self.batch_ops:
+                self.sync()
 
     def sync(self) -> None:
         """Send the queued ops now (reads do this themselves)."""
