@@ -160,3 +160,13 @@ def test_tls(tmp_path):
             Remote(s.url, token=TOKEN, ssl=ssl.create_default_context())  # untrusted cert
     finally:
         s.stop()
+
+
+def test_router_over_remote_and_local(remote):
+    """Router(Remote, numpy): float32 work on the server, float64 work here."""
+    r = ember.Router(remote, "numpy", policy=ember.router.PinDtype({"float64": "numpy"}))
+    x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], backend=r)
+    y = (x @ x).relu()
+    z = y.to(ember.float64).sum()
+    assert r.location(y._prim) == "remote-numpy" and r.location(z._prim) == "numpy"
+    assert z.item() == 54.0 and r.moves == 1
