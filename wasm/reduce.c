@@ -289,21 +289,44 @@ int32_t EXPORT(em_var)(int32_t dtype, const void *x, void *out, int32_t outer, i
 /* int64 out (outer, inner) = the first index along r of the max (is_min: min); for floats a
  * NaN is the extreme (its first index wins), as numpy */
 #define RD_ARG(T, IS_FLOAT)                                                                \
-    static void rd_arg_##T(int is_min, const T *x, int64_t *out, int32_t outer,           \
-                           int32_t r, int32_t inner) {                                     \
-        for (int64_t o = 0; o < outer; o++)                                                \
-            for (int32_t i = 0; i < inner; i++) {                                          \
-                const T *lane = x + o * r * inner + i;                                     \
+    static int rd_arg_##T(int is_min, const T *x, int64_t *out, int32_t outer, int32_t r,  \
+                          int32_t inner) {                                                 \
+        if (inner == 1) {                                                                  \
+            for (int64_t o = 0; o < outer; o++) {                                          \
+                const T *lane = x + o * r;                                                 \
                 T best = lane[0];                                                          \
                 int32_t at = 0;                                                            \
                 if (!(IS_FLOAT && best != best))                                           \
                     for (int32_t j = 1; j < r; j++) {                                      \
-                        T v = lane[(int64_t)j * inner];                                    \
+                        T v = lane[j];                                                     \
                         if (IS_FLOAT && v != v) { at = j; break; }                         \
                         if (is_min ? v < best : v > best) { best = v; at = j; }            \
                     }                                                                      \
-                out[o * inner + i] = at;                                                   \
+                out[o] = at;                                                               \
             }                                                                              \
+            return 0;                                                                      \
+        }                                                                                  \
+        /* inner > 1: row by row, the best values so far in `best` (a NaN is never        \
+         * replaced, and replaces any number) */                                           \
+        T *best = malloc((size_t)inner * sizeof(T));                                       \
+        if (!best) return 2;                                                               \
+        for (int64_t o = 0; o < outer; o++) {                                              \
+            const T *xo = x + o * r * inner;                                               \
+            int64_t *oo = out + o * inner;                                                 \
+            memcpy(best, xo, (size_t)inner * sizeof(T));                                   \
+            for (int32_t i = 0; i < inner; i++) oo[i] = 0;                                 \
+            for (int32_t j = 1; j < r; j++) {                                              \
+                const T *xj = xo + (int64_t)j * inner;                                     \
+                for (int32_t i = 0; i < inner; i++) {                                      \
+                    T v = xj[i], c = best[i];                                              \
+                    int better = is_min ? v < c : v > c;                                   \
+                    if (IS_FLOAT) better = c == c && (v != v || better);                   \
+                    if (better) { best[i] = v; oo[i] = j; }                                \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+        free(best);                                                                        \
+        return 0;                                                                          \
     }
 RD_ARG(uint8_t, 0)
 RD_ARG(int8_t, 0)
@@ -312,16 +335,16 @@ RD_ARG(int64_t, 0)
 RD_ARG(float, 1)
 RD_ARG(double, 1)
 
-/* r > 0 (Python raises on an empty dim) */
+/* r > 0 (Python raises on an empty dim); 2 when the scratch can't be had */
 int32_t EXPORT(em_argreduce)(int32_t is_min, int32_t dtype, const void *x, int64_t *out,
                              int32_t outer, int32_t r, int32_t inner) {
     switch (dtype) {
-    case DT_BOOL: case DT_U8: rd_arg_uint8_t(is_min, x, out, outer, r, inner); return 0;
-    case DT_I8: rd_arg_int8_t(is_min, x, out, outer, r, inner); return 0;
-    case DT_I32: rd_arg_int32_t(is_min, x, out, outer, r, inner); return 0;
-    case DT_I64: rd_arg_int64_t(is_min, x, out, outer, r, inner); return 0;
-    case DT_F32: rd_arg_float(is_min, x, out, outer, r, inner); return 0;
-    case DT_F64: rd_arg_double(is_min, x, out, outer, r, inner); return 0;
+    case DT_BOOL: case DT_U8: return rd_arg_uint8_t(is_min, x, out, outer, r, inner);
+    case DT_I8: return rd_arg_int8_t(is_min, x, out, outer, r, inner);
+    case DT_I32: return rd_arg_int32_t(is_min, x, out, outer, r, inner);
+    case DT_I64: return rd_arg_int64_t(is_min, x, out, outer, r, inner);
+    case DT_F32: return rd_arg_float(is_min, x, out, outer, r, inner);
+    case DT_F64: return rd_arg_double(is_min, x, out, outer, r, inner);
     default: return 1;
     }
 }
