@@ -102,6 +102,7 @@ def test_mnist_on_the_emulated_board(boards, mnist, trained_mlp, trained_cnn, tm
     assert 0 < run.heap_after_load <= report.memory.ram_for(tier)
     if tier == "native":  # C loops allocate nothing per value
         assert 0 <= run.garbage_bytes <= GARBAGE_LIMIT
+        assert run.heap_after_load + run.garbage_bytes <= report.memory.ram_for(tier)
 
 
 def test_automatic_tier_is_native_on_the_board(boards, mnist, trained_mlp, tmp_path):

@@ -76,13 +76,19 @@ def test_native_int8_matches_the_int8_reference(micropython, mnist, trained_mlp,
     assert np.mean(got.argmax(1) == yf.argmax(1)) >= 0.9
 
 
-def test_pure_tier_agrees_with_cpython(micropython, mnist, trained_mlp, trained_cnn, tmp_path):
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_pure_tier_agrees_with_cpython(micropython, mnist, trained_mlp, trained_cnn, tmp_path,
+                                       int8):
     _, (vx, _) = mnist
     for model, n in ((trained_mlp, 6), (trained_cnn, 2)):
         path = tmp_path / "m.emb"
-        _export_mnist(model, path, mnist)
+        _export_mnist(model, path, mnist, int8=int8)
         run = run_on_micropython(path, vx[:n], tier="pure", logits=True, heapsize=HEAP)
         assert run.tier == "pure"
+        if int8:
+            want = run_reference(load(path), normalize(vx[:n]))
+            assert np.abs(np.asarray(run.logits) - want).max() <= 2e-3 * np.abs(want).max()
+            continue
         expect = model_logits(model, normalize(vx[:n]))
         assert run.predictions == expect.argmax(1).tolist()
         _f32_close(run.logits, expect)
