@@ -351,14 +351,14 @@ INT_MATMUL(int32_t, uint32_t)
 INT_MATMUL(int64_t, uint64_t)
 
 /* ================================================================ batched matmul */
-/* c (contiguous, (*batch, m, n)) = a (*batch, m, k) @ b (*batch, k, n). meta: a's row and
- * column strides, b's, then the batch shape[nb], a's batch strides[nb], b's[nb] (element
- * strides: 0 on broadcast dims; a and b point at their views' first elements). */
+/* c (contiguous, (*batch, m, n)) = a (*batch, m, k) @ b (*batch, k, n), a and b read at
+ * element strides (rsa, csa: a's rows and columns; rsb, csb: b's; a and b point at their
+ * views' first elements). Batched (nb > 0): meta holds the batch shape[nb], a's batch
+ * strides[nb], b's[nb] (0 on broadcast dims); a 2-D product needs no metadata write. */
 int32_t EXPORT(em_matmul)(int32_t dtype, const void *a, const void *b, void *c, int32_t m,
-                          int32_t k, int32_t n, int32_t nb) {
-    const int32_t *meta = em_meta_words();
-    const int32_t rsa = meta[0], csa = meta[1], rsb = meta[2], csb = meta[3];
-    const int32_t *shape = meta + 4, *sa = shape + nb, *sb = sa + nb;
+                          int32_t k, int32_t n, int32_t rsa, int32_t csa, int32_t rsb,
+                          int32_t csb, int32_t nb) {
+    const int32_t *shape = em_meta_words(), *sa = shape + nb, *sb = sa + nb;
     int32_t idx[EM_MAX_DIMS] = {0};
     int64_t batches = 1;
     for (int d = 0; d < nb; d++) batches *= shape[d];

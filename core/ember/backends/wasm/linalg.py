@@ -25,8 +25,10 @@ class WasmLinalg:
         rt = self.rt
         out = rt.empty((*batch, m, n), a.dtype, "matmul")
         nb = len(batch)
-        rt.meta(a.strides[nb:], b.strides[nb:], batch, a.strides[:nb], b.strides[:nb])
-        rt.call("em_matmul", rt.code(a.dtype), a.ptr, b.ptr, out.ptr, m, k, n, nb)
+        if nb:
+            rt.meta(batch, a.strides[:nb], b.strides[:nb])
+        rt.call("em_matmul", rt.code(a.dtype), a.ptr, b.ptr, out.ptr, m, k, n, *a.strides[nb:],
+                *b.strides[nb:], nb)
         return out
 
     def float_matmul(self, a, b):
