@@ -50,6 +50,15 @@ def assign(idents: list[str], value: ast.expr) -> ast.Assign:
     return ast.Assign([targets(idents)], value, lineno=0)
 
 
+def funcdef(ident: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
+    """``def ident(params): body`` (``type_params`` set where the Python version has it)."""
+    args = ast.arguments([], [ast.arg(name(p).id) for p in params], None, [], [], None, [])
+    fn = ast.FunctionDef(name(ident).id, args, body, [], None)
+    if "type_params" in ast.FunctionDef._fields:
+        fn.type_params = []
+    return fn
+
+
 def lit(v) -> ast.expr:
     """A literal for an attribute value: bool, int, float, str, None, lists and tuples of
     them, and numpy arrays (tensor attributes) as ``ember.tensor(...)``."""

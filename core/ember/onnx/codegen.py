@@ -28,7 +28,7 @@ import warnings
 from ..errors import EmberError, UnsupportedOpError
 from ..tensor import Tensor
 from ._graph import Function, Graph, Node, _AttrRef
-from ._pyast import RESERVED, Names, assign, fill, lit, name, store, template
+from ._pyast import RESERVED, Names, assign, fill, funcdef, lit, name, store, template
 from ._spell import NoSpelling, spell
 from .runtime import OnnxModule, load
 
@@ -179,10 +179,7 @@ class _Gen:
         if node.op_type in ("If", "Loop", "Scan", "SequenceMap") and node.domain in ("",
                                                                                "ai.onnx"):
             return getattr(self, "_" + node.op_type.lower())(node, scope)
-        if node.subgraphs():
-            raise UnsupportedOpError(f"onnx convert: {where} holds a subgraph; the code "
-                                     "generator writes If, Loop, Scan and SequenceMap. Use "
-                                     "ember.onnx.load")
+        pre, graphs = self._graph_functions(node, scope, where)
         fn = self.m._resolve(node) if node.op_type != "Linear" else None
         ins = [self.value(scope, i, where) for i in node.inputs]
         if isinstance(fn, Function):
@@ -196,13 +193,37 @@ class _Gen:
         except NoSpelling:
             expr = None
         if expr is None:
-            expr = self._call(node, ins, len(outs), opset)
+            expr = self._call(node, ins, len(outs), opset, graphs)
         idents = [scope.define(o) if o else "_" for o in outs]
-        return [assign(idents, expr)]
+        return [*pre, assign(idents, expr)]
 
-    def _call(self, node: Node, ins: list, n_outputs: int, opset: int) -> ast.Call:
-        args = [ast.Constant(node.op_type), *(i if i is not None else ast.Constant(None)
-                                              for i in ins)]
+    def _graph_functions(self, node: Node, scope: Names, where: str):
+        """Graph attributes of other ops (FlexAttention's score_mod...) as nested functions:
+        ``call`` hands the function to the op in their place."""
+        pre, graphs = [], {}
+        for key, sub in node.attrs.items():
+            if isinstance(sub, list) and any(isinstance(g, Graph) for g in sub):
+                raise UnsupportedOpError(f"onnx convert: {where} holds a list of graphs; "
+                                         "use ember.onnx.load")
+            if not isinstance(sub, Graph):
+                continue
+            ident = scope.fresh(key)
+            inner = scope.child()
+            params = [inner.define(i) for i in sub.inputs]
+            body = self.block(sub, inner)
+            rets = [self.value(inner, o, f"graph '{_safe_text(sub.name)}'") or ast.Constant(
+                None) for o in sub.outputs]
+            body.append(ast.Return(rets[0] if len(rets) == 1 else ast.Tuple(rets, ast.Load())))
+            pre.append(funcdef(ident, params, body))
+            graphs[key] = name(ident)
+        return pre, graphs
+
+    def _call(self, node: Node, ins: list, n_outputs: int, opset: int,
+              graphs: dict | None = None) -> ast.Call:
+        op_name = node.op_type if node.domain in ("", "ai.onnx") else (
+            f"{node.domain}.{node.op_type}")
+        args = [ast.Constant(op_name), *(i if i is not None else ast.Constant(None)
+                                         for i in ins)]
         kws = []
         if n_outputs > 1:
             kws.append(ast.keyword("n_outputs", lit(n_outputs)))
@@ -210,7 +231,7 @@ class _Gen:
             kws.append(ast.keyword("opset", lit(opset)))
         odd_k, odd_v = [], []
         for k, v in node.attrs.items():
-            value = self.attr_value(v, f"{node.name or node.op_type}_{k}")
+            value = (graphs or {}).get(k) or self.attr_value(v, f"{node.name or node.op_type}_{k}")
             if k.isidentifier() and k.isascii() and k not in _CALL_PARAMS and k not in (
                     "True", "False", "None") and not keyword.iskeyword(k):
                 kws.append(ast.keyword(k, value))
@@ -400,9 +421,7 @@ def generate_tree(module: OnnxModule, class_name: str = "Model",
     for attr in gen.weights:
         init.body.append(ast.Expr(template("self.register_buffer(P_k, w[P_k])",
                                            k=ast.Constant(attr))))
-    fwd = ast.FunctionDef("forward", ast.arguments(
-        [], [ast.arg("self")] + [ast.arg(a) for a in args], None, [], [], None, []), body, [])
-    cls.body.append(fwd)
+    cls.body.append(funcdef("forward", ["self", *args], body))
     loader = tree.body[-1]
     loader.body[0].value.func = name(class_name)
     return ast.fix_missing_locations(tree), gen.weights

@@ -121,6 +121,8 @@ class OnnxModule(Module):
             return self._functions[key]
         if node.domain in _DOMAINS and node.op_type in REGISTRY:
             return REGISTRY[node.op_type]
+        if f"{node.domain}.{node.op_type}" in REGISTRY:  # ops of other domains, qualified
+            return REGISTRY[f"{node.domain}.{node.op_type}"]
         body = self._model.functions.get(key) or _schema_function(
             node, self._model.opsets.get(node.domain, self._model.opset))
         if body is not None:

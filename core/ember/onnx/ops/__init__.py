@@ -12,7 +12,8 @@ from collections.abc import Callable
 from ...errors import UnsupportedOpError
 
 REGISTRY: dict[str, Callable] = {}
-# ops that must run every call (random) or carry state; never folded at load time
+# ops that must run every call (random) or carry state; never folded at load time. Ops of
+# domains other than ai.onnx register as "<domain>.<op>" (e.g. "ai.onnx.preview.FlexAttention")
 NOT_FOLDABLE = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                 "Bernoulli", "Multinomial", "If", "Loop", "Scan", "SequenceMap"}
 
@@ -25,7 +26,12 @@ class CallCtx:
         self.env = None
 
     def run(self, graph, inputs, outer=None):
-        raise NotImplementedError(f"{self.op_type}: subgraphs need ember.onnx.load")
+        """Generated code passes a subgraph attribute as a Python function."""
+        if not callable(graph):
+            raise UnsupportedOpError(f"onnx {self.op_type}: a subgraph attribute must be a "
+                                     "Python function here (ember onnx convert writes one)")
+        out = graph(*inputs)
+        return list(out) if isinstance(out, tuple) else [out]
 
 
 def call(op_type: str, *inputs, opset: int = 21, n_outputs: int = 1, **attrs):

@@ -141,3 +141,26 @@ def rotary_embedding(ctx, x, cos_cache, sin_cache, position_ids=None, interleave
         rot = ember.cat([real, imag], dim=-1)
     y = ember.cat([rot, rest], dim=-1) if rest.shape[-1] else rot
     return y.permute((0, 2, 1, 3)) if len(shape) == 4 else y.reshape(shape)
+
+
+@op("ai.onnx.preview.FlexAttention")
+def flex_attention(ctx, q, k, v, scale=None, score_mod=None, prob_mod=None,
+                   softmax_precision=None):
+    """Attention whose scores and probabilities pass through user graphs (``score_mod``,
+    ``prob_mod``: one tensor in, one out), e.g. a causal mask or a soft cap."""
+    hq, hk = q.shape[1], k.shape[1]
+    if hq != hk:
+        k, v = _repeat_heads(k, hq // hk), _repeat_heads(v, hq // hk)
+    root = math.sqrt(scale if scale is not None else 1 / math.sqrt(q.shape[3]))
+    s = like(q, float(ember.tensor(root, dtype=ember.float32)))  # float32 sqrt, as ONNX's
+    scores = (q * s) @ (k * s).permute((0, 1, 3, 2))
+    work = (onnx_dtype(softmax_precision, "FlexAttention") if softmax_precision is not None
+            else ember.float32 if q.dtype.itemsize < 4 else q.dtype)
+    scores = scores.astype(work)
+    if score_mod is not None:
+        scores = ctx.run(score_mod, [scores])[0].astype(work)
+    e = ember.exp(scores - ember.amax(scores, dim=-1, keepdim=True))
+    p = e / ember.sum(e, dim=-1, keepdim=True)
+    if prob_mod is not None:
+        p = ctx.run(prob_mod, [p])[0].astype(work)
+    return (p @ v.astype(work)).astype(v.dtype)
