@@ -40,8 +40,8 @@ def _b(buf, n, off=0):
 
 def _act_inplace(v, code):
     # v: a float ndarray (a temporary or a view into a runtime buffer), changed in place
-    if code == 1:
-        v[:] = np.maximum(v, 0.0)
+    if code == 1:  # multiply by the 0/1 mask in place: a byte per value instead of a float
+        v *= v > 0.0  # (NaN stays NaN as in the other tiers; -inf would become NaN, not 0)
     elif code == 2:
         v[:] = np.clip(v, 0.0, 6.0)
     elif code == 3:  # sigmoid(v) = tanh(v / 2) / 2 + 1/2: no division by an ndarray
@@ -94,12 +94,9 @@ def quantize(xq, x, n, inv_scale):
         hi = lo + STEP if lo + STEP < n else n
         t = v[lo:hi] * inv_scale
         t = np.clip(np.where(t == t, t, 0.0), -127.0, 127.0)
-        neg = t < 0.0
-        a = np.where(neg, t * -1.0, t)  # |t|
-        a += 0.5
-        r = np.floor(a)
-        r = np.where(neg, r * -1.0, r)
-        q[lo:hi] = np.array(r, dtype=np.int8)
+        a = t + 0.5
+        a -= t < 0.0  # t + 0.5 or t - 0.5: converting to int8 truncates toward zero
+        q[lo:hi] = np.array(a, dtype=np.int8)
 
 
 def _dense_rows(out, o0, y, n, bias, mult, act_code):
@@ -239,6 +236,9 @@ def pool(out, x, g, kind):
     x2 = _f(x, c * h * wd).reshape((c, h * wd))
     out2 = _f(out, c * oh * ow).reshape((c, oh * ow))
     for oy in range(oh):
+        o = out2[:, oy * ow:(oy + 1) * ow]
+        if _pool_row_inplace(o, x2, g, oy, kind):
+            continue
         row = np.zeros((c, ow), dtype=np.float)
         if kind == 0:
             row -= 3.4e38
@@ -256,7 +256,35 @@ def pool(out, x, g, kind):
             row *= 1.0 / (kh * kw)
         elif kind == 2:
             row /= cnt
-        out2[:, oy * ow:(oy + 1) * ow] = row
+        o[:, :] = row
+
+
+def _pool_row_inplace(o, x2, g, oy, kind):
+    # when every tap of output row oy covers all its columns (no column padding, the usual
+    # pool), work in the output row itself: no accumulator, one fewer array per tap
+    ow, kh, kw, sw = g[5], g[6], g[7], g[9]
+    n = 0
+    for _, _, lo, hi, _, _ in _taps(g, oy):
+        if lo != 0 or hi != ow - 1:
+            return False
+        n += 1
+    if n == 0:
+        return False
+    first = True
+    for _, _, _, _, start, stop in _taps(g, oy):
+        xs = x2[:, start:stop:sw]
+        if first:
+            o[:, :] = xs
+            first = False
+        elif kind == 0:
+            o[:, :] = np.maximum(o, xs)
+        else:
+            o += xs
+    if kind == 1:
+        o *= 1.0 / (kh * kw)
+    elif kind == 2:
+        o *= 1.0 / n
+    return True
 
 
 def gap(out, x, c, hw):
