@@ -109,5 +109,6 @@ from . import (  # noqa: F401, E402  (importing registers the ops)
     shape,
     spectral,
     stateful,
+    training,
     tensor_misc,
 )

@@ -1,4 +1,5 @@
-"""Spectral ops: DFT (forward, inverse, one-sided, inverse of one-sided) and STFT.
+"""Spectral ops: DFT (forward, inverse, one-sided, inverse of one-sided), STFT and
+MelWeightMatrix.
 
 A transform of length N is two matmuls against N x K cosine and sine tables (built once per
 call in float64 by Python's math, then cast): O(N*K) per signal, on any backend; the sizes ONNX
@@ -11,6 +12,7 @@ import math
 
 import ember
 
+from .._types import onnx_dtype
 from . import op
 from ._util import const, scalar
 
@@ -99,3 +101,28 @@ def stft(ctx, signal, frame_step, window=None, frame_length=None, onesided=1):
         im = im * window if im is not None else None
     y_re, y_im = dft_last(ctx, re, im, length, False, bool(onesided))
     return ember.stack([y_re, y_im], dim=-1)
+
+
+@op("MelWeightMatrix")
+def mel_weight_matrix(ctx, num_mel_bins, dft_length, sample_rate, lower_edge_hertz,
+                      upper_edge_hertz, output_datatype=1):
+    """Triangular mel filters over the bins of a one-sided spectrum: (dft_length/2+1, mels)."""
+    mels, n, rate = int(scalar(num_mel_bins)), int(scalar(dft_length)), int(scalar(sample_rate))
+
+    def to_mel(hz):
+        return 2595 * math.log1p(hz / 700) / math.log(10)
+
+    lo, hi = to_mel(float(scalar(lower_edge_hertz))), to_mel(float(scalar(upper_edge_hertz)))
+    step = (hi - lo) / (mels + 2)
+    edges = [int(((n + 1) * 700 * math.expm1((i * step + lo) / 2595 * math.log(10))) // rate)
+             for i in range(mels + 2)]
+    out = [[0.0] * mels for _ in range(n // 2 + 1)]
+    for i in range(mels):
+        left, centre, right = edges[i:i + 3]
+        if centre == left:
+            out[centre][i] = 1.0
+        for j in range(left, centre + 1 if centre > left else left):
+            out[j][i] = (j - left) / (centre - left)
+        for j in range(centre, right):
+            out[j][i] = (right - j) / (right - centre)
+    return const(ctx, out, onnx_dtype(output_datatype, "MelWeightMatrix"))
