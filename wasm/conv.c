@@ -5,6 +5,7 @@
  *   cv_pack_f32 writes each packed panel straight from the image (SIMD loads for 8 positions
  *   of a row in the interior at stride 1 or 2, bounds-checked gathers elsewhere);
  * - 1x1 stride-1 unpadded convs: the image is B as it is (no packing beyond the GEMM's own);
+ * - the bias starts the GEMM's sums (no pass of its own);
  * - depthwise float32 (groups == C_in == C_out): a direct SIMD kernel over a zero-padded
  *   copy of each plane, 8 output columns per step (stride 2 de-interleaves with shuffles);
  * - float64, the weight gradient (dW += grad @ cols^T) and the transpose (cols = W^T @ x,
@@ -228,14 +229,12 @@ static int cv_depthwise_f32(const cv_geom *g, const float *x, const float *w, co
                 }                                                                          \
     }
 
-/* y[n, co, :] = bias[co] or 0 (init) or += bias[co] */
-#define ADD_BIAS(T)                                                                        \
-    static void cv_bias_##T(T *y, const T *bias, int32_t n, int32_t c, int32_t len,        \
-                            int init) {                                                     \
+/* y[n, co, :] = bias[co], or 0 without one (the transpose's columns are added onto it) */
+#define FILL_BIAS(T)                                                                       \
+    static void cv_fill_##T(T *y, const T *bias, int32_t n, int32_t c, int32_t len) {     \
         for (int32_t p = 0; p < n * c; p++, y += len) {                                    \
             const T v = bias ? bias[p % c] : 0;                                            \
-            if (init) for (int32_t q = 0; q < len; q++) y[q] = v;                          \
-            else if (bias) for (int32_t q = 0; q < len; q++) y[q] += v;                    \
+            for (int32_t q = 0; q < len; q++) y[q] = v;                                    \
         }                                                                                  \
     }
 
@@ -243,13 +242,14 @@ IM2COL(float)
 IM2COL(double)
 COL2IM(float)
 COL2IM(double)
-ADD_BIAS(float)
-ADD_BIAS(double)
+FILL_BIAS(float)
+FILL_BIAS(double)
 
 static void cv_gemm(int dtype, int32_t m, int32_t n, int32_t k, mm_view a, mm_view b,
-                    void *c, int32_t ldc, int accumulate) {
-    if (dtype == DT_F32) mm_gemm_f32(m, n, k, a, b, NULL, NULL, (float *)c, ldc, accumulate);
-    else mm_gemm_f64(m, n, k, a, b, (double *)c, ldc, accumulate);
+                    void *c, int32_t ldc, int accumulate, const void *bias) {
+    if (dtype == DT_F32)
+        mm_gemm_f32(m, n, k, a, b, NULL, NULL, (float *)c, ldc, accumulate, bias);
+    else mm_gemm_f64(m, n, k, a, b, (double *)c, ldc, accumulate, bias);
 }
 
 /* the element `off` of a buffer of `size`-byte elements */
@@ -281,20 +281,17 @@ int32_t EXPORT(em_conv)(int32_t dtype, const void *x, const void *w, const void 
             const void *xs = CV_AT(x, ((size_t)s * g.c + (size_t)gi * cg) * g.h * g.w);
             void *ys = CV_AT(y, ((size_t)s * g.c_out + (size_t)gi * og) * pos);
             mm_view a = {CV_AT(w, (size_t)gi * og * kg), kg, 1};
+            const void *bg = bias ? CV_AT(bias, (size_t)gi * og) : NULL;
             if (pointwise) {
-                cv_gemm(dtype, og, pos, kg, a, (mm_view){xs, pos, 1}, ys, pos, 0);
+                cv_gemm(dtype, og, pos, kg, a, (mm_view){xs, pos, 1}, ys, pos, 0, bg);
             } else if (dtype == DT_F32) {
                 cv_pack_ctx ctx = {&g, (const float *)xs};
-                mm_gemm_f32(og, pos, kg, a, (mm_view){0}, cv_pack_f32, &ctx, ys, pos, 0);
+                mm_gemm_f32(og, pos, kg, a, (mm_view){0}, cv_pack_f32, &ctx, ys, pos, 0, bg);
             } else {
                 cv_im2col_double(&g, (const double *)xs, cg, cols);
-                mm_gemm_f64(og, pos, kg, a, (mm_view){cols, pos, 1}, (double *)ys, pos, 0);
+                mm_gemm_f64(og, pos, kg, a, (mm_view){cols, pos, 1}, ys, pos, 0, bg);
             }
         }
-    if (bias) {
-        if (dtype == DT_F32) cv_bias_float(y, bias, g.n, g.c_out, pos, 0);
-        else cv_bias_double(y, bias, g.n, g.c_out, pos, 0);
-    }
     return 0;
 }
 
@@ -316,7 +313,7 @@ int32_t EXPORT(em_conv_weight_grad)(int32_t dtype, const void *x, const void *gr
             if (dtype == DT_F32) cv_im2col_float(&g, (const float *)xs, cg, cols);
             else cv_im2col_double(&g, (const double *)xs, cg, cols);
             cv_gemm(dtype, og, kg, pos, (mm_view){gs, pos, 1}, (mm_view){cols, 1, pos},
-                    CV_AT(dw, (size_t)gi * og * kg), kg, s > 0);
+                    CV_AT(dw, (size_t)gi * og * kg), kg, s > 0, NULL);
         }
     return 0;
 }
@@ -332,14 +329,14 @@ int32_t EXPORT(em_conv_transpose)(int32_t dtype, const void *x, const void *w,
     if (dtype != DT_F32 && dtype != DT_F64) return 1;
     void *cols = cv_scratch((size_t)m * pos * size);
     if (!cols) return 2;
-    if (dtype == DT_F32) cv_bias_float(y, bias, g.n, g.c_out, opos, 1);
-    else cv_bias_double(y, bias, g.n, g.c_out, opos, 1);
+    if (dtype == DT_F32) cv_fill_float(y, bias, g.n, g.c_out, opos);
+    else cv_fill_double(y, bias, g.n, g.c_out, opos);
     for (int32_t s = 0; s < g.n; s++)
         for (int32_t gi = 0; gi < g.groups; gi++) {
             const void *xs = CV_AT(x, ((size_t)s * g.c + (size_t)gi * cig) * pos);
             void *ys = CV_AT(y, ((size_t)s * g.c_out + (size_t)gi * cog) * opos);
             mm_view a = {CV_AT(w, (size_t)gi * cig * m), 1, m};
-            cv_gemm(dtype, m, pos, cig, a, (mm_view){xs, pos, 1}, cols, pos, 0);
+            cv_gemm(dtype, m, pos, cig, a, (mm_view){xs, pos, 1}, cols, pos, 0, NULL);
             if (dtype == DT_F32) cv_col2im_float(&g, cols, cog, (float *)ys);
             else cv_col2im_double(&g, cols, cog, (double *)ys);
         }

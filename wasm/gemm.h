@@ -22,9 +22,11 @@ typedef struct {
     int32_t rs, cs; /* element strides of rows and columns */
 } mm_view;
 
+/* accumulate: C += A @ B, else C = A @ B (+ bias[i] on row i when bias is not NULL: the sums
+ * start from it, no pass of its own) */
 void mm_gemm_f32(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, mm_pack_fn pack,
-                 const void *ctx, float *c, int32_t ldc, int accumulate);
+                 const void *ctx, float *c, int32_t ldc, int accumulate, const float *bias);
 void mm_gemm_f64(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, double *c, int32_t ldc,
-                 int accumulate);
+                 int accumulate, const double *bias);
 
 #endif

@@ -36,9 +36,9 @@ static inline float mm_hsum_f32(v128_t v) {
  * wasm SIMD128 has no FMA: mul + add. */
 #define MR32 4
 static void mm_kernel_f32(int32_t kc, const float *restrict a, const float *restrict b,
-                          float *restrict c, int32_t ldc, int accumulate) {
+                          float *restrict c, int32_t ldc, int accumulate, const float *init) {
     v128_t acc[MR32][2];
-    for (int r = 0; r < MR32; r++) acc[r][0] = acc[r][1] = wasm_f32x4_splat(0.0f);
+    for (int r = 0; r < MR32; r++) acc[r][0] = acc[r][1] = wasm_f32x4_splat(init ? init[r] : 0);
 #pragma clang loop unroll_count(2)
     for (int32_t p = 0; p < kc; p++) {
         v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 4);
@@ -65,9 +65,9 @@ static void mm_kernel_f32(int32_t kc, const float *restrict a, const float *rest
 #define MR64 4
 #define NR64 4
 static void mm_kernel_f64(int32_t kc, const double *restrict a, const double *restrict b,
-                          double *restrict c, int32_t ldc, int accumulate) {
+                          double *restrict c, int32_t ldc, int accumulate, const double *init) {
     v128_t acc[MR64][2];
-    for (int r = 0; r < MR64; r++) acc[r][0] = acc[r][1] = wasm_f64x2_splat(0.0);
+    for (int r = 0; r < MR64; r++) acc[r][0] = acc[r][1] = wasm_f64x2_splat(init ? init[r] : 0);
     for (int32_t p = 0; p < kc; p++) {
         v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 2);
         for (int r = 0; r < MR64; r++) {
@@ -140,11 +140,11 @@ static void mm_kernel_f64(int32_t kc, const double *restrict a, const double *re
     static size_t mm_acap_##SFX, mm_bcap_##SFX;                                              \
     static void mm_driver_##SFX(int32_t m, int32_t n, int32_t k, mm_view a,                  \
                                 mm_pack_##SFX##_fn pack, const void *ctx, T *c, int32_t ldc, \
-                                int accumulate) {                                            \
+                                int accumulate, const T *bias) {                             \
         if (m <= 0 || n <= 0) return;                                                        \
         if (k <= 0) {                                                                        \
-            if (!accumulate)                                                                 \
-                for (int32_t i = 0; i < m; i++) memset(c + (ptrdiff_t)i * ldc, 0, n * sizeof(T)); \
+            for (int32_t i = 0; i < m && !accumulate; i++)                                   \
+                for (int32_t j = 0; j < n; j++) c[(ptrdiff_t)i * ldc + j] = bias ? bias[i] : 0; \
             return;                                                                          \
         }                                                                                    \
         const int32_t ncap = ((MM_NC + NR - 1) / NR) * NR, mcap = ((MM_MC + MR - 1) / MR) * MR; \
@@ -168,11 +168,14 @@ static void mm_kernel_f64(int32_t kc, const double *restrict a, const double *re
                             const int32_t h = mc - ir < MR ? mc - ir : MR;                   \
                             T *cc = c + (ptrdiff_t)(ic + ir) * ldc + jc + jr;                \
                             const T *as = ap + (size_t)ir * kc;                              \
+                            T init[MR] = {0}; /* the bias starts the sums (first panel) */   \
+                            const T *start = !acc && bias ? init : NULL;                     \
+                            for (int32_t r = 0; start && r < h; r++) init[r] = bias[ic + ir + r]; \
                             if (h == MR && w == NR) {                                        \
-                                mm_kernel_##SFX(kc, as, bs, cc, ldc, acc);                   \
+                                mm_kernel_##SFX(kc, as, bs, cc, ldc, acc, start);            \
                                 continue;                                                    \
                             }                                                                \
-                            mm_kernel_##SFX(kc, as, bs, tile, NR, 0);                        \
+                            mm_kernel_##SFX(kc, as, bs, tile, NR, 0, start);                 \
                             for (int32_t r = 0; r < h; r++)                                  \
                                 for (int32_t j = 0; j < w; j++)                              \
                                     cc[(ptrdiff_t)r * ldc + j] =                             \
@@ -196,7 +199,7 @@ GEMM_DRIVER(double, f64, MR64, NR64)
  * much as the product, so B is read where it lies. Columns of B contiguous (a transposed
  * weight): four dot products at a time; rows contiguous: c_row += a[i, p] * b_row. */
 static int mm_thin_f32(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, float *c,
-                       int32_t ldc, int accumulate) {
+                       int32_t ldc, int accumulate, const float *bias) {
     const float *A = (const float *)a.p, *B = (const float *)b.p;
     if (b.rs == 1 && a.cs == 1) {
         const int32_t k4 = k & ~3;
@@ -216,7 +219,9 @@ static int mm_thin_f32(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, fl
                     s2 = wasm_f32x4_add(s2, wasm_f32x4_mul(va, wasm_v128_load(col[2] + p)));
                     s3 = wasm_f32x4_add(s3, wasm_f32x4_mul(va, wasm_v128_load(col[3] + p)));
                 }
-                float t[4] = {mm_hsum_f32(s0), mm_hsum_f32(s1), mm_hsum_f32(s2), mm_hsum_f32(s3)};
+                const float b0 = bias && !accumulate ? bias[i] : 0.0f;
+                float t[4] = {b0 + mm_hsum_f32(s0), b0 + mm_hsum_f32(s1), b0 + mm_hsum_f32(s2),
+                              b0 + mm_hsum_f32(s3)};
                 for (int32_t q = 0; q < w; q++) {
                     for (int32_t p = k4; p < k; p++) t[q] += ar[p] * col[q][p];
                     cr[j + q] = accumulate ? cr[j + q] + t[q] : t[q];
@@ -228,7 +233,7 @@ static int mm_thin_f32(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, fl
     if (b.cs == 1) {
         for (int32_t i = 0; i < m; i++) {
             float *cr = c + (ptrdiff_t)i * ldc;
-            if (!accumulate) memset(cr, 0, (size_t)n * sizeof(float));
+            for (int32_t j = 0; j < n && !accumulate; j++) cr[j] = bias ? bias[i] : 0.0f;
             for (int32_t p = 0; p < k; p++) {
                 const float x = A[(ptrdiff_t)i * a.rs + (ptrdiff_t)p * a.cs];
                 const float *br = B + (ptrdiff_t)p * b.rs;
@@ -241,15 +246,15 @@ static int mm_thin_f32(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, fl
 }
 
 void mm_gemm_f32(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, mm_pack_fn pack,
-                 const void *ctx, float *c, int32_t ldc, int accumulate) {
-    if (pack) mm_driver_f32(m, n, k, a, pack, ctx, c, ldc, accumulate);
-    else if (m >= MR32 || k <= 0 || !mm_thin_f32(m, n, k, a, b, c, ldc, accumulate))
-        mm_driver_f32(m, n, k, a, mm_pack_b_f32, &b, c, ldc, accumulate);
+                 const void *ctx, float *c, int32_t ldc, int accumulate, const float *bias) {
+    if (pack) mm_driver_f32(m, n, k, a, pack, ctx, c, ldc, accumulate, bias);
+    else if (m >= MR32 || k <= 0 || !mm_thin_f32(m, n, k, a, b, c, ldc, accumulate, bias))
+        mm_driver_f32(m, n, k, a, mm_pack_b_f32, &b, c, ldc, accumulate, bias);
 }
 
 void mm_gemm_f64(int32_t m, int32_t n, int32_t k, mm_view a, mm_view b, double *c, int32_t ldc,
-                 int accumulate) {
-    mm_driver_f64(m, n, k, a, mm_pack_b_f64, &b, c, ldc, accumulate);
+                 int accumulate, const double *bias) {
+    mm_driver_f64(m, n, k, a, mm_pack_b_f64, &b, c, ldc, accumulate, bias);
 }
 
 /* ================================================================ integers */
@@ -371,8 +376,8 @@ int32_t EXPORT(em_matmul)(int32_t dtype, const void *a, const void *b, void *c, 
         mm_view bv = {(const uint8_t *)b + ob * size, rsb, csb};
         uint8_t *cq = (uint8_t *)c + (size_t)q * m * n * size;
         switch (dtype) {
-        case DT_F32: mm_gemm_f32(m, n, k, av, bv, NULL, NULL, (float *)cq, n, 0); break;
-        case DT_F64: mm_gemm_f64(m, n, k, av, bv, (double *)cq, n, 0); break;
+        case DT_F32: mm_gemm_f32(m, n, k, av, bv, NULL, NULL, (float *)cq, n, 0, NULL); break;
+        case DT_F64: mm_gemm_f64(m, n, k, av, bv, (double *)cq, n, 0, NULL); break;
         case DT_I8: if (mm_matmul_i8(av, bv, (int8_t *)cq, m, n, k)) return 2; break;
         case DT_U8: mm_matmul_uint8_t(av, bv, (uint8_t *)cq, m, n, k); break;
         case DT_I32: mm_matmul_int32_t(av, bv, (int32_t *)cq, m, n, k); break;
