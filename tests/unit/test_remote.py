@@ -170,3 +170,16 @@ def test_router_over_remote_and_local(remote):
     z = y.to(ember.float64).sum()
     assert r.location(y._prim) == "remote-numpy" and r.location(z._prim) == "numpy"
     assert z.item() == 54.0 and r.moves == 1
+
+
+def test_the_mnist_cnn_gives_the_local_logits(remote):
+    from ember.demos.mnist_model import mnist_cnn, preprocess
+
+    ember.seed(3)
+    local = mnist_cnn()
+    ember.seed(3)
+    served = mnist_cnn().to(remote)
+    images = np.random.default_rng(3).integers(0, 256, (4, 784), dtype=np.uint8)
+    want = local(preprocess(ember.tensor(images))).numpy()
+    got = served(preprocess(ember.tensor(images, backend=remote))).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
