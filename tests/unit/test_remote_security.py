@@ -101,6 +101,22 @@ def test_a_session_can_touch_only_its_own_tensors(server):
     owner.close()
 
 
+def test_operands_that_break_the_contract_cannot_dodge_the_limits(server):
+    """numpy would broadcast (4096, 1) + (1, 4096) into 64 MiB, far past what the op's rule
+    (and the session's limit) allows: the server checks the contract's shapes first."""
+    r = Remote(server.url, token=TOKEN)
+    a = r.from_data(ember.tensor(np.ones((4096, 1), np.float32)).to_data())
+    b = r.from_data(ember.tensor(np.ones((1, 4096), np.float32)).to_data())
+    with pytest.raises(ember.ShapeError, match="float_add: operands of shapes"):
+        r.to_data(r.float_add(a, b))
+    x = r.from_data(ember.tensor(np.ones((1, 64, 1), np.float32)).to_data())
+    y = r.from_data(ember.tensor(np.ones((64, 1, 64), np.float32)).to_data())
+    with pytest.raises(ember.ShapeError, match="float_matmul: shapes"):  # batch dims differ
+        r.to_data(r.float_matmul(x, y))
+    assert server.stats()["bytes"] < 1 << 20  # a, b, x, y: nothing near the 64 MiB
+    r.close()
+
+
 # ------------------------------------------------------------------ fuzzing
 def mutate(rng: random.Random, frame: bytes) -> bytes | str:
     """One malformed or odd frame: byte-level damage, or a structurally wrong record."""

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from ..contract import registry
-from ..contract.registry import Spec
+from ..contract.registry import Kind, Spec
+from ..errors import ShapeError
 from ..tensordata import TensorData
 from . import protocol
 from .errors import LimitError, ProtocolError
@@ -161,9 +162,16 @@ class Session:
             raise ProtocolError(f"op {name}: repeated result ids")
         try:
             args, specs = self._args(op, raw)
+            _operands_fit(op, specs)
             out_specs, sizes = self._plan(op, specs)
             self._reserve(sum(sizes), name)
             result = getattr(self.backend, name)(*args)
+            results = [result] if op.outputs == 1 else list(result)
+            for prim, spec in zip(results, out_specs):
+                if tuple(self.backend.shape(prim)) != spec.shape:
+                    raise LimitError(f"{name}: a result of shape {self.backend.shape(prim)} "
+                                     f"where the op's rule gives {spec.shape} (operands that "
+                                     "break the op's contract)")
         except ProtocolError:
             raise
         except _Failed as f:
@@ -171,10 +179,10 @@ class Session:
                 self.failed[i] = f.error
             return
         except Exception as e:  # the op's own error: its results fail, the link stays up
+            text = str(e) if str(e).startswith(name) else f"{name}: {e}"
             for i in outs:
-                self.failed[i] = (type(e).__name__, f"{name}: {e}")
+                self.failed[i] = (type(e).__name__, text)
             return
-        results = [result] if op.outputs == 1 else list(result)
         for i, prim, spec, n in zip(outs, results, out_specs, sizes):
             self.tensors[i] = (prim, spec, n)
             self.bytes += n
@@ -252,6 +260,23 @@ class Session:
                 self.bytes -= entry[2]
             elif type(i) is not int or self.failed.pop(i, None) is None:
                 raise ProtocolError(f"free: unknown tensor id {i!r}")
+
+
+def _operands_fit(op: registry.Op, specs: list) -> None:
+    """The contract's promises about operand shapes, which the Tensor front end keeps and a
+    hostile client might not (numpy would broadcast them into a result far larger than the
+    op's rule, and the limits, say): elementwise operands of one shape; matmul operands with
+    the same batch dims and matching inner dims."""
+    if op.kind is Kind.ELEMENTWISE and len(op.tensors) > 1:
+        shapes = {tuple(specs[i].shape) for i in op.tensor_positions}
+        if len(shapes) > 1:
+            raise ShapeError(f"{op.name}: operands of shapes {sorted(shapes)}; the contract "
+                             "needs one shape (broadcast them first)")
+    elif op.kind is Kind.CONTRACTION:
+        a, b = (tuple(specs[i].shape) for i in op.tensor_positions)
+        if len(a) < 2 or len(a) != len(b) or a[:-2] != b[:-2] or a[-1] != b[-2]:
+            raise ShapeError(f"{op.name}: shapes {a} and {b}; the contract needs (..., n, k) "
+                             "and (..., k, m) with the same batch dims")
 
 
 class _Failed(Exception):
