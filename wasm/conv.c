@@ -7,7 +7,8 @@
  * - 1x1 stride-1 unpadded convs: the image is B as it is (no packing beyond the GEMM's own);
  * - the bias starts the GEMM's sums (no pass of its own);
  * - depthwise float32 (groups == C_in == C_out): a direct SIMD kernel over a zero-padded
- *   copy of each plane, 8 output columns per step (stride 2 de-interleaves with shuffles);
+ *   copy of each plane, 2 rows x 8 columns of outputs per step (stride 2 de-interleaves with
+ *   shuffles);
  * - float64, the weight gradient (dW += grad @ cols^T) and the transpose (cols = W^T @ x,
  *   then col2im adds the columns into the output) use explicit im2col/col2im buffers.
  *
@@ -107,55 +108,96 @@ static void cv_pack_f32(const void *ctx, float *dst, int32_t k0, int32_t kc, int
  * the row (stride 2), so every step is a full SIMD step; only the stores are trimmed. */
 #define CV_SLACK 16
 
+/* eight outputs at r (stride 1: two loads; stride 2: four, and the even lanes) */
+static inline __attribute__((always_inline)) void cv_load8(const float *r, int32_t sw,
+                                                           v128_t *lo, v128_t *hi) {
+    if (sw == 1) {
+        *lo = wasm_v128_load(r);
+        *hi = wasm_v128_load(r + 4);
+    } else {
+        *lo = wasm_i32x4_shuffle(wasm_v128_load(r), wasm_v128_load(r + 4), 0, 2, 4, 6);
+        *hi = wasm_i32x4_shuffle(wasm_v128_load(r + 8), wasm_v128_load(r + 12), 0, 2, 4, 6);
+    }
+}
+
+/* `rows` (1 or 2) output rows from row `top` of the padded plane, eight columns per step.
+ * Each tap's multiply-add depends on the last one into the same register: the even and odd
+ * taps and each row and half row get accumulators of their own (up to 8 chains), so the
+ * adds' latency overlaps instead of bounding the loop. Constant sw and rows (the callers')
+ * specialise the loops. */
+static inline __attribute__((always_inline)) void cv_dw_rows(
+    const float *top, int32_t row_step, int32_t sw, int rows, const int32_t *off, int32_t taps,
+    const float *w, float bias, float *y, int32_t ow) {
+    for (int32_t ox = 0; ox < ow; ox += 8) {
+        v128_t ev[2][2], od[2][2], lo, hi;
+        for (int q = 0; q < 2; q++) {
+            ev[q][0] = ev[q][1] = wasm_f32x4_splat(bias);
+            od[q][0] = od[q][1] = wasm_f32x4_splat(0.0f);
+        }
+        const float *base = top + ox * sw;
+        int32_t t = 0;
+        for (; t + 2 <= taps; t += 2) {
+            const v128_t w0 = wasm_v128_load32_splat(w + t), w1 = wasm_v128_load32_splat(w + t + 1);
+            for (int q = 0; q < rows; q++) {
+                cv_load8(base + q * row_step + off[t], sw, &lo, &hi);
+                ev[q][0] = wasm_f32x4_add(ev[q][0], wasm_f32x4_mul(w0, lo));
+                ev[q][1] = wasm_f32x4_add(ev[q][1], wasm_f32x4_mul(w0, hi));
+                cv_load8(base + q * row_step + off[t + 1], sw, &lo, &hi);
+                od[q][0] = wasm_f32x4_add(od[q][0], wasm_f32x4_mul(w1, lo));
+                od[q][1] = wasm_f32x4_add(od[q][1], wasm_f32x4_mul(w1, hi));
+            }
+        }
+        if (t < taps) {
+            const v128_t w0 = wasm_v128_load32_splat(w + t);
+            for (int q = 0; q < rows; q++) {
+                cv_load8(base + q * row_step + off[t], sw, &lo, &hi);
+                ev[q][0] = wasm_f32x4_add(ev[q][0], wasm_f32x4_mul(w0, lo));
+                ev[q][1] = wasm_f32x4_add(ev[q][1], wasm_f32x4_mul(w0, hi));
+            }
+        }
+        for (int q = 0; q < rows; q++) {
+            float *yr = y + q * ow + ox;
+            const v128_t s0 = wasm_f32x4_add(ev[q][0], od[q][0]);
+            const v128_t s1 = wasm_f32x4_add(ev[q][1], od[q][1]);
+            if (ox + 8 <= ow) {
+                wasm_v128_store(yr, s0);
+                wasm_v128_store(yr + 4, s1);
+            } else {
+                float tail[8];
+                wasm_v128_store(tail, s0);
+                wasm_v128_store(tail + 4, s1);
+                memcpy(yr, tail, (size_t)(ow - ox) * sizeof(float));
+            }
+        }
+    }
+}
+
 /* y[oh, ow] = bias + sum_t w[t] * xp[oh*sh*wp + off[t] + ow*sw] on the padded plane xp (row
- * length wp), eight outputs per step: stride 1 reads them with two loads, stride 2 with four
- * and de-interleaves the even lanes */
+ * length wp): strides 1 and 2 on SIMD, two output rows at a time; other strides scalar */
 static void cv_depthwise_plane(const cv_geom *g, const float *xp, int32_t wp,
                                const int32_t *off, int32_t taps, const float *w, float bias,
                                float *y) {
-    const int32_t OW = g->ow, sw = g->sw;
-    for (int32_t oy = 0; oy < g->oh; oy++, y += OW) {
-        const float *top = xp + (ptrdiff_t)oy * g->sh * wp;
-        if (sw > 2) {
+    const int32_t OW = g->ow, step = g->sh * wp;
+    if (g->sw > 2) {
+        for (int32_t oy = 0; oy < g->oh; oy++, y += OW)
             for (int32_t ox = 0; ox < OW; ox++) {
                 float acc = bias;
-                for (int32_t t = 0; t < taps; t++) acc += w[t] * top[off[t] + ox * sw];
+                for (int32_t t = 0; t < taps; t++)
+                    acc += w[t] * xp[(ptrdiff_t)oy * step + off[t] + ox * g->sw];
                 y[ox] = acc;
             }
-            continue;
-        }
-        for (int32_t ox = 0; ox < OW; ox += 8) {
-            v128_t a0 = wasm_f32x4_splat(bias), a1 = a0;
-            const float *base = top + ox * sw;
-            if (sw == 1) {
-                for (int32_t t = 0; t < taps; t++) {
-                    const float *r = base + off[t];
-                    const v128_t wv = wasm_v128_load32_splat(w + t);
-                    a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wv, wasm_v128_load(r)));
-                    a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wv, wasm_v128_load(r + 4)));
-                }
-            } else {
-                for (int32_t t = 0; t < taps; t++) {
-                    const float *r = base + off[t];
-                    const v128_t wv = wasm_v128_load32_splat(w + t);
-                    const v128_t e0 = wasm_i32x4_shuffle(wasm_v128_load(r), wasm_v128_load(r + 4),
-                                                         0, 2, 4, 6);
-                    const v128_t e1 = wasm_i32x4_shuffle(wasm_v128_load(r + 8),
-                                                         wasm_v128_load(r + 12), 0, 2, 4, 6);
-                    a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wv, e0));
-                    a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wv, e1));
-                }
-            }
-            if (ox + 8 <= OW) {
-                wasm_v128_store(y + ox, a0);
-                wasm_v128_store(y + ox + 4, a1);
-            } else {
-                float tail[8];
-                wasm_v128_store(tail, a0);
-                wasm_v128_store(tail + 4, a1);
-                memcpy(y + ox, tail, (size_t)(OW - ox) * sizeof(float));
-            }
-        }
+        return;
+    }
+    int32_t oy = 0;
+    for (; oy + 2 <= g->oh; oy += 2, y += 2 * OW) {
+        const float *top = xp + (ptrdiff_t)oy * step;
+        if (g->sw == 1) cv_dw_rows(top, step, 1, 2, off, taps, w, bias, y, OW);
+        else cv_dw_rows(top, step, 2, 2, off, taps, w, bias, y, OW);
+    }
+    if (oy < g->oh) {
+        const float *top = xp + (ptrdiff_t)oy * step;
+        if (g->sw == 1) cv_dw_rows(top, step, 1, 1, off, taps, w, bias, y, OW);
+        else cv_dw_rows(top, step, 2, 1, off, taps, w, bias, y, OW);
     }
 }
 
