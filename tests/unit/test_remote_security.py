@@ -113,7 +113,10 @@ def test_operands_that_break_the_contract_cannot_dodge_the_limits(server):
     y = r.from_data(ember.tensor(np.ones((64, 1, 64), np.float32)).to_data())
     with pytest.raises(ember.ShapeError, match="float_matmul: shapes"):  # batch dims differ
         r.to_data(r.float_matmul(x, y))
-    assert server.stats()["bytes"] < 1 << 20  # a, b, x, y: nothing near the 64 MiB
+    i = r.from_data(ember.tensor(np.zeros((4096, 1), np.int64)).to_data())
+    with pytest.raises(ember.ShapeError, match=r"gather: an index of shape \(4096, 1\)"):
+        r.to_data(r.gather(b, 1, i))  # x (1, 4096): numpy would broadcast to (4096, 1)
+    assert server.stats()["bytes"] < 1 << 20  # nothing near the 64 MiB
     r.close()
 
 

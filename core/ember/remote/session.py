@@ -265,13 +265,26 @@ class Session:
 def _operands_fit(op: registry.Op, specs: list) -> None:
     """The contract's promises about operand shapes, which the Tensor front end keeps and a
     hostile client might not (numpy would broadcast them into a result far larger than the
-    op's rule, and the limits, say): elementwise operands of one shape; matmul operands with
-    the same batch dims and matching inner dims."""
+    op's rule, and the limits, say): elementwise operands of one shape; index tensors of the
+    rank of ``x`` and no larger except along ``dim`` (index_select: 1-d); matmul operands with
+    the same batch dims and matching inner dims. Other ops are caught after running, when a
+    result's shape is not their rule's."""
     if op.kind is Kind.ELEMENTWISE and len(op.tensors) > 1:
         shapes = {tuple(specs[i].shape) for i in op.tensor_positions}
         if len(shapes) > 1:
             raise ShapeError(f"{op.name}: operands of shapes {sorted(shapes)}; the contract "
                              "needs one shape (broadcast them first)")
+    elif op.kind is Kind.INDEX and "index" in op.args and "dim" in op.args:
+        x, index = specs[op.args.index("x")].shape, specs[op.args.index("index")].shape
+        dim = specs[op.args.index("dim")]
+        if op.name == "index_select":
+            ok = len(index) == 1
+        else:  # gather, scatter: the rank of x, no larger than x except along dim
+            ok = len(index) == len(x) and all(
+                i <= s for d, (i, s) in enumerate(zip(index, x)) if d != dim)
+        if not ok:
+            raise ShapeError(f"{op.name}: an index of shape {tuple(index)} for x of shape "
+                             f"{tuple(x)} along dim {dim}")
     elif op.kind is Kind.CONTRACTION:
         a, b = (tuple(specs[i].shape) for i in op.tensor_positions)
         if len(a) < 2 or len(a) != len(b) or a[:-2] != b[:-2] or a[-1] != b[-2]:
