@@ -107,3 +107,24 @@ def test_page_ranks_sentences_on_the_wasm_kernels(browser, server, embed_server)
         assert page.evaluate("window.embedDemo.runs") == 2
     finally:
         page.close()
+
+
+def test_page_on_the_pure_python_backend(browser_without_webgpu, server, embed_server):
+    """``?backend=python`` (no wasm kernels): slow, so two short sentences and one query."""
+    page = blank_page(browser_without_webgpu, server)
+    page.set_default_timeout(240_000)
+    page.goto(embed_server.page_url + "?backend=python")
+    try:
+        page.wait_for_function("window.embedDemo && (window.embedDemo.ready || "
+                               "window.embedDemo.error)", timeout=240_000)
+        assert page.evaluate("window.embedDemo.backend") == "python", page.console_lines[-20:]
+        assert page.text_content("#backend") == "CPU (Python backend)"
+        page.click("summary")  # the sentence list is folded away by default
+        page.fill("#sentences", "A cat sleeps.\nStocks fell today.")
+        page.fill("#query", "A kitten naps.")
+        page.press("#query", "Enter")
+        result = _wait(page, "A kitten naps.")
+        _check(page, "A kitten naps.", result)
+        assert result["ranked"][0][0] == "A cat sleeps."
+    finally:
+        page.close()
