@@ -43,6 +43,7 @@ from .random import Generator, seed
 from .tensor import Tensor
 from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.where, ...)
 from . import tensor_methods  # noqa: F401  (binds every Tensor method, in one table)
+from .array_api import from_dlpack  # the Array API namespace; binds __array_namespace__
 from .autodiff import Autodiff, no_grad
 from .fusion import Fusion
 from .router import Router

@@ -88,6 +88,19 @@ class Tensor:
     def numpy(self):
         return self.to_data().to_numpy()
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this tensor: the same memory on the numpy backend, a host copy
+        on the others (``copy=False`` refuses the copy); see :mod:`ember.dlpack`."""
+        from .dlpack import export
+
+        return export(self._prim, self.backend, stream=stream, max_version=max_version,
+                      dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from .dlpack import device_of
+
+        return device_of(self.backend)
+
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy()
         return arr if dtype is None else arr.astype(dtype)

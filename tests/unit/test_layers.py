@@ -7,9 +7,11 @@ Layers, bottom up (docs/architecture.md draws them):
 1. contract — the op registry, the Backend base class, caps;
 2. backends — python, numpy, wgpu;
 3. decorators — autodiff, fusion, router, remote;
-4. the user API — tensor, tensor_methods, ops, printing, and jit (graph capture, on tensors);
+4. the user API — tensor, tensor_methods, ops, printing, jit (graph capture, on tensors), and
+   dlpack (the capsules ``Tensor.__dlpack__`` exchanges);
 5. everything built on tensors — nn, optim, train, dataset, io, onnx, export, and the
-   ``ember`` package itself (its ``__init__`` gathers the public API);
+   ``array_api`` (the Array API namespace), and the ``ember`` package itself (its ``__init__``
+   gathers the public API);
 6. demos and the CLI.
 """
 
@@ -28,8 +30,8 @@ LAYERS = {
     1: ("contract",),
     2: ("backends",),
     3: ("autodiff", "fusion", "router", "remote"),
-    4: ("tensor", "tensor_methods", "ops", "printing", "jit"),
-    5: ("", "nn", "optim", "train", "dataset", "io", "onnx", "export"),
+    4: ("tensor", "tensor_methods", "ops", "printing", "jit", "dlpack"),
+    5: ("", "nn", "optim", "train", "dataset", "io", "onnx", "export", "array_api"),
     6: ("demos", "cli", "__main__"),
 }
 
