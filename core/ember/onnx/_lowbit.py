@@ -33,7 +33,7 @@ def round_to(x, to: int, saturate: bool = True, round_mode: str = "up"):
     import ml_dtypes
     import numpy as np
 
-    from ._types import numpy_to_tensor
+    from .. import from_numpy
 
     name = NARROW[to]
     a = np.asarray(x.numpy())
@@ -48,7 +48,7 @@ def round_to(x, to: int, saturate: bool = True, round_mode: str = "up"):
                     big = float(ml_dtypes.finfo(target).max)
                     a = np.clip(a, -big, big)
             out = a.astype(target).astype(_WIDER.get(name, "float32"))
-    return numpy_to_tensor(out, x.backend, f"Cast to {name}")
+    return from_numpy(np.ascontiguousarray(out), backend=x.backend)
 
 
 def _e8m0(a, saturate: bool, round_mode: str):
