@@ -314,3 +314,19 @@ def test_a_stuck_server_times_out_with_a_clear_error():
     finally:
         proc.kill()
         proc.wait(30)
+
+
+def test_connections_past_max_sessions_are_turned_away():
+    s = Server("numpy", port=0, token=TOKEN, limits=ServerLimits(max_sessions=1)).start()
+    try:
+        first = Remote(s.url, token=TOKEN)
+        with pytest.raises(RemoteError, match=r"code 1013: server busy: max_sessions=1"):
+            Remote(s.url, token=TOKEN)
+        assert ember.ones(2, backend=first).tolist() == [1.0, 1.0]
+        first.close()
+        wait_for(lambda: s.stats()["sessions"] == 0, "the first session to close")
+        second = Remote(s.url, token=TOKEN)
+        assert ember.ones(1, backend=second).tolist() == [1.0]
+        second.close()
+    finally:
+        s.stop()
