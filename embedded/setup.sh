@@ -26,7 +26,7 @@ fi
 if [ "$BOARD" = 1 ]; then
     # the board user's tool: copies files to boards, builds ROMFS images, runs scripts
     if [ -x "$PYTHON" ] && ! "$PYTHON" -c "import mpremote" 2>/dev/null; then
-        "$PYTHON" -m pip install -q mpremote
+        "$PYTHON" -m pip install -q "mpremote>=1.25"  # romfs build: 1.25+
     fi
     "$HERE/build_micropython.sh" --arm --qemu
 else
