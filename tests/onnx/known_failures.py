@@ -6,10 +6,6 @@ case that passes fails the run (strict xfail): remove it when it is fixed.
 
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "numpy": {
-        'test_adagrad': 'operator not implemented: ai.onnx.preview.training.Adagrad',
-        'test_adagrad_multiple': 'operator not implemented: ai.onnx.preview.training.Adagrad',
-        'test_adam': 'operator not implemented: ai.onnx.preview.training.Adam',
-        'test_adam_multiple': 'operator not implemented: ai.onnx.preview.training.Adam',
         'test_ai_onnx_ml_array_feature_extractor': 'operator not implemented: ai.onnx.ml.ArrayFeatureExtractor',
         'test_ai_onnx_ml_binarizer': 'operator not implemented: ai.onnx.ml.Binarizer',
         'test_ai_onnx_ml_label_encoder_string_int': 'operator not implemented: ai.onnx.ml.LabelEncoder',
@@ -62,10 +58,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         'test_image_decoder_decode_webp_rgb': 'operator not implemented: ImageDecoder',
         'test_maxpool_with_argmax_2d_precomputed_strides': 'MaxPool indices with storage_order=1 (column-major) not implemented',
         'test_maxunpool_export_with_output_shape': 'MaxUnpool with an output_shape larger than the default: indices must be re-based to the padded layout (not implemented)',
-        'test_melweightmatrix': 'operator not implemented: MelWeightMatrix',
-        'test_momentum': 'operator not implemented: ai.onnx.preview.training.Momentum',
-        'test_momentum_multiple': 'operator not implemented: ai.onnx.preview.training.Momentum',
-        'test_nesterov_momentum': 'operator not implemented: ai.onnx.preview.training.Momentum',
         'test_regex_full_match_basic': 'operator not implemented: RegexFullMatch',
         'test_regex_full_match_email_domain': 'operator not implemented: RegexFullMatch',
         'test_regex_full_match_empty': 'operator not implemented: RegexFullMatch',
