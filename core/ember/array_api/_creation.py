@@ -35,7 +35,9 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Ten
         moves = b is not obj.backend or (d is not None and d != obj.dtype)
         if copy is False and moves:
             raise ValueError("asarray: copy=False but the dtype or device differs; a copy is needed")
-        return obj.to(b, d)
+        out = obj.to(b, d)
+        # a new array object: `y[i] = v` on the copy swaps y's primitive, never obj's
+        return out.clone() if copy and out is obj else out
     if hasattr(obj, "__dlpack__") and copy is not True:
         try:
             out = from_dlpack(obj, device=device, copy=copy)

@@ -25,12 +25,12 @@ from ._common import check_array, is_scalar, resolve_device
 
 
 def astype(x: Tensor, dtype, /, *, copy: bool = True, device=None) -> Tensor:
-    """``x`` in ``dtype`` (and on ``device``); arrays are immutable here, so ``copy`` only
-    matters to the standard's readers: the result never shares writes with ``x``."""
+    """``x`` in ``dtype`` (and on ``device``); ``copy=True`` gives a new array object even
+    when nothing changes, so writing into it (``y[i] = v``) leaves ``x`` as it was."""
     x = check_array(x, "astype")
-    if device is not None:
-        x = x.to(resolve_device(device))
-    return x.astype(dt.as_dtype(dtype))
+    out = x if device is None else x.to(resolve_device(device))
+    out = out.astype(dt.as_dtype(dtype))
+    return out.clone() if copy and out is x else out
 
 
 def _dtype_of(obj, op: str) -> dt.DType:

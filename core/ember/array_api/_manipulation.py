@@ -70,7 +70,8 @@ def permute_dims(x: Tensor, /, axes) -> Tensor:
 
 
 def reshape(x: Tensor, /, shape, *, copy: bool | None = None) -> Tensor:
-    return check_array(x, "reshape").reshape(tuple(shape))
+    out = check_array(x, "reshape").reshape(tuple(shape))
+    return out.clone() if copy and out is x else out
 
 
 def roll(x: Tensor, /, shift, *, axis=None) -> Tensor:
