@@ -189,6 +189,32 @@ def chunk(name, jit, n):  # mean ms of n consecutive inferences (one block of th
     return (time.perf_counter() - t0) * 1000.0 / n
 
 
+def wasm_parts(n):  # the jitted wasm inference cut where its parts meet: mean ms per block of n
+    b = ember.get_backend("wasm")
+    forward = FORWARD["wasm", True]
+
+    def make():
+        return ember.tensor(PIXELS_LIST, dtype="float32", backend=b).reshape(1, 1, 28, 28)
+
+    x = make()
+    xn = (x / 255.0 - CONFIG["mean"]) / CONFIG["std"]
+    steps = {
+        "create": make,
+        "replay": lambda: forward(x),
+        "inference": lambda: infer("wasm", True, PIXELS_LIST),
+        "model": lambda: MODEL["wasm"](xn).tolist(),
+        "roundtrip": lambda: (x[0, 0, 0, :1] + 1).tolist(),
+    }
+    out = {}
+    with ember.no_grad():
+        for key, fn in steps.items():
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            out[key] = (time.perf_counter() - t0) * 1000.0 / n
+    return out
+
+
 def outcome(name, jit):  # after the timing: the probabilities, dispatches and jit counters
     return json.dumps({"probs": infer(name, jit, PIXELS_LIST),
                        "dispatches": dispatches(name, jit, PIXELS_LIST),
@@ -407,6 +433,8 @@ def mnist_rounds(page, names: list[str], pixels, warmup: int, rounds: int) -> tu
         ort.append(page.evaluate(ORT_CHUNK, ["mnist", ORT_CHUNK_RUNS]))
     results = {c: json.loads(harness.run_python(page, f"outcome({c[0]!r}, {c[1]})"))
                for c in configs}
+    parts = [harness.run_python(page, "wasm_parts(50)") for _ in range(rounds)]
+    results["wasm", True]["parts"] = {k: statistics.median(p[k] for p in parts) for k in parts[0]}
     for c, r in results.items():
         r["times"] = times[c]
     return results, {"times": ort, "probs": page.evaluate(ORT_OUTPUT, ["mnist"])}
@@ -548,6 +576,21 @@ def print_mnist(ember_results: dict, ort: dict) -> None:
     med, p10, p90 = quantiles(ort["times"])
     print(f"| onnxruntime-web, wasm EP (1 thread) | {med:.3g} | {p10:.3g} | {p90:.3g} "
           f"| {len(ort['times'])}×{ORT_CHUNK_RUNS} | 1 | 0 | – |")
+    parts = ember_results["wasm", True]["parts"]
+    print("\nThe jitted wasm inference taken apart (medians of blocks of 50 calls, each part "
+          "timed alone, so only roughly additive):\n")
+    print("| part | ms | × ORT-web |")
+    print("|---|---:|---:|")
+    for label, ms in (
+            ("whole inference (create + replay + read)", parts["inference"]),
+            ("  `ember.tensor(784 floats)` + reshape", parts["create"]),
+            ("  the jit replay (wasm runs synchronously: the kernels are in it)",
+             parts["replay"]),
+            ("  the rest: `tolist()` of 10 probabilities",
+             parts["inference"] - parts["create"] - parts["replay"]),
+            ("jitted CNN alone + read (no scaling, no softmax)", parts["model"]),
+            ("a 1-element view + 1, read back (the floor of one eager op)", parts["roundtrip"])):
+        print(f"| {label} | {ms:.3g} | {ms / ort_median:.3g} |")
 
 
 def print_effnet(effnet: dict) -> None:

@@ -162,7 +162,8 @@ try {
   const info = ember.info;
   const python = info.backend === "python";
   size = Number(params.get("size") ?? (python ? PYTHON_SIZE : 224));
-  $("backend").textContent = info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];
+  $("backend").textContent =
+    info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];
   $("size").textContent = `${size}×${size}`;
   $("why").textContent = info.reason;
   if (size !== 224) {
@@ -172,7 +173,8 @@ try {
   }
   finished(`ready (ember started in ${(info.startup_ms / 1000).toFixed(1)} s): ` +
            "pick or drop an image");
-  Object.assign(demo, { backend: info.backend, size, model: loaded, phases: info.phases, ready: true });
+  Object.assign(demo, { backend: info.backend, size, model: loaded, phases: info.phases,
+                        ready: true });
 } catch (e) {
   demo.error = String(e.message ?? e);
   finished(`error: ${demo.error}`);

@@ -178,14 +178,15 @@ try {
   const code = await (await fetch(new URL("predict.py", import.meta.url))).text();
   const jit = params.get("jit") !== "0"; // ?jit=0: every op eagerly
   const [config, weights] = await modelFiles;
-  const loaded = await ember.timed("model", ember.run(code + "\nload_model(CONFIG, WEIGHTS, JIT)",
-                                                      { CONFIG: config, WEIGHTS: weights, JIT: jit }));
+  const loaded = await ember.timed("model", ember.run(
+    code + "\nload_model(CONFIG, WEIGHTS, JIT)", { CONFIG: config, WEIGHTS: weights, JIT: jit }));
   // the first call traces the forward (ember.jit), the second is its first replay
   await ember.timed("first_inference", ember.run("predict([0] * 784)"));
   demo.firstInferenceAt = performance.now(); // ms since the page's navigation began
   if (jit) await ember.timed("warm_up", ember.run("predict([0] * 784)"));
   const info = ember.info;
-  $("backend").textContent = info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];
+  $("backend").textContent =
+    info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];
   $("why").textContent = info.reason;
   finished(`ready (${loaded.dataset} model, ember started in ${(info.startup_ms / 1000).toFixed(1)} s): draw a digit`);
   demo.backend = info.backend;
