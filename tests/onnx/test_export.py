@@ -11,7 +11,7 @@ import pytest
 import ember
 from ember import nn
 from ember.nn import functional as F
-from ember.onnx.exporter import OnnxExportError, OnnxExportUnsupportedError
+from ember.onnx.exporter_graph import OnnxExportError, OnnxExportUnsupportedError
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")

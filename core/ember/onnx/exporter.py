@@ -4,7 +4,8 @@ The module runs once, in eval mode, on the example inputs while :class:`ember.ji
 records the backend ops it calls (the op registry's names: ``conv``, ``float_matmul``,
 ``layer_norm``…). Steps that read only parameters and constants are folded into initializers
 (a Linear's transposed weight, a batch norm's scale), the rest become ONNX nodes through
-:mod:`ember.onnx.exporter_ops`, one small emitter per op. The model is checked with
+:mod:`ember.onnx.exporter_ops`, one small emitter per op, into an
+:class:`~ember.onnx.exporter_graph.Graph`. The model is checked with
 ``onnx.checker.check_model(full_check=True)`` and written atomically.
 
 Needs the optional ``onnx`` package and numpy (``pip install 'ember[onnx]'``).
@@ -32,7 +33,8 @@ from ..jit.trace import Tracer
 from ..jit.tree import flatten
 from ..tensor import Tensor
 from .exporter_batch import batch_symbols, grown
-from .exporter_ops import Dim, Graph, OnnxExportError, OnnxExportUnsupportedError
+from .exporter_graph import Dim, Graph, OnnxExportError, OnnxExportUnsupportedError
+from .exporter_ops import EMITTERS
 
 #: the default ONNX opset: LayerNormalization is a standard op from 17 on
 OPSET = 17
@@ -72,7 +74,7 @@ def export(module, example_inputs, path: str | os.PathLike, *, input_names=None,
     for slot, prim in tape.constants.items():
         graph.add_constant(slot, prim)
     for step in tape.steps:
-        graph.add_step(step, tracer.keep, args.get(id(step)), shapes)
+        graph.add_step(EMITTERS, step, tracer.keep, args.get(id(step)), shapes)
     for slot, name in zip(tape.outputs, output_names):
         graph.add_output(slot, name, tracer.keep[slot])
     model = graph.model(getattr(module, "__class__", type(module)).__name__)

@@ -14,7 +14,7 @@ states, ``(B·T, C)`` rows of a flattened sequence) without guessing from the va
 from __future__ import annotations
 
 from ..jit.tape import Slot
-from .exporter_ops import Dim, OnnxExportError
+from .exporter_graph import Dim, OnnxExportError
 
 
 def symbolic(first, second, batch: int):
