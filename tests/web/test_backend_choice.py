@@ -79,3 +79,11 @@ def test_a_named_backend_is_started_alone_or_raises(starts):
     assert info["backend"] == "python" and info["reason"] == "python backend requested"
     with pytest.raises(ember.EmberError, match="'auto', 'wgpu', 'wasm', 'python'"):
         _init("gpu")
+
+
+def test_wasm_beside_webgpu_that_fails_leaves_webgpu_chosen(starts):
+    fails, tried, registered, chosen = starts
+    fails["wasm"] = "out of memory"
+    info = _init("auto", compiled="module")
+    assert info["backend"] == "wgpu" and chosen[-1].name == "wgpu"
+    assert info["wasm_error"] == "out of memory" and "wasm" not in registered

@@ -52,14 +52,13 @@ async def init_browser(prefer: str = "auto", compiled=None,
     """Start the page's default backend; returns ``{"backend", "reason", "adapter", ...}``
     for the page to show: the backend chosen and why the ones before it were passed over.
 
-    ``compiled``: the kernels' ``WebAssembly.Module`` (``None``: compile the wheel's copy,
+    ``compiled``: the kernels' ``WebAssembly.Module`` (``None``: compile the package's copy,
     unless ``kernels_error`` says why the page couldn't compile them: then wasm is skipped).
     """
     if prefer not in CHOICES:
         raise EmberError(f"init_browser: prefer must be one of {', '.join(map(repr, CHOICES))}, "
                          f"got {prefer!r}")
     info: dict[str, Any] = {"backend": "python", "adapter": None, "reason": "", "skipped": {}}
-    started = set()
     for name in ORDER if prefer == "auto" else (prefer,):
         if name == "python":
             break
@@ -71,17 +70,20 @@ async def init_browser(prefer: str = "auto", compiled=None,
             info["skipped"][name] = str(e)
             continue
         register(name, lambda backend=backend: backend)
-        started.add(name)
         set_default_backend(backend)
         info.update(backend=name, **_detail(name, backend))
         break
     if info["backend"] == "python":
         set_default_backend("python")
-    if compiled is not None and "wasm" not in started and "wasm" not in info["skipped"]:
+    if compiled is not None and info["backend"] != "wasm" and "wasm" not in info["skipped"]:
         # the kernels are compiled already: an instance costs milliseconds, and
         # ember.get_backend("wasm") then works beside WebGPU (CPU work, comparisons)
-        backend = await _start("wasm", compiled)
-        register("wasm", lambda backend=backend: backend)
+        try:
+            backend = await _start("wasm", compiled)
+        except (EmberError, ImportError) as e:
+            info["wasm_error"] = str(e)  # the chosen backend stands; the page may show it
+        else:
+            register("wasm", lambda backend=backend: backend)
     info["reason"] = _reason(prefer, info)
     return info
 
