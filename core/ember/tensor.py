@@ -111,6 +111,9 @@ class Tensor:
     def __int__(self) -> int:
         return int(self.item())
 
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
     def __index__(self) -> int:
         if not (self.dtype.is_int or self.dtype.is_bool):
             raise DTypeError(f"__index__: only integer tensors can be used as an index, got {self.dtype}")

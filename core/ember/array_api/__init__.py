@@ -78,6 +78,19 @@ def _to_device(self, device, /, *, stream=None):
     return self.to(resolve_device(device))
 
 
-# the array object's side of the standard, bound when `import ember` loads this package
+def _reflected(fn):
+    def method(self, other, /):
+        return fn(other, self)
+
+    return method
+
+
+# the array object's side of the standard, bound when `import ember` loads this package:
+# the namespace entry point, device moves, and the shift operators (which, like the integer
+# bitwise functions, have no op-contract primitive and run on the host)
 _Tensor.__array_namespace__ = _array_namespace
 _Tensor.to_device = _to_device
+_Tensor.__lshift__ = bitwise_left_shift
+_Tensor.__rshift__ = bitwise_right_shift
+_Tensor.__rlshift__ = _reflected(bitwise_left_shift)
+_Tensor.__rrshift__ = _reflected(bitwise_right_shift)

@@ -118,10 +118,19 @@ def jacobi_eigh(a, sweeps: int = 60):
 
 def svd(a):
     """(U, S descending, Vᵀ) of an m × n matrix, reduced, through one-sided Jacobi on the
-    columns (of ``a`` or of ``aᵀ`` when it is wide)."""
+    columns (of ``a`` or of ``aᵀ`` when it is wide). The matrix is scaled to a largest
+    magnitude of 1 first, so the rotations' dot products neither overflow nor underflow."""
+    scale = max((abs(v) for row in a for v in row), default=0.0)
+    if scale == 0.0 or not math.isfinite(scale):
+        scale = 1.0
+    u, s, vt = _svd_jacobi([[v / scale for v in row] for row in a])
+    return u, [v * scale for v in s], vt
+
+
+def _svd_jacobi(a):
     rows, cols = len(a), len(a[0]) if a else 0
     if cols > rows:
-        u, s, vt = svd([list(r) for r in zip(*a)])
+        u, s, vt = _svd_jacobi([list(r) for r in zip(*a)])
         return [list(r) for r in zip(*vt)], s, [list(r) for r in zip(*u)]
     w = [[a[i][j] for i in range(rows)] for j in range(cols)]  # columns
     v = [[float(i == j) for i in range(cols)] for j in range(cols)]  # columns of V
@@ -145,7 +154,7 @@ def svd(a):
                     vec[q] = [s * x + c * y for x, y in zip(xp, xq)]
         if not rotated:
             break
-    sing = [math.sqrt(sum(x * x for x in col)) for col in w]
+    sing = [math.hypot(*col) for col in w]  # no underflow of squares near the tiniest floats
     order = sorted(range(cols), key=lambda i: -sing[i])
     u_cols = [[x / sing[i] if sing[i] else 0.0 for x in w[i]] for i in order]
     u = [[u_cols[j][i] for j in range(cols)] for i in range(rows)]
@@ -166,7 +175,7 @@ def qr(a):
                 r[i][j] += d
                 v = [x - d * y for x, y in zip(v, qc)]
         if j < k:
-            norm = math.sqrt(sum(x * x for x in v))
+            norm = math.hypot(*v)
             r[j][j] = norm
             q_cols.append([x / norm if norm else 0.0 for x in v])
     return [[q_cols[j][i] for j in range(k)] for i in range(rows)], r

@@ -1,0 +1,119 @@
+"""The namespace has every name of the 2024.12 standard, and the array object the
+attributes, methods and operator behaviour the standard lists."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.array_api as xp
+from _spec import ARRAY_ATTRIBUTES, ARRAY_METHODS, LINALG, NAMES
+from _helpers import to_ember
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_namespace_has(name):
+    assert hasattr(xp, name), f"ember.array_api lacks {name}"
+
+
+@pytest.mark.parametrize("name", LINALG)
+def test_linalg_extension_has(name):
+    assert callable(getattr(xp.linalg, name, None)), f"ember.array_api.linalg lacks {name}"
+
+
+def test_version_and_namespace_of_an_array(device):
+    x = xp.asarray([1.0], device=device)
+    assert xp.__array_api_version__ == "2024.12"
+    assert x.__array_namespace__() is xp
+    assert x.__array_namespace__(api_version="2023.12") is xp
+    with pytest.raises(ValueError, match="api_version"):
+        x.__array_namespace__(api_version="1999.01")
+
+
+def test_constants():
+    assert xp.e == math.e and xp.pi == math.pi and math.isinf(xp.inf) and math.isnan(xp.nan)
+    assert xp.newaxis is None
+
+
+@pytest.mark.parametrize("name", ARRAY_ATTRIBUTES)
+def test_array_attribute(device, name):
+    x = xp.ones((2, 3), device=device)
+    expected = {"dtype": xp.float32, "ndim": 2, "shape": (2, 3), "size": 6}
+    value = getattr(x, name)
+    if name in expected:
+        assert value == expected[name]
+    elif name in ("T", "mT"):
+        assert value.shape == (3, 2)
+    else:
+        assert xp.asarray([1], device=value).device == x.device
+
+
+@pytest.mark.parametrize("name", ARRAY_METHODS)
+def test_array_method(name):
+    assert callable(getattr(ember.Tensor, name, None)), f"the array object lacks {name}"
+
+
+def test_python_scalar_conversions(device):
+    assert bool(xp.asarray(True, device=device)) is True
+    assert int(xp.asarray(7, device=device)) == 7
+    assert float(xp.asarray(2.5, device=device)) == 2.5
+    assert [10, 20, 30][xp.asarray(1, device=device)] == 20
+    assert complex(xp.asarray(1.5, device=device)) == 1.5 + 0j
+
+
+def test_arithmetic_operators_follow_the_functions(device):
+    a = np.array([[1.5, -2.0], [0.0, 4.0]], dtype=np.float32)
+    x = to_ember(a, device)
+    pairs = [(x + 1, a + 1), (2 - x, 2 - a), (x * x, a * a), (x / 2, a / 2), (-x, -a),
+             (x ** 2, a ** 2), (x // 1.5, a // 1.5), (x % 1.5, a % 1.5), (abs(x), abs(a)),
+             (x @ x, a @ a), (x < 1, a < 1), (x == x, a == a)]
+    for got, want in pairs:
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+def test_bitwise_operators_on_integers(device):
+    a = np.array([6, 5, -3], dtype=np.int32)
+    x = to_ember(a, device)
+    for got, want in [(x & 3, a & 3), (x | 8, a | 8), (x ^ x, a ^ a), (~x, ~a)]:
+        assert np.asarray(got).tolist() == want.tolist()
+
+
+def test_shift_operators(device):
+    a = np.array([1, 2, 40], dtype=np.int64)
+    x = to_ember(a, device)
+    assert np.asarray(x << 2).tolist() == (a << 2).tolist()
+    assert np.asarray(x >> 1).tolist() == (a >> 1).tolist()
+
+
+def test_setitem_and_getitem(device):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = to_ember(a, device)
+    x[1, ::2] = -1.0
+    a[1, ::2] = -1.0
+    x[x > 9] = 0.0
+    a[a > 9] = 0.0
+    assert np.asarray(x).tolist() == a.tolist()
+    assert np.asarray(x[..., None, 1:3]).shape == a[..., None, 1:3].shape
+    assert np.asarray(x[xp.asarray([2, 0], device=device)]).tolist() == a[[2, 0]].tolist()
+
+
+def test_to_device_moves_between_backends(device):
+    x = xp.asarray([1, 2, 3], device=device)
+    other = "python" if device == "numpy" else "numpy"
+    y = x.to_device(other)
+    assert y.backend.name == other and y.tolist() == [1, 2, 3]
+
+
+def test_inspection(device):
+    info = xp.__array_namespace_info__()
+    caps = info.capabilities()
+    assert caps["boolean indexing"] and caps["data-dependent shapes"]
+    assert device in info.devices()
+    defaults = info.default_dtypes(device=device)
+    assert defaults["real floating"] == xp.asarray(1.0, device=device).dtype
+    assert defaults["integral"] == xp.asarray(1, device=device).dtype
+    assert defaults["indexing"] == xp.argmax(xp.asarray([1, 2], device=device)).dtype
+    assert set(info.dtypes(device=device, kind="integral")) == {"int8", "int32", "int64", "uint8"}
+    assert info.dtypes(device=device, kind="real floating") == {"float32": xp.float32,
+                                                                 "float64": xp.float64}
