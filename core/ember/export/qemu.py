@@ -16,8 +16,9 @@ filesystem, read in place without copying into the heap) that QEMU's loader plac
 board's memory; the runner mounts it with ``vfs.VfsRom`` and imports from it.
 
 Speed: QEMU runs with ``-icount shift=0`` (one instruction = 1 ns of virtual time) and the
-runner reads the board's CMSDK timer (25 MHz, so one tick = 40 instructions): the result is
-instructions per inference, deterministic and independent of the host's load.
+runner reads the board's CMSDK timer through ``embedded/qemu/time.py`` (``time.ticks_cpu``,
+25 MHz, so one tick = 40 instructions): the result is instructions per inference,
+deterministic and independent of the host's load.
 """
 
 from __future__ import annotations
@@ -44,19 +45,12 @@ ROMFS_MAX = 0x180000
 INSN_PER_TICK = 40  # 1 ns per instruction (-icount shift=0) at the timer's 25 MHz
 
 RUNNER = """\
-import sys, vfs, uctypes, machine
+import sys, vfs, uctypes
 vfs.mount(vfs.VfsRom(uctypes.bytearray_at({addr}, {size})), "/rom")
 sys.path[:0] = ["/rom/lib", "/rom"]
-T = 0x40000000  # CMSDK APB timer 0: CTRL, VALUE, RELOAD; counts down
-machine.mem32[T + 8] = 0xFFFFFFFF
-machine.mem32[T + 4] = 0xFFFFFFFF
-machine.mem32[T] = 1
-def now():
-    return machine.mem32[T + 4]
-def elapsed(a, b):
-    return ((a - b) & 0xFFFFFFFF) * {per_tick}
-import run_batch
-run_batch.main({argv!r}, ("insn", now, elapsed))
+import time, run_batch
+run_batch.main({argv!r}, ("insn", time.ticks_cpu,
+                          lambda a, b: time.ticks_diff(b, a) * {per_tick}))
 """
 
 
@@ -87,24 +81,29 @@ def build_romfs(folder: str | os.PathLike, out: str | os.PathLike) -> int:
     return os.path.getsize(out)
 
 
+def _install(src: Path, dest_dir: Path) -> None:
+    """``src`` into ``dest_dir`` as bytecode .mpy (imports without spending heap on the
+    compiler), or as source when mpy-cross isn't built."""
+    cross = _mpy_cross()
+    if cross.is_file():
+        subprocess.run([str(cross), "-o", str(dest_dir / (src.stem + ".mpy")), str(src)],
+                       check=True)
+    else:
+        shutil.copyfile(src, dest_dir / src.name)
+
+
 def stage_board_files(folder: Path, *, native_arch: str | None) -> None:
-    """Lay out what a board keeps in flash under ``folder``: ``lib/ember_micro/*.mpy``,
-    ``lib/ember_kernels.mpy`` (when ``native_arch``) and ``lib/run_batch.mpy``."""
+    """Lay out what an emulated board keeps in flash under ``folder``:
+    ``lib/ember_micro/*.mpy``, ``lib/ember_kernels.mpy`` (when ``native_arch``),
+    ``lib/run_batch.mpy`` and ``lib/time.mpy`` (the QEMU port has no ``time`` module:
+    ``embedded/qemu/time.py`` reads the board's timer)."""
     emb = embedded_dir()
     lib = folder / "lib" / "ember_micro"
     lib.mkdir(parents=True, exist_ok=True)
-    cross = _mpy_cross()
     for src in sorted((emb / "ember_micro").glob("*.py")):
-        if cross.is_file():  # bytecode .mpy: imports without spending heap on the compiler
-            subprocess.run([str(cross), "-o", str(lib / (src.stem + ".mpy")), str(src)],
-                           check=True)
-        else:
-            shutil.copyfile(src, lib / src.name)
-    if cross.is_file():
-        subprocess.run([str(cross), "-o", str(folder / "lib" / "run_batch.mpy"),
-                        str(emb / "run_batch.py")], check=True)
-    else:
-        shutil.copyfile(emb / "run_batch.py", folder / "lib" / "run_batch.py")
+        _install(src, lib)
+    _install(emb / "run_batch.py", folder / "lib")
+    _install(emb / "qemu" / "time.py", folder / "lib")
     if native_arch:
         shutil.copyfile(emb / "build" / "native" / native_arch / "ember_kernels.mpy",
                         folder / "lib" / "ember_kernels.mpy")
