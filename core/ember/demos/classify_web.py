@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import struct
+import sys
 import time
 from array import array
 from collections.abc import Iterator
@@ -114,12 +115,16 @@ def export_web_model(folder: str | os.PathLike, half: bool = True) -> Path:
 
 
 def _widen(data: TensorData) -> TensorData:
-    """float16 → float32 without numpy (struct's 'e' code runs in C, also in Pyodide)."""
+    """float16 → float32 without numpy: a memoryview read as 'e' (half floats, in C; Python
+    3.12+, so in Pyodide, where it is ~1.8x faster than struct.unpack) when the machine is
+    little-endian like the file; struct's explicit '<e' otherwise."""
     if data.dtype.name != "float16":
         return data
-    n = len(data.buffer) // 2
-    return TensorData(array("f", struct.unpack(f"<{n}e", data.buffer)).tobytes(), data.shape,
-                      "float32")
+    if sys.byteorder == "little" and sys.version_info >= (3, 12):
+        halves = memoryview(data.buffer).cast("B").cast("e")
+    else:
+        halves = struct.unpack(f"<{len(data.buffer) // 2}e", data.buffer)
+    return TensorData(array("f", halves).tobytes(), data.shape, "float32")
 
 
 def load_web_model(path: str | os.PathLike, backend=None) -> nn.Sequential:
