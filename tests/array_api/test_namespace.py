@@ -117,3 +117,11 @@ def test_inspection(device):
     assert set(info.dtypes(device=device, kind="integral")) == {"int8", "int32", "int64", "uint8"}
     assert info.dtypes(device=device, kind="real floating") == {"float32": xp.float32,
                                                                  "float64": xp.float64}
+
+
+def test_array_api_compat_recognises_ember_arrays(device):
+    compat = pytest.importorskip("array_api_compat")
+    x = xp.asarray([1.0, 2.0], device=device)
+    assert compat.array_namespace(x) is xp
+    assert compat.is_array_api_obj(x)
+    assert compat.size(x) == 2
