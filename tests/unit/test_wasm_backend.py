@@ -442,3 +442,14 @@ def test_softplus_vs_float64(b, beta, threshold):
         ref = np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
     close(got, ref, np.float32)
     assert np.isnan(down(b, b.softplus(up(b, np.array([np.nan], np.float32)), beta, threshold)))
+
+
+def test_docs_example_prints_what_it_says(capsys):
+    from pathlib import Path
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "wasm.md").read_text()
+    example = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    exec(compile(example, "docs/wasm.md", "exec"), {})
+    printed = capsys.readouterr().out.strip()
+    assert printed == re.search(r"# (\[.*\])", example).group(1)
