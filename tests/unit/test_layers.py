@@ -9,7 +9,7 @@ Layers, bottom up (docs/architecture.md draws them):
 3. decorators — autodiff, fusion, router, remote;
 4. the user API — tensor, tensor_methods, ops, printing, jit (graph capture, on tensors), and
    dlpack (the capsules ``Tensor.__dlpack__`` exchanges);
-5. everything built on tensors — nn, optim, train, dataset, io, onnx, export, and the
+5. everything built on tensors — nn, optim, train, dataset, io, onnx, export, distributed, the
    ``array_api`` (the Array API namespace), and the ``ember`` package itself (its ``__init__``
    gathers the public API);
 6. demos and the CLI.
@@ -31,7 +31,8 @@ LAYERS = {
     2: ("backends",),
     3: ("autodiff", "fusion", "router", "remote"),
     4: ("tensor", "tensor_methods", "ops", "printing", "jit", "dlpack"),
-    5: ("", "nn", "optim", "train", "dataset", "io", "onnx", "export", "array_api"),
+    5: ("", "nn", "optim", "train", "dataset", "io", "onnx", "export", "array_api",
+        "distributed"),
     6: ("demos", "cli", "__main__"),
 }
 

@@ -1,0 +1,145 @@
+"""EmberTrainer: data-parallel training of an Ember model on Ray Train, or in this process.
+
+>>> import tempfile, numpy as np
+>>> from ember import nn, optim
+>>> from ember.distributed import EmberTrainer
+>>> rng = np.random.default_rng(0)
+>>> data = {"x": rng.normal(size=(64, 4)).astype("float32"), "y": rng.integers(0, 3, 64)}
+>>> trainer = EmberTrainer(lambda: nn.Linear(4, 3), lambda p: optim.SGD(p, lr=0.1),
+...                        batch_size=16, folder=tempfile.mkdtemp())
+>>> result = trainer.fit(data)
+>>> result.history[-1]["samples"], result.record.name
+(64, 'final.ckpt')
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .extras import INSTALL, ray_available, require
+from .log import DriverLog
+from .loop import TrainSpec, train_loop
+from .session import CHECKPOINT_FILE, LocalSession
+
+
+@dataclass
+class TrainResult:
+    record: Path  # the final Ember record (model, optimizer, position): load_checkpoint(record)
+    history: list[dict]  # one combined record per epoch (loss, accuracy, timings)
+    workers: int
+    wall_s: float
+    restarts: int = 0  # failed worker groups Ray Train restarted from a checkpoint
+    extra: dict = field(default_factory=dict)
+
+    def load_model(self, model_fn: Callable, backend: str = "numpy"):
+        """``model_fn()`` with the trained weights, on ``backend``, ready for inference."""
+        from ..train.checkpoint import load_checkpoint
+
+        model = model_fn().to(backend)
+        model.load_state_dict(load_checkpoint(self.record, backend=backend)["model"])
+        return model.eval()
+
+
+class EmberTrainer:
+    """Train ``model_fn()`` with ``optimizer_fn(params)`` on ``num_workers`` data-parallel
+    workers; the arguments not listed here are :class:`~ember.distributed.loop.TrainSpec`'s.
+
+    - ``num_workers=1`` runs in this process (no Ray needed); more run on Ray Train's
+      ``DataParallelTrainer`` over the current Ray cluster (``ray.init()`` first to pick one;
+      a local one is started otherwise). ``use_ray=True`` puts even one worker on Ray.
+    - Each worker trains on its shard of the Ray Dataset (in-memory columns are turned into
+      one); gradients are averaged by torch.distributed's gloo all-reduce.
+    - ``checkpoint_every`` steps (and at every epoch end) rank 0 reports an Ember record;
+      ``max_failures`` restarts of a failed worker group resume from the last one.
+    - Epoch metrics reach ``folder``'s run log (``metrics.jsonl``, ``curves.png``) and the
+      ``renderer`` on the driver as they happen.
+    """
+
+    def __init__(self, model_fn: Callable, optimizer_fn: Callable, loss_fn: Callable | None = None,
+                 *, num_workers: int = 1, folder: str | Path = "runs/distributed",
+                 max_failures: int = 0, renderer=None, use_ray: bool | None = None, **spec):
+        if num_workers < 1:
+            raise ValueError(f"EmberTrainer: num_workers must be >= 1, got {num_workers}")
+        if loss_fn is None:
+            from ..nn.loss import cross_entropy as loss_fn
+        self.spec = TrainSpec(model_fn, optimizer_fn, loss_fn, **spec)
+        self.num_workers, self.max_failures = num_workers, max_failures
+        self.folder, self.renderer = Path(folder), renderer
+        self.use_ray = num_workers > 1 if use_ray is None else use_ray
+        if self.use_ray and not ray_available():
+            raise ImportError(
+                f"EmberTrainer(num_workers={num_workers}) runs on Ray Train, which is not "
+                f"installed: {INSTALL} (num_workers=1 trains in this process without it)"
+            )
+
+    def fit(self, data, resume: bool = False) -> TrainResult:
+        """Train on ``data`` ({column: numpy array} or a Ray Dataset); ``resume`` (in-process
+        runs) continues from ``folder/checkpoints/last.ckpt``."""
+        started = time.perf_counter()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        log = DriverLog(self.folder, self.renderer)
+        if self.use_ray:
+            record, restarts = self._fit_ray(data, log)
+        else:
+            session = LocalSession(data, self.folder, log, resume)
+            train_loop(self.spec, session)
+            record, restarts = self.folder / "final.ckpt", 0
+            shutil.copyfile(session.last, record)
+        from ..train.runlog import plot_curves
+
+        plot_curves(log.runlog)
+        return TrainResult(record, log.history, self.num_workers,
+                           time.perf_counter() - started, restarts)
+
+    def _fit_ray(self, data, log: DriverLog) -> tuple[Path, int]:
+        ray = require("ray", "EmberTrainer on Ray")
+        train = require("ray.train", "EmberTrainer on Ray")
+        from ray.data import ExecutionOptions
+        from ray.train.torch import TorchConfig
+        from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
+
+        from .forward import ReportForwarder
+
+        if not ray.is_initialized():
+            ray.init()
+        local_batch = self.spec.batch_size // self.num_workers
+        dataset = data
+        if isinstance(data, Mapping):
+            from .data import to_ray_dataset
+
+            dataset = to_ray_dataset(data, block_rows=max(1, local_batch))
+        forwarder = ReportForwarder(log)
+        trainer = DataParallelTrainer(
+            _ray_worker,
+            train_loop_config={"spec": self.spec},
+            backend_config=TorchConfig(backend="gloo"),
+            scaling_config=train.ScalingConfig(num_workers=self.num_workers, use_gpu=False,
+                                               resources_per_worker={"CPU": 1}),
+            run_config=train.RunConfig(
+                name=f"ember-{time.strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 10**6}",
+                storage_path=str((self.folder / "ray").resolve()),
+                failure_config=train.FailureConfig(max_failures=self.max_failures),
+                checkpoint_config=train.CheckpointConfig(num_to_keep=2),
+                callbacks=[forwarder.callback()],
+            ),
+            datasets={"train": dataset},
+            # in order: the split hands equal blocks to the workers in turn, deterministically
+            dataset_config=train.DataConfig(execution_options=ExecutionOptions(preserve_order=True)),
+        )
+        with forwarder:
+            result = trainer.fit()
+        record = self.folder / "final.ckpt"
+        with result.checkpoint.as_directory() as folder:
+            shutil.copyfile(Path(folder) / CHECKPOINT_FILE, record)
+        return record, forwarder.failures
+
+
+def _ray_worker(config: dict) -> None:
+    """The function Ray Train runs on every worker."""
+    from .session import RaySession
+
+    train_loop(config["spec"], RaySession())
