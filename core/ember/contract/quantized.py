@@ -1,0 +1,95 @@
+"""Quantized Linear and convolution: int8 inputs times int8 weights, accumulated in int32,
+rescaled to float in the same op (``ember.quantize``'s layers call them).
+
+Both ops take a float input ``x`` and quantize it on the way in, with one scale for the
+whole tensor (symmetric, zero point 0, like the microcontroller runtime)::
+
+    q[i]   = clamp(sign(v) * floor(|v| + 0.5), -127, 127),   v = x[i] / in_scale
+    acc[o] = sum_k q[k] * weight[o, k]                         (exact int32)
+    y[o]   = float(acc[o]) * (in_scale * w_scale[o]) + bias[o]
+
+``weight`` is int8, ``w_scale`` (C_out,) and ``in_scale`` (1,) are float tensors of ``x``'s
+dtype, ``bias`` is (C_out,) or None; the products and sums run in ``x``'s dtype in the order
+written. Rounding is half away from zero on every target (C has no cheap banker's rounding);
+a NaN input gives an unspecified code. Backends override the defaults with integer kernels.
+
+The default bodies use primitives only: ``qlinear`` an int32 matmul (exact),
+``qconv`` the float ``conv`` on the integer values (exact while
+``C_in / groups * prod(kernel) * 127**2 < 2**24`` in float32; numpy splits larger sums).
+"""
+
+from __future__ import annotations
+
+from .. import dtype as dt
+from .convolution import _conv_shape
+from .registry import Kind, Spec, declare
+from .windows import along, trailing
+
+LEVELS = 127  # codes are -127..127: the range is symmetric, so -x quantizes to -q
+
+
+def _qlinear_shape(x, weight, w_scale, bias, in_scale):
+    return Spec(tuple(x.shape[:-1]) + (weight.shape[0],), x.dtype)
+
+
+def _qconv_shape(x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups):
+    return _conv_shape(x, weight, bias, stride, padding, dilation, groups)
+
+
+_Q = "x, weight, w_scale, bias, in_scale"
+qlinear = declare(
+    "qlinear", Kind.MODULE, _Q, _qlinear_shape, tensors=_Q, differentiable=False,
+    doc="Quantized Linear: ``x`` (..., K) float, ``weight`` (N, K) int8 -> (..., N) float.",
+)
+qconv = declare(
+    "qconv", Kind.MODULE, _Q + ", stride, padding, dilation, groups", _qconv_shape,
+    tensors=_Q, differentiable=False,
+    doc="Quantized conv (PyTorch's cross-correlation; ``padding`` as in ``conv``).",
+)
+
+
+def quantize_codes(b, x, in_scale):
+    """``x / in_scale`` rounded half away from zero and clamped to ±127, as integer-valued
+    floats of ``x``'s dtype (primitives only)."""
+    shape = tuple(b.shape(x))
+    v = b.float_div(x, b.expand(b.reshape(in_scale, (1,) * len(shape)), shape))
+    half = b.full(shape, 0.5, b.dtype(x))
+    mag = b.float_floor(b.float_add(b.float_abs(v), half))
+    q = b.float_mul(b.float_sign(v), mag)
+    top = b.full(shape, float(LEVELS), b.dtype(x))
+    return b.float_maximum(b.float_minimum(q, top), b.float_neg(top))
+
+
+def _out_scale(b, w_scale, in_scale):
+    return b.float_mul(w_scale, b.expand(in_scale, tuple(b.shape(w_scale))))
+
+
+@qlinear.implements
+def qlinear(self, x, weight, w_scale, bias, in_scale):
+    """Quantized Linear (see the module doc): an exact int32 matmul of the codes."""
+    shape = tuple(self.shape(x))
+    n, k = tuple(self.shape(weight))
+    rows = 1
+    for s in shape[:-1]:
+        rows *= s
+    q = self.cast(self.reshape(quantize_codes(self, x, in_scale), (rows, k)), dt.int32)
+    w = self.permute(self.cast(weight, dt.int32), (1, 0))
+    y = self.cast(self.int_matmul(q, w), self.dtype(x))
+    y = self.float_mul(y, trailing(self, _out_scale(self, w_scale, in_scale), (rows, n)))
+    if bias is not None:
+        y = self.float_add(y, trailing(self, bias, (rows, n)))
+    return self.reshape(y, shape[:-1] + (n,))
+
+
+@qconv.implements
+def qconv(self, x, weight, w_scale, bias, in_scale, stride: tuple, padding: tuple,
+          dilation: tuple, groups: int):
+    """Quantized conv (see the module doc): the float conv of the integer codes."""
+    q = quantize_codes(self, x, in_scale)
+    y = self.conv(q, self.cast(weight, self.dtype(x)), None, stride, padding, dilation, groups)
+    shape = tuple(self.shape(y))
+    y = self.float_mul(y, along(self, _out_scale(self, w_scale, in_scale), shape, 1,
+                                self.dtype(y)))
+    if bias is not None:
+        y = self.float_add(y, along(self, bias, shape, 1, self.dtype(y)))
+    return y

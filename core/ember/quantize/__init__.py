@@ -1,0 +1,40 @@
+"""Quantization: int8 models with integer kernels, and weight-only int8/int4 models.
+
+``ember.quantize(model, calibration, scheme="int8")`` returns a quantized copy of a trained
+module — an ordinary module that runs on every backend (each backend's integer kernel for
+the ``qlinear``/``qconv`` ops), saves with :func:`save` (or ``ember.save``) and loads with
+:func:`load`, and exports to the microcontroller format as it is (``ember.export``).
+
+>>> import ember
+>>> from ember import nn
+>>> model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 3))
+>>> x = ember.randn(8, 1, 6, 6)
+>>> q = ember.quantize(model, x)
+>>> [type(m).__name__ for m in q]
+['QuantConv2d', 'ReLU', 'Flatten', 'QuantLinear']
+>>> ember.quantize.size_bytes(q) < ember.quantize.size_bytes(model) / 3
+True
+"""
+
+import sys
+import types
+
+from .convert import META_KEY, load, quantize, save, size_bytes
+from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
+from .observers import Observer
+from .scheme import PRESETS, Scheme
+
+
+class _CallableModule(types.ModuleType):
+    """``ember.quantize(model, ...)`` calls :func:`~ember.quantize.convert.quantize`."""
+
+    def __call__(self, model, calibration=None, scheme="int8"):
+        return quantize(model, calibration, scheme)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = [
+    "META_KEY", "PRESETS", "Observer", "QuantConv2d", "QuantLinear", "Scheme",
+    "WeightOnlyConv2d", "WeightOnlyLinear", "load", "quantize", "save", "size_bytes",
+]

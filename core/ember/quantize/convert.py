@@ -1,0 +1,187 @@
+"""``quantize(model, calibration, scheme)``: post-training quantization of a trained module,
+and the records of the result.
+
+The model is copied; BatchNorm after a Conv2d/Linear (in a Sequential) is folded into its
+weights; each Linear/Conv2d's input is observed on the calibration batches; then the layers
+are replaced by the scheme's quantized layers (:mod:`ember.quantize.layers`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..autodiff import no_grad
+from ..nn.layers.container import Sequential
+from ..nn.layers.conv import Conv2d
+from ..nn.layers.linear import Identity, Linear
+from ..nn.layers.norm import BatchNorm1d, BatchNorm2d
+from ..nn.module import Module, clone_module
+from ..ops.creation import tensor
+from ..tensor import Tensor
+from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
+from .observers import Observer
+from .scheme import Scheme
+
+#: the metadata key of a quantized model's record (``ember.save(..., metadata=...)``)
+META_KEY = "ember.quantize"
+
+
+def _fold_batchnorms(model: Module) -> None:
+    """Fold every BatchNorm that follows a Conv2d/Linear in a Sequential into its weights
+    (eval statistics), replacing it by Identity."""
+    import numpy as np
+
+    for seq in [m for m in model.modules() if isinstance(m, Sequential)]:
+        items = list(seq._own_modules())
+        for (_, layer), (name, bn) in zip(items, items[1:]):
+            if not (isinstance(layer, (Conv2d, Linear))
+                    and isinstance(bn, (BatchNorm1d, BatchNorm2d))
+                    and bn.running_mean is not None and layer.weight.shape[0] == bn.num_features):
+                continue
+            var, mean = bn.running_var.numpy().astype(np.float64), bn.running_mean.numpy()
+            scale = 1.0 / np.sqrt(var + bn.eps)
+            shift = -mean.astype(np.float64) * scale
+            if bn.weight is not None:
+                g = bn.weight.numpy().astype(np.float64)
+                scale, shift = scale * g, shift * g
+            if bn.bias is not None:
+                shift = shift + bn.bias.numpy()
+            w = layer.weight
+            folded = w.numpy().astype(np.float64) * scale.reshape((-1,) + (1,) * (w.ndim - 1))
+            bias = layer.bias.numpy() if layer.bias is not None else 0.0
+            layer.weight = type(w)(tensor(folded.astype(np.float32), dtype=w.dtype,
+                                          backend=w.backend))
+            layer.bias = type(w)(tensor((bias * scale + shift).astype(np.float32),
+                                        dtype=w.dtype, backend=w.backend))
+            setattr(seq, name, Identity())
+
+
+def _targets(model: Module, scheme: Scheme) -> list[tuple[Module, str, Module]]:
+    """``(parent, attribute, layer)`` for each Linear/Conv2d the scheme quantizes."""
+    out = []
+    for parent in model.modules():
+        for name, child in list(parent._own_modules()):
+            if not isinstance(child, (Linear, Conv2d)):
+                continue
+            if not scheme.activations and child.weight.numel() < scheme.min_params:
+                continue
+            out.append((parent, name, child))
+    return out
+
+
+def _batches(calibration, size: int = 64):
+    if isinstance(calibration, Tensor) or hasattr(calibration, "shape"):
+        for start in range(0, calibration.shape[0], size):
+            yield calibration[start:start + size]
+    else:
+        yield from calibration
+
+
+def _calibrate(model: Module, targets, calibration, scheme: Scheme) -> dict[int, float]:
+    observers = {id(layer): Observer(scheme.observer, scheme.percentile)
+                 for _, _, layer in targets}
+    if calibration is None:
+        return {k: 0.0 for k in observers}
+    hooks = [layer.register_forward_hook(
+        lambda m, inputs, out: observers[id(m)].observe(inputs[0].numpy()))
+        for _, _, layer in targets]
+    backend = next(iter(model.parameters())).backend
+    try:
+        with no_grad():
+            for batch in _batches(calibration):
+                if not isinstance(batch, Tensor):
+                    batch = tensor(batch, backend=backend)
+                model(batch)
+    finally:
+        for h in hooks:
+            h.remove()
+    return {k: obs.amax() for k, obs in observers.items()}
+
+
+def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int8") -> Module:
+    """A quantized copy of ``model`` (which is left as it is).
+
+    ``scheme`` is a :class:`Scheme` or a preset: ``"int8"`` (int8 weights per channel, int8
+    activations calibrated on ``calibration``: integer kernels), ``"int8-weights"`` and
+    ``"int4"`` (weight-only, per block). ``calibration`` is a batch of inputs (Tensor or
+    numpy, run in batches of 64) or an iterable of batches, a few hundred representative
+    inputs; weight-only schemes don't need it. ``calibration=None`` with ``"int8"`` gives the
+    structure only (scales 1), e.g. to :func:`load` a record into.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    >>> x = ember.randn(32, 8)
+    >>> q = quantize(model, x)
+    >>> type(q[0]).__name__, float((q(x) - model(x)).abs().max()) < 0.1
+    ('QuantLinear', True)
+    """
+    scheme = Scheme.named(scheme)
+    q = clone_module(model)
+    q.eval()
+    _fold_batchnorms(q)
+    targets = _targets(q, scheme)
+    amax = _calibrate(q, targets, calibration, scheme) if scheme.activations else {}
+    for parent, name, layer in targets:
+        conv = isinstance(layer, Conv2d)
+        if scheme.activations:
+            new = (QuantConv2d if conv else QuantLinear).from_float(layer, amax[id(layer)])
+        else:
+            k = layer.weight.numel() // layer.weight.shape[0]
+            block = scheme.block or k
+            new = (WeightOnlyConv2d if conv else WeightOnlyLinear).from_float(
+                layer, scheme.bits, block)
+        setattr(parent, name, new)
+    q.scheme = scheme
+    return q
+
+
+def size_bytes(model: Module) -> int:
+    """Bytes of the model's state (parameters and persistent buffers): its record's size,
+    less the header.
+
+    >>> from ember import nn
+    >>> size_bytes(nn.Linear(4, 2))  # 8 + 2 float32
+    40
+    """
+    return sum(t.numel() * t.dtype.itemsize for t in model.state_dict().values())
+
+
+def save(model: Module, path: str | os.PathLike) -> None:
+    """``ember.save`` with the scheme in the record's metadata, so :func:`load` can rebuild
+    the structure from the float model."""
+    from ..io import save as save_record
+
+    scheme = getattr(model, "scheme", None)
+    if scheme is None:
+        raise ValueError("quantize.save: the model is not a quantize() result (no scheme)")
+    save_record(model, path, metadata={META_KEY: scheme.to_dict()})
+
+
+def load(model: Module, path: str | os.PathLike) -> Module:
+    """The quantized model in ``path`` (written by :func:`save`), built from ``model``, the
+    float architecture it was quantized from (its weights don't matter).
+
+    >>> import os, tempfile, ember
+    >>> from ember import nn, quantize
+    >>> model = nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2))
+    >>> x = ember.randn(16, 8)
+    >>> q = quantize(model, x)
+    >>> path = os.path.join(tempfile.mkdtemp(), "q8")
+    >>> quantize.save(q, path)
+    >>> twin = quantize.load(nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2)), path)
+    >>> twin(x).tolist() == q(x).tolist()
+    True
+    """
+    from ..errors import RecordError
+    from ..io import load as load_record
+    from ..io import read_metadata
+
+    fields = read_metadata(path).get("user", {}).get(META_KEY)
+    if not isinstance(fields, dict):
+        raise RecordError(f"quantize.load: {os.fspath(path)} has no quantization scheme in "
+                          "its metadata (write it with ember.quantize.save)")
+    scheme = Scheme.named(fields)
+    skeleton = quantize(model, None, scheme)
+    load_record(skeleton, path)
+    return skeleton

@@ -1,0 +1,192 @@
+"""Quantized layers: ordinary modules whose state (codes, scales, zero points) is buffers,
+so ``ember.save``/``ember.load`` keep it.
+
+- :class:`QuantLinear`, :class:`QuantConv2d` (any ``groups``: depthwise too): int8 weights
+  per output channel and an int8 input per tensor; the backend's integer kernel runs the
+  layer and rescales (``qlinear``/``qconv`` ops, requantization fused in).
+- :class:`WeightOnlyLinear`, :class:`WeightOnlyConv2d`: int8 or int4 codes per block, float
+  activations; the weight is dequantized when the layer runs.
+
+Zero points are recorded for the file's readers (ONNX's QuantizeLinear takes them); the
+schemes are symmetric, so they are 0.
+
+>>> import ember
+>>> from ember import nn
+>>> q = QuantLinear.from_float(nn.Linear(4, 2), amax=1.0)
+>>> q(ember.zeros(3, 4)).shape, q.weight.dtype.name
+((3, 2), 'int8')
+"""
+
+from __future__ import annotations
+
+from .. import dtype as dt
+from ..nn import functional as F
+from ..nn.module import Module
+from ..ops.creation import tensor
+from ..tensor import Tensor
+from . import functional as QF
+from .weights import pack_int4, per_block, per_channel
+
+
+def _np(t: Tensor):
+    import numpy as np
+
+    return np.asarray(t.numpy(), dtype=np.float64)
+
+
+def _on(values, like: Tensor, dtype) -> Tensor:
+    import numpy as np
+
+    return tensor(np.ascontiguousarray(values), dtype=dtype, backend=like.backend)
+
+
+class _Static(Module):
+    """The buffers and conversion shared by QuantLinear and QuantConv2d."""
+
+    def _quantize(self, layer, amax: float) -> None:
+        import numpy as np
+
+        w = layer.weight
+        codes, scale = per_channel(_np(w))
+        self.register_buffer("weight", _on(codes, w, dt.int8))
+        self.register_buffer("weight_scale", _on(scale, w, w.dtype))
+        self.register_buffer("weight_zero_point", _on(np.zeros(len(codes)), w, dt.int8))
+        self.register_buffer("input_scale", _on([amax / 127 if amax > 0 else 1.0], w, w.dtype))
+        self.register_buffer("input_zero_point", _on([0], w, dt.int8))
+        bias = None if layer.bias is None else _on(_np(layer.bias), w, w.dtype)
+        self.register_buffer("bias", bias)
+
+
+class QuantLinear(_Static):
+    """Linear with int8 weights (per output channel) and int8 input (per tensor)."""
+
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+
+    @classmethod
+    def from_float(cls, linear, amax: float) -> QuantLinear:
+        """Quantize ``linear`` (an ``nn.Linear``); ``amax`` is its input's calibrated range."""
+        q = cls(linear.in_features, linear.out_features)
+        q._quantize(linear, amax)
+        return q
+
+    def forward(self, x: Tensor) -> Tensor:
+        return QF.qlinear(x, self.weight, self.weight_scale, self.bias, self.input_scale)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_features}, {self.out_features}, int8"
+
+
+def _pairs(conv) -> tuple[tuple[int, int], ...]:
+    """A Conv2d's padding as (before, after) pairs ('same' puts the odd one after)."""
+    if conv.padding == "valid":
+        return ((0, 0), (0, 0))
+    if conv.padding == "same":
+        totals = [d * (k - 1) for k, d in zip(conv.kernel_size, conv.dilation)]
+        return tuple((t // 2, t - t // 2) for t in totals)
+    return tuple((p, p) for p in conv.padding)
+
+
+class QuantConv2d(_Static):
+    """Conv2d (depthwise too) with int8 weights per output channel and int8 input."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride, padding,
+                 dilation, groups: int):
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.dilation = kernel_size, stride, dilation
+        self.padding, self.groups = padding, groups
+
+    @classmethod
+    def from_float(cls, conv, amax: float) -> QuantConv2d:
+        """Quantize ``conv`` (an ``nn.Conv2d``); ``amax`` is its input's calibrated range."""
+        q = cls(conv.in_channels, conv.out_channels, tuple(conv.kernel_size),
+                tuple(conv.stride), _pairs(conv), tuple(conv.dilation), conv.groups)
+        q._quantize(conv, amax)
+        return q
+
+    def forward(self, x: Tensor) -> Tensor:
+        return QF.qconv2d(x, self.weight, self.weight_scale, self.bias, self.input_scale,
+                          self.stride, self.padding, self.dilation, self.groups)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, groups={self.groups}, int8")
+
+
+class _WeightOnly(Module):
+    """Codes per block and their scales; ``dequantized()`` is the float weight."""
+
+    bits = 8
+    block = 64
+
+    def _quantize(self, layer, bits: int, block: int) -> None:
+        import numpy as np
+
+        w = layer.weight
+        self.weight_shape = tuple(w.shape)
+        self.bits, self.block = bits, block
+        codes, scale = per_block(_np(w), bits, block)
+        if bits == 4:
+            self.register_buffer("weight_q", _on(pack_int4(codes), w, dt.uint8))
+        else:
+            self.register_buffer("weight_q", _on(codes, w, dt.int8))
+        self.register_buffer("weight_scale", _on(scale, w, w.dtype))
+        self.register_buffer("weight_zero_point", _on(np.zeros(scale.shape), w, dt.int8))
+        bias = None if layer.bias is None else _on(_np(layer.bias), w, w.dtype)
+        self.register_buffer("bias", bias)
+
+    def dequantized(self) -> Tensor:
+        """The float weight (codes × their block's scale), on the layer's backend."""
+        from ..ops.shape_ops import cat
+
+        n = self.weight_shape[0]
+        k = 1
+        for s in self.weight_shape[1:]:
+            k *= s
+        scale = self.weight_scale
+        codes = self.weight_q.to(dt.int32)
+        if self.bits == 4:
+            hi = codes // 16
+            pairs = cat([(codes - hi * 16).reshape(-1, 1), hi.reshape(-1, 1)], dim=1)
+            codes = pairs.reshape(-1)[: n * k] - 8
+        nb = scale.shape[1]
+        full = scale.reshape(n, nb, 1).expand(n, nb, self.block).reshape(n, nb * self.block)
+        w = codes.reshape(n, k).to(scale.dtype) * full[:, :k]
+        return w.reshape(*self.weight_shape)
+
+
+class WeightOnlyLinear(_WeightOnly):
+    """Linear with int8/int4 weight codes per block and float activations."""
+
+    @classmethod
+    def from_float(cls, linear, bits: int, block: int) -> WeightOnlyLinear:
+        q = cls()
+        q._quantize(linear, bits, block)
+        return q
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.dequantized(), self.bias)
+
+    def extra_repr(self) -> str:
+        return f"{self.weight_shape[1]}, {self.weight_shape[0]}, int{self.bits}/{self.block}"
+
+
+class WeightOnlyConv2d(_WeightOnly):
+    """Conv2d with int8/int4 weight codes per block and float activations."""
+
+    @classmethod
+    def from_float(cls, conv, bits: int, block: int) -> WeightOnlyConv2d:
+        q = cls()
+        q.stride, q.padding, q.dilation = conv.stride, conv.padding, conv.dilation
+        q.groups = conv.groups
+        q._quantize(conv, bits, block)
+        return q
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv2d(x, self.dequantized(), self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"{self.weight_shape}, groups={self.groups}, int{self.bits}/{self.block}"

@@ -1,0 +1,73 @@
+"""What ``ember.quantize`` does to a model: :class:`Scheme` and the named presets.
+
+>>> from ember.quantize import Scheme
+>>> Scheme.named("int4")
+Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+OBSERVERS = ("minmax", "percentile", "mse")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A quantization scheme.
+
+    ``weights``: ``"int8"`` or ``"int4"`` codes, symmetric (zero point 0). ``activations``:
+    True quantizes each layer's input to int8 per tensor (scale from the ``observer`` on the
+    calibration data) and runs integer kernels; False keeps float activations and stores the
+    weights only (dequantized when the layer runs: smaller, not faster). ``block``: None is
+    one scale per output channel; an int is one scale per ``block`` consecutive weights of a
+    channel (weight-only). Layers with fewer than ``min_params`` weights stay float
+    (weight-only schemes; they hardly count in the size).
+    """
+
+    weights: str = "int8"
+    activations: bool = True
+    block: int | None = None
+    observer: str = "minmax"
+    percentile: float = 99.99
+    min_params: int = 1024
+
+    def __post_init__(self):
+        if self.weights not in ("int8", "int4"):
+            raise ValueError(f"Scheme: weights must be 'int8' or 'int4', got {self.weights!r}")
+        if self.observer not in OBSERVERS:
+            raise ValueError(f"Scheme: observer must be one of {OBSERVERS}, got "
+                             f"{self.observer!r}")
+        if self.activations and (self.weights != "int8" or self.block is not None):
+            raise ValueError("Scheme: int8 activations need int8 weights per channel "
+                             "(block=None); int4 and blocks are weight-only")
+        if self.block is not None and self.block < 2:
+            raise ValueError(f"Scheme: block must be None or >= 2, got {self.block}")
+        if not 0 < self.percentile <= 100:
+            raise ValueError(f"Scheme: percentile must be in (0, 100], got {self.percentile}")
+
+    @property
+    def bits(self) -> int:
+        return 8 if self.weights == "int8" else 4
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def named(cls, scheme: str | dict | Scheme) -> Scheme:
+        """A Scheme from a preset name (:data:`PRESETS`), a dict of fields, or a Scheme."""
+        if isinstance(scheme, Scheme):
+            return scheme
+        if isinstance(scheme, dict):
+            return cls(**scheme)
+        if scheme not in PRESETS:
+            raise ValueError(f"unknown quantization scheme {scheme!r}; presets: "
+                             f"{', '.join(PRESETS)} (or pass a Scheme)")
+        return PRESETS[scheme]
+
+
+PRESETS = {
+    "int8": Scheme(),
+    "int8-weights": Scheme(activations=False, block=None),
+    "int4": Scheme(weights="int4", activations=False, block=64),
+}
