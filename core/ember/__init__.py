@@ -54,6 +54,7 @@ from . import limits
 _LAZY = {
     "optim": ("ember.optim", None),
     "jit": ("ember.jit", None),  # the package, callable: ember.jit(fn), ember.jit.JitError
+    "quantize": ("ember.quantize", None),  # callable too: ember.quantize(model, calibration)
     "io": ("ember.io", None),
     "load": ("ember.io", "load"),
     "save": ("ember.io", "save"),

@@ -32,7 +32,7 @@ LAYERS = {
     3: ("autodiff", "fusion", "router", "remote"),
     4: ("tensor", "tensor_methods", "ops", "printing", "jit", "dlpack"),
     5: ("", "nn", "optim", "train", "dataset", "io", "onnx", "export", "array_api",
-        "distributed"),
+        "distributed", "quantize"),
     6: ("demos", "cli", "__main__"),
 }
 

@@ -18,6 +18,7 @@ from .registry import Op
 # the op families: importing them declares every op
 from . import float_math, int_bool, movement, reductions  # noqa: F401,E402
 from . import activations, convolution, normalization, pooling  # noqa: F401,E402
+from . import quantized  # noqa: F401,E402
 
 
 @dataclass(frozen=True)
