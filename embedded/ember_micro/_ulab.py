@@ -9,7 +9,8 @@
 # - `dot` reads int8 operands itself and returns float (ulab's transform_dot converts element
 #   by element), so int8 weights and inputs are never widened into float copies;
 # - every temporary is bounded by one output row of a conv/pool or by STEP elements; results
-#   are combined with in-place operators on preallocated or already-allocated arrays;
+#   are combined with in-place operators on preallocated or already-allocated arrays, and
+#   tanh/sigmoid write in place with out= where the build has it;
 # - the ndarray is always the left operand: firmware built with
 #   MICROPY_PY_REVERSE_SPECIAL_METHODS=0 (ESP8266 and other small ports) has no `1.0 - a`;
 # - single-precision firmware only: `np.float` must view array('f') memory. Double-precision
@@ -30,6 +31,27 @@ if np.zeros(1, dtype=np.float).itemsize != 4:
                       % np.zeros(1, dtype=np.float).itemsize)
 
 
+def _has_out():
+    # ulab builds with ULAB_MATH_FUNCTIONS_OUT_KEYWORD accept out= on tanh, exp...; others
+    # raise TypeError for the keyword
+    z = np.zeros(1, dtype=np.float)
+    try:
+        np.tanh(z, out=z)
+        return True
+    except TypeError:
+        return False
+
+
+OUT = _has_out()
+
+
+def _tanh_inplace(v):
+    if OUT:
+        np.tanh(v, out=v)
+    else:
+        v[:] = np.tanh(v)
+
+
 def _f(buf, n, off=0):
     return np.frombuffer(buf, dtype=np.float, count=n, offset=4 * off)
 
@@ -45,12 +67,12 @@ def _act_inplace(v, code):
     elif code == 2:
         v[:] = np.clip(v, 0.0, 6.0)
     elif code == 3:  # sigmoid(v) = tanh(v / 2) / 2 + 1/2: no division by an ndarray
-        t = np.tanh(v * 0.5)
-        t *= 0.5
-        t += 0.5
-        v[:] = t
+        v *= 0.5
+        _tanh_inplace(v)
+        v *= 0.5
+        v += 0.5
     elif code == 4:
-        v[:] = np.tanh(v)
+        _tanh_inplace(v)
     elif code == 5:  # hardswish: v * clip(v + 3, 0, 6) / 6
         t = np.clip(v + 3.0, 0.0, 6.0)
         t *= v

@@ -10,6 +10,8 @@ on, the stand-in follows ulab (checked against ulab's C source, ``code/numpy/tra
   double-precision boards (PYBD_SF6, several STM32F7/NUCLEO builds);
 - ``reverse=False`` models firmware built with ``MICROPY_PY_REVERSE_SPECIAL_METHODS=0``:
   ``1.0 - a`` raises TypeError, ``a - 1.0`` works;
+- ``out_keyword=False``: ``tanh(a, out=b)`` raises TypeError, as on builds without
+  ``ULAB_MATH_FUNCTIONS_OUT_KEYWORD``;
 - ``allocations`` counts the bytes of every array the tier makes (ulab allocates one per
   operation; views cost a header only), for the garbage estimate.
 
@@ -61,8 +63,11 @@ class _Tracked(numpy.ndarray):
         allocations.largest = max(allocations.largest, size)
 
 
-def install(*, double: bool = False, reverse: bool = True) -> types.ModuleType:
-    """Register ``ulab`` and ``ulab.numpy`` in sys.modules; returns the ``ulab`` module."""
+def install(*, double: bool = False, reverse: bool = True,
+            out_keyword: bool = True) -> types.ModuleType:
+    """Register ``ulab`` and ``ulab.numpy`` in sys.modules; returns the ``ulab`` module.
+    ``out_keyword=False``: ``tanh`` refuses ``out=`` like builds without
+    ULAB_MATH_FUNCTIONS_OUT_KEYWORD."""
     base = _Tracked if reverse else type("_TrackedNoReverse", (_NoReverse, _Tracked), {})
     fl = numpy.float64 if double else numpy.float32
 
@@ -88,6 +93,15 @@ def install(*, double: bool = False, reverse: bool = True) -> types.ModuleType:
                  "mean"):
         setattr(shim, name, wrap(getattr(numpy, name)))
     shim.dot = dot
+    if not out_keyword:
+        tanh = shim.tanh
+
+        def no_out(a, **kw):
+            if kw:
+                raise TypeError("function doesn't take keyword arguments")
+            return tanh(a)
+
+        shim.tanh = no_out
     shim.int8, shim.uint8, shim.float = numpy.int8, numpy.uint8, fl
     ulab = types.ModuleType("ulab")
     ulab.numpy = shim

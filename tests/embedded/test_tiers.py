@@ -106,6 +106,28 @@ def test_the_standin_refuses_reverse_operators(ulab_standin):
     assert unp.dot(q, q) == 56.0 ** 2 + 100.0 ** 2  # float, as ulab's dot; no int8 wrap
 
 
+@pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
+def test_ulab_tier_without_the_out_keyword(fresh_tiers, tmp_path, int8):
+    """Every layer kind (sigmoid and tanh included) on a ulab build whose tanh takes no out=,
+    against the numpy simulation of the file."""
+    import _ulab_standin
+    import ember_micro
+    from _models import zoo
+
+    _ulab_standin.install(reverse=False, out_keyword=False)
+    from ember_micro import _ulab
+
+    assert not _ulab.OUT
+    model, shape = zoo()
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, *shape)).astype(np.float32)
+    path = tmp_path / "zoo.emb"
+    export(model, path, shape, int8=int8, calibration=x)
+    m = ember_micro.Model(str(path), "ulab", resident=256, chunk=200)
+    got = np.array([list(m.run(array("f", xi.ravel().tolist()))) for xi in x])
+    np.testing.assert_allclose(got, run_reference(load(path), x), rtol=1e-4, atol=2e-5)
+
+
 def _mnist_cnn_file(tmp_path, int8):
     from ember.demos.mnist_model import mnist_cnn
 
