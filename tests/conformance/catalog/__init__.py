@@ -20,6 +20,7 @@ _MODULES = (
     "shape_ops",
     "indexing",
     "nn_functional",
+    "quantized",
 )
 
 

@@ -18,6 +18,7 @@ from ...tensordata import TensorData
 from ...errors import TensorIndexError
 from .nn import NumpyNNOps
 from .ops import NumpyOps
+from .quant import NumpyQuantOps
 
 _NP = {d: np.dtype(d.name) for d in dt.ALL}
 _EMBER = {v: k for k, v in _NP.items()}
@@ -49,7 +50,7 @@ def _keep_freed_memory() -> None:
     mallopt(m_trim_threshold, 128 << 20)
 
 
-class NumpyBackend(NumpyNNOps, NumpyOps):
+class NumpyBackend(NumpyQuantOps, NumpyNNOps, NumpyOps):
     """Data, layout, indexing and creation on ``numpy.ndarray``s; the math is inherited from
     :class:`~ember.backends.numpy.ops.NumpyOps`, the module ops from
     :class:`~ember.backends.numpy.nn.NumpyNNOps`."""
