@@ -22,6 +22,7 @@ from .elementwise import WasmElementwise
 from .indexing import WasmIndexing
 from .linalg import WasmLinalg
 from .nn import WasmNN
+from .quant import WasmQuant
 from .reductions import WasmReductions
 from .runtime import Runtime
 from .tensor import DTYPE_CODES, WasmTensor
@@ -30,7 +31,8 @@ from .tensor import DTYPE_CODES, WasmTensor
 _U64 = (1 << 64) - 1
 
 
-class WasmBackend(WasmElementwise, WasmLinalg, WasmNN, WasmReductions, WasmIndexing, Backend):
+class WasmBackend(WasmElementwise, WasmLinalg, WasmNN, WasmQuant, WasmReductions, WasmIndexing,
+                  Backend):
     """CPU backend on WebAssembly kernels (SIMD128). ``host``: a
     :class:`~ember.backends.wasm.host.Host` (default: wasmtime over the packaged module).
     Caps: bool, uint8, int8, int32, int64, float32, float64."""
