@@ -112,7 +112,6 @@ multiply = _binary(ops.mul, "multiply")
 divide = _binary(ops.div, "divide")
 floor_divide = _binary(ops.floor_divide, "floor_divide")
 remainder = _binary(ops.remainder, "remainder")
-pow = _binary(ops.pow, "pow")
 maximum = _binary(ops.maximum, "maximum")
 minimum = _binary(ops.minimum, "minimum")
 atan2 = _binary(ops.atan2, "atan2")
@@ -125,6 +124,17 @@ greater_equal = _binary(ops.ge, "greater_equal")
 logical_and = _binary(ops.logical_and, "logical_and")
 logical_or = _binary(ops.logical_or, "logical_or")
 logical_xor = _binary(ops.logical_xor, "logical_xor")
+
+
+def pow(x1, x2, /) -> Tensor:
+    """``x1 ** x2``; a zero result has the sign the standard gives: -0 only for an odd
+    integer exponent (numpy's ``x ** 0.5`` takes a sqrt shortcut that keeps -0's sign)."""
+    a, b = pair(x1, x2, "pow")
+    out = ops.pow(a, b)
+    if not out.dtype.is_float:
+        return out
+    odd = (ops.trunc(b) == b) & (ops.remainder(b, 2) == 1)
+    return ops.where((out == 0) & ~odd, out + 0.0, out)
 
 
 def logaddexp(x1, x2, /) -> Tensor:
