@@ -19,12 +19,13 @@ from . import compute
 from .launch import Runtime, cast, contiguous, copy_region, map_op, narrow, widen
 from .nn import WgpuNNOps
 from .ops import WgpuOps
+from .quant import WgpuQuant
 from .primitive import PACK, WIDE, WgpuTensor, contiguous_strides
 
 _I32 = (-(1 << 31), (1 << 31) - 1)
 
 
-class WgpuBackend(WgpuNNOps, WgpuOps):
+class WgpuBackend(WgpuQuant, WgpuNNOps, WgpuOps):
     """GPU backend over wgpu-py (Vulkan/Metal/DX12; Mesa lavapipe without a GPU).
 
     ``adapter``: an adapter name substring (default ``$EMBER_WGPU_ADAPTER``) or a
