@@ -24,11 +24,11 @@ class DriverLog:
         self.runlog = RunLog(Path(folder))
         self.renderer = renderer or Renderer()  # the base renderer shows nothing
         self.history: list[dict] = []
-        self.reports = 0
+        self.positions: list[tuple[int, int]] = []  # (epoch, step) of each report, in order
 
     def __call__(self, reports: list[dict]) -> None:
-        self.reports += 1
         combined = combine(reports)
+        self.positions.append((combined["epoch"], combined["step"]))
         if not combined["end"]:
             self.renderer.on_message(
                 f"epoch {combined['epoch']} step {combined['step']}: checkpoint reported "

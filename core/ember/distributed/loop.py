@@ -71,7 +71,7 @@ def train_loop(spec: TrainSpec, session) -> None:
 
     model.train()
     while epoch <= spec.epochs:
-        for batch in session.batches(local_batch, skip=step):
+        for batch, last in _with_last(session.batches(local_batch, skip=step)):
             started = time.perf_counter()
             reduce_before = averager.seconds
             x, y = _tensors(batch, spec, backend)
@@ -82,12 +82,23 @@ def train_loop(spec: TrainSpec, session) -> None:
             sums.allreduce_s += averager.seconds - reduce_before
             sums.step_s += time.perf_counter() - started
             step += 1
-            if spec.checkpoint_every and step % spec.checkpoint_every == 0:
+            if spec.checkpoint_every and step % spec.checkpoint_every == 0 and not last:
                 session.report(sums.metrics(epoch, step, averager.nbytes, end=False),
                                record(epoch, step))
         metrics = sums.metrics(epoch, step, averager.nbytes, end=True)
         epoch, step, sums = epoch + 1, 0, _Sums()
         session.report(metrics, record(epoch, step))
+
+
+def _with_last(batches):
+    """``(batch, is_last)`` pairs: a checkpoint due at the epoch's last step is left to the
+    epoch-end report, which follows at once."""
+    it = iter(batches)
+    prev = next(it, None)
+    while prev is not None:
+        nxt = next(it, None)
+        yield prev, nxt is None
+        prev = nxt
 
 
 class _Sums:

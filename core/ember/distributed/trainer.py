@@ -33,7 +33,7 @@ class TrainResult:
     workers: int
     wall_s: float
     restarts: int = 0  # failed worker groups Ray Train restarted from a checkpoint
-    extra: dict = field(default_factory=dict)
+    reports: list[tuple[int, int]] = field(default_factory=list)  # (epoch, step), in order
 
     def load_model(self, model_fn: Callable, backend: str = "numpy"):
         """``model_fn()`` with the trained weights, on ``backend``, ready for inference."""
@@ -93,7 +93,7 @@ class EmberTrainer:
 
         plot_curves(log.runlog)
         return TrainResult(record, log.history, self.num_workers,
-                           time.perf_counter() - started, restarts)
+                           time.perf_counter() - started, restarts, log.positions)
 
     def _fit_ray(self, data, log: DriverLog) -> tuple[Path, int]:
         ray = require("ray", "EmberTrainer on Ray")
