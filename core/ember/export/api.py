@@ -82,6 +82,17 @@ def model_logits(model, x):
     return np.asarray(out, dtype=np.float64).reshape(len(x), -1)
 
 
+def _unquantized(program: Program) -> Program:
+    """A copy of ``program`` with float weights only (what it would take unquantized)."""
+    import copy
+
+    plain = copy.copy(program)
+    plain.layers = [copy.copy(layer) for layer in program.layers]
+    for layer in plain.layers:
+        layer.w_q = None
+    return plain
+
+
 def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
            calibration=None, evaluate=None, input_transform=None,
            percentile: float = 100.0, budget_bytes: int | None = None,
@@ -93,6 +104,9 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
     (a batch of float inputs, numpy or Tensor). ``evaluate=(x, labels)`` measures the accuracy
     change (labels may be None: then only agreement with f32). ``input_transform=(mul, add)``
     tells the board how to scale uint8 inputs: ``x = byte * mul + add``.
+
+    A model from ``ember.quantize`` (scheme ``"int8"``) is written with its own codes and
+    scales, not quantized again (no calibration needed).
 
     ``budget_bytes`` (RAM) and ``flash_budget_bytes`` (the model file) state the board's
     memory: a model over either raises :class:`~ember.export.budget.BudgetError` naming what
@@ -109,22 +123,24 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
     """
     model.eval()
     program = lower(model, input_shape)
+    already = program.quantized  # an ember.quantize model: its codes are written as they are
+    int8 = int8 or already
     memory = estimate_memory(program, int8=int8)
     check_budget(memory, budget_bytes, flash_budget_bytes, tier)
     if input_transform is not None:
         program.in_mul, program.in_add = float(input_transform[0]), float(input_transform[1])
-    float_bytes = len(binary.encode(program))
+    float_bytes = len(binary.encode(_unquantized(program) if already else program))
     n_eval = 0
     acc_f = acc_q = agree = diff = None
     float_program = program
-    if int8:
+    if int8 and not already:
         if calibration is None:
             raise ValueError("export(int8=True) needs calibration inputs for the activation "
                              "scales, e.g. a few hundred training images")
         program = reference.quantize(program, _as_batch(calibration, program),
                                      percentile=percentile)
     size = binary.save(program, path)
-    if int8:
+    if int8 and (evaluate is not None or calibration is not None):
         np = _np()
         x, labels = evaluate if evaluate is not None else (calibration, None)
         x = _as_batch(x, program)

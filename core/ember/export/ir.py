@@ -129,7 +129,7 @@ class _Lowering:
     def walk(self, m, name: str, shape):
         kind = type(m).__name__
         handler = getattr(self, "do_" + kind, None)
-        if self.pad is not None and kind not in ("Conv2d", "Sequential", *_SKIP):
+        if self.pad is not None and kind not in ("Conv2d", "QuantConv2d", "Sequential", *_SKIP):
             self.unpadded(f"{kind} {name}")
         if kind in _ACTS:
             return self.activation(_ACTS[kind], name, shape)
@@ -203,6 +203,7 @@ class _Lowering:
         if tuple(m.dilation) != (1, 1) or getattr(m, "padding_mode", "zeros") != "zeros":
             self.unsupported.append(f"{name} (Conv2d dilation={m.dilation}, "
                                     f"padding_mode={m.padding_mode}: needs 1 and 'zeros')")
+        extra_h = extra_w = 0
         if m.padding == "valid":
             ph = pw = 0
         elif m.padding == "same":
@@ -210,17 +211,22 @@ class _Lowering:
                 self.unsupported.append(f"{name} (Conv2d padding='same' with stride or even "
                                         "kernel)")
             ph, pw = (kh - 1) // 2, (kw - 1) // 2
+        elif isinstance(m.padding[0], (tuple, list)):  # (before, after) pairs: QuantConv2d
+            (ph, below), (pw, right) = m.padding
+            extra_h, extra_w = below - ph, right - pw
+            if extra_h not in (0, 1) or extra_w not in (0, 1):
+                self.unsupported.append(f"{name} (padding {m.padding}: the micro runtime pads "
+                                        "after by at most one more than before)")
         else:
             ph, pw = _pair(m.padding, "padding", name)
         if c != m.in_channels:
             raise ShapeError(f"export: {name} Conv2d expects {m.in_channels} channels but gets "
                              f"shape {shape}")
-        extra_h = extra_w = 0
         if self.pad is not None:  # fold the zero padding before: the record pads instead
             top, bottom, left, right, pad_name = self.pad
             self.pad = None
             h, w = h - top - bottom, w - left - right
-            extra_h, extra_w = bottom - top, right - left
+            extra_h, extra_w = extra_h + bottom - top, extra_w + right - left
             if extra_h not in (0, 1) or extra_w not in (0, 1):
                 self.unsupported.append(
                     f"{pad_name} (padding top/bottom {top}/{bottom}, left/right {left}/{right}: "
@@ -237,6 +243,24 @@ class _Lowering:
                                weight=_array(m.weight), bias=_array(m.bias), kh=kh, kw=kw,
                                sh=sh, sw=sw, ph=ph, pw=pw, extra_h=extra_h, extra_w=extra_w,
                                groups=m.groups))
+
+    def _quantized(self, layer: Layer, m) -> tuple[int, int, int]:
+        """A layer of ``ember.quantize`` as it is: its int8 codes and scales, not
+        re-quantized (the float weight is what the codes stand for)."""
+        np = _np()
+        layer.w_q = np.asarray(m.weight.numpy(), dtype=np.int8)
+        layer.w_scale = _array(m.weight_scale)
+        layer.in_scale = float(_array(m.input_scale)[0])
+        layer.weight = layer.w_q * layer.w_scale.reshape((-1,) + (1,) * (layer.w_q.ndim - 1))
+        return layer.out_shape
+
+    def do_QuantLinear(self, m, name, shape):
+        self.do_Linear(_FloatView(m), name, shape)
+        return self._quantized(self.layers[-1], m)
+
+    def do_QuantConv2d(self, m, name, shape):
+        self.do_Conv2d(_FloatView(m), name, shape)
+        return self._quantized(self.layers[-1], m)
 
     def _batchnorm(self, m, name, shape):
         np = _np()
@@ -307,6 +331,15 @@ class _Lowering:
             self.unsupported.append(f"{name} (AdaptiveAvgPool2d({m.output_size!r}): only "
                                     "output_size=1, the global average pool)")
         return self.emit(Layer(fmt.GAP, shape, (shape[0], 1, 1), name))
+
+
+class _FloatView:
+    """A quantized layer seen as the float layer it replaced (geometry, bias; the weight
+    is replaced by its codes afterwards)."""
+
+    def __init__(self, m):
+        self.__dict__.update(vars(m))
+        self.padding_mode = "zeros"
 
 
 def lower(model, input_shape) -> Program:
