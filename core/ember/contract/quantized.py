@@ -9,7 +9,8 @@ whole tensor (symmetric, zero point 0, like the microcontroller runtime)::
     y[o]   = float(acc[o]) * (in_scale * w_scale[o]) + bias[o]
 
 ``weight`` is int8, ``w_scale`` (C_out,) and ``in_scale`` (1,) are float tensors of ``x``'s
-dtype, ``bias`` is (C_out,) or None; the products and sums run in ``x``'s dtype in the order
+dtype, ``bias`` is (C_out,) (``qconv``: or None; ``qlinear`` takes only tensors, the fast
+path of decorators like Router); the products and sums run in ``x``'s dtype in the order
 written. Rounding is half away from zero on every target (C has no cheap banker's rounding);
 a NaN input gives an unspecified code. Backends override the defaults with integer kernels.
 
@@ -76,8 +77,7 @@ def qlinear(self, x, weight, w_scale, bias, in_scale):
     w = self.permute(self.cast(weight, dt.int32), (1, 0))
     y = self.cast(self.int_matmul(q, w), self.dtype(x))
     y = self.float_mul(y, trailing(self, _out_scale(self, w_scale, in_scale), (rows, n)))
-    if bias is not None:
-        y = self.float_add(y, trailing(self, bias, (rows, n)))
+    y = self.float_add(y, trailing(self, bias, (rows, n)))
     return self.reshape(y, shape[:-1] + (n,))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
 from ..ops._dispatch import check_float
+from ..ops.creation import zeros
 from ..tensor import Tensor, check_same_backend
 
 
@@ -37,12 +38,13 @@ def qlinear(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None,
     """Quantized ``x @ weight.T + bias``: ``x`` (..., K) float, ``weight`` (N, K) int8 codes,
     ``w_scale`` (N,) and ``in_scale`` (1,) their scales (the input is quantized here)."""
     _check("qlinear", x, weight, w_scale, bias, in_scale)
+    if bias is None:  # the op takes tensors only
+        bias = zeros(weight.shape[0], dtype=x.dtype, backend=x.backend)
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise ShapeError(f"qlinear: input {x.shape} and weight {weight.shape} don't fit "
                          "(need (..., K) and (N, K))")
     b = x.backend
-    prim = b.qlinear(x._prim, weight._prim, w_scale._prim, None if bias is None else bias._prim,
-                     in_scale._prim)
+    prim = b.qlinear(x._prim, weight._prim, w_scale._prim, bias._prim, in_scale._prim)
     return Tensor(prim, b)
 
 

@@ -53,8 +53,9 @@ class _Static(Module):
         self.register_buffer("weight_zero_point", _on(np.zeros(len(codes)), w, dt.int8))
         self.register_buffer("input_scale", _on([amax / 127 if amax > 0 else 1.0], w, w.dtype))
         self.register_buffer("input_zero_point", _on([0], w, dt.int8))
-        bias = None if layer.bias is None else _on(_np(layer.bias), w, w.dtype)
-        self.register_buffer("bias", bias)
+        # a zero bias rather than None: the layer then has one code path on every backend
+        bias = np.zeros(len(codes)) if layer.bias is None else _np(layer.bias)
+        self.register_buffer("bias", _on(bias, w, w.dtype))
 
 
 class QuantLinear(_Static):
