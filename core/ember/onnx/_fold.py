@@ -75,7 +75,7 @@ def output_bound(op_type: str, args: list) -> int | None:
         return sum(_span(s) * max(len(s), 1) for s in shapes)
     if op_type in CONTRACT:
         return math.prod(_span(s) for s in shapes)
-    if op_type == "ConstantOfShape":
+    if op_type == "ConstantOfShape" and len(args) == 1:
         # _span, not prod: an empty (0, 10**17) constant would fold to an absurd shape
         dims = _sized(args[0])
         return None if dims is None else _span(dims)

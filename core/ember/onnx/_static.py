@@ -53,17 +53,22 @@ def inferred_shapes(source, shapes: dict) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def fix_input_shapes(module, shapes: dict) -> None:
+    """Declare the given inputs' dims (name -> dims) in place of the file's."""
+    graph = module.graph
+    for name, dims in shapes.items():
+        if name not in graph.inputs:
+            raise ValueError(f"onnx convert: no graph input named {name!r}; the inputs are "
+                             f"{graph.inputs}")
+        elem, _ = graph.input_info.get(name, (None, None))
+        graph.input_info[name] = (elem, tuple(int(d) for d in dims))
+
+
 def fold_static(module, source, shapes: dict) -> None:
     """Turn ``Shape``/``Size`` of statically shaped values into constants, then fold."""
     import numpy as np
 
     graph = module.graph
-    for name, dims in shapes.items():
-        if name not in graph.input_info:
-            raise ValueError(f"onnx convert: no graph input named {name!r}; the inputs are "
-                             f"{graph.inputs}")
-        elem, _ = graph.input_info[name]
-        graph.input_info[name] = (elem, tuple(int(d) for d in dims))
     known = inferred_shapes(source, shapes)
     nodes = []
     for n in graph.nodes:
