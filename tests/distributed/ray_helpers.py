@@ -24,3 +24,12 @@ class KillOnce:
             self.marker.write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
         return self.transform(x)
+
+
+def seeded_cnn():
+    """The demo CNN with fixed weights (seed 0): a ``model_fn`` for the actors."""
+    import ember
+    from ember.demos.mnist_model import mnist_cnn
+
+    ember.seed(0)
+    return mnist_cnn()

@@ -45,12 +45,7 @@ def train_loop(spec: TrainSpec, session) -> None:
     from ..random import seed as set_seed
     from .collective import GradientAverager
 
-    if spec.batch_size % session.world_size:
-        raise ValueError(
-            f"EmberTrainer: batch_size {spec.batch_size} must be a multiple of num_workers "
-            f"{session.world_size} (each worker takes an equal share of the global batch)"
-        )
-    local_batch = spec.batch_size // session.world_size
+    local_batch = share(spec.batch_size, session.world_size)
     set_seed(spec.seed)
     inner = get_backend(spec.backend)
     backend = inner if inner.caps.gradients else Autodiff(inner)
@@ -88,6 +83,17 @@ def train_loop(spec: TrainSpec, session) -> None:
         metrics = sums.metrics(epoch, step, averager.nbytes, end=True)
         epoch, step, sums = epoch + 1, 0, _Sums()
         session.report(metrics, record(epoch, step))
+
+
+def share(batch_size: int, workers: int) -> int:
+    """Each worker's part of the global batch (a ValueError unless it divides evenly: with
+    equal parts the average of the workers' mean gradients is the global batch's)."""
+    if batch_size < workers or batch_size % workers:
+        raise ValueError(
+            f"EmberTrainer: batch_size {batch_size} must be a multiple of num_workers "
+            f"{workers} (each worker takes an equal share of the global batch)"
+        )
+    return batch_size // workers
 
 
 def _with_last(batches):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .extras import INSTALL, ray_available, require
 from .log import DriverLog
-from .loop import TrainSpec, train_loop
+from .loop import TrainSpec, share, train_loop
 from .session import CHECKPOINT_FILE, LocalSession
 
 
@@ -67,6 +67,7 @@ class EmberTrainer:
         if loss_fn is None:
             from ..nn.loss import cross_entropy as loss_fn
         self.spec = TrainSpec(model_fn, optimizer_fn, loss_fn, **spec)
+        share(self.spec.batch_size, num_workers)  # a bad split fails here, not on a worker
         self.num_workers, self.max_failures = num_workers, max_failures
         self.folder, self.renderer = Path(folder), renderer
         self.use_ray = num_workers > 1 if use_ray is None else use_ray
@@ -106,7 +107,7 @@ class EmberTrainer:
 
         if not ray.is_initialized():
             ray.init()
-        local_batch = self.spec.batch_size // self.num_workers
+        local_batch = share(self.spec.batch_size, self.num_workers)
         dataset = data
         if isinstance(data, Mapping):
             from .data import to_ray_dataset
