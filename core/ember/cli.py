@@ -68,7 +68,7 @@ def _demo_mnist(args: argparse.Namespace) -> int:
         return _use_trained(args, run_dir)
     summary = train_mnist(dataset=args.dataset, backend=args.backend, epochs=args.epochs,
                           batch_size=args.batch_size, run_dir=run_dir, resume=args.resume,
-                          seed=args.seed, jit=args.jit)
+                          seed=args.seed, jit=args.jit, int8=args.int8)
     folder = Path(summary["files"]["model"]).parent
     acc, target = summary["test_accuracy"], TARGET_ACCURACY[args.dataset]
     verdict = "reached" if acc >= target else "below"
@@ -79,6 +79,11 @@ def _demo_mnist(args: argparse.Namespace) -> int:
         if path:
             print(f"  {name:12} {path}")
     print(f"  {'summary':12} {folder / 'summary.json'}")
+    if "int8" in summary:
+        q = summary["int8"]
+        print(f"int8: test accuracy {q['test_accuracy']:.2%} ({q['change_points']:+.2f} points "
+              f"from f32), {q['bytes']:,} bytes vs {q['f32_bytes']:,} "
+              f"({q['f32_bytes'] / q['bytes']:.1f}x smaller): {q['file']}")
     if summary["interrupted"]:
         print(f"interrupted: continue with `ember demo mnist --resume --run-dir {folder}`")
     print(_next_hint(args.dataset, run_dir))
@@ -140,7 +145,9 @@ def _add_demo(sub) -> None:
     mnist.add_argument("--embedded", action="store_true",
                        help="export the trained model and run it on the local MicroPython")
     mnist.add_argument("--count", type=positive_int, default=20, help="digits to run with --embedded")
-    mnist.add_argument("--int8", action="store_true", help="quantize for --embedded")
+    mnist.add_argument("--int8", action="store_true",
+                       help="also quantize the trained model to int8 (size, accuracy change); "
+                            "with --embedded: quantize for the board")
     add_jit_flag(mnist)
     mnist.set_defaults(run=_demo_mnist)
     from .demos.classify import add_subcommand as add_classify

@@ -49,10 +49,12 @@ def evaluate(model, loader, backend, jit: bool | None = None) -> float:
 def train_mnist(dataset: str = "mnist", backend: str = "numpy", epochs: int | None = None,
                 batch_size: int = 64, lr: float = 2e-3, run_dir: str | Path | None = None,
                 resume: bool = False, seed: int = 0, renderer=None,
-                max_steps: int | None = None, jit: bool | None = None) -> dict:
+                max_steps: int | None = None, jit: bool | None = None,
+                int8: bool = False) -> dict:
     """Train, evaluate on the held-out test split, save the run; returns ``summary.json``.
     ``jit``: capture the training step with :func:`ember.jit` (default: on wgpu, over
-    ``Fusion``; see :func:`~ember.demos.acceleration.demo_backend`)."""
+    ``Fusion``; see :func:`~ember.demos.acceleration.demo_backend`). ``int8``: also quantize
+    the trained model (:func:`quantize_run`), summary key ``"int8"``."""
     started = time.perf_counter()
     set_seed(seed)
     epochs = epochs or DEFAULT_EPOCHS[dataset]
@@ -105,8 +107,29 @@ def train_mnist(dataset: str = "mnist", backend: str = "numpy", epochs: int | No
                   "checkpoints": str(folder / "checkpoints")},
         "data_source": full.source,
     }
+    if int8:
+        calibration = next(iter(DataLoader(train_part, batch_size=512)))[0]
+        summary["int8"] = quantize_run(inference, folder, preprocess(calibration.to(inner)),
+                                       test_loader, inner, test_accuracy)
     _write_json(folder / "summary.json", summary)
     return summary
+
+
+def quantize_run(model, folder: Path, calibration, test_loader, backend,
+                 f32_accuracy: float) -> dict:
+    """Quantize the trained ``model`` to int8 (``ember.quantize``, calibrated on
+    ``calibration``), measure it on the held-out test split, save it next to the float model
+    as ``model_int8.safetensors``; returns sizes and accuracies."""
+    from .. import quantize
+
+    q = quantize(model, calibration, "int8")
+    accuracy = evaluate(q, test_loader, backend, jit=False)
+    path = folder / "model_int8.safetensors"
+    quantize.save(q, path)
+    return {"test_accuracy": round(accuracy, 4), "f32_test_accuracy": round(f32_accuracy, 4),
+            "change_points": round(100 * (accuracy - f32_accuracy), 2),
+            "bytes": path.stat().st_size,
+            "f32_bytes": (folder / "model.safetensors").stat().st_size, "file": str(path)}
 
 
 def _write_json(path: Path, data: dict) -> None:
