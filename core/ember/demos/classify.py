@@ -68,10 +68,34 @@ def load_image(image) -> object:
     return np.ascontiguousarray(x.transpose(2, 0, 1))
 
 
+def calibration_images(n: int = 16):
+    """``n`` float32 (3, 224, 224) crops of scikit-learn's sample photos (china.jpg,
+    flower.jpg): the inputs ``--int8`` calibrates the activation ranges on."""
+    import numpy as np
+
+    try:
+        from sklearn.datasets import load_sample_images
+    except ImportError as e:
+        raise ImportError("classify --int8 calibrates on scikit-learn's sample photos: "
+                          "pip install scikit-learn") from e
+    photos = load_sample_images().images
+    rng = np.random.default_rng(0)
+    crops = []
+    for i in range(n):
+        img = photos[i % len(photos)]
+        h, w = img.shape[:2]
+        side = int(min(h, w) * rng.uniform(0.4, 1.0))
+        y, x = rng.integers(0, h - side + 1), rng.integers(0, w - side + 1)
+        crop = img[y:y + side, x:x + side]
+        crops.append(load_image(crop[:, ::-1] if i % 2 else crop))
+    return np.stack(crops)
+
+
 @lru_cache(maxsize=8)
-def _model(backend: str | None, jit: bool | None):
-    """``(forward, backend)``: the folded pretrained model's forward to probabilities on the
-    backend :func:`~ember.demos.acceleration.demo_backend` picks (wgpu: Fusion + jit)."""
+def _model(backend: str | None, jit: bool | None, int8: bool = False):
+    """``(forward, backend, state bytes)``: the folded pretrained model's forward to
+    probabilities on the backend :func:`~ember.demos.acceleration.demo_backend` picks (wgpu:
+    Fusion + jit); ``int8``: quantized by ``ember.quantize`` (:func:`calibration_images`)."""
     # the model (and ember.nn) load when a photo is classified, not when the CLI starts
     import ember
 
@@ -80,18 +104,21 @@ def _model(backend: str | None, jit: bool | None):
 
     runs_on, use_jit = demo_backend(backend or ember.default_backend().name, jit)
     model = pretrained(backend=runs_on, fold=True)
+    if int8:
+        model = ember.quantize(model, ember.tensor(calibration_images(), backend=runs_on))
 
     def forward(x):
         return model(x).softmax(dim=1)
 
-    return (ember.jit(forward) if use_jit else forward), runs_on
+    size = ember.quantize.size_bytes(model)
+    return (ember.jit(forward) if use_jit else forward), runs_on, size
 
 
 def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: int = 8,
-             jit: bool | None = None) -> list[list[tuple[str, float]]]:
+             jit: bool | None = None, int8: bool = False) -> list[list[tuple[str, float]]]:
     """Top-``top`` ``(label, probability)`` per image (paths, Pillow images or arrays);
     ``top`` is 1..1000 (the ImageNet classes); ``jit`` as in :class:`~ember.train.Learner`
-    (a batch shape replays from its third call)."""
+    (a batch shape replays from its third call); ``int8``: the int8 model."""
     import numpy as np
 
     import ember
@@ -106,7 +133,7 @@ def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: in
     for start in range(0, len(images), batch_size):
         batch = np.stack([load_image(im) for im in images[start:start + batch_size]])
         # after the first images: a bad file is reported at once
-        forward, runs_on = _model(backend, jit)
+        forward, runs_on, _ = _model(backend, jit, int8)
         with ember.no_grad():
             probs = forward(ember.tensor(batch, backend=runs_on)).numpy()
         for row in probs:
@@ -116,11 +143,19 @@ def classify(images, top: int = 5, backend: str | None = "numpy", batch_size: in
 
 
 def _run(args) -> int:
-    results = classify(args.images, top=args.top, backend=args.backend, jit=args.jit)
+    results = classify(args.images, top=args.top, backend=args.backend, jit=args.jit,
+                       int8=args.int8)
     for path, ranked in zip(args.images, results):
         print(path)
         for label, p in ranked:
             print(f"  {p:7.2%}  {label}")
+    if args.int8:
+        f32 = classify(args.images, top=1, backend=args.backend, jit=args.jit)
+        agree = sum(a[0][0] == b[0][0] for a, b in zip(results, f32))
+        sizes = [_model(args.backend, args.jit, q)[2] for q in (False, True)]
+        print(f"int8: {sizes[1]:,} bytes of weights vs {sizes[0]:,} in float32 "
+              f"({sizes[0] / sizes[1]:.1f}x smaller); top-1 as float32 on {agree} of "
+              f"{len(f32)} images")
     return 0
 
 
@@ -134,5 +169,8 @@ def add_subcommand(demo_subparsers) -> None:
                    help=f"how many classes to show, 1..{NUM_CLASSES} (default 5)")
     p.add_argument("--backend", type=backend_name, default="numpy",
                    help="numpy, python or wgpu (default numpy)")
+    p.add_argument("--int8", action="store_true",
+                   help="quantize the model to int8 (calibrated on scikit-learn's sample "
+                        "photos); prints the size and the top-1 agreement with float32")
     add_jit_flag(p)
     p.set_defaults(run=_run)
