@@ -27,7 +27,9 @@ use).
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
+from types import SimpleNamespace
 
 from . import dtype as dt
 from .errors import DTypeError
@@ -87,22 +89,6 @@ class DLManagedTensorVersioned(ctypes.Structure):
     ]
 
 
-# our own handles on the C API, so no other module's argtypes on ctypes.pythonapi interfere
-_api = ctypes.PyDLL(ctypes.pythonapi._name, handle=ctypes.pythonapi._handle)
-_Destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_capsule_new = _api.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, _Destructor)
-_capsule_is_valid = _api.PyCapsule_IsValid
-_capsule_is_valid.restype = ctypes.c_int
-_capsule_is_valid.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
-_capsule_get_pointer = _api.PyCapsule_GetPointer
-_capsule_get_pointer.restype = ctypes.c_void_p
-_capsule_get_pointer.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
-_capsule_set_name = _api.PyCapsule_SetName
-_capsule_set_name.restype = ctypes.c_int
-_capsule_set_name.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
-
 # the names must outlive every capsule: module constants do
 LEGACY, VERSIONED = b"dltensor", b"dltensor_versioned"
 USED_LEGACY, USED_VERSIONED = b"used_dltensor", b"used_dltensor_versioned"
@@ -116,21 +102,45 @@ def live_exports() -> int:
     return len(_LIVE)
 
 
-@_Deleter
-def _release(address):
+def _release_export(address) -> None:
     # called by the consumer (any thread; ctypes takes the GIL) exactly once
     _LIVE.pop(address, None)
 
 
-@_Destructor
-def _capsule_destructor(capsule):
-    # an unconsumed capsule still owns its tensor; a consumed one was renamed "used_*"
-    try:
-        for name in (VERSIONED, LEGACY):
-            if _capsule_is_valid(capsule, name):
-                _release(_capsule_get_pointer(capsule, name))
-    except Exception:  # noqa: BLE001 - a destructor must not raise into the interpreter
-        pass
+@functools.cache
+def _capi() -> SimpleNamespace:
+    """The C API calls and callbacks, made on first use (``import ember`` stays cheap, and
+    needs no C API where DLPack is never used, as in a browser)."""
+    # our own handles, so no other module's argtypes on ctypes.pythonapi interfere
+    api = ctypes.PyDLL(ctypes.pythonapi._name, handle=ctypes.pythonapi._handle)
+    destructor_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+    def fn(name, restype, *argtypes):
+        f = getattr(api, name)
+        f.restype, f.argtypes = restype, argtypes
+        return f
+
+    c = SimpleNamespace(
+        new=fn("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+               destructor_type),
+        is_valid=fn("PyCapsule_IsValid", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p),
+        get_pointer=fn("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.c_void_p,
+                       ctypes.c_char_p),
+        set_name=fn("PyCapsule_SetName", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p),
+        release=_Deleter(_release_export),
+    )
+
+    def capsule_destructor(capsule):
+        # an unconsumed capsule still owns its tensor; a consumed one was renamed "used_*"
+        try:
+            for name in (VERSIONED, LEGACY):
+                if c.is_valid(capsule, name):
+                    _release_export(c.get_pointer(capsule, name))
+        except Exception:  # noqa: BLE001 - a destructor must not raise into the interpreter
+            pass
+
+    c.destructor = destructor_type(capsule_destructor)
+    return c
 
 
 def device_of(backend) -> tuple[int, int]:
@@ -188,13 +198,14 @@ def _capsule(data: TensorData, versioned: bool, copied: bool):
     t.shape = shape
     t.strides = None  # row-major, compact
     t.byte_offset = 0
-    managed.deleter = _release
+    c = _capi()
+    managed.deleter = c.release
     if versioned:
         managed.version = DLPackVersion(*VERSION)
         managed.flags = FLAG_IS_COPIED if copied else 0
     address = ctypes.addressof(managed)
     _LIVE[address] = (managed, buf, shape)
-    return _capsule_new(address, VERSIONED if versioned else LEGACY, _capsule_destructor)
+    return c.new(address, VERSIONED if versioned else LEGACY, c.destructor)
 
 
 def capsule_of(obj, copy=None):
@@ -209,14 +220,15 @@ def capsule_of(obj, copy=None):
 
 def read_capsule(capsule) -> TensorData:
     """Copy a capsule's tensor into TensorData, then release it as the protocol asks."""
+    c = _capi()
     ref = ctypes.c_void_p(id(capsule))
-    if _capsule_is_valid(ref, VERSIONED):
+    if c.is_valid(ref, VERSIONED):
         name, used, kind = VERSIONED, USED_VERSIONED, DLManagedTensorVersioned
-    elif _capsule_is_valid(ref, LEGACY):
+    elif c.is_valid(ref, LEGACY):
         name, used, kind = LEGACY, USED_LEGACY, DLManagedTensor
     else:
         raise BufferError("from_dlpack: not an unconsumed DLPack capsule (each one is read once)")
-    address = _capsule_get_pointer(ref, name)
+    address = c.get_pointer(ref, name)
     managed = kind.from_address(address)
     if kind is DLManagedTensorVersioned and managed.version.major > VERSION[0]:
         raise BufferError(f"from_dlpack: DLPack {managed.version.major}.x is newer than 1.0")
@@ -225,7 +237,7 @@ def read_capsule(capsule) -> TensorData:
         data = _copy_out(t)
     finally:
         # renamed first, so the capsule's own destructor won't release it a second time
-        _capsule_set_name(ref, used)
+        c.set_name(ref, used)
         if managed.deleter:
             managed.deleter(address)
     return data
