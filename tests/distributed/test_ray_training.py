@@ -1,5 +1,6 @@
 """EmberTrainer on a real local Ray cluster: 2 workers against 1 (in-process), a worker killed
-mid-epoch. The model is the MNIST demo CNN on a 1,024-digit subset (one epoch: 16 steps)."""
+mid-epoch, and the demo scripts. The model is the MNIST demo CNN on a 1,024-digit subset (one
+epoch: 16 steps of a global batch of 64), evaluated on the 1,500 held-out digits."""
 
 from __future__ import annotations
 
@@ -7,43 +8,40 @@ from functools import partial
 
 import numpy as np
 import pytest
-from conftest import TRAIN_ROWS
+from conftest import TRAIN_ROWS, load_demo
 from mnist_columns import accuracy
 from ray_helpers import KillOnce
 
 import ember
 from ember import optim
 from ember.demos.mnist_model import mnist_cnn, preprocess
-from ember.distributed import EmberTrainer
+from ember.distributed import EmberTrainer, load_model, predict
 from ember.train import load_checkpoint
 
-COMMON = dict(inputs="image", targets="label", transform=preprocess, batch_size=64, epochs=1)
-ADAM = partial(optim.Adam, lr=2e-3)
 
-
-def fit(folder, data, optimizer=ADAM, **options):
-    return EmberTrainer(mnist_cnn, optimizer, folder=folder, **{**COMMON, **options}).fit(data)
-
-
-def test_accuracy(result, columns) -> float:
-    """Not a test: the accuracy of a run's final record on ``columns``."""
-    model = result.load_model(mnist_cnn)
-    with ember.no_grad():
-        out = model(preprocess(ember.tensor(columns["image"]))).argmax(dim=1).numpy()
-    return accuracy(out, columns["label"])
-
-
-test_accuracy.__test__ = False
+def held_out_accuracy(result, columns) -> float:
+    out = predict(columns, partial(load_model, result.record, mnist_cnn), inputs="image",
+                  transform=preprocess)
+    return accuracy(out["prediction"], columns["label"])
 
 
 @pytest.fixture(scope="module")
-def one_worker(tmp_path_factory, mnist_train):
-    return fit(tmp_path_factory.mktemp("one"), mnist_train)
+def train_demo():
+    return load_demo("train")
+
+
+def run_demo(demo, folder, workers: int) -> dict:
+    return demo.main(["--workers", str(workers), "--limit", str(TRAIN_ROWS), "--out", str(folder)])
 
 
 @pytest.fixture(scope="module")
-def two_workers(ray_cluster, tmp_path_factory, mnist_train):
-    return fit(tmp_path_factory.mktemp("two"), mnist_train, num_workers=2, checkpoint_every=4)
+def one_worker(train_demo, tmp_path_factory, mnist_available):
+    return run_demo(train_demo, tmp_path_factory.mktemp("one"), 1)
+
+
+@pytest.fixture(scope="module")
+def two_workers(ray_cluster, train_demo, tmp_path_factory, mnist_available):
+    return run_demo(train_demo, tmp_path_factory.mktemp("two"), 2)
 
 
 def test_two_workers_one_step_gradients_equal_the_single_process_ones(ray_cluster, mnist_train,
@@ -51,8 +49,9 @@ def test_two_workers_one_step_gradients_equal_the_single_process_ones(ray_cluste
     # one global batch of 64 rows: 1 step of 64 in-process, or 2 workers × 32 rows each;
     # SGD with lr=1 makes the step's gradient the change of every parameter
     batch = {k: v[:64] for k, v in mnist_train.items()}
-    sgd = partial(optim.SGD, lr=1.0)
-    runs = {n: fit(tmp_path / str(n), batch, sgd, num_workers=n) for n in (1, 2)}
+    runs = {n: EmberTrainer(mnist_cnn, partial(optim.SGD, lr=1.0), num_workers=n,
+                            folder=tmp_path / str(n), inputs="image", targets="label",
+                            transform=preprocess, batch_size=64).fit(batch) for n in (1, 2)}
     assert runs[2].workers == 2 and runs[2].history[0]["samples"] == 64
     ember.seed(0)  # the trainer's seed: the initial weights every worker starts from
     start = {k: v.numpy() for k, v in mnist_cnn().state_dict().items()}
@@ -83,24 +82,24 @@ def torch_gradients(weights: dict, batch: dict) -> dict:
     return {k: p.grad.numpy() for k, p in model.named_parameters()}
 
 
-def test_two_workers_reach_the_one_worker_accuracy_after_an_epoch(one_worker, two_workers,
-                                                                   mnist_test):
-    assert [h["samples"] for h in two_workers.history] == [TRAIN_ROWS]
-    one, two = (test_accuracy(r, mnist_test) for r in (one_worker, two_workers))
+def test_two_workers_reach_the_one_worker_accuracy_after_an_epoch(one_worker, two_workers):
+    assert (one_worker["workers"], two_workers["workers"]) == (1, 2)
+    assert [h["samples"] for h in two_workers["result"].history] == [TRAIN_ROWS]
+    one, two = one_worker["test_accuracy"], two_workers["test_accuracy"]
     assert one > 0.5, one  # it learned something: the comparison means something
     assert abs(one - two) <= 0.005, (one, two)
     # the driver's run log got the epoch (the Learner's metrics.jsonl)
-    assert (two_workers.record.parent / "metrics.jsonl").read_text().count('"train"') == 1
+    folder = two_workers["result"].record.parent
+    assert (folder / "metrics.jsonl").read_text().count('"train"') == 1
 
 
 @pytest.fixture(scope="module")
-def killed(ray_cluster, tmp_path_factory, mnist_train):
+def killed(ray_cluster, train_demo, tmp_path_factory, mnist_train):
     folder = tmp_path_factory.mktemp("killed")
     marker = folder / "killed.pid"
     # rank 1 dies at its 6th batch: after the checkpoint of step 4, before the one of step 8
     kill = KillOnce(preprocess, marker, at_call=6)
-    result = fit(folder, mnist_train, num_workers=2, checkpoint_every=4, max_failures=1,
-                 transform=kill)
+    result = train_demo.make_trainer(2, folder, transform=kill).fit(mnist_train)
     return result, marker
 
 
@@ -113,5 +112,10 @@ def test_a_worker_killed_mid_epoch_resumes_from_the_last_checkpoint(killed, two_
     assert result.reports == [(1, 4), (1, 8), (1, 12), (1, 16)], result.reports
     assert result.history[-1]["samples"] == TRAIN_ROWS  # the epoch's sums survived the kill
     # nothing lost: the final record loads and scores as the uninterrupted run
-    assert abs(test_accuracy(result, mnist_test) - test_accuracy(two_workers, mnist_test)) \
-        <= 0.005
+    assert abs(held_out_accuracy(result, mnist_test) - two_workers["test_accuracy"]) <= 0.005
+
+
+def test_the_inference_demo_on_two_actors(ray_cluster, two_workers):
+    summary = load_demo("predict").main([two_workers["record"], "--actors", "2"])
+    assert summary["in_order"] and summary["images"] == 1500
+    assert summary["accuracy"] == two_workers["test_accuracy"]  # the in-process evaluation

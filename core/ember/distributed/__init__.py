@@ -11,9 +11,9 @@ from .data import iter_batches, to_ray_dataset
 from .extras import INSTALL, ray_available
 from .loop import TrainSpec, train_loop
 from .predictor import Predictor, predict
-from .trainer import EmberTrainer, TrainResult
+from .trainer import EmberTrainer, TrainResult, load_model
 
 __all__ = [
-    "EmberTrainer", "TrainResult", "TrainSpec", "train_loop", "Predictor", "predict",
+    "EmberTrainer", "TrainResult", "load_model", "TrainSpec", "train_loop", "Predictor", "predict",
     "iter_batches", "to_ray_dataset", "INSTALL", "ray_available",
 ]

@@ -37,11 +37,18 @@ class TrainResult:
 
     def load_model(self, model_fn: Callable, backend: str = "numpy"):
         """``model_fn()`` with the trained weights, on ``backend``, ready for inference."""
-        from ..train.checkpoint import load_checkpoint
+        return load_model(self.record, model_fn, backend)
 
-        model = model_fn().to(backend)
-        model.load_state_dict(load_checkpoint(self.record, backend=backend)["model"])
-        return model.eval()
+
+def load_model(record, model_fn: Callable, backend: str = "numpy"):
+    """``model_fn()`` with the weights of an EmberTrainer record (a checkpoint), for inference;
+    ``functools.partial(load_model, record, model_fn)`` is a ``model_fn`` for
+    :class:`~ember.distributed.Predictor` actors."""
+    from ..train.checkpoint import load_checkpoint
+
+    model = model_fn().to(backend)
+    model.load_state_dict(load_checkpoint(record, backend=backend)["model"])
+    return model.eval()
 
 
 class EmberTrainer:
