@@ -1,0 +1,207 @@
+"""Quantization (issue 17): size, accuracy and speed of ``ember.quantize`` models against the
+float32 models they come from, side by side in one run.
+
+    .venv/bin/python benchmarks/bench_quant.py [--backend numpy,wasm] [--batch 1]
+        [--repeat 5] [--skip size,mnist,effnet-accuracy,speed] [--epochs 4] [--images 0]
+
+Sections:
+
+- **size**: EfficientNet-Lite0 (ImageNet weights, batch norms folded) as float32, int8
+  (``"int8"``: weights per channel, int8 activations) and weight-only int4 (``"int4"``:
+  blocks of 64): bytes of the state and of the record file (``ember.quantize.save`` vs
+  ``ember.save``); also against the unfolded float32 model;
+- **mnist**: the demo CNN trained for ``--epochs`` on the MNIST training split (numpy), then
+  quantized (calibrated on 512 training digits): held-out test accuracy, float32 vs int8;
+- **effnet-accuracy**: EfficientNet-Lite0 int8 (calibrated on 16 crops of scikit-learn's two
+  sample photos) against float32: top-1 agreement on every colour and grey photo of
+  ``skimage.data`` that loads without a download, each in 10 views (centre crop, four corner
+  crops at 80 %, and their mirror images); no ImageNet labels exist for them, so agreement
+  with float32 is the measure;
+- **speed**: EfficientNet-Lite0 at 224 px and the MNIST CNN, float32 vs int8 forwards on each
+  ``--backend`` at ``--batch``, timed in alternation (medians of ``--repeat``), eager; the
+  outputs are checked against each other (max |logit difference|).
+
+On the H200 (the wgpu goal: int8 >= 1.3x faster at batch 32)::
+
+    .venv/bin/python benchmarks/bench_quant.py --backend wgpu --batch 32 --skip size,mnist,effnet-accuracy
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+from datetime import date
+from pathlib import Path
+
+from _common import median_times, pin_blas_threads
+
+if __name__ == "__main__":
+    pin_blas_threads("1")
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+
+import ember
+
+SECTIONS = ("size", "mnist", "effnet-accuracy", "speed")
+
+
+def _effnet(backend: str = "numpy", fold: bool = True):
+    from ember.demos.efficientnet import pretrained
+
+    return pretrained(backend=backend, fold=fold)
+
+
+def _calibration(backend: str):
+    from ember.demos.classify import calibration_images
+
+    return ember.tensor(calibration_images(16), backend=backend)
+
+
+def bench_size() -> list[str]:
+    model = _effnet()
+    raw = ember.quantize.size_bytes(_effnet(fold=False))
+    f32 = ember.quantize.size_bytes(model)
+    lines = ["| model | state bytes | record file bytes | vs float32 (folded) |",
+             "|---|---:|---:|---:|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        ember.save(model, Path(tmp) / "f32")
+        f32_file = os.path.getsize(Path(tmp) / "f32")
+        lines.append(f"| float32, unfolded (BN separate) | {raw:,} | | {f32 / raw:.2f}x |")
+        lines.append(f"| float32, BN folded | {f32:,} | {f32_file:,} | 1.00x |")
+        for scheme, calib in (("int8", _calibration("numpy")), ("int4", None)):
+            q = ember.quantize(model, calib, scheme)
+            ember.quantize.save(q, Path(tmp) / scheme)
+            size, file = ember.quantize.size_bytes(q), os.path.getsize(Path(tmp) / scheme)
+            lines.append(f"| {scheme} ({ember.quantize.Scheme.named(scheme).block or 'per channel'}"
+                         f" scales) | {size:,} | {file:,} | {f32 / size:.2f}x "
+                         f"(file {f32_file / file:.2f}x) |")
+    return lines
+
+
+def bench_mnist(epochs: int) -> list[str]:
+    from ember.demos.mnist import train_mnist
+
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = train_mnist(epochs=epochs, run_dir=tmp, int8=True)
+    q = summary["int8"]
+    return [f"MNIST demo CNN, {epochs} epochs on numpy ({summary['sizes']['train']} training "
+            f"digits); held-out test split of {summary['sizes']['test']} digits:",
+            "",
+            "| | test accuracy | record bytes |", "|---|---:|---:|",
+            f"| float32 | {q['f32_test_accuracy']:.2%} | {q['f32_bytes']:,} |",
+            f"| int8 | {q['test_accuracy']:.2%} | {q['bytes']:,} |",
+            f"| change | {q['change_points']:+.2f} points | "
+            f"{q['f32_bytes'] / q['bytes']:.2f}x smaller |"]
+
+
+PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "retina", "colorwheel",
+          "hubble_deep_field", "immunohistochemistry", "stereo_motorcycle", "logo", "camera",
+          "clock", "coins", "moon", "page", "text", "brick", "grass", "gravel", "horse")
+
+
+def _photos() -> dict[str, np.ndarray]:
+    import skimage.data as data
+
+    out = {}
+    for name in PHOTOS:
+        try:
+            img = getattr(data, name)()
+        except Exception:  # a photo that needs a download (pooch) is left out
+            continue
+        img = img[0] if isinstance(img, tuple) else img
+        img = np.asarray(img)
+        if img.dtype == bool:
+            img = img.astype(np.uint8) * 255
+        out[name] = img
+    return out
+
+
+def _views(img: np.ndarray) -> list[np.ndarray]:
+    from ember.demos.classify import load_image
+
+    h, w = img.shape[:2]
+    s = int(min(h, w) * 0.8)
+    crops = [img, img[:s, :s], img[:s, w - s:], img[h - s:, :s], img[h - s:, w - s:]]
+    return [load_image(c) for c in crops] + [load_image(c[:, ::-1]) for c in crops]
+
+
+def bench_effnet_accuracy() -> list[str]:
+    model = _effnet()
+    q = ember.quantize(model, _calibration("numpy"))
+    photos = _photos()
+    agree = total = 0
+    worst = []
+    with ember.no_grad():
+        for name, img in photos.items():
+            x = ember.tensor(np.stack(_views(img)))
+            pf, pq = model(x).softmax(dim=1).numpy(), q(x).softmax(dim=1).numpy()
+            same = pf.argmax(1) == pq.argmax(1)
+            agree += int(same.sum())
+            total += len(same)
+            worst.append(float(np.abs(pf - pq).max()))
+    return [f"EfficientNet-Lite0 int8 vs float32, top-1 agreement: {agree} / {total} = "
+            f"{agree / total:.1%} ({len(photos)} skimage.data photos: {', '.join(photos)}; 10 "
+            f"views each); max |probability difference| {max(worst):.3f}"]
+
+
+def bench_speed(backends: list[str], batch: int, repeat: int) -> list[str]:
+    from ember.demos.mnist_model import mnist_cnn
+
+    lines = ["| backend | model | batch | float32 | int8 | int8 speed-up | max abs diff |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    rng = np.random.default_rng(0)
+    for be in backends:
+        ember.seed(0)
+        mnist = mnist_cnn().to(be).eval()
+        mnist_x = ember.tensor(rng.uniform(-1, 2, (batch, 1, 28, 28)).astype(np.float32),
+                               backend=be)
+        models = [("EfficientNet-Lite0 224 px", _effnet(be), _calibration(be),
+                   ember.tensor(rng.uniform(-1, 1, (batch, 3, 224, 224)).astype(np.float32),
+                                backend=be)),
+                  ("MNIST CNN", mnist, mnist_x, mnist_x)]
+        for name, model, calib, x in models:
+            q = ember.quantize(model, calib)
+            with ember.no_grad():
+                yf, yq = model(x).numpy(), q(x).numpy()
+                tf, tq = median_times([lambda: model(x).numpy(), lambda: q(x).numpy()], repeat)
+            diff = float(np.abs(yf - yq).max())
+            lines.append(f"| {be} | {name} | {batch} | {tf * 1e3:.1f} ms | {tq * 1e3:.1f} ms | "
+                         f"{tf / tq:.2f}x | {diff:.3g} |")
+            print(lines[-1], flush=True)
+    return lines
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--backend", default="numpy,wasm")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--skip", default="")
+    p.add_argument("--threads", default="1", help="BLAS threads (numpy)")
+    args = p.parse_args()
+    skip = {s for s in args.skip.split(",") if s}
+    unknown = skip - set(SECTIONS)
+    if unknown:
+        p.error(f"--skip: unknown sections {sorted(unknown)}; valid: {', '.join(SECTIONS)}")
+    print(f"## bench_quant {date.today()} on {platform.machine()} "
+          f"({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}), numpy BLAS threads "
+          f"{args.threads}\n")
+    if "size" not in skip:
+        print("\n".join(bench_size()) + "\n", flush=True)
+    if "mnist" not in skip:
+        print("\n".join(bench_mnist(args.epochs)) + "\n", flush=True)
+    if "effnet-accuracy" not in skip:
+        print("\n".join(bench_effnet_accuracy()) + "\n", flush=True)
+    if "speed" not in skip:
+        lines = bench_speed(args.backend.split(","), args.batch, args.repeat)
+        print("\n" + "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
