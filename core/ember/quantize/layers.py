@@ -134,7 +134,8 @@ class _WeightOnly(Module):
         else:
             self.register_buffer("weight_q", _on(codes, w, dt.int8))
         self.register_buffer("weight_scale", _on(scale, w, w.dtype))
-        self.register_buffer("weight_zero_point", _on(np.zeros(scale.shape), w, dt.int8))
+        # symmetric codes: one zero point (0) for every block, not one per block
+        self.register_buffer("weight_zero_point", _on(np.zeros(1), w, dt.int8))
         bias = None if layer.bias is None else _on(_np(layer.bias), w, w.dtype)
         self.register_buffer("bias", bias)
 
