@@ -7,6 +7,11 @@
 import math
 
 name = "pure"
+INT_CHAINS = True  # Model runs int8 chains in integers on this tier (see _chain.py)
+
+
+# a global: `-3.4e38` in a loop would negate (and allocate) a float at every use
+_LOWEST = -3.4e38
 
 
 def _act1(v, act):
@@ -40,6 +45,12 @@ def act(x, n, code):
 def load_u8(x, data, n, mul, add):
     for i in range(n):
         x[i] = data[i] * mul + add
+
+
+def lut(xq, data, n, table):
+    # uint8 input straight to the first int8 layer's quantised input: one small int per byte
+    for i in range(n):
+        xq[i] = table[data[i]]
 
 
 def copy(dst, src, n):
@@ -76,8 +87,9 @@ def dense(out, o0, x, w, nrows, nin, bias, act_code):
         out[o0 + r] = _act1(s, act_code)
 
 
-def dense_q(out, o0, xq, wq, nrows, nin, bias, mult, act_code):
-    # int8 x int8 products summed in small ints: no float objects inside the loop
+def dense_q(out, o0, xq, wq, nrows, nin, bias, mult, act_code, req=None):
+    # int8 x int8 products summed in small ints: no float objects inside the loop; with `req`
+    # (an int8 chain, _chain.py) the rows go to `out` as the next layer's int8 inputs
     k = 0
     for r in range(nrows):
         acc = 0
@@ -85,13 +97,30 @@ def dense_q(out, o0, xq, wq, nrows, nin, bias, mult, act_code):
             acc += wq[k + i] * xq[i]
         k += nin
         o = o0 + r
+        if req is not None:
+            out[o] = _requant(acc, req, o)
+            continue
         s = acc * mult[o]
         if bias is not None:
             s += bias[o]
         out[o] = _act1(s, act_code)
 
 
-def _conv(out, x, w, bias, mult, g, oc0, noc, act_code):
+def _requant(acc, req, c):
+    # the int8 value of accumulator acc of row c (req layout in _chain.py); small ints only
+    b = 2 + 8 * c
+    if acc < req[b]:
+        acc = req[b]
+    elif acc > req[b + 1]:
+        acc = req[b + 1]
+    d = acc - req[b + 2]
+    t = d * req[b + 3] + ((d * req[b + 4]) >> req[b + 5]) + req[b + 6]
+    s = req[b + 7]
+    t = (t + ((1 << s) >> 1)) >> s if t >= 0 else -((((1 << s) >> 1) - t) >> s)
+    return req[0] if t < req[0] else (req[1] if t > req[1] else t)
+
+
+def _conv(out, x, w, bias, mult, g, oc0, noc, act_code, req=None):
     cin, h, wd, cout, oh, ow, kh, kw, sh, sw, ph, pw, groups = g
     cin_g = cin // groups
     cout_g = cout // groups
@@ -121,6 +150,9 @@ def _conv(out, x, w, bias, mult, g, oc0, noc, act_code):
                             ix = ix0 + kx
                             if 0 <= ix < wd:
                                 s += w[wr + kx] * x[row + ix]
+                if req is not None:
+                    out[obase + oy * ow + ox] = _requant(s, req, oc)
+                    continue
                 if mult is not None:
                     s = s * m
                 out[obase + oy * ow + ox] = _act1(s + b, act_code)
@@ -130,8 +162,8 @@ def conv(out, x, w, bias, g, oc0, noc, act_code):
     _conv(out, x, w, bias, None, g, oc0, noc, act_code)
 
 
-def conv_q(out, xq, wq, bias, mult, g, oc0, noc, act_code):
-    _conv(out, xq, wq, bias, mult, g, oc0, noc, act_code)
+def conv_q(out, xq, wq, bias, mult, g, oc0, noc, act_code, req=None):
+    _conv(out, xq, wq, bias, mult, g, oc0, noc, act_code, req)
 
 
 def pool(out, x, g, kind):
@@ -144,7 +176,7 @@ def pool(out, x, g, kind):
             iy0 = oy * sh - ph
             for ox in range(ow):
                 ix0 = ox * sw - pw
-                best = -3.4e38
+                best = _LOWEST
                 s = 0.0
                 cnt = 0
                 for ky in range(kh):
@@ -155,10 +187,11 @@ def pool(out, x, g, kind):
                         ix = ix0 + kx
                         if 0 <= ix < wd:
                             v = x[xb + iy * wd + ix]
-                            cnt += 1
-                            s += v
                             if v > best:
                                 best = v
+                            if kind:  # max pooling sums nothing: int8 chains stay ints
+                                cnt += 1
+                                s += v
                 if kind == 0:
                     out[ob + oy * ow + ox] = best
                 elif kind == 1:

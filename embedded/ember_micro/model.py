@@ -83,6 +83,8 @@ class _Layer:
         self.row_len = 0
         self.rpc = 0
         self.inv_scale = 0.0
+        self.req = None  # int8 chain (pure tier, _chain.py): requantisation to the next layer
+        self.chain_end = 0
 
 
 class Model:
@@ -181,6 +183,25 @@ class Model:
         self._cb = _zeros_b(cb) if cb else None
         self.n_out = n_out
         self.out = _zeros_f(n_out)
+        self._q2 = self._lut = None
+        if max_qin and getattr(self.k, "INT_CHAINS", False):  # int8 layers on the pure tier
+            self._int_chains(max_qin)
+
+    def _int_chains(self, max_qin):
+        # the pure tier's integer paths for int8 layers (_chain.py): requantisation between
+        # chained int8 layers into a second int8 buffer, and a 256-entry table from uint8
+        # input to the first layer's int8 input, computed with the tier's own kernels
+        from . import _chain
+
+        need = _chain.plan(self.layers, max_qin)
+        if need:
+            self._q2 = _zeros_b(need)
+        L = self.layers[0] if self.layers else None
+        if L is not None and (L.op == LINEAR or L.op == CONV2D) and L.wdtype:
+            x = _zeros_f(256)
+            self.k.load_u8(x, bytes(range(256)), 256, self.in_mul, self.in_add)
+            self._lut = _zeros_b(256)
+            self.k.quantize(self._lut, x, 256, L.inv_scale)
 
     def _record(self, f, i, rec):
         f.seek(fmt.HEADER_SIZE + i * fmt.LAYER_SIZE)
@@ -216,13 +237,16 @@ class Model:
     def close(self):
         self._f.close()
 
-    def _weighted(self, L, x, y):
+    def _weighted(self, L, x, y, xq=None, req=None):
+        # xq: the int8 input, already there (an int8 chain); req: y is int8 (the next chain)
         k = self.k
-        if L.wdtype:
+        if xq is not None:
+            x = xq
+        elif L.wdtype:
             k.quantize(self.q, x, L.n_in, L.inv_scale)
             x = self.q
         if L.weights is not None:
-            self._call(L, y, x, L.weights, 0, L.rows)
+            self._call(L, y, x, L.weights, 0, L.rows, req)
             return
         buf = self._cb if L.wdtype else self._cf
         mv = memoryview(buf)
@@ -237,16 +261,20 @@ class Model:
             m = n * L.row_len
             if f.readinto(mv[:m]) != m * item:
                 raise self._err("truncated while streaming weights")
-            self._call(L, y, x, buf, r, n)
+            self._call(L, y, x, buf, r, n, req)
             r += n
 
-    def _call(self, L, y, x, w, r0, n):
+    def _call(self, L, y, x, w, r0, n, req):
         k = self.k
         if L.op == LINEAR:
-            if L.wdtype:
+            if req is not None:
+                k.dense_q(y, r0, x, w, n, L.n_in, L.bias, L.mult, L.act, req)
+            elif L.wdtype:
                 k.dense_q(y, r0, x, w, n, L.n_in, L.bias, L.mult, L.act)
             else:
                 k.dense(y, r0, x, w, n, L.n_in, L.bias, L.act)
+        elif req is not None:
+            k.conv_q(y, x, w, L.bias, L.mult, L.geom, r0, n, L.act, req)
         elif L.wdtype:
             k.conv_q(y, x, w, L.bias, L.mult, L.geom, r0, n, L.act)
         else:
@@ -267,16 +295,36 @@ class Model:
         if len(inp) != n:
             raise ValueError("ember_micro: input has %d values, the model takes %d"
                              % (len(inp), n))
+        # int8 chains (pure tier): qc holds the current values as int8 when not None, qn is
+        # the other int8 buffer
+        qc = qn = None
         if isinstance(inp, (bytes, bytearray)):
-            k.load_u8(cur, inp, n, self.in_mul, self.in_add)
+            if self._lut is not None and stop > 0:
+                k.lut(self.q, inp, n, self._lut)
+                qc, qn = self.q, self._q2
+            else:
+                k.load_u8(cur, inp, n, self.in_mul, self.in_add)
         else:
             k.copy(cur, inp, n)
         for i in range(stop):
             L = self.layers[i]
             op = L.op
             if op == LINEAR or op == CONV2D:
-                self._weighted(L, cur, nxt)
+                req = L.req if L.req is not None and L.chain_end < stop else None
+                if req is not None and qc is None:  # float input: quantised into self.q
+                    qc, qn = self.q, self._q2
+                    k.quantize(qc, cur, L.n_in, L.inv_scale)
+                if req is not None:
+                    self._weighted(L, None, qn, qc, req)
+                    qc, qn = qn, qc
+                    continue
+                self._weighted(L, cur, nxt, qc)
+                qc = None
                 cur, nxt = nxt, cur
+            elif qc is not None:  # inside a chain: max pooling on int8; ReLUs are in req
+                if op == MAXPOOL:
+                    k.pool(qn, qc, L.geom, 0)
+                    qc, qn = qn, qc
             elif op == MAXPOOL or op == AVGPOOL:
                 k.pool(nxt, cur, L.geom, 0 if op == MAXPOOL else (1 if L.lflags & 1 else 2))
                 cur, nxt = nxt, cur
