@@ -33,9 +33,9 @@ from . import format as fmt
 from .ir import Layer, Program
 
 # ember_micro's loaded code, the Model and file objects, and per-layer records with their
-# geometry arrays: ~22 KB + ~0.8 KB per layer live after loading on the unix port (ember_micro
+# geometry arrays: ~23 KB + ~0.8 KB per layer live after loading on the unix port (ember_micro
 # as .mpy), rounded up; tests/embedded/test_budget.py checks the estimate bounds the real heap
-RUNTIME_BYTES = 26 * 1024
+RUNTIME_BYTES = 27 * 1024
 LAYER_BYTES = 1024
 # a MicroPython heap needs room beyond the live data (fragmentation, the interpreter, the
 # script): the smallest heap that ran a model on the unix port was <= 1.4 × ram_bytes + 48 KB
@@ -54,6 +54,10 @@ ULAB_ROW_TEMPS = 4
 ULAB_HEADERS = 4 * 1024
 ULAB_PATCH = 8192  # a conv row's gathered input patch (groups == 1), at most PATCH_BYTES
 PURE_BYTES = 2 * 1024  # the pure tier's boxed floats and loop objects between collections
+# int8 models on the pure tier (embedded/ember_micro/_chain.py) also keep a second int8 buffer
+# (at most the largest activation), the uint8 input table, 8 ints per output row of each int8
+# layer and the chain planner's code
+PURE_CHAIN_CODE = 6 * 1024
 # the native tier's per-inference allocations (memoryview slices for streamed chunks, boxed
 # scalars): 4.4 KB measured on the unix port, 2.1 KB on the Cortex-M boards
 NATIVE_BYTES = 8 * 1024
@@ -159,7 +163,7 @@ def estimate_memory(program: Program, *, int8: bool = False, resident: int = RES
     """
     flash = fmt.HEADER_SIZE + fmt.LAYER_SIZE * len(program.layers)
     largest, where = program.input_shape, "the input"
-    max_qin = resident_bytes = stream_f = stream_b = 0
+    max_qin = resident_bytes = stream_f = stream_b = int8_rows = 0
     for layer in program.layers:
         for shape in (layer.in_shape, layer.out_shape):
             if _size(shape) > _size(largest):
@@ -172,9 +176,10 @@ def estimate_memory(program: Program, *, int8: bool = False, resident: int = RES
             if block:
                 flash += -flash % 4 + block  # blocks are 4-byte aligned
         resident_bytes += bbytes + sbytes
+        rows = layer.out_shape[0]
         if quantized:
             max_qin = max(max_qin, _size(layer.in_shape))
-        rows = layer.out_shape[0]
+            int8_rows += rows
         if wbytes <= resident:
             resident_bytes += wbytes
         else:  # streamed: rows per chunk, at least one
@@ -185,8 +190,10 @@ def estimate_memory(program: Program, *, int8: bool = False, resident: int = RES
             else:
                 stream_f = max(stream_f, rpc * row_bytes)
     act = 4 * _size(largest)
+    chains = _size(largest) + 256 + 32 * int8_rows + PURE_CHAIN_CODE if int8_rows else 0
     return MemoryEstimate(
-        tier_bytes={"native": NATIVE_BYTES, "ulab": _ulab_bytes(program), "pure": PURE_BYTES},
+        tier_bytes={"native": NATIVE_BYTES, "ulab": _ulab_bytes(program),
+                    "pure": PURE_BYTES + chains},
         flash_bytes=flash, activation_bytes=2 * act, skip_bytes=program.n_slots * act,
         int8_input_bytes=max_qin, resident_weight_bytes=resident_bytes,
         stream_bytes=stream_f + stream_b, output_bytes=4 * _size(program.output_shape),
