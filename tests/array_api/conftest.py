@@ -1,6 +1,6 @@
 """The Array API compliance suite's set-up: a deterministic, bounded hypothesis profile
 (``ARRAY_API_EXAMPLES`` examples per property, 20 by default, so `make test` stays short)
-and the expected failures of ``xfails.py`` (test ids, ``*`` a wildcard), applied with their reasons."""
+and the expected failures of ``array_api_xfails.py`` (test ids, ``*`` a wildcard), applied with their reasons."""
 
 import fnmatch
 import os
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from xfails import XFAILS  # noqa: E402
+from array_api_xfails import XFAILS  # noqa: E402
 
 settings.register_profile(
     "array_api",

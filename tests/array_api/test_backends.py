@@ -6,7 +6,7 @@ import pytest
 
 import ember
 import ember.array_api as xp
-from _helpers import assert_like
+from array_api_support import assert_like
 
 
 @pytest.fixture(params=["wgpu", "wasm"])

@@ -1,5 +1,5 @@
 """Data type functions and type promotion against the standard's table (tests/array_api/
-_spec.py), for array-array operations, functions and ``result_type``."""
+array_api_spec.py), for array-array operations, functions and ``result_type``."""
 
 import itertools
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ember.array_api as xp
-from _spec import promotion
+from array_api_spec import promotion
 
 HAVE = ["bool", "int8", "int32", "int64", "uint8", "float32", "float64"]
 PAIRS = [(a, b) for a, b in itertools.product(HAVE, HAVE) if promotion(a, b) is not None]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ember.array_api as xp
-from _helpers import FLOATS, INTS, NUMERIC, arrays, assert_like, to_ember
+from array_api_support import FLOATS, INTS, NUMERIC, arrays, assert_like, to_ember
 
 # name: (numpy reference, input dtypes, relative tolerance override or None)
 UNARY = {

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ember.array_api as xp
-from _helpers import arrays, assert_like, nonempty, to_ember, to_numpy
+from array_api_support import arrays, assert_like, nonempty, to_ember, to_numpy
 
 
 # ------------------------------------------------------------------ creation

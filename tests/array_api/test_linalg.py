@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ember.array_api as xp
-from _helpers import assert_like, to_ember, to_numpy
+from array_api_support import assert_like, to_ember, to_numpy
 
 la = xp.linalg
 

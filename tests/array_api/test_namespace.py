@@ -8,8 +8,8 @@ import pytest
 
 import ember
 import ember.array_api as xp
-from _spec import ARRAY_ATTRIBUTES, ARRAY_METHODS, LINALG, NAMES
-from _helpers import to_ember
+from array_api_spec import ARRAY_ATTRIBUTES, ARRAY_METHODS, LINALG, NAMES
+from array_api_support import to_ember
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 import ember.array_api as xp
-from _helpers import FLOATS, NUMERIC, arrays, assert_like, nonempty, to_ember
+from array_api_support import FLOATS, NUMERIC, arrays, assert_like, nonempty, to_ember
 
 
 def _axis(data, ndim):
