@@ -40,8 +40,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         'test_bitwise_not_3d': 'uint16 runs widened to int32, so NOT flips 32 bits, not 16',
         'test_bitwise_or_ui64_bcast_3v1d': "uint64 runs as int64; values >= 2**63 don't fit",
         'test_bitwise_xor_ui64_bcast_3v1d': "uint64 runs as int64; values >= 2**63 don't fit",
-        'test_celu_bfloat16': 'bfloat16 runs widened to float32; the expected values are rounded to bfloat16',
-        'test_celu_bfloat16_expanded': 'bfloat16 runs widened to float32; the expected values are rounded to bfloat16',
         'test_convtranspose_3d': 'ConvTranspose 3-d not implemented (ember.nn.functional has conv_transpose1d/2d only)',
         'test_dft_inverse': "expected values carry float32 FFT rounding (1.9e-7 where the exact value is 0), beyond the case's atol of 1e-7; ember sums in float64",
         'test_dft_inverse_opset19': "expected values carry float32 FFT rounding (1.9e-7 where the exact value is 0), beyond the case's atol of 1e-7; ember sums in float64",

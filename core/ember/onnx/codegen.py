@@ -31,6 +31,7 @@ from ..tensor import Tensor
 from ._graph import Function, Graph, Node, OnnxLoadError, _AttrRef
 from ._pyast import RESERVED, Names, assign, fill, funcdef, lit, name, store, template
 from ._spell import NoSpelling, spell
+from ._types import BFLOAT16
 from .runtime import OnnxModule, load
 
 # keyword arguments of ``call`` itself: attributes named so go through ``**{...}``
@@ -438,6 +439,10 @@ def generate_tree(module: OnnxModule, class_name: str = "Model",
     args = [scope.define(i, "in_") for i in graph.inputs]
     body = gen.block(graph, scope)
     rets = [gen.value(scope, o, "the graph output") or ast.Constant(None) for o in graph.outputs]
+    # bfloat16 outputs run widened: put them back on bfloat16's grid, as ember.onnx.load does
+    rets = [template("call('Cast', P_v, to=16)", v=r)
+            if graph.output_info.get(o, (None,))[0] == BFLOAT16 else r
+            for o, r in zip(graph.outputs, rets)]
     body.append(ast.Return(rets[0] if len(rets) == 1 else ast.Tuple(rets, ast.Load())))
     opset = int(module._model.opset)
     tree = ast.parse(_HEADER)

@@ -20,11 +20,11 @@ from ..nn.module import Module
 from ..tensor import Tensor
 from ._checks import check_wiring
 from ._fold import output_bound
-from ._lowbit import retype_narrow
+from ._lowbit import retype_narrow, round_to
 from ._optimize import fuse_conv_bn
 from ._graph import Function, Graph, Model, Node, OnnxLoadError, OnnxUnsupportedError, _AttrRef
 from ._proto import Reader, read_model
-from ._types import numpy_to_tensor
+from ._types import BFLOAT16, numpy_to_tensor
 from .ops import NOT_FOLDABLE, REGISTRY, invoke
 
 _DOMAINS = ("", "ai.onnx")
@@ -210,6 +210,10 @@ class OnnxModule(Module):
             raise TypeError(f"OnnxModule: missing inputs {missing}")
         inputs = [self._as_tensor(feeds[n], n) for n in self.graph.inputs]
         outs = self._run(self.graph, inputs, None)
+        # a bfloat16 output runs widened to float32: its values are put back on bfloat16's grid
+        info = self.graph.output_info
+        outs = [round_to(v, BFLOAT16) if isinstance(v, Tensor) and info.get(n, (None,))[0]
+                == BFLOAT16 else v for n, v in zip(self.graph.outputs, outs)]
         return dict(zip(self.graph.outputs, outs))
 
     def _run(self, graph: Graph, inputs: list, outer) -> list:
