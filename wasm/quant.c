@@ -1,12 +1,17 @@
 /* Quantized Linear and convolution (ember.contract.quantized): the float input is quantized
  * to int8 codes here (x / in_scale rounded half away from zero, clamped to +-127), multiplied
- * by int8 weights with int32 sums, and rescaled to float32 with the bias in the same call.
+ * by int8 weights with exact int32 sums, and rescaled to float32 with the bias in the same
+ * call.
  *
  * - em_qlinear: the codes through em_gemm_i8_i32 (matmul.c; the weight is (N, K) as stored);
- * - em_qconv: im2col of the codes (int8: a quarter of the float columns' bytes) then the
- *   same GEMM per group, W (C_out/g, K) times patches (positions, K), written in place;
- *   depthwise (groups == C == C_out) runs a direct SIMD kernel on a zero-padded plane,
- *   8 outputs per step with i16 x i16 -> i32 multiply-adds.
+ * - em_qconv: a GEMM per sample and group, C (C_out/g, positions) = W x columns, in outer-
+ *   product form: codes widened to i16 and packed in pairs along K, so one
+ *   i32x4.dot_i16x8 adds two products into each of four sums and a 4 x 8 tile of sums stays
+ *   in registers (no horizontal adds), rescaled and stored as float32 from the registers.
+ *   The columns are packed straight from the float input for 1x1 stride-1 convs (quantized
+ *   as they are packed), else from a zero-padded plane of codes through offset tables (no
+ *   bounds checks). Depthwise (groups == C == C_out): a direct kernel on a padded plane of
+ *   codes, 8 outputs per step (i16 x i16 -> i32 multiply-adds), whole rows in SIMD.
  * Geometry: the 16 words of conv.c's cv_geom, in the same order. */
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +30,7 @@ typedef struct {
     void *p;
     size_t cap;
 } qt_buf;
-static qt_buf qt_codes, qt_cols, qt_acc, qt_scales;
+static qt_buf qt_codes, qt_acc, qt_scales, qt_apack, qt_bpack, qt_plane, qt_offs, qt_row;
 
 static void *qt_grow(qt_buf *b, size_t bytes) {
     if (bytes > b->cap) {
@@ -36,65 +41,34 @@ static void *qt_grow(qt_buf *b, size_t bytes) {
     return b->p;
 }
 
-static inline int8_t qt_code(float x, float s) {
+/* ================================================================ quantization */
+static inline int32_t qt_code(float x, float s) {
     float v = x / s, a = __builtin_floorf(__builtin_fabsf(v) + 0.5f);
     int32_t q = a < 127.0f ? (int32_t)a : 127; /* NaN gives 127, as the SIMD path does */
-    return (int8_t)(v < 0 ? -q : q);
+    return v < 0 ? -q : q;
 }
 
-/* codes of n floats: 16 per step (divide, round, clamp, narrow to int8) */
+/* codes of four floats, as i32 lanes */
+static inline v128_t qt_q4(v128_t x, v128_t vs) {
+    v128_t v = wasm_f32x4_div(x, vs);
+    v128_t a = wasm_f32x4_floor(wasm_f32x4_add(wasm_f32x4_abs(v), wasm_f32x4_splat(0.5f)));
+    v128_t r = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_pmin(wasm_f32x4_splat(127.0f), a));
+    v128_t neg = wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f));
+    return wasm_i32x4_sub(wasm_v128_xor(r, neg), neg);
+}
+
+/* codes of eight floats, as i16 lanes */
+static inline v128_t qt_q8(const float *x, v128_t vs) {
+    return wasm_i16x8_narrow_i32x4(qt_q4(wasm_v128_load(x), vs), qt_q4(wasm_v128_load(x + 4), vs));
+}
+
+/* codes of n floats into int8 */
 static void qt_quantize(const float *x, int8_t *q, size_t n, float s) {
-    const v128_t vs = wasm_f32x4_splat(s), half = wasm_f32x4_splat(0.5f),
-                 top = wasm_f32x4_splat(127.0f), zero = wasm_f32x4_splat(0.0f);
+    const v128_t vs = wasm_f32x4_splat(s);
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v128_t part[4];
-        for (int j = 0; j < 4; j++) {
-            v128_t v = wasm_f32x4_div(wasm_v128_load(x + i + 4 * j), vs);
-            v128_t a = wasm_f32x4_floor(wasm_f32x4_add(wasm_f32x4_abs(v), half));
-            v128_t r = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_pmin(top, a)); /* NaN -> 127 */
-            v128_t neg = wasm_f32x4_lt(v, zero);
-            part[j] = wasm_i32x4_sub(wasm_v128_xor(r, neg), neg);
-        }
-        v128_t lo = wasm_i16x8_narrow_i32x4(part[0], part[1]);
-        v128_t hi = wasm_i16x8_narrow_i32x4(part[2], part[3]);
-        wasm_v128_store(q + i, wasm_i8x16_narrow_i16x8(lo, hi));
-    }
-    for (; i < n; i++) q[i] = qt_code(x[i], s);
-}
-
-/* y[r, j] = acc[r, j] * scale[j] + bias[j] (rows of n) */
-static void qt_rescale_rows(const int32_t *acc, float *y, int32_t rows, int32_t n,
-                            const float *scale, const float *bias) {
-    for (int32_t r = 0; r < rows; r++) {
-        const int32_t *a = acc + (size_t)r * n;
-        float *o = y + (size_t)r * n;
-        int32_t j = 0;
-        for (; j + 4 <= n; j += 4) {
-            v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_v128_load(a + j)),
-                                      wasm_v128_load(scale + j));
-            if (bias) v = wasm_f32x4_add(v, wasm_v128_load(bias + j));
-            wasm_v128_store(o + j, v);
-        }
-        for (; j < n; j++) o[j] = (float)a[j] * scale[j] + (bias ? bias[j] : 0.0f);
-    }
-}
-
-/* y[j, p] = acc[j, p] * scale[j] + bias[j] (channels of `pos` positions) */
-static void qt_rescale_planes(const int32_t *acc, float *y, int32_t channels, int32_t pos,
-                              const float *scale, const float *bias) {
-    for (int32_t j = 0; j < channels; j++) {
-        const int32_t *a = acc + (size_t)j * pos;
-        float *o = y + (size_t)j * pos;
-        const float s = scale[j], b = bias ? bias[j] : 0.0f;
-        const v128_t vs = wasm_f32x4_splat(s), vb = wasm_f32x4_splat(b);
-        int32_t p = 0;
-        for (; p + 4 <= pos; p += 4) {
-            v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_v128_load(a + p)), vs);
-            wasm_v128_store(o + p, bias ? wasm_f32x4_add(v, vb) : v);
-        }
-        for (; p < pos; p++) o[p] = bias ? (float)a[p] * s + b : (float)a[p] * s;
-    }
+    for (; i + 16 <= n; i += 16)
+        wasm_v128_store(q + i, wasm_i8x16_narrow_i16x8(qt_q8(x + i, vs), qt_q8(x + i + 8, vs)));
+    for (; i < n; i++) q[i] = (int8_t)qt_code(x[i], s);
 }
 
 static float *qt_out_scales(const float *w_scale, float s, int32_t n) {
@@ -115,103 +89,237 @@ int32_t EXPORT(em_qlinear)(const float *x, const int8_t *w, const float *w_scale
     if (!q || !acc || !sc) return 2;
     qt_quantize(x, q, (size_t)m * k, *in_scale);
     em_gemm_i8_i32(q, w, acc, m, n, k);
-    qt_rescale_rows(acc, y, m, n, sc, bias);
+    for (int32_t r = 0; r < m; r++) {
+        const int32_t *a = acc + (size_t)r * n;
+        float *o = y + (size_t)r * n;
+        int32_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_v128_load(a + j)),
+                                      wasm_v128_load(sc + j));
+            wasm_v128_store(o + j, bias ? wasm_f32x4_add(v, wasm_v128_load(bias + j)) : v);
+        }
+        for (; j < n; j++) o[j] = bias ? (float)a[j] * sc[j] + bias[j] : (float)a[j] * sc[j];
+    }
     return 0;
 }
 
+/* ================================================================ the pair GEMM */
+/* A (the weight, m x k int8) as 4-row slivers: per pair of k, four i32 words, row r's
+ * (A[r][2p], A[r][2p+1]) as two i16 (zeros past m and k) */
+#define QMR 4
+#define QNR 8
+static void qt_pack_a(const int8_t *w, int32_t m, int32_t k, int32_t kp, int16_t *dst) {
+    for (int32_t s = 0; s < m; s += QMR)
+        for (int32_t p = 0; p < kp; p++)
+            for (int32_t r = 0; r < QMR; r++, dst += 2) {
+                const int32_t row = s + r, k0 = 2 * p;
+                const int8_t *wr = w + (size_t)row * k;
+                dst[0] = row < m ? wr[k0] : 0;
+                dst[1] = row < m && k0 + 1 < k ? wr[k0 + 1] : 0;
+            }
+}
+
+/* A 4 x 8 tile: sums over kp pairs, then c[r][j] = sum * sc[r] + bias[r] (h rows, w columns
+ * of it stored) */
+static void qt_kernel(int32_t kp, const int16_t *restrict a, const int16_t *restrict b,
+                      float *c, int32_t ldc, const float *sc, const float *bias, int32_t h,
+                      int32_t w) {
+    v128_t acc[QMR][2];
+    for (int r = 0; r < QMR; r++) acc[r][0] = acc[r][1] = wasm_i32x4_splat(0);
+    for (int32_t p = 0; p < kp; p++) {
+        const v128_t b0 = wasm_v128_load(b), b1 = wasm_v128_load(b + 8);
+        for (int r = 0; r < QMR; r++) {
+            const v128_t ar = wasm_v128_load32_splat(a + 2 * r);
+            acc[r][0] = wasm_i32x4_add(acc[r][0], wasm_i32x4_dot_i16x8(ar, b0));
+            acc[r][1] = wasm_i32x4_add(acc[r][1], wasm_i32x4_dot_i16x8(ar, b1));
+        }
+        a += 2 * QMR;
+        b += 2 * QNR;
+    }
+    for (int r = 0; r < h; r++) {
+        const v128_t s = wasm_f32x4_splat(sc[r]);
+        v128_t v0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc[r][0]), s);
+        v128_t v1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc[r][1]), s);
+        if (bias) {
+            const v128_t bb = wasm_f32x4_splat(bias[r]);
+            v0 = wasm_f32x4_add(v0, bb);
+            v1 = wasm_f32x4_add(v1, bb);
+        }
+        float *cr = c + (size_t)r * ldc;
+        if (w == QNR) {
+            wasm_v128_store(cr, v0);
+            wasm_v128_store(cr + 4, v1);
+        } else {
+            float tile[QNR] __attribute__((aligned(16)));
+            wasm_v128_store(tile, v0);
+            wasm_v128_store(tile + 4, v1);
+            memcpy(cr, tile, (size_t)w * sizeof(float));
+        }
+    }
+}
+
+/* The columns' packer: B[k][j0 .. j0+nc) as 8-column slivers, per pair of k two v128 of
+ * (B[2p][j], B[2p+1][j]) i16 pairs for columns j..j+3 and j+4..j+7 (zeros past k and nc) */
+typedef void (*qt_fill_fn)(const void *ctx, int16_t *dst, int32_t j0, int32_t nc);
+
+static void qt_gemm(int32_t m, int32_t n, int32_t kp, const int16_t *ap, qt_fill_fn fill,
+                    const void *ctx, int16_t *bp, int32_t ncap, float *c, int32_t ldc,
+                    const float *sc, const float *bias) {
+    for (int32_t j0 = 0; j0 < n; j0 += ncap) {
+        const int32_t nc = n - j0 < ncap ? n - j0 : ncap;
+        fill(ctx, bp, j0, nc);
+        for (int32_t s = 0; s < m; s += QMR) {
+            const int16_t *as = ap + (size_t)s * kp * 2;
+            const int32_t h = m - s < QMR ? m - s : QMR;
+            for (int32_t jr = 0; jr < nc; jr += QNR)
+                qt_kernel(kp, as, bp + (size_t)jr * kp * 2, c + (size_t)s * ldc + j0 + jr, ldc,
+                          sc + s, bias ? bias + s : NULL, h, nc - jr < QNR ? nc - jr : QNR);
+        }
+    }
+}
+
+/* interleave two rows of eight i16 codes into the two pair vectors of a sliver */
+static inline void qt_store_pairs(int16_t *dst, v128_t r0, v128_t r1) {
+    wasm_v128_store(dst, wasm_i16x8_shuffle(r0, r1, 0, 8, 1, 9, 2, 10, 3, 11));
+    wasm_v128_store(dst + 8, wasm_i16x8_shuffle(r0, r1, 4, 12, 5, 13, 6, 14, 7, 15));
+}
+
+/* 1x1 stride-1 convs: B[k][j] = code(x[k * pos + j]), quantized as it is packed */
+typedef struct {
+    const float *x;
+    int32_t k, kp, pos;
+    float s;
+} qt_pw_ctx;
+
+static void qt_fill_pointwise(const void *vctx, int16_t *dst, int32_t j0, int32_t nc) {
+    const qt_pw_ctx *cx = vctx;
+    const v128_t vs = wasm_f32x4_splat(cx->s), zero = wasm_i16x8_splat(0);
+    for (int32_t jr = 0; jr < nc; jr += QNR) {
+        const int32_t j = j0 + jr, w = nc - jr < QNR ? nc - jr : QNR;
+        for (int32_t p = 0; p < cx->kp; p++, dst += 2 * QNR) {
+            const int32_t k0 = 2 * p, k1 = k0 + 1;
+            const float *x0 = cx->x + (size_t)k0 * cx->pos + j, *x1 = x0 + cx->pos;
+            if (w == QNR) {
+                qt_store_pairs(dst, qt_q8(x0, vs), k1 < cx->k ? qt_q8(x1, vs) : zero);
+                continue;
+            }
+            for (int32_t t = 0; t < QNR; t++) {
+                dst[2 * t] = t < w ? qt_code(x0[t], cx->s) : 0;
+                dst[2 * t + 1] = t < w && k1 < cx->k ? qt_code(x1[t], cx->s) : 0;
+            }
+        }
+    }
+}
+
+/* other convs: B[k][j] = plane[koff[k] + joff[j]], a zero-padded plane of codes (the group's
+ * channels) read through offset tables: koff (channel, tap) and joff (output position) */
+typedef struct {
+    const int8_t *plane;
+    const int32_t *koff, *joff;
+    int32_t k, kp;
+} qt_cols_ctx;
+
+static void qt_fill_columns(const void *vctx, int16_t *dst, int32_t j0, int32_t nc) {
+    const qt_cols_ctx *cx = vctx;
+    for (int32_t jr = 0; jr < nc; jr += QNR) {
+        const int32_t w = nc - jr < QNR ? nc - jr : QNR;
+        const int32_t *jo = cx->joff + j0 + jr;
+        for (int32_t p = 0; p < cx->kp; p++, dst += 2 * QNR) {
+            const int32_t k0 = 2 * p, k1 = k0 + 1;
+            const int8_t *b0 = cx->plane + cx->koff[k0];
+            const int8_t *b1 = k1 < cx->k ? cx->plane + cx->koff[k1] : NULL;
+            for (int32_t t = 0; t < QNR; t++) {
+                dst[2 * t] = t < w ? b0[jo[t]] : 0;
+                dst[2 * t + 1] = t < w && b1 ? b1[jo[t]] : 0;
+            }
+        }
+    }
+}
+
 /* ================================================================ convolution */
-/* patches (positions, C/g * KH * KW) of one group's codes, zeros outside the image */
-static void qt_im2col(const qt_geom *g, const int8_t *x, int32_t cg, int8_t *cols) {
-    const int32_t kg = cg * g->kh * g->kw;
-    for (int32_t oy = 0; oy < g->oh; oy++)
-        for (int32_t ox = 0; ox < g->ow; ox++) {
-            int8_t *row = cols + ((size_t)oy * g->ow + ox) * kg;
-            for (int32_t ci = 0; ci < cg; ci++) {
-                const int8_t *plane = x + (size_t)ci * g->h * g->w;
-                for (int32_t ky = 0; ky < g->kh; ky++) {
-                    const int32_t iy = oy * g->sh - g->ph + ky * g->dh;
-                    for (int32_t kx = 0; kx < g->kw; kx++) {
-                        const int32_t ix = ox * g->sw - g->pw + kx * g->dw;
-                        *row++ = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w
-                                     ? plane[(size_t)iy * g->w + ix] : 0;
-                    }
-                }
-            }
-        }
+/* the padded plane's size: every window of the output, plus `extra` columns */
+static void qt_padded(const qt_geom *g, int32_t extra_w, int32_t *hp, int32_t *wp) {
+    *hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    *wp = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1 + extra_w;
+    if (*hp < g->h + g->ph) *hp = g->h + g->ph; /* rows past the windows are unused */
+    if (*wp < g->w + g->pw) *wp = g->w + g->pw;
 }
 
-/* 1x1 stride-1 unpadded: the patches are the codes transposed (positions, C/g) */
-static void qt_transpose(const int8_t *x, int32_t cg, int32_t pos, int8_t *cols) {
-    for (int32_t ci = 0; ci < cg; ci++) {
-        const int8_t *plane = x + (size_t)ci * pos;
-        for (int32_t p = 0; p < pos; p++) cols[(size_t)p * cg + ci] = plane[p];
+/* channels [0, cn) of x (one sample's, planes of h x w) quantized into zero-padded planes */
+static void qt_pad_codes(const qt_geom *g, const float *x, int32_t cn, int8_t *dst, int32_t hp,
+                         int32_t wp, float s) {
+    memset(dst, 0, (size_t)cn * hp * wp);
+    for (int32_t c = 0; c < cn; c++)
+        for (int32_t iy = 0; iy < g->h; iy++)
+            qt_quantize(x + ((size_t)c * g->h + iy) * g->w,
+                        dst + ((size_t)c * hp + iy + g->ph) * wp + g->pw, (size_t)g->w, s);
+}
+
+/* one output row of a depthwise plane: acc over the taps for 8 outputs per step (the
+ * stride a compile-time constant of each instance; 0: any, gathered) */
+#define QT_DW_ROW(NAME, SW)                                                                 \
+    static void NAME(const int8_t *base, int32_t sw, const int32_t *offs, const v128_t *wt,  \
+                     int32_t taps, int32_t ow8, v128_t vs, v128_t vb, float *row) {          \
+        for (int32_t ox = 0; ox < ow8; ox += 8) {                                           \
+            v128_t lo = wasm_i32x4_splat(0), hi = lo;                                       \
+            const int8_t *src = base + ox * (SW ? SW : sw);                                 \
+            for (int32_t t = 0; t < taps; t++) {                                            \
+                v128_t v;                                                                   \
+                if (SW == 1) {                                                              \
+                    v = wasm_i16x8_load8x8(src + offs[t]);                                  \
+                } else if (SW == 2) { /* the even bytes of 16 */                            \
+                    v128_t b = wasm_v128_load(src + offs[t]);                               \
+                    v = wasm_i16x8_extend_low_i8x16(wasm_i8x16_shuffle(                     \
+                        b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14));       \
+                } else {                                                                    \
+                    int16_t tmp[8] __attribute__((aligned(16)));                            \
+                    for (int q = 0; q < 8; q++) tmp[q] = src[offs[t] + q * sw];             \
+                    v = wasm_v128_load(tmp);                                                \
+                }                                                                           \
+                lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v, wt[t]));             \
+                hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v, wt[t]));            \
+            }                                                                               \
+            v128_t f0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(lo), vs);                   \
+            v128_t f1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(hi), vs);                   \
+            wasm_v128_store(row + ox, wasm_f32x4_add(f0, vb));                              \
+            wasm_v128_store(row + ox + 4, wasm_f32x4_add(f1, vb));                          \
+        }                                                                                   \
     }
-}
+QT_DW_ROW(qt_dw_row1, 1)
+QT_DW_ROW(qt_dw_row2, 2)
+QT_DW_ROW(qt_dw_rown, 0)
 
-/* one depthwise plane: acc (OH, OW) from a zero-padded plane xp of row pitch wp */
-static void qt_depthwise_plane(const qt_geom *g, const int8_t *xp, int32_t wp,
-                               const int8_t *w, int32_t *acc) {
-    const int32_t taps = g->kh * g->kw;
-    for (int32_t oy = 0; oy < g->oh; oy++) {
-        int32_t *arow = acc + (size_t)oy * g->ow;
-        int32_t ox = 0;
-        if (g->sw <= 2)
-            for (; ox + 8 <= g->ow; ox += 8) {
-                v128_t lo = wasm_i32x4_splat(0), hi = lo;
-                for (int32_t t = 0; t < taps; t++) {
-                    const int32_t ky = t / g->kw, kx = t % g->kw;
-                    const int8_t *src = xp + (size_t)(oy * g->sh + ky * g->dh) * wp +
-                                        ox * g->sw + kx * g->dw;
-                    v128_t v;
-                    if (g->sw == 1) {
-                        v = wasm_i16x8_load8x8(src);
-                    } else { /* even bytes of 16 */
-                        v128_t b = wasm_v128_load(src);
-                        v = wasm_i16x8_extend_low_i8x16(wasm_i8x16_shuffle(
-                            b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14));
-                    }
-                    const v128_t wt = wasm_i16x8_splat(w[t]);
-                    lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v, wt));
-                    hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v, wt));
-                }
-                wasm_v128_store(arow + ox, lo);
-                wasm_v128_store(arow + ox + 4, hi);
-            }
-        for (; ox < g->ow; ox++) {
-            int32_t s = 0;
-            for (int32_t t = 0; t < taps; t++) {
-                const int32_t ky = t / g->kw, kx = t % g->kw;
-                s += w[t] * xp[(size_t)(oy * g->sh + ky * g->dh) * wp + ox * g->sw + kx * g->dw];
-            }
-            arow[ox] = s;
-        }
-    }
-}
-
-static int qt_depthwise(const qt_geom *g, const int8_t *q, const int8_t *w, const float *sc,
-                        const float *bias, float *y) {
-    const int32_t pos = g->oh * g->ow, taps = g->kh * g->kw;
-    /* the padded plane covers every window, plus 16 bytes a SIMD load may read past */
-    const int32_t hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
-    const int32_t wp = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1 + 16;
-    int8_t *xp = qt_grow(&qt_cols, (size_t)hp * wp + 16);
-    int32_t *acc = qt_grow(&qt_acc, (size_t)pos * sizeof(int32_t));
-    if (!xp || !acc) return 2;
-    for (int32_t s = 0; s < g->n; s++)
+static int qt_depthwise(const qt_geom *g, const float *x, const int8_t *w, const float *sc,
+                        const float *bias, float *y, float s) {
+    const int32_t taps = g->kh * g->kw, pos = g->oh * g->ow, ow8 = (g->ow + 7) & ~7;
+    const size_t plane_in = (size_t)g->h * g->w, nx = (size_t)g->n * g->c * plane_in;
+    int32_t hp, wp;
+    qt_padded(g, (ow8 - g->ow) * g->sw + 16, &hp, &wp);
+    int8_t *codes = qt_grow(&qt_codes, nx);
+    int8_t *plane = qt_grow(&qt_plane, (size_t)hp * wp);
+    int32_t *offs = qt_grow(&qt_offs, (size_t)taps * sizeof(int32_t));
+    v128_t *wt = qt_grow(&qt_row, (size_t)taps * sizeof(v128_t) + (size_t)ow8 * sizeof(float));
+    if (!codes || !plane || !offs || !wt) return 2;
+    float *row = (float *)(wt + taps);
+    void (*dw_row)(const int8_t *, int32_t, const int32_t *, const v128_t *, int32_t, int32_t,
+                   v128_t, v128_t, float *) =
+        g->sw == 1 ? qt_dw_row1 : g->sw == 2 ? qt_dw_row2 : qt_dw_rown;
+    for (int32_t t = 0; t < taps; t++) offs[t] = (t / g->kw) * g->dh * wp + (t % g->kw) * g->dw;
+    qt_quantize(x, codes, nx, s);
+    memset(plane, 0, (size_t)hp * wp);
+    for (int32_t n = 0; n < g->n; n++)
         for (int32_t c = 0; c < g->c; c++) {
-            const int8_t *plane = q + ((size_t)s * g->c + c) * g->h * g->w;
-            memset(xp, 0, (size_t)hp * wp + 16);
-            for (int32_t iy = 0; iy < g->h; iy++) {
-                const int32_t py = iy + g->ph;
-                if (py < 0 || py >= hp) continue;
-                const int32_t x0 = g->pw < 0 ? -g->pw : 0;
-                int32_t len = g->w - x0;
-                if (len > wp - 16 - (x0 + g->pw)) len = wp - 16 - (x0 + g->pw);
-                if (len > 0) memcpy(xp + (size_t)py * wp + x0 + g->pw, plane + (size_t)iy * g->w + x0, len);
+            const int8_t *src = codes + ((size_t)n * g->c + c) * plane_in;
+            for (int32_t iy = 0; iy < g->h; iy++) /* the borders stay zero */
+                memcpy(plane + (size_t)(iy + g->ph) * wp + g->pw, src + (size_t)iy * g->w,
+                       (size_t)g->w);
+            for (int32_t t = 0; t < taps; t++) wt[t] = wasm_i16x8_splat(w[(size_t)c * taps + t]);
+            const v128_t vs = wasm_f32x4_splat(sc[c]), vb = wasm_f32x4_splat(bias ? bias[c] : 0);
+            float *yc = y + ((size_t)n * g->c + c) * pos;
+            for (int32_t oy = 0; oy < g->oh; oy++) {
+                dw_row(plane + (size_t)oy * g->sh * wp, g->sw, offs, wt, taps, ow8, vs, vb, row);
+                memcpy(yc + (size_t)oy * g->ow, row, (size_t)g->ow * sizeof(float));
             }
-            qt_depthwise_plane(g, xp, wp, w + (size_t)c * taps, acc);
-            qt_rescale_planes(acc, y + ((size_t)s * g->c + c) * pos, 1, pos, sc + c,
-                              bias ? bias + c : NULL);
         }
     return 0;
 }
@@ -222,27 +330,53 @@ int32_t EXPORT(em_qconv)(const float *x, const int8_t *w, const float *w_scale,
                          const float *bias, const float *in_scale, float *y) {
     qt_geom g;
     memcpy(&g, em_meta_words(), sizeof g);
+    const float s = *in_scale;
+    float *sc = qt_out_scales(w_scale, s, g.c_out);
+    if (!sc) return 2;
+    if (g.groups == g.c && g.c_out == g.c) return qt_depthwise(&g, x, w, sc, bias, y, s);
     const int32_t cg = g.c / g.groups, og = g.c_out / g.groups, taps = g.kh * g.kw;
-    const int32_t kg = cg * taps, pos = g.oh * g.ow;
-    const size_t nx = (size_t)g.n * g.c * g.h * g.w;
-    int8_t *q = qt_grow(&qt_codes, nx);
-    float *sc = qt_out_scales(w_scale, *in_scale, g.c_out);
-    if (!q || !sc) return 2;
-    qt_quantize(x, q, nx, *in_scale);
-    if (g.groups == g.c && g.c_out == g.c) return qt_depthwise(&g, q, w, sc, bias, y);
+    const int32_t k = cg * taps, kp = (k + 1) / 2, pos = g.oh * g.ow;
     const int pointwise = taps == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 &&
                           g.oh == g.h && g.ow == g.w;
-    int8_t *cols = qt_grow(&qt_cols, (size_t)pos * kg);
-    int32_t *acc = qt_grow(&qt_acc, (size_t)og * pos * sizeof(int32_t));
-    if (!cols || !acc) return 2;
-    for (int32_t s = 0; s < g.n; s++)
-        for (int32_t gi = 0; gi < g.groups; gi++) {
-            const int8_t *xs = q + ((size_t)s * g.c + (size_t)gi * cg) * g.h * g.w;
-            if (pointwise) qt_transpose(xs, cg, pos, cols);
-            else qt_im2col(&g, xs, cg, cols);
-            em_gemm_i8_i32(w + (size_t)gi * og * kg, cols, acc, og, pos, kg);
-            qt_rescale_planes(acc, y + ((size_t)s * g.c_out + (size_t)gi * og) * pos, og, pos,
-                              sc + (size_t)gi * og, bias ? bias + (size_t)gi * og : NULL);
+    /* columns per packed block: the block (kp pairs x ncap columns of i16) stays in L2 */
+    int32_t ncap = ((1 << 16) / kp) & ~(QNR - 1);
+    if (ncap < QNR) ncap = QNR;
+    if (ncap > 512) ncap = 512;
+    int16_t *ap = qt_grow(&qt_apack, (size_t)((og + QMR - 1) & ~(QMR - 1)) * kp * 2 * 2);
+    int16_t *bp = qt_grow(&qt_bpack, (size_t)ncap * kp * 2 * 2);
+    if (!ap || !bp) return 2;
+    int32_t hp = 0, wp = 0;
+    int8_t *plane = NULL;
+    int32_t *koff = NULL, *joff = NULL;
+    if (!pointwise) {
+        qt_padded(&g, 0, &hp, &wp);
+        plane = qt_grow(&qt_plane, (size_t)cg * hp * wp);
+        koff = qt_grow(&qt_offs, (size_t)(k + pos) * sizeof(int32_t));
+        if (!plane || !koff) return 2;
+        joff = koff + k;
+        for (int32_t q = 0; q < k; q++) {
+            const int32_t c = q / taps, t = q % taps;
+            koff[q] = (c * hp + (t / g.kw) * g.dh) * wp + (t % g.kw) * g.dw;
         }
+        for (int32_t j = 0; j < pos; j++) joff[j] = (j / g.ow) * g.sh * wp + (j % g.ow) * g.sw;
+    }
+    for (int32_t gi = 0; gi < g.groups; gi++) {
+        qt_pack_a(w + (size_t)gi * og * k, og, k, kp, ap);
+        for (int32_t n = 0; n < g.n; n++) {
+            const float *xs = x + ((size_t)n * g.c + (size_t)gi * cg) * g.h * g.w;
+            float *ys = y + ((size_t)n * g.c_out + (size_t)gi * og) * pos;
+            const float *bg = bias ? bias + (size_t)gi * og : NULL;
+            if (pointwise) {
+                qt_pw_ctx ctx = {xs, k, kp, pos, s};
+                qt_gemm(og, pos, kp, ap, qt_fill_pointwise, &ctx, bp, ncap, ys, pos,
+                        sc + (size_t)gi * og, bg);
+            } else {
+                qt_pad_codes(&g, xs, cg, plane, hp, wp, s);
+                qt_cols_ctx ctx = {plane, koff, joff, k, kp};
+                qt_gemm(og, pos, kp, ap, qt_fill_columns, &ctx, bp, ncap, ys, pos,
+                        sc + (size_t)gi * og, bg);
+            }
+        }
+    }
     return 0;
 }
