@@ -100,7 +100,12 @@ def load_u8(x, data, n, mul, add):
 
 
 def copy(dst, src, n):
-    _f(dst, n)[:] = _f(src, n)
+    # in STEP slices: ulab's slice assignment copies its right-hand side into a new array first
+    d = _f(dst, n)
+    s = _f(src, n)
+    for lo in range(0, n, STEP):
+        hi = lo + STEP if lo + STEP < n else n
+        d[lo:hi] = s[lo:hi]
 
 
 def add(x, y, n):

@@ -13,7 +13,10 @@ on, the stand-in follows ulab (checked against ulab's C source, ``code/numpy/tra
 - ``out_keyword=False``: ``tanh(a, out=b)`` raises TypeError, as on builds without
   ``ULAB_MATH_FUNCTIONS_OUT_KEYWORD``;
 - ``allocations`` counts the bytes of every array the tier makes (ulab allocates one per
-  operation; views cost a header only), for the garbage estimate.
+  operation; views cost a header only), for the garbage estimate; a slice assignment counts a
+  copy of its right-hand side, as ulab's ``ndarray_assign_view`` makes one
+  (``ndarray_copy_view_convert_type``, converted to the target's dtype; ulab 2022, e.g. as
+  vendored in numworks/epsilon ``python/port/mod/ndarray.c``) and never frees it.
 
 This checks the tier's logic and its use of the API, not ulab's own arithmetic.
 """
@@ -40,6 +43,11 @@ class Counter:
 allocations = Counter()
 
 
+def _count(size: int) -> None:
+    allocations.bytes += size
+    allocations.largest = max(allocations.largest, size)
+
+
 class _NoReverse(numpy.ndarray):
     """An ndarray whose scalar-on-the-left operators fail, like ulab without
     MICROPY_PY_REVERSE_SPECIAL_METHODS."""
@@ -52,15 +60,20 @@ class _NoReverse(numpy.ndarray):
 
 
 class _Tracked(numpy.ndarray):
+    def __setitem__(self, key, value) -> None:
+        # ulab converts the right-hand side (a scalar becomes a 1-element array) into a new
+        # array of the target's dtype before copying it in
+        n = value.size if isinstance(value, numpy.ndarray) else 1
+        _count(HEADER_BYTES + n * self.itemsize)
+        super().__setitem__(key, value)
+
     def __array_finalize__(self, obj) -> None:
         allocations.arrays += 1
         # data is new when this array owns it, or views a fresh plain result (the stand-in's
         # wrappers); views of tracked arrays and of the runtime's buffers cost a header only
         base = self.base
         owns = base is None or (type(base) is numpy.ndarray and base.base is None)
-        size = HEADER_BYTES + (self.nbytes if owns else 0)
-        allocations.bytes += size
-        allocations.largest = max(allocations.largest, size)
+        _count(HEADER_BYTES + (self.nbytes if owns else 0))
 
 
 def install(*, double: bool = False, reverse: bool = True,
