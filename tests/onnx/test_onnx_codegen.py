@@ -214,7 +214,7 @@ def test_small_transformer_reads_as_ember_nn_and_matches_torch(tmp_path):
                           output_names=["hidden"], opset_version=17, dynamo=False)
     py, _ = ember.onnx.convert(path, tmp_path / "out")
     code = open(py).read()
-    for spelled in ("F.linear(", "F.softmax(", "F.layer_norm("):
+    for spelled in ("F.linear(", "F.softmax(", "F.layer_norm(", "F.gelu("):
         assert spelled in code
     assert "call('Shape'" not in code and "model_model" not in code
     got = _import(py, "tfm").load()(ember.from_numpy(ids.numpy())).numpy()

@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 from ._graph import OnnxLoadError, OnnxUnsupportedError
+from ._verify import ConvertMismatchError
 
 
 def supported_ops() -> list[str]:
@@ -33,7 +34,7 @@ def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = No
 
     ``shapes`` fixes dynamic input dims (``{"input_ids": (1, 128)}``) so shape arithmetic
     folds; ``check`` runs the written module against ``load`` on the declared input shapes
-    and raises ``ember.onnx.codegen.ConvertMismatchError`` if they differ.
+    and raises :class:`ConvertMismatchError` if they differ.
     """
     from .codegen import convert as _convert
 
@@ -55,6 +56,6 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "OnnxLoadError", "OnnxModule", "OnnxUnsupportedError", "convert", "export", "load",
-    "supported_ops",
+    "ConvertMismatchError", "OnnxLoadError", "OnnxModule", "OnnxUnsupportedError", "convert",
+    "export", "load", "supported_ops",
 ]

@@ -101,7 +101,9 @@ def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int) -> ast.expr
     if op == "Softmax" and opset >= 13:
         return template("F.softmax(P_x, dim=P_d)", x=x, d=lit(_int(a, "axis", -1)))
     if op == "Gelu" and len(ins) == 1:
-        return template("F.gelu(P_x, approximate=P_a)", x=x, a=lit(a.get("approximate", "none")))
+        if a.get("approximate", "none") == "none":
+            return template("F.gelu(P_x)", x=x)
+        return template("F.gelu(P_x, approximate=P_a)", x=x, a=lit(a["approximate"]))
     if op == "LayerNormalization" and node.inputs[1] in consts and _int(a, "axis", -1) == -1:
         w = consts[node.inputs[1]]
         if w.ndim == 1 and a.get("stash_type", 1) == 1:

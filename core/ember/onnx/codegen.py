@@ -25,13 +25,15 @@ import os
 import re
 import warnings
 
-from .. import limits
-from ..errors import EmberError, UnsupportedOpError, malformed_file
+from ..errors import UnsupportedOpError, malformed_file
 from ..tensor import Tensor
 from ._graph import Function, Graph, Node, OnnxLoadError, _AttrRef
-from ._pyast import RESERVED, Names, assign, fill, funcdef, lit, name, store, template
+from ._flow import FlowWriter, safe_text
+from ._patterns import gelu_at, readers
+from ._pyast import RESERVED, Names, assign, fill, funcdef, lit, name, template
 from ._spell import NoSpelling, spell
 from ._types import BFLOAT16
+from ._verify import ConvertMismatchError, verify  # noqa: F401  (convert raises it)
 from .runtime import OnnxModule, load
 
 # keyword arguments of ``call`` itself: attributes named so go through ``**{...}``
@@ -63,15 +65,6 @@ def load(weights: str = WEIGHTS, backend=None):
 '''
 
 
-class ConvertMismatchError(EmberError, ValueError):
-    """The generated module does not reproduce the runtime path (``ember.onnx.load``)."""
-
-
-def _safe_text(s: str) -> str:
-    """File-derived text for a docstring: a conservative ASCII subset, nothing that quotes."""
-    return re.sub(r"[^0-9A-Za-z_.\- ]", "_", s)[:80]
-
-
 def _uses(nodes: list[Node]) -> dict[str, int]:
     """How often each value is read by ``nodes`` and the subgraphs they hold."""
     count: dict[str, int] = {}
@@ -86,34 +79,7 @@ def _uses(nodes: list[Node]) -> dict[str, int]:
     return count
 
 
-def _malformed(node: Node, why: str) -> UnsupportedOpError:
-    return UnsupportedOpError(f"onnx convert: node '{_safe_text(node.name)}' "
-                              f"({_safe_text(node.op_type)}) {why}")
-
-
-def _body(node: Node, key: str, n_in: int | None = None, n_out: int | None = None) -> Graph:
-    """The graph attribute ``key``, checked: exactly ``n_in`` inputs, at least ``n_out``
-    outputs (a malformed file gets a typed error, not a KeyError)."""
-    g = node.attrs.get(key)
-    if not isinstance(g, Graph):
-        raise _malformed(node, f"has no graph attribute '{key}'")
-    if n_in is not None and len(g.inputs) != n_in:
-        raise _malformed(node, f"attribute '{key}' takes {len(g.inputs)} inputs, not {n_in}")
-    if n_out is not None and len(g.outputs) < n_out:
-        raise _malformed(node, f"attribute '{key}' gives {len(g.outputs)} outputs, fewer "
-                         f"than {n_out}")
-    return g
-
-
-def _ints(node: Node, key: str, n: int) -> list[int]:
-    """An optional list-of-ints attribute with one entry per scanned value (zeros if absent)."""
-    v = node.attrs.get(key) or [0] * n
-    if not isinstance(v, list) or len(v) < n or any(type(x) is not int for x in v):
-        raise _malformed(node, f"has {key} {v!r}; expected {n} ints")
-    return v
-
-
-class _Gen:
+class _Gen(FlowWriter):
     """Writes the statements of a graph (and the subgraphs and function bodies it holds)."""
 
     def __init__(self, module: OnnxModule):
@@ -164,9 +130,14 @@ class _Gen:
             uses[o] = uses.get(o, 0) + 1
         body: list[ast.stmt] = []
         skip: set[int] = set()
+        read = readers(graph.nodes)
         for k, node in enumerate(graph.nodes):
             if k in skip:
                 continue
+            gelu = gelu_at(graph.nodes, k, visible, read, uses)
+            if gelu is not None and all(j > k and j not in skip for j in gelu[1]):
+                node = gelu[0]
+                skip |= gelu[1]
             node = self._linear(graph.nodes, k, node, visible, uses, skip, scope)
             body += self.node(node, scope, visible)
         return body
@@ -201,7 +172,7 @@ class _Gen:
         return Node("Linear", ins, [out], {}, "", node.name)
 
     def node(self, node: Node, scope: Names, consts: dict) -> list[ast.stmt]:
-        where = f"node '{_safe_text(node.name)}' ({_safe_text(node.op_type)})"
+        where = f"node '{safe_text(node.name)}' ({safe_text(node.op_type)})"
         last = max((i for i, o in enumerate(node.outputs) if o), default=-1)
         if last < 0:
             return []  # ops are pure: a node without outputs does nothing
@@ -240,7 +211,7 @@ class _Gen:
             inner = scope.child()
             params = [inner.define(i) for i in sub.inputs]
             body = self.block(sub, inner)
-            rets = [self.value(inner, o, f"graph '{_safe_text(sub.name)}'") or ast.Constant(
+            rets = [self.value(inner, o, f"graph '{safe_text(sub.name)}'") or ast.Constant(
                 None) for o in sub.outputs]
             body.append(ast.Return(rets[0] if len(rets) == 1 else ast.Tuple(rets, ast.Load())))
             pre.append(funcdef(ident, params, body))
@@ -292,138 +263,6 @@ class _Gen:
                 scope.bind(actual, self.value(inner, formal, f"function {node.op_type}"))
         return body
 
-    # ------------------------------------------------------------------ control flow
-    def _results(self, sub: Graph, scope: Names, idents: list[str], first: int = 0):
-        """``a, b = <the subgraph's outputs from ``first`` on>``."""
-        vals = [self.value(scope, o, f"graph '{_safe_text(sub.name)}'") or ast.Constant(None)
-                for o in sub.outputs[first:first + len(idents)]]
-        if not idents:
-            return []
-        value = vals[0] if len(vals) == 1 else ast.Tuple(vals, ast.Load())
-        return [assign(idents, value)]
-
-    def _outs(self, node: Node, scope: Names) -> list[str]:
-        return [scope.define(o) if o else scope.fresh("unused") for o in node.outputs]
-
-    def _if(self, node: Node, scope: Names) -> list[ast.stmt]:
-        if len(node.inputs) != 1 or not node.inputs[0]:
-            raise _malformed(node, f"has {len(node.inputs)} inputs; If takes one condition")
-        cond = self.value(scope, node.inputs[0], "If")
-        idents = self._outs(node, scope)
-        branches = []
-        for key in ("then_branch", "else_branch"):
-            sub = _body(node, key, 0, len(node.outputs))
-            inner = scope.child()
-            branches.append(self.block(sub, inner) + self._results(sub, inner, idents)
-                            or [ast.Pass()])
-        test = template("bool(P_c.item())", c=cond)
-        return [ast.If(test, branches[0], branches[1])]
-
-    def _loop(self, node: Node, scope: Names) -> list[ast.stmt]:
-        n_c = max(len(node.inputs) - 2, 0)
-        body = _body(node, "body", 2 + n_c, 1 + n_c)
-        if len(node.outputs) > len(body.outputs) - 1:
-            raise _malformed(node, "declares more outputs than its body gives")
-        trip = self.value(scope, node.inputs[0], "Loop") if node.inputs else None
-        cond = self.value(scope, node.inputs[1], "Loop") if len(node.inputs) > 1 else None
-        carried = [self.value(scope, i, "Loop") for i in node.inputs[2:]]
-        outs = self._outs(node, scope)
-        state, scans = outs[:n_c], outs[n_c:]
-        i, keep = scope.fresh("i"), scope.fresh("keep")
-        accs = [scope.fresh(f"{s}_steps") for s in scans]
-        pre: list[ast.stmt] = [assign([i], lit(0)), assign([keep], template(
-            "bool(P_c.item())", c=cond) if cond is not None else lit(True))]
-        if state:
-            pre.append(assign(state, ast.Tuple(carried, ast.Load()) if n_c > 1 else carried[0]))
-        pre += [assign([a], ast.List([], ast.Load())) for a in accs]
-        inner = scope.child()
-        iter_in, cond_in, *state_in = body.inputs
-        step: list[ast.stmt] = []
-        if iter_in:
-            step.append(assign([inner.define(iter_in)], template(
-                "ember.tensor(P_i, dtype=ember.int64)", i=name(i))))
-        if cond_in:
-            step.append(assign([inner.define(cond_in)], template(
-                "ember.tensor(P_k, dtype=ember.bool_)", k=name(keep))))
-        for formal, current in zip(state_in, state):
-            inner.bind(formal, name(current))
-        step += self.block(body, inner)
-        cond_out = body.outputs[0]
-        if cond_out:
-            step.append(assign([keep], template("bool(P_c.item())", c=self.value(
-                inner, cond_out, "Loop body"))))
-        step += self._results(body, inner, state, 1)
-        for acc, o in zip(accs, body.outputs[1 + n_c:]):
-            step.append(ast.Expr(template("P_a.append(P_v)", a=name(acc), v=self.value(
-                inner, o, "Loop body"))))
-        step.append(ast.AugAssign(store(i), ast.Add(), lit(1)))
-        test = name(keep)
-        if trip is not None:
-            test = ast.BoolOp(ast.And(), [test, template("P_i < int(P_m.item())", i=name(i),
-                                                         m=trip)])
-        post = [assign([s], template("stack_outputs(P_a)", a=name(a)))
-                for s, a in zip(scans, accs)]
-        return pre + [ast.While(test, step, [])] + post
-
-    def _scan(self, node: Node, scope: Names) -> list[ast.stmt]:
-        a = node.attrs
-        n_scan = a.get("num_scan_inputs")
-        if type(n_scan) is not int or not 0 < n_scan <= len(node.inputs):
-            raise _malformed(node, f"has num_scan_inputs {n_scan!r}; 1 to {len(node.inputs)}")
-        body = _body(node, "body", len(node.inputs), len(node.outputs))
-        ins = [self.value(scope, i, "Scan") for i in node.inputs]
-        n_state = len(ins) - n_scan
-        xs = ins[n_state:]
-        outs = self._outs(node, scope)
-        state, ys = outs[:n_state], outs[n_state:]
-        in_axes = _ints(node, "scan_input_axes", n_scan)
-        in_dirs = _ints(node, "scan_input_directions", n_scan)
-        out_axes = _ints(node, "scan_output_axes", len(ys))
-        out_dirs = _ints(node, "scan_output_directions", len(ys))
-        t, steps = scope.fresh("t"), scope.fresh("steps")
-        accs = [scope.fresh(f"{y}_steps") for y in ys]
-        pre: list[ast.stmt] = []
-        if state:
-            pre.append(assign(state, ast.Tuple(ins[:n_state], ast.Load()) if n_state > 1
-                              else ins[0]))
-        pre += [assign([acc], ast.List([], ast.Load())) for acc in accs]
-        pre.append(assign([steps], template("P_x.shape[P_a]", x=xs[0], a=lit(in_axes[0]))))
-        inner = scope.child()
-        for formal, current in zip(body.inputs, state):
-            inner.bind(formal, name(current))
-        step: list[ast.stmt] = []
-        for formal, x, ax, d in zip(body.inputs[n_state:], xs, in_axes, in_dirs):
-            index = template("P_n - 1 - P_t" if d else "P_t", n=name(steps), t=name(t))
-            step.append(assign([inner.define(formal)], template(
-                "P_x.select(P_a, P_i)", x=x, a=lit(ax), i=index)))
-        step += self.block(body, inner)
-        step += self._results(body, inner, state)
-        for acc, o in zip(accs, body.outputs[n_state:]):
-            step.append(ast.Expr(template("P_a.append(P_v)", a=name(acc), v=self.value(
-                inner, o, "Scan body"))))
-        loop = ast.For(store(t), template("range(P_n)", n=name(steps)), step, [])
-        post = [assign([y], template("stack_outputs(P_a, axis=P_x, reverse=P_r)", a=name(acc),
-                                     x=lit(ax), r=lit(bool(d))))
-                for y, acc, ax, d in zip(ys, accs, out_axes, out_dirs)]
-        return pre + [loop] + post
-
-    def _sequencemap(self, node: Node, scope: Names) -> list[ast.stmt]:
-        body = _body(node, "body", len(node.inputs), len(node.outputs))
-        ins = [self.value(scope, i, "SequenceMap") for i in node.inputs]
-        outs = self._outs(node, scope)
-        k = scope.fresh("k")
-        inner = scope.child()
-        step: list[ast.stmt] = []
-        for j, (formal, actual) in enumerate(zip(body.inputs, ins)):
-            src = "P_s[P_k]" if j == 0 else "P_s[P_k] if isinstance(P_s, list) else P_s"
-            step.append(assign([inner.define(formal)], template(src, s=actual, k=name(k))))
-        step += self.block(body, inner)
-        for o, res in zip(outs, body.outputs):
-            step.append(ast.Expr(template("P_a.append(P_v)", a=name(o), v=self.value(
-                inner, res, "SequenceMap body"))))
-        pre = [assign([o], ast.List([], ast.Load())) for o in outs]
-        return pre + [ast.For(store(k), template("range(len(P_s))", s=ins[0]), step, [])]
-
 
 def generate_tree(module: OnnxModule, class_name: str = "Model",
                   weights_file: str = "model.safetensors",
@@ -448,7 +287,7 @@ def generate_tree(module: OnnxModule, class_name: str = "Model",
     tree = ast.parse(_HEADER)
     tree.body[0:0] = [ast.Expr(ast.Constant(
         f"{class_name}: generated by `ember onnx convert` from "
-        f"{_safe_text(os.path.basename(source))} (opset {opset}).\n\n"
+        f"{safe_text(os.path.basename(source))} (opset {opset}).\n\n"
         "Plain ember code: read it, edit it. Weights live in the safetensors file next to "
         "it.\n"))]
     tree = fill(tree, WEIGHTS=ast.Constant(weights_file))
@@ -473,102 +312,6 @@ def generate(module: OnnxModule, class_name: str = "Model", weights_file: str = 
     return ast.unparse(tree) + "\n"
 
 
-def example_inputs(module: OnnxModule, seed: int = 0) -> list | None:
-    """Random inputs of the declared shapes and types, or None when an input's type is not a
-    plain tensor. A dynamic dim is 1 when it leads (a batch), else 64 (an image side, a
-    sequence length)."""
-    import numpy as np
-
-    from ._types import onnx_dtype
-
-    rng = np.random.default_rng(seed)
-    out = []
-    for n in module.graph.inputs:
-        elem, shape = module.graph.input_info.get(n, (None, None))
-        if elem is None or shape is None:
-            return None
-        dims = [d if isinstance(d, int) and d > 0 else (64 if k else 1)
-                for k, d in enumerate(shape)]
-        kind = onnx_dtype(elem).name
-        if kind.startswith("float"):
-            a = rng.standard_normal(dims).astype(kind)
-        elif kind == "bool":
-            a = rng.random(dims) < 0.5
-        else:
-            a = rng.integers(0, 3, dims).astype(kind)
-        out.append(a)
-    return out
-
-
-def verify(module: OnnxModule, py_path: str, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
-    """Run the generated module and the runtime path on :func:`example_inputs`; raise
-    :class:`ConvertMismatchError` if they differ. Returns why it could not check, or None."""
-    import numpy as np
-
-    from ._types import numpy_to_tensor
-
-    feeds = example_inputs(module)
-    if feeds is None:
-        return "an input has no declared tensor shape"
-    bound = limits.current()
-    if sum(a.size for a in feeds) > bound.max_activation_elements:
-        return ("the declared inputs hold more elements than "
-                + bound.describe("max_activation_elements"))
-    feeds = [numpy_to_tensor(a, module.backend) for a in feeds]
-    try:
-        want = module(*feeds)
-    except MemoryError:
-        return "running the model on its declared shapes runs out of memory"
-    except Exception as e:  # noqa: BLE001 - nothing to compare with
-        return f"the runtime path fails on random inputs ({type(e).__name__}: {e})"
-    spec = importlib.util.spec_from_file_location("ember_onnx_generated", py_path)
-    gen = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(gen)
-        got = gen.load(backend=module.backend)(*feeds)
-    except MemoryError:
-        return "running the model on its declared shapes runs out of memory"
-    except Exception as e:
-        raise ConvertMismatchError(
-            f"onnx convert: the generated {py_path} fails where ember.onnx.load runs: "
-            f"{type(e).__name__}: {e}") from e
-    want = want if isinstance(want, tuple) else (want,)
-    got = got if isinstance(got, tuple) else (got,)
-    if len(got) != len(want):
-        raise ConvertMismatchError(f"onnx convert: the generated module returns {len(got)} "
-                                   f"outputs, the model {len(want)}")
-    for k, (g, w) in enumerate(zip(got, want)):
-        if isinstance(w, list) or w is None:
-            continue
-        gn, wn = np.asarray(g.numpy()), np.asarray(w.numpy())
-        if gn.shape != wn.shape or gn.dtype != wn.dtype or not _close(gn, wn, rtol, atol):
-            raise ConvertMismatchError(
-                f"onnx convert: output {k} of the generated module differs from "
-                f"ember.onnx.load: {gn.dtype}{gn.shape} vs {wn.dtype}{wn.shape}, largest "
-                f"difference {_diff(gn, wn)}")
-    return None
-
-
-def _close(got, want, rtol: float, atol: float) -> bool:
-    """``allclose`` with ``atol`` relative to the output's magnitude, a chunk at a time (an
-    output may be as large as the model makes it)."""
-    import numpy as np
-
-    g, w = got.reshape(-1), want.reshape(-1)
-    scale = atol * max(1.0, float(np.abs(w).max(initial=0)))
-    step = 1 << 20
-    return all(np.allclose(g[i:i + step], w[i:i + step], rtol=rtol, atol=scale,
-                           equal_nan=True) for i in range(0, g.size, step))
-
-
-def _diff(a, b) -> str:
-    import numpy as np
-
-    if a.shape != b.shape:
-        return "n/a (shapes differ)"
-    return f"{float(np.nanmax(np.abs(a.astype(np.float64) - b.astype(np.float64)))):.3g}"
-
-
 def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = None,
             check: bool = True) -> tuple[str, str]:
     """Write ``model.py`` and ``model.safetensors`` into ``out_dir``, then check the module
@@ -588,7 +331,7 @@ def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = No
     src = source if isinstance(source, (str, os.PathLike)) else "model.onnx"
     tree, weights = generate_tree(module, class_name, os.path.basename(w_path), str(src))
     code = ast.unparse(tree) + "\n"
-    save_file(weights, w_path, metadata={"source": _safe_text(os.path.basename(str(src))),
+    save_file(weights, w_path, metadata={"source": safe_text(os.path.basename(str(src))),
                                          "generator": "ember onnx convert"})
     with open(py_path, "w") as f:
         f.write(code)
