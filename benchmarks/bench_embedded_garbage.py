@@ -22,7 +22,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 from ember.demos.mnist_embedded import INPUT_TRANSFORM, mnist_arrays, mnist_mlp, normalize
 from ember.demos.mnist_model import mnist_cnn
 from ember.export import embedded_dir, export, run_micropython_script, run_on_micropython
