@@ -6,7 +6,6 @@ cluster are skipped; the in-process ones run.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -14,14 +13,12 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-DEMOS = HERE.parents[1] / "demos" / "distributed"
-sys.path.insert(0, str(DEMOS))
+sys.path.insert(0, str(HERE.parents[1] / "demos" / "distributed"))
 sys.path.insert(0, str(HERE))
 
 import ray_helpers  # noqa: E402
 from mnist_columns import mnist_columns  # noqa: E402
-
-TRAIN_ROWS = 1024
+from ray_helpers import TRAIN_ROWS  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -45,14 +42,6 @@ def mnist_train(mnist_available):
 @pytest.fixture(scope="session")
 def mnist_test(mnist_available):
     return mnist_columns("test")
-
-
-def load_demo(name: str):
-    """A script of demos/distributed as a module (its ``main(argv)`` runs in this process)."""
-    spec = importlib.util.spec_from_file_location(f"demo_distributed_{name}", DEMOS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="session")

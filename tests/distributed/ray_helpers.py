@@ -1,10 +1,25 @@
-"""Helpers the Ray workers run (shipped by value: see conftest)."""
+"""Helpers of the distributed tests; what the Ray workers run travels by value (conftest).
+
+(A module of its own: test modules import from here, not from ``conftest``, a name several
+folders of tests/ share.)"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 from pathlib import Path
+
+TRAIN_ROWS = 1024  # the digits the training tests use: 16 steps of a global batch of 64
+DEMOS = Path(__file__).resolve().parents[2] / "demos" / "distributed"
+
+
+def load_demo(name: str):
+    """A script of demos/distributed as a module (its ``main(argv)`` runs in this process)."""
+    spec = importlib.util.spec_from_file_location(f"demo_distributed_{name}", DEMOS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class KillOnce:

@@ -8,9 +8,8 @@ from functools import partial
 
 import numpy as np
 import pytest
-from conftest import TRAIN_ROWS, load_demo
 from mnist_columns import accuracy
-from ray_helpers import KillOnce
+from ray_helpers import TRAIN_ROWS, KillOnce, load_demo
 
 import ember
 from ember import optim
