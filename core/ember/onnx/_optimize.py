@@ -4,11 +4,14 @@
   by the normalization) becomes one ``Conv`` with the normalization folded into its weight
   and bias, as onnxruntime and every exporter's "fuse" option do: one pass over the
   activations instead of three.
+- The five-node GELU exporters write (``x * (erf(x / sqrt 2) + 1) * 0.5``) becomes one
+  ``Gelu`` (see ``_patterns``): one fused activation instead of five tensor ops.
 """
 
 from __future__ import annotations
 
 from ._graph import Graph, Node
+from ._patterns import gelu_at, readers
 
 
 def _readers(graph: Graph) -> dict[str, int]:
@@ -56,3 +59,20 @@ def fuse_conv_bn(module, graph: Graph) -> int:
         dropped.add(id(bn))
     graph.nodes = [fused.get(id(n), n) for n in graph.nodes if id(n) not in dropped]
     return len(fused)
+
+
+def fuse_gelu(module, graph: Graph) -> int:
+    """Replace each exact GELU chain by one Gelu node; returns how many."""
+    consts = {k: getattr(module, v) for k, v in module._consts.get(id(graph), {}).items()}
+    uses, read = _readers(graph), readers(graph.nodes)
+    nodes, skip, found = [], set(), 0
+    for k, n in enumerate(graph.nodes):
+        if k in skip:
+            continue
+        chain = gelu_at(graph.nodes, k, consts, read, uses)
+        if chain is not None and all(j > k and j not in skip for j in chain[1]):
+            n, found = chain[0], found + 1
+            skip |= chain[1]
+        nodes.append(n)
+    graph.nodes = nodes
+    return found

@@ -21,7 +21,7 @@ from ..tensor import Tensor
 from ._checks import check_wiring
 from ._fold import output_bound
 from ._lowbit import retype_narrow, round_to
-from ._optimize import fuse_conv_bn
+from ._optimize import fuse_conv_bn, fuse_gelu
 from ._graph import Function, Graph, Model, Node, OnnxLoadError, OnnxUnsupportedError, _AttrRef
 from ._proto import Reader, read_model
 from ._types import BFLOAT16, numpy_to_tensor
@@ -76,6 +76,7 @@ class OnnxModule(Module):
         if fold:
             self._fold(model.graph)
             fuse_conv_bn(self, model.graph)
+            fuse_gelu(self, model.graph)
 
     # ----------------------------------------------------------------- set-up
     @property

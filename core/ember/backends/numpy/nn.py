@@ -235,12 +235,22 @@ class NumpyNNOps:
         return np.maximum(x, x.dtype.type(0))
 
     def gelu(self, x, approximate="none"):
+        # in place on one fresh array after the first step (each temporary costs a pass)
         t = x.dtype.type
         with quiet():
             if approximate == "tanh":
-                inner = (x + x * x * x * t(0.044715)) * t(math.sqrt(2.0 / math.pi))
-                return x * (np.tanh(inner) + t(1)) * t(0.5)
-            return x * (self.float_erf(x * t(1.0 / math.sqrt(2.0))) + t(1)) * t(0.5)
+                y = x * x
+                y *= t(0.044715)
+                y += t(1)
+                y *= x
+                y *= t(math.sqrt(2.0 / math.pi))
+                np.tanh(y, out=y)
+            else:
+                y = self.float_erf(x * t(1.0 / math.sqrt(2.0)))
+            y += t(1)
+            y *= x
+            y *= t(0.5)
+            return y
 
     def silu(self, x):
         with quiet():
