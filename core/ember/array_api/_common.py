@@ -35,7 +35,7 @@ def resolve_device(device) -> Backend:
             return default_backend()
         for name in available():
             b = get_backend(name)
-            if b.device == device and not hasattr(b, "inner"):
+            if b.device == device and b.inner is None:
                 return b
     raise ValueError(
         f"unknown device {device!r}; valid: a backend, a backend name ({', '.join(available())}) "
