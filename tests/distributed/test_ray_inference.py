@@ -34,3 +34,23 @@ def test_the_single_process_predictions_match_the_model_called_directly(mnist_te
 def test_a_missing_column_is_named():
     with pytest.raises(KeyError, match="no column 'pixels'.*'image'"):
         Predictor(seeded_cnn, inputs="pixels")({"image": np.zeros((1, 784), np.uint8)})
+
+
+def test_efficientnet_over_a_photo_folder_on_two_actors(ray_cluster, tmp_path):
+    """The inference demo's photo mode: decoded by Ray tasks, classified by 2 actors, the
+    same top-1 as ``ember demo classify`` in this process, in the folder's order."""
+    pytest.importorskip("sklearn")
+    from PIL import Image
+    from ray_helpers import load_demo
+    from sklearn.datasets import load_sample_images
+
+    from ember.demos.classify import classify
+
+    for i, photo in enumerate(load_sample_images().images):
+        Image.fromarray(photo).save(tmp_path / f"{i}.jpg")
+        Image.fromarray(photo[:, ::-1]).save(tmp_path / f"{i}-mirrored.jpg")
+    summary = load_demo("predict").main(["--images", str(tmp_path), "--actors", "2",
+                                         "--batch-size", "2"])
+    assert summary["in_order"] and summary["images"] == 4
+    expected = [top[0][0] for top in classify(summary["paths"], top=1)]
+    assert summary["top1"] == expected

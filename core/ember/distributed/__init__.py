@@ -7,7 +7,7 @@ actor. Both run in this process without Ray (one worker); asking for more names 
 ``pip install 'ember[ray]'``. See docs/distributed.md.
 """
 
-from .data import iter_batches, to_ray_dataset
+from .data import MapColumn, iter_batches, to_ray_dataset
 from .extras import INSTALL, ray_available
 from .loop import TrainSpec, train_loop
 from .predictor import Predictor, predict
@@ -15,5 +15,5 @@ from .trainer import EmberTrainer, TrainResult, load_model
 
 __all__ = [
     "EmberTrainer", "TrainResult", "load_model", "TrainSpec", "train_loop", "Predictor", "predict",
-    "iter_batches", "to_ray_dataset", "INSTALL", "ray_available",
+    "MapColumn", "iter_batches", "to_ray_dataset", "INSTALL", "ray_available",
 ]

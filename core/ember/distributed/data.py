@@ -11,6 +11,8 @@ source's order, so a run that restarts can skip the batches it already trained o
 [[0, 10], [20, 30], [40]]
 >>> [b["x"].tolist() for b in iter_batches(cols, 2, skip=1)]
 [[2, 3], [4]]
+>>> MapColumn(lambda v: [v, -v], "x", "pair")(cols)["pair"].tolist()
+[[0, 0], [1, -1], [2, -2], [3, -3], [4, -4]]
 """
 
 from __future__ import annotations
@@ -33,6 +35,20 @@ def iter_batches(source, batch_size: int, skip: int = 0) -> Iterator[dict]:
     for i, batch in enumerate(source.iter_batches(batch_size=batch_size, batch_format="numpy")):
         if i >= skip:
             yield batch
+
+
+class MapColumn:
+    """``MapColumn(fn, source, target)(batch)``: the batch with ``target`` = ``fn`` of each row
+    of ``source``, stacked — per-row preprocessing (decode a file, crop) as a function for
+    ``Dataset.map_batches``, run as parallel Ray tasks ahead of the predicting actors."""
+
+    def __init__(self, fn, source: str, target: str):
+        self.fn, self.source, self.target = fn, source, target
+
+    def __call__(self, batch: dict) -> dict:
+        import numpy as np
+
+        return {**batch, self.target: np.stack([self.fn(v) for v in batch[self.source]])}
 
 
 def num_rows(columns: Mapping) -> int:
