@@ -173,11 +173,6 @@ def imag(x: Tensor, /) -> Tensor:
 
 
 # ------------------------------------------------------------------ host path
-def _float_bits(d: dt.DType):
-    fmt = "<" + d.struct_format
-    return (lambda v: struct.unpack(fmt, struct.pack(fmt, v))[0]), fmt
-
-
 def signbit(x: Tensor, /) -> Tensor:
     x = check_array(x, "signbit")
     require(x, "signbit", "f")
