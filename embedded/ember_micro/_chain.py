@@ -12,10 +12,10 @@
 #
 # Per producing layer, `req` is array('i'): [qmin, qmax] then per output row
 # [lo, hi, c0, MH, ML, K, O, S]: acc is clamped to [lo, hi] (beyond, the value saturates
-# anyway); with d = acc - c0, t = d * MH + (d * ML >> K) + O is the value in the next layer's
-# quantisation steps times 2^S (the multiplier r * 2^S = MH + ML / 2^K in two parts, so
-# that it keeps ~K more bits than one small-int product allows), |t| < 2^29, |d * ML| < 2^30:
-# every intermediate stays a small int.
+# anyway); with d = acc - c0, t = d * MH + d * ML / 2^K + O (rounded) is the value in the
+# next layer's quantisation steps times 2^S: the multiplier r * 2^S = MH + ML / 2^K in two
+# parts, d * ML in two halves of d (_pure._requant), so that r keeps ~17 more bits than one
+# small-int product allows; |t| < 2^29 and every product < 2^30: all stay small ints.
 from array import array
 
 from .format import ACT, CONV2D, LINEAR, MAXPOOL
@@ -24,11 +24,17 @@ ROW = 8  # ints per output row in req
 SMALL = 1 << 29  # |t| bound: small ints are 31-bit signed on 32-bit ports
 ACC_MAX = (1 << 30) - 1  # |acc| bound, so that partial sums stay small ints
 MAX_SHIFT = 24
+MAX_FRAC = 17  # bits of ML: (2^SPLIT - 1) * ML < 2^30
+SPLIT = 12
 
 
 def _floor(v):
     i = int(v)
     return i - 1 if v < i else i
+
+
+def _clamp(v, a):
+    return -a if v < -a else (a if v > a else v)
 
 
 def _round(v):  # half away from zero, as on every tier
@@ -39,29 +45,34 @@ def _row(r, bq, acc_max):
     # the ROW ints of one output row, or None when they wouldn't stay small ints
     if not (0.0 < r < 1e30) or bq != bq or not (-1e30 < bq < 1e30):
         return None
-    lo = (-127.5 - bq) / r - 1.0
-    hi = (127.5 - bq) / r + 1.0
-    lo = _floor(lo if lo > -acc_max else -acc_max)
-    hi = _floor(hi if hi < acc_max else acc_max) + 1
-    c = -bq / r
-    c0 = _round(c if -acc_max < c < acc_max else 0.0)
+    # accumulators only reach +-acc_max: the bounds are clamped there (as floats, before int)
+    lo = _floor(_clamp((-127.5 - bq) / r - 1.0, acc_max))
+    hi = _floor(_clamp((127.5 - bq) / r + 1.0, acc_max)) + 1
+    c0 = _round(_clamp(-bq / r, acc_max))
     c0 = lo if c0 < lo else (hi if c0 > hi else c0)
     d = hi - c0 if hi - c0 > c0 - lo else c0 - lo
-    # r * 2^S = mh + ml / 2^K: d * mh and d * ml each stay small ints, and together carry
-    # r to (nearly) its full precision even when r * 2^S alone would be a small integer
-    k = MAX_SHIFT
-    while k > 0 and d << k >= ACC_MAX:
+    # r * 2^S = MH + ML / 2^K, and d * ML is taken in two halves (d = dh * 2^SPLIT + dl,
+    # 0 <= dl < 2^SPLIT) so that each product stays a small int while ML keeps K <= 17 bits:
+    # r is carried to ~2^-17 of MH's unit, the precision of float32 arithmetic on the values
+    k = MAX_FRAC
+    while k > SPLIT and (((d >> SPLIT) + 1) << k) >= ACC_MAX:
         k -= 1
+    if k <= SPLIT:  # _pure._requant rounds the high half at bit K - SPLIT - 1
+        return None
+    e = c0 * r + bq
     s = MAX_SHIFT
     while s >= 0:
         big = 1 << s
-        mh = _floor(r * big)
-        ml = _round((r * big - mh) * (1 << k))
-        if ml >= 1 << k:
-            mh, ml = mh + 1, ml - (1 << k)
-        o = _round((c0 * r + bq) * big)
-        if d * mh + d + (o if o >= 0 else -o) < SMALL:
-            return lo, hi, c0, mh, ml, k, o, s
+        # checked as floats first: converting a float beyond the small ints to int would make
+        # a long int (or raise OverflowError on firmware without them)
+        if r * big * (d + 1) < SMALL and -SMALL < e * big < SMALL:
+            mh = _floor(r * big)
+            ml = _round((r * big - mh) * (1 << k))
+            if ml >= 1 << k:
+                mh, ml = mh + 1, ml - (1 << k)
+            o = _round(e * big)
+            if d * mh + d + 2 + (o if o >= 0 else -o) < SMALL:
+                return lo, hi, c0, mh, ml, k, o, s
         s -= 1
     return None
 

@@ -114,7 +114,11 @@ def _requant(acc, req, c):
     elif acc > req[b + 1]:
         acc = req[b + 1]
     d = acc - req[b + 2]
-    t = d * req[b + 3] + ((d * req[b + 4]) >> req[b + 5]) + req[b + 6]
+    ml = req[b + 4]
+    k = req[b + 5]
+    dh = d >> 12  # d * ml = (dh * 2^12 + dl) * ml, each half a small int (_chain.SPLIT)
+    t = (d * req[b + 3] + ((dh * ml + (1 << (k - 13))) >> (k - 12))
+         + (((d - (dh << 12)) * ml + (1 << (k - 1))) >> k) + req[b + 6])
     s = req[b + 7]
     t = (t + ((1 << s) >> 1)) >> s if t >= 0 else -((((1 << s) >> 1) - t) >> s)
     return req[0] if t < req[0] else (req[1] if t > req[1] else t)

@@ -99,3 +99,58 @@ def test_ulab_garbage_per_inference(ulab_standin, files, int8):
                         if layer.op == fmt.CONV2D)
             assert floor > GOAL
             assert got >= floor
+
+
+def _round_half_away(v: float) -> int:
+    return int(v + 0.5) if v >= 0 else int(v - 0.5)
+
+
+def test_int8_chain_requantisation_matches_float64():
+    """The pure tier's small-int requantisation (_chain.py's row ints, _pure._requant's
+    arithmetic) against round-half-away of acc * r + b in float64, clamped to ±127: equal
+    except within 3e-5 of a tie (the requantisation carries r to ~2^-17 relative, float32
+    arithmetic to 2^-24: near a tie either may round the other way)."""
+    from array import array
+
+    from ember_micro import _chain, _pure
+
+    rng = np.random.default_rng(7)
+    acc_max = 1568 * 127 * 127  # the MNIST CNN's classifier row
+    checked = 0
+    for _ in range(200):
+        r = float(np.float32(10.0 ** rng.uniform(-7, 2)))
+        bq = float(np.float32(rng.normal(0, 30)))
+        row = _chain._row(r, bq, acc_max)
+        assert row is not None, (r, bq)
+        req = array("i", [-127, 127, *row])
+        accs = np.concatenate([rng.integers(-acc_max, acc_max, 200),
+                               np.round((rng.uniform(-130, 130, 300) - bq) / r)])
+        for acc in accs.astype(np.int64).tolist():
+            acc = max(-acc_max, min(acc_max, acc))
+            v = acc * r + bq
+            want = _round_half_away(max(-127.0, min(127.0, v)))
+            got = _pure._requant(acc, req, 0)
+            assert got == want or abs(abs(v) % 1 - 0.5) < 3e-5, (r, bq, acc, got, want)
+            checked += 1
+    assert checked == 200 * 500
+
+
+def test_int8_chains_are_planned_and_fall_back(files):
+    """The MNIST CNN's three int8 layers that feed int8 layers chain; rows whose accumulators
+    could leave the small ints, or scales beyond them, keep the float path."""
+    import ember_micro
+    from ember_micro import _chain
+
+    paths, _, _ = files
+    m = ember_micro.Model(str(paths["cnn", True]), "pure")
+    assert [L.req is not None for L in m.layers] == [True, False, True, False, True, False]
+    assert len(m._q2) == 16 * 28 * 28  # the first conv's output: the largest chained tensor
+
+    class Row:
+        row_len, rows, bias = 1 << 17, 1, None  # 2^17 × 127² > 2^30
+        mult = [1.0]
+
+    assert _chain.requant(Row, 1.0, -127, 127) is None
+    assert _chain._row(float("inf"), 0.0, 1000) is None
+    assert _chain._row(1.0, float("nan"), 1000) is None
+    assert _chain._row(5.0, 1e20, 1000) is None  # would need ints beyond 2^29
