@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import time
 from pathlib import Path
 
 TRAIN_ROWS = 1024  # the digits the training tests use: 16 steps of a global batch of 64
@@ -24,11 +25,15 @@ def load_demo(name: str):
 
 class KillOnce:
     """A transform that SIGKILLs its worker process (Ray Train rank ``rank``) at its
-    ``at_call``-th batch — once per run: ``marker`` remembers, so the restart goes on."""
+    ``at_call``-th batch — once per run: ``marker`` remembers, so the restart goes on.
 
-    def __init__(self, transform, marker: Path, at_call: int, rank: int = 1):
+    It waits ``settle`` seconds first: the controller collects reports by polling (every
+    0.25 s in these tests), and a worker killed before its last report was collected takes
+    that checkpoint with it — the run would then rightly start over, testing nothing."""
+
+    def __init__(self, transform, marker: Path, at_call: int, rank: int = 1, settle: float = 1.5):
         self.transform, self.marker, self.at_call, self.rank = transform, marker, at_call, rank
-        self.calls = 0
+        self.settle, self.calls = settle, 0
 
     def __call__(self, x):
         import ray.train
@@ -37,6 +42,7 @@ class KillOnce:
         if self.calls == self.at_call and not self.marker.exists() \
                 and ray.train.get_context().get_world_rank() == self.rank:
             self.marker.write_text(str(os.getpid()))
+            time.sleep(self.settle)
             os.kill(os.getpid(), signal.SIGKILL)
         return self.transform(x)
 

@@ -57,11 +57,13 @@ def test_a_resumed_run_ends_where_an_uninterrupted_one_does(blobs, tmp_path):
     def run(folder, epochs, resume=False):
         trainer = EmberTrainer(linear, SGD, folder=folder, epochs=epochs, batch_size=16,
                                checkpoint_every=2)
-        return load_checkpoint(trainer.fit(blobs, resume=resume).record)["model"]
+        result = trainer.fit(blobs, resume=resume)
+        return result, load_checkpoint(result.record)["model"]
 
     run(tmp_path / "a", 1)
-    resumed = run(tmp_path / "a", 2, resume=True)
-    straight = run(tmp_path / "b", 2)
+    second, resumed = run(tmp_path / "a", 2, resume=True)
+    assert second.resumed == [(2, 0)] and [h["epoch"] for h in second.history] == [2]
+    _, straight = run(tmp_path / "b", 2)
     for name, value in straight.items():
         np.testing.assert_array_equal(resumed[name].numpy(), value.numpy(), err_msg=name)
 

@@ -107,7 +107,8 @@ def test_a_worker_killed_mid_epoch_resumes_from_the_last_checkpoint(killed, two_
     result, marker = killed
     assert marker.exists(), "the worker was never killed"
     assert result.restarts >= 1
-    # resumed at step 4 (not from the start: step 4 would be reported twice)
+    # the new worker group started from the step-4 checkpoint, not from the start
+    assert result.resumed == [(1, 4)], result.resumed
     assert result.reports == [(1, 4), (1, 8), (1, 12), (1, 16)], result.reports
     assert result.history[-1]["samples"] == TRAIN_ROWS  # the epoch's sums survived the kill
     # nothing lost: the final record loads and scores as the uninterrupted run

@@ -25,10 +25,16 @@ class DriverLog:
         self.renderer = renderer or Renderer()  # the base renderer shows nothing
         self.history: list[dict] = []
         self.positions: list[tuple[int, int]] = []  # (epoch, step) of each report, in order
+        self.resumed: list[tuple[int, int]] = []  # where each restarted attempt began
 
     def __call__(self, reports: list[dict]) -> None:
         combined = combine(reports)
         self.positions.append((combined["epoch"], combined["step"]))
+        start = (combined["start_epoch"], combined["start_step"])
+        if start != (1, 0) and start not in self.resumed:
+            self.resumed.append(start)
+            self.renderer.on_message(f"resumed from the checkpoint of epoch {start[0]}, step "
+                                     f"{start[1]}")
         if not combined["end"]:
             self.renderer.on_message(
                 f"epoch {combined['epoch']} step {combined['step']}: checkpoint reported "
@@ -36,7 +42,8 @@ class DriverLog:
             return
         epoch = combined["epoch"]
         self.runlog.truncate_after(epoch - 1)  # a restarted run reports its epoch again
-        values = {k: v for k, v in combined.items() if k not in ("epoch", "end", "step")}
+        values = {k: v for k, v in combined.items()
+                  if k not in ("epoch", "end", "step", "start_epoch", "start_step")}
         self.runlog.log(epoch, "train", values)
         self.history = [h for h in self.history if h["epoch"] < epoch] + [combined]
         self.renderer.on_epoch_end(epoch, "train", values, {})
@@ -51,6 +58,7 @@ def combine(reports: list[dict]) -> dict:
     first = reports[0]
     return {
         "epoch": first["epoch"], "step": first["step"], "end": first["end"],
+        "start_epoch": first.get("start_epoch", 1), "start_step": first.get("start_step", 0),
         "workers": len(reports), "samples": samples,
         "loss": sum(r["loss_sum"] for r in reports) / samples if samples else float("nan"),
         "accuracy": sum(r["correct"] for r in reports) / samples if samples else float("nan"),

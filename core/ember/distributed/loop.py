@@ -57,6 +57,8 @@ def train_loop(spec: TrainSpec, session) -> None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         epoch, step, sums = state["epoch"], state["step"], _Sums(**state["sums"])
+    start = {"start_epoch": epoch, "start_step": step}  # where this attempt began: the driver
+    # tells a resumed run from a fresh one by it
     averager = GradientAverager(list(model.named_parameters()), session.world_size,
                                 session.all_reduce)
 
@@ -78,9 +80,9 @@ def train_loop(spec: TrainSpec, session) -> None:
             sums.step_s += time.perf_counter() - started
             step += 1
             if spec.checkpoint_every and step % spec.checkpoint_every == 0 and not last:
-                session.report(sums.metrics(epoch, step, averager.nbytes, end=False),
+                session.report({**sums.metrics(epoch, step, averager.nbytes, end=False), **start},
                                record(epoch, step))
-        metrics = sums.metrics(epoch, step, averager.nbytes, end=True)
+        metrics = {**sums.metrics(epoch, step, averager.nbytes, end=True), **start}
         epoch, step, sums = epoch + 1, 0, _Sums()
         session.report(metrics, record(epoch, step))
 

@@ -34,6 +34,7 @@ class TrainResult:
     wall_s: float
     restarts: int = 0  # failed worker groups Ray Train restarted from a checkpoint
     reports: list[tuple[int, int]] = field(default_factory=list)  # (epoch, step), in order
+    resumed: list[tuple[int, int]] = field(default_factory=list)  # each restart's (epoch, step)
 
     def load_model(self, model_fn: Callable, backend: str = "numpy"):
         """``model_fn()`` with the trained weights, on ``backend``, ready for inference."""
@@ -101,7 +102,8 @@ class EmberTrainer:
 
         plot_curves(log.runlog)
         return TrainResult(record, log.history, self.num_workers,
-                           time.perf_counter() - started, restarts, log.positions)
+                           time.perf_counter() - started, restarts, log.positions,
+                           log.resumed)
 
     def _fit_ray(self, data, log: DriverLog) -> tuple[Path, int]:
         ray = require("ray", "EmberTrainer on Ray")
