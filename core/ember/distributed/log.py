@@ -24,8 +24,17 @@ class DriverLog:
         self.runlog = RunLog(Path(folder))
         self.renderer = renderer or Renderer()  # the base renderer shows nothing
         self.history: list[dict] = []
+        self.steps = None  # per epoch, where known (on_fit_start)
         self.positions: list[tuple[int, int]] = []  # (epoch, step) of each report, in order
         self.resumed: list[tuple[int, int]] = []  # where each restarted attempt began
+
+    def start(self, info: dict) -> None:
+        """The renderer's ``on_fit_start`` (the Learner's info: epochs, steps, backend…)."""
+        self.steps = info.get("steps")
+        self.renderer.on_fit_start(info)
+
+    def finish(self, summary: dict) -> None:
+        self.renderer.on_fit_end(summary)
 
     def __call__(self, reports: list[dict]) -> None:
         combined = combine(reports)
@@ -36,9 +45,8 @@ class DriverLog:
             self.renderer.on_message(f"resumed from the checkpoint of epoch {start[0]}, step "
                                      f"{start[1]}")
         if not combined["end"]:
-            self.renderer.on_message(
-                f"epoch {combined['epoch']} step {combined['step']}: checkpoint reported "
-                f"(loss {combined['loss']:.4f})")
+            self.renderer.on_step(combined["epoch"], "train", combined["step"], self.steps,
+                                  {"loss": combined["loss"]})
             return
         epoch = combined["epoch"]
         self.runlog.truncate_after(epoch - 1)  # a restarted run reports its epoch again

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .extras import INSTALL, ray_available, require
+from .data import num_rows, to_ray_dataset
 from .log import DriverLog
 from .loop import TrainSpec, share, train_loop
 from .session import CHECKPOINT_FILE, LocalSession
@@ -91,6 +92,12 @@ class EmberTrainer:
         started = time.perf_counter()
         self.folder.mkdir(parents=True, exist_ok=True)
         log = DriverLog(self.folder, self.renderer)
+        rows = num_rows(data) if isinstance(data, Mapping) else None
+        log.start({"epochs": self.spec.epochs, "start_epoch": 0, "has_valid": False,
+                   "steps": -(-rows // self.spec.batch_size) if rows is not None else None,
+                   "backend": f"{self.spec.backend} × {self.num_workers} worker(s)",
+                   "model": getattr(self.spec.model_fn, "__name__", "model"),
+                   "folder": str(self.folder)})
         if self.use_ray:
             record, restarts = self._fit_ray(data, log)
         else:
@@ -101,8 +108,12 @@ class EmberTrainer:
         from ..train.runlog import plot_curves
 
         plot_curves(log.runlog)
+        wall = time.perf_counter() - started
+        log.finish({"epochs_run": len(log.history), "wall_time_s": round(wall, 2),
+                    "final": log.history[-1] if log.history else {}, "restarts": restarts,
+                    "run_folder": str(self.folder)})
         return TrainResult(record, log.history, self.num_workers,
-                           time.perf_counter() - started, restarts, log.positions,
+                           wall, restarts, log.positions,
                            log.resumed)
 
     def _fit_ray(self, data, log: DriverLog) -> tuple[Path, int]:
@@ -119,8 +130,6 @@ class EmberTrainer:
         local_batch = share(self.spec.batch_size, self.num_workers)
         dataset = data
         if isinstance(data, Mapping):
-            from .data import to_ray_dataset
-
             dataset = to_ray_dataset(data, block_rows=max(1, local_batch))
         forwarder = ReportForwarder(log)
         trainer = DataParallelTrainer(
