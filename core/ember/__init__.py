@@ -43,7 +43,7 @@ from .random import Generator, seed
 from .tensor import Tensor
 from .ops import *  # noqa: F401,F403  (the functional API: ember.zeros, ember.where, ...)
 from . import tensor_methods  # noqa: F401  (binds every Tensor method, in one table)
-from .array_api import from_dlpack  # the Array API namespace; binds __array_namespace__
+from . import array_api  # noqa: F401  (the Array API namespace: binds __array_namespace__)
 from .autodiff import Autodiff, no_grad
 from .fusion import Fusion
 from .router import Router
@@ -60,6 +60,7 @@ _LAZY = {
     "save": ("ember.io", "save"),
     "load_weights": ("ember.io", "load_weights"),
     "Remote": ("ember.remote", "Remote"),
+    "from_dlpack": ("ember.array_api", "from_dlpack"),
 }
 
 

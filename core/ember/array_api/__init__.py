@@ -14,40 +14,53 @@ int8/32/64, uint8, float32/64; no int16, uint16-64 or complex, so no ``fft`` ext
 ember.float32
 """
 
+import importlib as _importlib
 import math as _math
 
 from ..dtype import bool_ as bool  # noqa: A001 - the standard's name
 from ..dtype import float32, float64, int8, int32, int64, uint8
 from ..tensor import Tensor as _Tensor
-from ._creation import (
-    arange, asarray, empty, empty_like, eye, full, full_like, linspace, meshgrid, ones,
-    ones_like, tril, triu, zeros, zeros_like,
-)
-from ._dtypes import astype, can_cast, finfo, iinfo, isdtype, result_type
-from ._elementwise import (
-    abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert,
-    bitwise_left_shift, bitwise_or, bitwise_right_shift, bitwise_xor, ceil, clip, conj, copysign,
-    cos, cosh, divide, equal, exp, expm1, floor, floor_divide, greater, greater_equal, hypot,
-    imag, isfinite, isinf, isnan, less, less_equal, log, log1p, log2, log10, logaddexp,
-    logical_and, logical_not, logical_or, logical_xor, maximum, minimum, multiply, negative,
-    nextafter, not_equal, positive, pow, real, reciprocal, remainder, round, sign, signbit, sin,
-    sinh, sqrt, square, subtract, tan, tanh, trunc,
-)
-from ._info import __array_namespace_info__
-from ._interchange import from_dlpack
-from ._manipulation import (
-    broadcast_arrays, broadcast_to, concat, expand_dims, flip, moveaxis, permute_dims, repeat,
-    reshape, roll, squeeze, stack, take, take_along_axis, tile, unstack,
-)
-from ._searching import (
-    argmax, argmin, argsort, count_nonzero, nonzero, searchsorted, sort, unique_all,
-    unique_counts, unique_inverse, unique_values, where,
-)
-from ._statistical import (
-    all, any, cumulative_prod, cumulative_sum, diff, max, mean, min, prod, std, sum, var,
-)
-from . import linalg
-from .linalg import matmul, matrix_transpose, tensordot, vecdot
+
+# where each function lives; a submodule is imported on first use of one of its names, so
+# `import ember` (which imports this package for the Tensor's bindings below) stays cheap
+_MODULES = {
+    "_creation": "arange asarray empty empty_like eye full full_like linspace meshgrid ones "
+                 "ones_like tril triu zeros zeros_like",
+    "_dtypes": "astype can_cast finfo iinfo isdtype result_type",
+    "_elementwise": "abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_invert "
+                    "bitwise_left_shift bitwise_or bitwise_right_shift bitwise_xor ceil clip conj "
+                    "copysign cos cosh divide equal exp expm1 floor floor_divide greater "
+                    "greater_equal hypot imag isfinite isinf isnan less less_equal log log1p "
+                    "log2 log10 logaddexp logical_and logical_not logical_or logical_xor maximum "
+                    "minimum multiply negative nextafter not_equal positive pow real reciprocal "
+                    "remainder round sign signbit sin sinh sqrt square subtract tan tanh trunc",
+    "_info": "__array_namespace_info__",
+    "_interchange": "from_dlpack",
+    "_manipulation": "broadcast_arrays broadcast_to concat expand_dims flip moveaxis "
+                     "permute_dims repeat reshape roll squeeze stack take take_along_axis tile "
+                     "unstack",
+    "_searching": "argmax argmin argsort count_nonzero nonzero searchsorted sort unique_all "
+                  "unique_counts unique_inverse unique_values where",
+    "_statistical": "all any cumulative_prod cumulative_sum diff max mean min prod std sum var",
+    "linalg": "matmul matrix_transpose tensordot vecdot",
+}
+_WHERE = {name: module for module, names in _MODULES.items() for name in names.split()}
+
+
+def __getattr__(name: str):
+    if name == "linalg":
+        value = _importlib.import_module(f"{__name__}.linalg")
+    elif name in _WHERE:
+        value = getattr(_importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE) | {"linalg"})
+
 
 __array_api_version__ = "2024.12"
 _VERSIONS = ("2021.12", "2022.12", "2023.12", "2024.12")
@@ -78,9 +91,10 @@ def _to_device(self, device, /, *, stream=None):
     return self.to(resolve_device(device))
 
 
-def _reflected(fn):
+def _shift(name: str, reflected: bool = False):
     def method(self, other, /):
-        return fn(other, self)
+        fn = __getattr__(name)
+        return fn(other, self) if reflected else fn(self, other)
 
     return method
 
@@ -90,7 +104,7 @@ def _reflected(fn):
 # bitwise functions, have no op-contract primitive and run on the host)
 _Tensor.__array_namespace__ = _array_namespace
 _Tensor.to_device = _to_device
-_Tensor.__lshift__ = bitwise_left_shift
-_Tensor.__rshift__ = bitwise_right_shift
-_Tensor.__rlshift__ = _reflected(bitwise_left_shift)
-_Tensor.__rrshift__ = _reflected(bitwise_right_shift)
+_Tensor.__lshift__ = _shift("bitwise_left_shift")
+_Tensor.__rshift__ = _shift("bitwise_right_shift")
+_Tensor.__rlshift__ = _shift("bitwise_left_shift", reflected=True)
+_Tensor.__rrshift__ = _shift("bitwise_right_shift", reflected=True)
