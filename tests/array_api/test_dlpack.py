@@ -188,3 +188,21 @@ def test_unsupported_dtype_is_named():
         ember.from_dlpack(np.zeros(2, dtype=np.complex64), device="python")
     with pytest.raises(ember.DTypeError):
         ember.from_dlpack(np.zeros(2, dtype=np.uint16), device="numpy")
+
+
+def test_namespace_and_dlpack_without_numpy():
+    """The standard library alone: the namespace and DLPack on the python backend."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['numpy'] = None\n"
+        "import ember, ember.array_api as xp\n"
+        "x = xp.asarray([[3.0, 1.0], [2.0, 4.0]])\n"
+        "y = ember.from_dlpack(x)\n"
+        "print(x.backend.name, xp.sort(y, axis=1).tolist(), xp.linalg.det(y).item(),\n"
+        "      xp.unique_values(xp.asarray([2, 1, 2])).tolist())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split("\n")[0] == "python [[1.0, 3.0], [2.0, 4.0]] 10.0 [1, 2]"
