@@ -14,6 +14,7 @@ The code generator builds the generated module as an ``ast`` tree and prints it 
 from __future__ import annotations
 
 import ast
+import builtins
 import keyword
 import math
 import re
@@ -154,7 +155,8 @@ class Names:
 
     def fresh(self, hint: str, prefix: str = "v_") -> str:
         base = short(hint)
-        if not base[0].isalpha() or keyword.iskeyword(base) or base in RESERVED:
+        if (not base[0].isalpha() or keyword.iskeyword(base) or base in RESERVED
+                or hasattr(builtins, base)):  # never shadow slice, min, input...
             base = prefix + base
         ident, i = base, 1
         while ident in self.taken:
