@@ -84,3 +84,34 @@ def test_worker_reports_combine_into_global_figures():
     assert (out["samples"], out["loss"], out["accuracy"]) == (20, 0.4, 0.7)
     # the slowest worker sets the pace
     assert (out["step_s"], out["allreduce_share"], out["samples_per_s"]) == (0.4, 0.25, 10.0)
+
+
+def _backend_or_skip(name: str):
+    try:
+        return ember.get_backend(name)
+    except (ImportError, ember.EmberError, RuntimeError) as e:
+        pytest.skip(f"no {name} backend: {e}")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "wgpu"])
+def test_averaged_gradients_come_back_on_the_workers_backend(backend):
+    """The all-reduce's packing and unpacking (one flat buffer and back into Gradients) on
+    either backend: two workers holding the same gradients average to those gradients.
+    The "collective" here doubles the buffer, as summing two equal workers would."""
+    from ember.distributed.collective import GradientAverager
+
+    inner = _backend_or_skip(backend)
+    ember.seed(0)
+    model = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 3)).to(ember.Autodiff(inner))
+    x = ember.tensor(np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32),
+                     backend=model[0].weight.backend)
+    grads = (model(x) ** 2).mean().backward()
+    params = list(model.named_parameters())
+    expected = {name: p.grad(grads).numpy() for name, p in params}
+    averager = GradientAverager(params, world_size=2, all_reduce=lambda flat: flat.__imul__(2))
+    averaged = averager.average(grads)
+    for name, p in params:
+        g = p.grad(averaged)
+        assert g.backend.name == inner.name, name
+        np.testing.assert_allclose(g.numpy(), expected[name], rtol=1e-6, err_msg=name)
+    assert averager.nbytes == 4 * sum(v.size for v in expected.values())
