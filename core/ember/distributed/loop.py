@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 
 @dataclass
@@ -57,12 +58,13 @@ def train_loop(spec: TrainSpec, session) -> None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         epoch, step, sums = state["epoch"], state["step"], _Sums(**state["sums"])
-    start = {"start_epoch": epoch, "start_step": step}  # where this attempt began: the driver
-    # tells a resumed run from a fresh one by it
+    # where this attempt began, in every report: the driver tells a restart from a fresh run
+    start = {"start_epoch": epoch, "start_step": step}
     averager = GradientAverager(list(model.named_parameters()), session.world_size,
                                 session.all_reduce)
 
     def record(at_epoch: int, at_step: int) -> dict:
+        """The checkpoint's content; sessions call it only where a record is written."""
         return {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "epoch": at_epoch, "step": at_step, "sums": vars(sums).copy()}
 
@@ -81,10 +83,10 @@ def train_loop(spec: TrainSpec, session) -> None:
             step += 1
             if spec.checkpoint_every and step % spec.checkpoint_every == 0 and not last:
                 session.report({**sums.metrics(epoch, step, averager.nbytes, end=False), **start},
-                               record(epoch, step))
+                               partial(record, epoch, step))
         metrics = {**sums.metrics(epoch, step, averager.nbytes, end=True), **start}
         epoch, step, sums = epoch + 1, 0, _Sums()
-        session.report(metrics, record(epoch, step))
+        session.report(metrics, partial(record, epoch, step))
 
 
 def share(batch_size: int, workers: int) -> int:

@@ -1,8 +1,8 @@
 """Where the training loop runs: in this process, or as one worker of a Ray Train run.
 
 A session gives the loop its rows (``batches``), its collective (``all_reduce``, None alone),
-the state to resume from (``restored``) and takes its reports (``report``: metrics, and an
-Ember record that becomes the checkpoint).
+the state to resume from (``restored``) and takes its reports (``report``: metrics, and a
+function making the Ember record that becomes the checkpoint, called where one is written).
 """
 
 from __future__ import annotations
@@ -34,12 +34,11 @@ class LocalSession:
         return load_checkpoint(self.last, backend=backend) \
             if self.resume and self.last.exists() else None
 
-    def report(self, metrics: dict, state: dict | None) -> None:
+    def report(self, metrics: dict, state) -> None:
         from ..train.checkpoint import save_checkpoint
 
-        if state is not None:
-            self.last.parent.mkdir(parents=True, exist_ok=True)
-            save_checkpoint(self.last, state)
+        self.last.parent.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(self.last, state())
         self.sink([metrics])
 
 
@@ -73,12 +72,12 @@ class RaySession:
         with checkpoint.as_directory() as folder:
             return load_checkpoint(Path(folder) / CHECKPOINT_FILE, backend=backend)
 
-    def report(self, metrics: dict, state: dict | None) -> None:
+    def report(self, metrics: dict, state) -> None:
         from ..train.checkpoint import save_checkpoint
 
-        if state is None or self.rank != 0:
+        if self.rank != 0:
             self.train.report(metrics)
             return
         with tempfile.TemporaryDirectory(prefix="ember-ckpt-") as folder:
-            save_checkpoint(Path(folder) / CHECKPOINT_FILE, state)
+            save_checkpoint(Path(folder) / CHECKPOINT_FILE, state())
             self.train.report(metrics, checkpoint=self.train.Checkpoint.from_directory(folder))

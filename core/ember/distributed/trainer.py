@@ -96,7 +96,7 @@ class EmberTrainer:
         log.start({"epochs": self.spec.epochs, "start_epoch": 0, "has_valid": False,
                    "steps": -(-rows // self.spec.batch_size) if rows is not None else None,
                    "backend": f"{self.spec.backend} × {self.num_workers} worker(s)",
-                   "model": getattr(self.spec.model_fn, "__name__", "model"),
+                   "model": _name(self.spec.model_fn),
                    "folder": str(self.folder)})
         if self.use_ray:
             record, restarts = self._fit_ray(data, log)
@@ -112,9 +112,8 @@ class EmberTrainer:
         log.finish({"epochs_run": len(log.history), "wall_time_s": round(wall, 2),
                     "final": log.history[-1] if log.history else {}, "restarts": restarts,
                     "run_folder": str(self.folder)})
-        return TrainResult(record, log.history, self.num_workers,
-                           wall, restarts, log.positions,
-                           log.resumed)
+        return TrainResult(record, log.history, self.num_workers, wall, restarts,
+                           log.positions, log.resumed)
 
     def _fit_ray(self, data, log: DriverLog) -> tuple[Path, int]:
         ray = require("ray", "EmberTrainer on Ray")
@@ -155,6 +154,11 @@ class EmberTrainer:
         with result.checkpoint.as_directory() as folder:
             shutil.copyfile(Path(folder) / CHECKPOINT_FILE, record)
         return record, forwarder.failures
+
+
+def _name(fn) -> str:
+    """A model function's name for the dashboard (a ``functools.partial``'s function's)."""
+    return getattr(getattr(fn, "func", fn), "__name__", "model")
 
 
 def _ray_worker(config: dict) -> None:
