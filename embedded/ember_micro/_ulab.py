@@ -90,13 +90,15 @@ def act(x, n, code):
 
 
 def load_u8(x, data, n, mul, add):
+    # the slice assignment converts uint8 to float (through one STEP-sized copy, as ulab's
+    # assignment copies its right-hand side); then in place: no product array
     u = np.frombuffer(data, dtype=np.uint8, count=n)
     v = _f(x, n)
     for lo in range(0, n, STEP):
         hi = lo + STEP if lo + STEP < n else n
-        t = u[lo:hi] * mul  # uint8 * float -> float
-        t += add
-        v[lo:hi] = t
+        v[lo:hi] = u[lo:hi]
+    v *= mul
+    v += add
 
 
 def copy(dst, src, n):
@@ -115,15 +117,20 @@ def add(x, y, n):
 
 def quantize(xq, x, n, inv_scale):
     # round half away from zero, saturating at +-127, NaN -> 0 (as the other tiers)
+    # one float temporary per STEP, changed in place; NaN and saturation through 1-D boolean
+    # index assignment (byte masks), the int8 conversion in the slice assignment
     v = _f(x, n)
     q = _b(xq, n)
     for lo in range(0, n, STEP):
         hi = lo + STEP if lo + STEP < n else n
         t = v[lo:hi] * inv_scale
-        t = np.clip(np.where(t == t, t, 0.0), -127.0, 127.0)
-        a = t + 0.5
-        a -= t < 0.0  # t + 0.5 or t - 0.5: converting to int8 truncates toward zero
-        q[lo:hi] = np.array(a, dtype=np.int8)
+        t[t != t] = 0.0
+        t[t > 127.0] = 127.0
+        t[t < -127.0] = -127.0
+        neg = t < 0.0
+        t += 0.5
+        t -= neg  # t + 0.5 or t - 0.5: converting to int8 truncates toward zero
+        q[lo:hi] = t
 
 
 def _dense_rows(out, o0, y, n, bias, mult, act_code):
