@@ -34,8 +34,6 @@ SPECIFIC = {
     "the 16-bit type is lost",
     "test_convtranspose_3d": "ConvTranspose 3-d not implemented (ember.nn.functional has "
     "conv_transpose1d/2d only)",
-    "test_maxpool_with_argmax_2d_precomputed_strides": "MaxPool indices with storage_order=1 "
-    "(column-major) not implemented",
     "test_maxunpool_export_with_output_shape": "MaxUnpool with an output_shape larger than the "
     "default: indices must be re-based to the padded layout (not implemented)",
     "test_scan_sum": "Scan opset 8 (batched with sequence_lens) not implemented; opset 9+ works",

@@ -54,7 +54,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         'test_image_decoder_decode_pnm_rgb': 'operator not implemented: ImageDecoder',
         'test_image_decoder_decode_tiff_rgb': 'operator not implemented: ImageDecoder',
         'test_image_decoder_decode_webp_rgb': 'operator not implemented: ImageDecoder',
-        'test_maxpool_with_argmax_2d_precomputed_strides': 'MaxPool indices with storage_order=1 (column-major) not implemented',
         'test_maxunpool_export_with_output_shape': 'MaxUnpool with an output_shape larger than the default: indices must be re-based to the padded layout (not implemented)',
         'test_regex_full_match_basic': 'operator not implemented: RegexFullMatch',
         'test_regex_full_match_email_domain': 'operator not implemented: RegexFullMatch',

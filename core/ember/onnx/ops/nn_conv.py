@@ -180,7 +180,9 @@ def max_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shap
     offs = _offsets(kernel)
     flat = None
     shape_in = x.shape
-    for i in range(nd):
+    # storage_order=1 numbers the positions column-major: the last spatial dim varies slowest
+    order = range(nd - 1, -1, -1) if storage_order else range(nd)
+    for i in order:
         table = const(ctx, [o[i] * dilations[i] for o in offs], ember.int64)
         shape = [1] * (nd + 2)
         shape[2 + i] = out[i]
@@ -190,8 +192,6 @@ def max_pool(ctx, x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shap
     n, c = x.shape[:2]
     nc = ember.arange(n * c, dtype=ember.int64, backend=ctx.backend).reshape(
         [n, c] + [1] * nd)
-    if storage_order and nd == 2:
-        raise ember.UnsupportedOpError("MaxPool: storage_order=1 indices are not supported")
     return y, nc * math.prod(shape_in[2:]) + flat
 
 
