@@ -115,3 +115,21 @@ def test_averaged_gradients_come_back_on_the_workers_backend(backend):
         assert g.backend.name == inner.name, name
         np.testing.assert_allclose(g.numpy(), expected[name], rtol=1e-6, err_msg=name)
     assert averager.nbytes == 4 * sum(v.size for v in expected.values())
+
+
+def test_the_predictor_shares_memory_with_the_batch_on_numpy():
+    """Zero-copy both ways on the numpy backend: the model reads the batch's own array, and
+    the output column is the output tensor's buffer."""
+    from ember.distributed import Predictor
+
+    class Spy(nn.Module):
+        def forward(self, x):
+            self.seen, self.out = x, x * 2
+            return self.out
+
+    batch = {"x": np.arange(12, dtype=np.float32).reshape(3, 4)}
+    predictor = Predictor(Spy)
+    result = predictor(batch)
+    assert np.shares_memory(np.from_dlpack(predictor.model.seen), batch["x"])
+    assert np.shares_memory(result["output"], np.from_dlpack(predictor.model.out))
+    assert result["output"].tolist() == (batch["x"] * 2).tolist()
