@@ -95,7 +95,8 @@ def calibration_images(n: int = 16):
 def _model(backend: str | None, jit: bool | None, int8: bool = False):
     """``(forward, backend, state bytes)``: the folded pretrained model's forward to
     probabilities on the backend :func:`~ember.demos.acceleration.demo_backend` picks (wgpu:
-    Fusion + jit); ``int8``: quantized by ``ember.quantize`` (:func:`calibration_images`)."""
+    Fusion + jit); ``int8``: quantized by ``ember.quantize`` (:func:`calibration_images`,
+    MSE observer)."""
     # the model (and ember.nn) load when a photo is classified, not when the CLI starts
     import ember
 
@@ -105,7 +106,9 @@ def _model(backend: str | None, jit: bool | None, int8: bool = False):
     runs_on, use_jit = demo_backend(backend or ember.default_backend().name, jit)
     model = pretrained(backend=runs_on, fold=True)
     if int8:
-        model = ember.quantize(model, ember.tensor(calibration_images(), backend=runs_on))
+        # the MSE observer: a finer step for the bulk of each activation (bench_quant.py)
+        model = ember.quantize(model, ember.tensor(calibration_images(), backend=runs_on),
+                               ember.quantize.Scheme(observer="mse"))
 
     def forward(x):
         return model(x).softmax(dim=1)
