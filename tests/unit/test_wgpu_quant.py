@@ -92,3 +92,10 @@ def test_a_quantized_model_on_wgpu_matches_numpy():
     want = q(x).numpy()
     got = q.to("wgpu")(x.to("wgpu")).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # quantized where it lives: the copy's tensors are new GPU buffers, the model's untouched
+    on_gpu = model.to("wgpu")
+    q2 = ember.quantize(on_gpu, x.to("wgpu"))
+    np.testing.assert_allclose(q2(x.to("wgpu")).numpy(), want, rtol=1e-5, atol=1e-5)
+    assert q2[0].bias._prim is not on_gpu[0].bias._prim
+    np.testing.assert_allclose(on_gpu(x.to("wgpu")).numpy(), model.to("numpy")(x).numpy(),
+                               rtol=1e-5, atol=1e-5)

@@ -15,7 +15,7 @@ from ..nn.layers.container import Sequential
 from ..nn.layers.conv import Conv2d
 from ..nn.layers.linear import Identity, Linear
 from ..nn.layers.norm import BatchNorm1d, BatchNorm2d
-from ..nn.module import Module, clone_module
+from ..nn.module import Module
 from ..ops.creation import tensor
 from ..tensor import Tensor
 from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
@@ -24,6 +24,24 @@ from .scheme import Scheme
 
 #: the metadata key of a quantized model's record (``ember.save(..., metadata=...)``)
 META_KEY = "ember.quantize"
+
+
+def _copy(model: Module) -> Module:
+    """An independent copy of ``model``: every tensor copied by its backend (a deep copy
+    of a backend's array handle would share, and later free, the same device memory)."""
+    import copy
+
+    from ..nn.parameter import Parameter
+
+    memo: dict[int, object] = {}
+    for m in model.modules():
+        for value in m.__dict__.values():
+            if isinstance(value, Tensor) and id(value) not in memo:
+                memo[id(value.backend)] = value.backend
+                data = value.detach().clone()
+                memo[id(value)] = (Parameter(data, value.requires_grad)
+                                   if isinstance(value, Parameter) else data)
+    return copy.deepcopy(model, memo)
 
 
 def _fold_batchnorms(model: Module) -> None:
@@ -117,7 +135,7 @@ def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int
     ('QuantLinear', True)
     """
     scheme = Scheme.named(scheme)
-    q = clone_module(model)
+    q = _copy(model)
     q.eval()
     _fold_batchnorms(q)
     targets = _targets(q, scheme)
