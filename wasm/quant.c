@@ -255,30 +255,45 @@ static void qt_pad_codes(const qt_geom *g, const float *x, int32_t cn, int8_t *d
                         dst + ((size_t)c * hp + iy + g->ph) * wp + g->pw, (size_t)g->w, s);
 }
 
-/* one output row of a depthwise plane: acc over the taps for 8 outputs per step (the
- * stride a compile-time constant of each instance; 0: any, gathered) */
+/* eight codes of a row as i16 lanes, from every `sw`-th byte at src (SW: compile-time
+ * stride 1 or 2; 0: any) */
+static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src, int32_t sw,
+                                                               int SW) {
+    if (SW == 1) return wasm_i16x8_load8x8(src);
+    if (SW == 2) { /* the even bytes of 16 */
+        v128_t b = wasm_v128_load(src);
+        return wasm_i16x8_extend_low_i8x16(
+            wasm_i8x16_shuffle(b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14));
+    }
+    int16_t tmp[8] __attribute__((aligned(16)));
+    for (int q = 0; q < 8; q++) tmp[q] = src[q * sw];
+    return wasm_v128_load(tmp);
+}
+
+/* one output row of a depthwise plane: 8 outputs per step, the even and odd taps summed
+ * apart (four add chains, not two: the loop is bound by the adds' latency) */
 #define QT_DW_ROW(NAME, SW)                                                                 \
     static void NAME(const int8_t *base, int32_t sw, const int32_t *offs, const v128_t *wt,  \
                      int32_t taps, int32_t ow8, v128_t vs, v128_t vb, float *row) {          \
         for (int32_t ox = 0; ox < ow8; ox += 8) {                                           \
-            v128_t lo = wasm_i32x4_splat(0), hi = lo;                                       \
+            v128_t lo = wasm_i32x4_splat(0), hi = lo, lo1 = lo, hi1 = lo;                   \
             const int8_t *src = base + ox * (SW ? SW : sw);                                 \
-            for (int32_t t = 0; t < taps; t++) {                                            \
-                v128_t v;                                                                   \
-                if (SW == 1) {                                                              \
-                    v = wasm_i16x8_load8x8(src + offs[t]);                                  \
-                } else if (SW == 2) { /* the even bytes of 16 */                            \
-                    v128_t b = wasm_v128_load(src + offs[t]);                               \
-                    v = wasm_i16x8_extend_low_i8x16(wasm_i8x16_shuffle(                     \
-                        b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14));       \
-                } else {                                                                    \
-                    int16_t tmp[8] __attribute__((aligned(16)));                            \
-                    for (int q = 0; q < 8; q++) tmp[q] = src[offs[t] + q * sw];             \
-                    v = wasm_v128_load(tmp);                                                \
-                }                                                                           \
-                lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v, wt[t]));             \
-                hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v, wt[t]));            \
+            int32_t t = 0;                                                                  \
+            for (; t + 1 < taps; t += 2) {                                                  \
+                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW);                        \
+                const v128_t v1 = qt_dw_load(src + offs[t + 1], sw, SW);                    \
+                lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v0, wt[t]));            \
+                hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v0, wt[t]));           \
+                lo1 = wasm_i32x4_add(lo1, wasm_i32x4_extmul_low_i16x8(v1, wt[t + 1]));      \
+                hi1 = wasm_i32x4_add(hi1, wasm_i32x4_extmul_high_i16x8(v1, wt[t + 1]));     \
             }                                                                               \
+            if (t < taps) {                                                                 \
+                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW);                        \
+                lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v0, wt[t]));            \
+                hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v0, wt[t]));           \
+            }                                                                               \
+            lo = wasm_i32x4_add(lo, lo1);                                                   \
+            hi = wasm_i32x4_add(hi, hi1);                                                   \
             v128_t f0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(lo), vs);                   \
             v128_t f1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(hi), vs);                   \
             wasm_v128_store(row + ox, wasm_f32x4_add(f0, vb));                              \
