@@ -118,7 +118,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
     for (var t = 0u; t < 4u; t++) {
         if (first + t < k) {
             let b = prm[3] + row * k + first + t;
-            word = word | ((w[b >> 2u] >> (8u * (b & 3u))) & 0xffu) << (8u * t);
+            word = word | (((w[b >> 2u] >> (8u * (b & 3u))) & 0xffu) << (8u * t));
         }
     }
     out[i] = word;
