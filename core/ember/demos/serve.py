@@ -108,3 +108,16 @@ def serve_mounts(mounts: dict[str, Path], page: str, title: str, model: Path, *,
     finally:
         server.close()
     return None
+
+
+def page_server_main(serve_page, doc: str, argv: list[str] | None = None) -> None:
+    """The command line of a page's ``serve.py``: ``--host``, ``--port``, ``--model-dir``, then
+    ``serve_page(host=, port=, model_dir=)`` (the classifier and semantic-search pages)."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--model-dir", default=None)
+    args = p.parse_args(argv)
+    serve_page(host=args.host, port=args.port, model_dir=args.model_dir)

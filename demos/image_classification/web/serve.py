@@ -9,19 +9,8 @@ see :func:`ember.demos.classify_web.serve_classifier`.
 
 from __future__ import annotations
 
-import argparse
-
 from ember.demos.classify_web import serve_classifier
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--model-dir", default=None)
-    args = p.parse_args()
-    serve_classifier(host=args.host, port=args.port, model_dir=args.model_dir)
-
+from ember.demos.serve import page_server_main
 
 if __name__ == "__main__":
-    main()
+    page_server_main(serve_classifier, __doc__)

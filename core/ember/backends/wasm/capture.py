@@ -18,6 +18,7 @@ below ``ember.jit`` and don't import it.
 from __future__ import annotations
 
 from ...errors import EmberError
+from ..tape_steps import step_arguments
 from .tensor import WasmTensor
 
 
@@ -37,13 +38,6 @@ class Recorder:
         self.blocks.append(block)
 
 
-def _resolve(arg, env: dict):
-    if type(arg).__name__ == "Slot":
-        return env[arg.id]
-    if isinstance(arg, (list, tuple)):
-        return type(arg)(_resolve(a, env) for a in arg)
-    return arg
-
 
 def compile_tape(backend, tape):
     """``run(input_prims) -> output_prims`` for ``tape`` (see the module docstring)."""
@@ -62,10 +56,7 @@ def compile_tape(backend, tape):
             for step in tape.steps:
                 start = len(recorder.calls)
                 recorder.data_dependent = False
-                if step.fn is not None:
-                    args, kwargs = step.fn(), {}
-                else:
-                    args, kwargs = _resolve(step.args, env), _resolve(step.kwargs, env)
+                args, kwargs = step_arguments(step, env)
                 out = tape.method(step.name)(*args, **kwargs)
                 outs = out if isinstance(step.out, tuple) else (out,)
                 if step.out is not None:
@@ -112,10 +103,7 @@ def compile_tape(backend, tape):
 
 def _rerun(backend, step, env: dict, targets) -> None:
     """Run a data-dependent step again and copy its results into the recorded blocks."""
-    if step.fn is not None:
-        args, kwargs = step.fn(), {}
-    else:
-        args, kwargs = _resolve(step.args, env), _resolve(step.kwargs, env)
+    args, kwargs = step_arguments(step, env)
     out = getattr(backend, step.name)(*args, **kwargs)
     for target, value in zip(targets, out if isinstance(step.out, tuple) else (out,)):
         backend.copy_into(target, value)

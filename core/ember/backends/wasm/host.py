@@ -12,6 +12,7 @@ bytes into and out of its linear memory; nothing else crosses.
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable
 from pathlib import Path
 
@@ -73,6 +74,9 @@ class WasmtimeHost(Host):
         module = wasmtime.Module(engine, code if code is not None else module_bytes())
         self._exports = wasmtime.Instance(self._store, module, []).exports(self._store)
         self._memory = self._exports["memory"]
+        # wasmtime's finalizers fail noisily when they run during interpreter shutdown, after
+        # its C bindings are gone: release the store, module and engine while they still exist
+        atexit.register(_close_all, self._store, module, engine)
 
     def fn(self, name: str):
         return _fast_call(self._exports[name], self._store)
@@ -126,6 +130,11 @@ class BrowserHost(Host):
 
     def memory_size(self) -> int:
         return self._memory.buffer.byteLength
+
+
+def _close_all(*objects) -> None:
+    for obj in objects:
+        obj.close()
 
 
 _KINDS = {"i32": (0, "i32"), "i64": (1, "i64"), "f32": (2, "f32"), "f64": (3, "f64")}

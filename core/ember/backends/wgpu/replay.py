@@ -18,6 +18,7 @@ calls). The tape is read by duck typing (a step argument with an ``id`` and the 
 from __future__ import annotations
 
 from ...errors import EmberError
+from ..tape_steps import step_arguments
 from .launch import contiguous
 from .primitive import Storage, WgpuTensor
 
@@ -29,13 +30,6 @@ _MASK = 0xFFFFFFFF
 def _philox_words(seed: int, offset: int) -> list[int]:
     return [offset & _MASK, (offset >> 32) & _MASK, seed & _MASK, (seed >> 32) & _MASK]
 
-
-def _resolve(arg, env: dict):
-    if type(arg).__name__ == "Slot":
-        return env[arg.id]
-    if isinstance(arg, (list, tuple)):
-        return type(arg)(_resolve(a, env) for a in arg)
-    return arg
 
 
 def compile_tape(backend, tape):
@@ -52,10 +46,7 @@ def compile_tape(backend, tape):
         with engine.capture() as program:
             for step in tape.steps:
                 first = program.dispatches
-                if step.fn is not None:
-                    args, kwargs = step.fn(), {}
-                else:
-                    args, kwargs = _resolve(step.args, env), _resolve(step.kwargs, env)
+                args, kwargs = step_arguments(step, env)
                 out = tape.method(step.name)(*args, **kwargs)
                 if step.kind == "feed":
                     hooks.append(("feed", program.feed(out.block), step.fn))
