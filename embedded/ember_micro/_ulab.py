@@ -8,7 +8,8 @@
 # Rules that keep it inside a board's heap and its firmware options:
 # - `dot` reads int8 operands itself and returns float (ulab's transform_dot converts element
 #   by element), so int8 weights and inputs are never widened into float copies;
-# - every temporary is bounded by one output row of a conv/pool or by STEP elements; results
+# - every temporary is bounded by one output row of a conv/pool, by STEP elements (QSTEP
+#   for quantize's byte masks) or by a dense chunk's rows; results
 #   are combined with in-place operators on preallocated or already-allocated arrays, and
 #   tanh/sigmoid write in place with out= where the build has it;
 # - the ndarray is always the left operand: firmware built with
@@ -23,6 +24,7 @@ from ulab import numpy as np
 
 name = "ulab"
 STEP = 256  # elements per elementwise step: temporaries of at most 1 KB
+QSTEP = 4 * STEP  # quantize's step: its temporaries are byte masks and int8 (1 KB)
 PATCH_BYTES = 8192  # a conv row's gathered input patch, when groups == 1 (else per tap)
 
 if np.zeros(1, dtype=np.float).itemsize != 4:
@@ -117,20 +119,73 @@ def add(x, y, n):
 
 def quantize(xq, x, n, inv_scale):
     # round half away from zero, saturating at +-127, NaN -> 0 (as the other tiers)
-    # one float temporary per STEP, changed in place; NaN and saturation through 1-D boolean
-    # index assignment (byte masks), the int8 conversion in the slice assignment
+    # x is scaled in place (the runtime never reads a layer's float input again after
+    # quantising it): no product array; NaN and saturation through 1-D boolean index
+    # assignment (byte masks), the int8 conversion in the slice assignment
     v = _f(x, n)
     q = _b(xq, n)
-    for lo in range(0, n, STEP):
-        hi = lo + STEP if lo + STEP < n else n
-        t = v[lo:hi] * inv_scale
+    v *= inv_scale
+    for lo in range(0, n, QSTEP):
+        hi = lo + QSTEP if lo + QSTEP < n else n
+        t = v if n <= QSTEP else v[lo:hi]
+        qs = q if n <= QSTEP else q[lo:hi]
         t[t != t] = 0.0
         t[t > 127.0] = 127.0
         t[t < -127.0] = -127.0
-        neg = t < 0.0
         t += 0.5
-        t -= neg  # t + 0.5 or t - 0.5: converting to int8 truncates toward zero
-        q[lo:hi] = t
+        qs[:] = t  # truncates toward zero: right for t + 0.5 > 0, one too high otherwise
+        qs -= t <= 0.0  # int8 minus a byte mask: no float temporary
+
+
+# The views of one weighted layer, kept from its first chunk of rows to its last: a streamed
+# layer comes in dozens of chunks (the MNIST MLP's f32 hidden layer: 64 of 2 rows), and fresh
+# views per chunk were most of its garbage. Dropped after the layer's last row, so no buffer
+# outlives its model through this cache. Callers give a layer's rows in order from row 0
+# (model.py and tune.py do): scale, bias and activation run once, after the last row.
+_layer = None  # [w, x, out, nrows, (nrows, nin) weights, input, output, next row]
+
+
+def _views(out, o0, x, w, nrows, nin, rows, q):
+    global _layer
+    c = _layer
+    if o0 == 0:
+        c = [w, x, out, nrows,
+             (_b(w, nrows * nin) if q else _f(w, nrows * nin)).reshape((nrows, nin)),
+             _b(x, nin) if q else _f(x, nin), _f(out, rows), 0]
+        _layer = c
+    elif c is None or c[0] is not w or c[1] is not x or c[2] is not out or c[7] != o0:
+        raise ValueError("ulab dense: a layer's rows come in order from row 0 (got row %d)"
+                         % o0)
+    elif nrows > c[3]:
+        c[3] = nrows
+        c[4] = (_b(w, nrows * nin) if q else _f(w, nrows * nin)).reshape((nrows, nin))
+    c[7] = o0 + nrows
+    return c
+
+
+def _dense(out, o0, x, w, nrows, nin, bias, mult, act_code, q):
+    rows = len(mult) if mult is not None else (len(bias) if bias is not None else 0)
+    if not rows:  # rows unknown (no bias, no scale): epilogue per chunk, fresh views
+        w2 = (_b(w, nrows * nin) if q else _f(w, nrows * nin)).reshape((nrows, nin))
+        _dense_rows(out, o0, np.dot(w2, _b(x, nin) if q else _f(x, nin)), nrows, bias,
+                    mult, act_code)
+        return
+    c = _views(out, o0, x, w, nrows, nin, rows, q)
+    w2 = c[4] if nrows == c[3] else c[4][:nrows]
+    # the raw dot per chunk; scale, bias and activation once over the layer's output
+    c[6][o0:o0 + nrows] = np.dot(w2, c[5])
+    if o0 + nrows < rows:
+        return
+    global _layer
+    _layer = None
+    o = c[6]
+    if mult is not None:
+        o *= _f(mult, rows)
+    if bias is not None:
+        o += _f(bias, rows)
+    if act_code:
+        for lo in range(0, rows, STEP):
+            _act_inplace(o if rows <= STEP else o[lo:lo + STEP], act_code)
 
 
 def _dense_rows(out, o0, y, n, bias, mult, act_code):
@@ -143,15 +198,13 @@ def _dense_rows(out, o0, y, n, bias, mult, act_code):
 
 
 def dense(out, o0, x, w, nrows, nin, bias, act_code):
-    y = np.dot(_f(w, nrows * nin).reshape((nrows, nin)), _f(x, nin))
-    _dense_rows(out, o0, y, nrows, bias, None, act_code)
+    _dense(out, o0, x, w, nrows, nin, bias, None, act_code, False)
 
 
 def dense_q(out, o0, xq, wq, nrows, nin, bias, mult, act_code):
     # int8 x int8 straight into dot (float result, one value per row): no widened copies;
     # the caller's chunk (resident block or streamed rows) bounds nrows
-    y = np.dot(_b(wq, nrows * nin).reshape((nrows, nin)), _b(xq, nin))
-    _dense_rows(out, o0, y, nrows, bias, mult, act_code)
+    _dense(out, o0, xq, wq, nrows, nin, bias, mult, act_code, True)
 
 
 def _cols(lo_pad, k, size, stride, n_out):
