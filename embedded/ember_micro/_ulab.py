@@ -154,6 +154,7 @@ def _views(out, o0, x, w, nrows, nin, rows, q):
              _b(x, nin) if q else _f(x, nin), _f(out, rows), 0]
         _layer = c
     elif c is None or c[0] is not w or c[1] is not x or c[2] is not out or c[7] != o0:
+        _layer = None
         raise ValueError("ulab dense: a layer's rows come in order from row 0 (got row %d)"
                          % o0)
     elif nrows > c[3]:

@@ -159,3 +159,36 @@ def test_int8_chains_are_planned_and_fall_back(files):
     assert _chain._row(float("inf"), 0.0, 1000) is None
     assert _chain._row(1.0, float("nan"), 1000) is None
     assert _chain._row(5.0, 1e20, 1000) is None  # would need ints beyond 2^29
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+def test_ulab_dense_in_streamed_chunks(ulab_standin, bias):
+    """The ulab tier's dense keeps a layer's views across its chunks and applies bias and
+    activation after the last row: chunks of 3 rows (the last one short) give the float64
+    reference; without bias or scale (rows unknown) each chunk finishes itself; rows out of
+    order are refused."""
+    from array import array
+
+    from ember_micro import _ulab
+
+    rng = np.random.default_rng(3)
+    rows, nin = 10, 7
+    w = rng.normal(size=(rows, nin)).astype(np.float32)
+    x = rng.normal(size=nin).astype(np.float32)
+    b = rng.normal(size=rows).astype(np.float32)
+    want = np.maximum(w.astype(np.float64) @ x + (b if bias else 0.0), 0.0)
+    out = array("f", [9.0] * rows)
+    xa = array("f", x.tolist())
+    ba = array("f", b.tolist()) if bias else None
+    stream = array("f", [0.0] * (3 * nin))
+    for r0 in range(0, rows, 3):
+        n = min(3, rows - r0)
+        stream[:n * nin] = array("f", w[r0:r0 + n].ravel().tolist())
+        _ulab.dense(out, r0, xa, stream, n, nin, ba, 1)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    assert _ulab._layer is None  # nothing held after the layer
+    if bias:
+        _ulab.dense(out, 0, xa, stream, 3, nin, ba, 1)
+        with pytest.raises(ValueError, match="rows come in order from row 0"):
+            _ulab.dense(out, 6, xa, stream, 3, nin, ba, 1)
+        assert _ulab._layer is None
