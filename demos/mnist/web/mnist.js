@@ -2,10 +2,12 @@
 // wasm CPU kernels, else the Python reference backend) predicts live. Query parameters:
 // ?ember=<dist URL> (default: the site root) &model=<folder with model.safetensors +
 // model.json> (default: ./model/) &backend=auto|wgpu|wasm|python &jit=0 (every op eagerly;
-// default: the forward through ember.jit).
+// default: the forward through ember.jit) &remote=ws://host:8760&token=T (the model runs on
+// an `ember serve` server, through the browser's WebSocket).
 const params = new URLSearchParams(location.search);
 const EMBER = new URL(params.get("ember") ?? "../", location.href);
 const MODEL = new URL(params.get("model") ?? "./model/", location.href);
+const REMOTE = params.get("remote");
 // The model's files download while Pyodide starts (they are handed over as bytes).
 const fetchBytes = async (url) => {
   const response = await fetch(url);
@@ -178,18 +180,22 @@ try {
   const code = await (await fetch(new URL("predict.py", import.meta.url))).text();
   const jit = params.get("jit") !== "0"; // ?jit=0: every op eagerly
   const [config, weights] = await modelFiles;
+  const connect = REMOTE ? "\nawait connect_remote(REMOTE_URL, REMOTE_TOKEN)\n" : "\n";
   const loaded = await ember.timed("model", ember.run(
-    code + "\nload_model(CONFIG, WEIGHTS, JIT)", { CONFIG: config, WEIGHTS: weights, JIT: jit }));
+    code + connect + "load_model(CONFIG, WEIGHTS, JIT)",
+    { CONFIG: config, WEIGHTS: weights, JIT: jit, REMOTE_URL: REMOTE,
+      REMOTE_TOKEN: params.get("token") ?? "" }));
   // the first call traces the forward (ember.jit), the second is its first replay
   await ember.timed("first_inference", ember.run("predict([0] * 784)"));
   demo.firstInferenceAt = performance.now(); // ms since the page's navigation began
   if (jit) await ember.timed("warm_up", ember.run("predict([0] * 784)"));
   const info = ember.info;
-  $("backend").textContent =
-    info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];
-  $("why").textContent = info.reason;
+  $("backend").textContent = REMOTE
+    ? `Remote: ${loaded.backend.replace(/^remote-/, "")} at ${REMOTE}`
+    : info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];
+  $("why").textContent = REMOTE ? "" : info.reason;
   finished(`ready (${loaded.dataset} model, ember started in ${(info.startup_ms / 1000).toFixed(1)} s): draw a digit`);
-  demo.backend = info.backend;
+  demo.backend = REMOTE ? loaded.backend : info.backend;
   demo.phases = info.phases;
   demo.jit = loaded.jit;
   demo.ready = true;

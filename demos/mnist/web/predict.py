@@ -10,6 +10,19 @@ from ember.io import load_file
 
 MODEL = None
 FORWARD = None  # MODEL's forward to probabilities, through ember.jit unless ?jit=0
+REMOTE = None  # the Remote backend the model runs on, with ?remote=ws://...&token=...
+
+
+async def connect_remote(url, token) -> None:
+    """Run the model on an ``ember serve`` server from now on (the browser's WebSocket)."""
+    global REMOTE
+    from ember.remote.browser import connect
+
+    REMOTE = await connect(url, token)
+
+
+def _backend():
+    return REMOTE if REMOTE is not None else ember.default_backend()
 
 
 def load_model(config_json, weights, jit: bool = True) -> dict:
@@ -17,7 +30,7 @@ def load_model(config_json, weights, jit: bool = True) -> dict:
     global MODEL, FORWARD
     config = json.loads(config_json.to_bytes())
     Path("/tmp/mnist.safetensors").write_bytes(weights.to_bytes())  # Pyodide's in-memory FS
-    backend = ember.default_backend()
+    backend = _backend()
     with no_init():  # the weights are loaded right after: no random numbers drawn
         model = mnist_cnn(tuple(config["channels"]), config["hidden"]).to(backend)
     model.load_state_dict(load_file("/tmp/mnist.safetensors", backend=backend))
@@ -33,7 +46,7 @@ def _probabilities(x):
 def predict(pixels) -> dict:
     """784 uint8 values (28×28, white digit on black, MNIST-centred) → class probabilities."""
     t0 = time.perf_counter()
-    backend = ember.default_backend()
+    backend = _backend()
     x = preprocess(ember.tensor([list(pixels)], dtype="uint8", backend=backend))
     with ember.no_grad():
         probs = FORWARD(x).tolist()[0]
