@@ -46,7 +46,11 @@ class TensorData:
     def from_values(cls, values: Sequence, shape: Sequence[int], dtype: dt.DType) -> TensorData:
         """Flat Python values (row-major) → TensorData, converting each to ``dtype``."""
         dtype = dt.as_dtype(dtype)
-        fast = _pack_plain(values, dtype)
+        return cls._from_flat(values, shape, dtype, plain=False)
+
+    @classmethod
+    def _from_flat(cls, values: Sequence, shape, dtype: dt.DType, plain: bool) -> TensorData:
+        fast = _pack_plain(values, dtype, plain)
         if fast is not None:
             return cls(fast, shape, dtype)
         flat = [convert_scalar(v, dtype) for v in values]
@@ -58,7 +62,8 @@ class TensorData:
         shape, flat = _flatten(nested)
         if dtype is None:
             dtype = _infer_dtype(flat)
-        return cls.from_values(flat, shape, dt.as_dtype(dtype))
+        # _flatten hands a flat list of plain numbers back as is, already checked
+        return cls._from_flat(flat, shape, dt.as_dtype(dtype), plain=flat is nested)
 
     @classmethod
     def from_numpy(cls, arr: object) -> TensorData:
@@ -192,9 +197,15 @@ def unpack(buffer: bytes, dtype: dt.DType, count: int) -> list:
 
 # ---------------------------------------------------------------------- nested lists
 _PLAIN = (int, float)
+_PLAIN_TYPES = frozenset(_PLAIN)
 
 
-def _pack_plain(values: Sequence, dtype: dt.DType) -> bytes | None:
+def _all_plain(values: Sequence) -> bool:
+    """Every value a plain int or float (the types collected in C: no Python per element)."""
+    return set(map(type, values)) <= _PLAIN_TYPES
+
+
+def _pack_plain(values: Sequence, dtype: dt.DType, plain: bool = False) -> bytes | None:
     """The bytes of plain ints and floats for a dtype ``array.array`` stores exactly as
     :func:`convert_scalar` would (float32/float64 round like a C cast; ints that fit), in one
     C call; None when some value needs the per-element rules (a float for an int dtype, an int
@@ -202,7 +213,7 @@ def _pack_plain(values: Sequence, dtype: dt.DType) -> bytes | None:
     code = dtype.array_typecode
     if code is None or dtype.is_bool or dtype is dt.float16:
         return None
-    if not all(type(v) in _PLAIN for v in values):
+    if not (plain or _all_plain(values)):
         return None
     try:
         arr = array(code, values)
@@ -214,7 +225,7 @@ def _pack_plain(values: Sequence, dtype: dt.DType) -> bytes | None:
 
 
 def _flatten(nested: object) -> tuple[Shape, list]:
-    if type(nested) is list and nested and all(type(v) in _PLAIN for v in nested):
+    if type(nested) is list and nested and _all_plain(nested):
         return (len(nested),), nested  # a flat list of numbers: no recursion per element
     if isinstance(nested, (list, tuple)):
         if len(nested) == 0:

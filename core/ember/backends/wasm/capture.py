@@ -4,8 +4,9 @@ The first call runs the tape's steps with the runtime's :class:`Recorder` on: ev
 call is recorded with its arguments (addresses included) and the metadata words it read, and
 every block allocated meanwhile is kept alive by the program, so the addresses stay valid.
 Later calls copy the inputs into the program's input blocks and replay the calls: no Python
-per op above the call itself, no allocation, no shape logic. Outputs are copied into fresh
-blocks at each call (no aliasing between calls).
+per op above the call itself, no allocation, no shape logic; the metadata words each call
+read are staged once in the program's memory and selected with ``em_use_meta``. Outputs are
+copied into fresh blocks at each call (no aliasing between calls).
 
 Steps whose work depends on host data are re-run through the backend at each replay and their
 results copied into the recorded blocks: ``"feed"`` steps (values computed on the host each
@@ -72,8 +73,9 @@ def compile_tape(backend, tape):
             program.append(tuple(recorder.calls[start:]))
         finally:
             rt.recorder = None
-        state.update(program=[p for p in program if p], ins=ins, results=results,
-                     blocks=recorder.blocks)
+        staged, program = _stage_meta(rt, [p for p in program if p])
+        state.update(program=program, ins=ins, results=results, blocks=recorder.blocks,
+                     meta=staged)
         return _fresh(rt, memcpy, results)
 
     def run(prims: list) -> list:
@@ -84,21 +86,51 @@ def compile_tape(backend, tape):
         for own, p in zip(state["ins"], prims):
             p = rt.contiguous(p)
             memcpy(own.ptr, p.ptr, own.numel * own.dtype.itemsize)
-        write_meta, meta_ptr, last = rt.host.write, rt.meta_ptr, None
-        for item in state["program"]:
-            if isinstance(item, tuple):
-                for fn, args, meta in item:
-                    if meta is not last:
-                        write_meta(meta_ptr, meta)
-                        last = meta
-                    if fn(*args):
-                        raise EmberError(f"wasm: a replayed kernel failed ({args})")
-            else:
-                _rerun(backend, *item)
-                last = None
+        use_meta, current = rt.fn("em_use_meta"), 0
+        try:
+            for item in state["program"]:
+                if isinstance(item, tuple):
+                    for fn, args, meta in item:
+                        if meta and meta != current:
+                            use_meta(meta)
+                            current = meta
+                        if fn(*args):
+                            raise EmberError(f"wasm: a replayed kernel failed ({args})")
+                else:
+                    if current:  # a re-run writes the scratch, as eager ops do
+                        use_meta(0)
+                        current = 0
+                    _rerun(backend, *item)
+        finally:
+            if current:
+                use_meta(0)
         return _fresh(rt, memcpy, state["results"])
 
     return run
+
+
+def _stage_meta(rt, program: list):
+    """Every recorded call's metadata words copied once into a block of the program's own;
+    calls then carry the address (``em_use_meta`` switches the kernels to it: one call
+    instead of a write per op). Returns the block and the program with addresses."""
+    offsets: dict[int, int] = {}
+    chunks: list[bytes] = []
+    size = 0
+    for item in program:
+        for _, _, meta in item if isinstance(item, tuple) else ():
+            if meta is not None and id(meta) not in offsets:
+                offsets[id(meta)] = size
+                padded = meta + bytes(-len(meta) % 8)
+                chunks.append(padded)
+                size += len(padded)
+    block = rt.block(max(size, 8), "jit")
+    rt.host.write(block.ptr, b"".join(chunks))
+    staged = [
+        tuple((fn, args, None if meta is None else block.ptr + offsets[id(meta)])
+              for fn, args, meta in item) if isinstance(item, tuple) else item
+        for item in program
+    ]
+    return block, staged
 
 
 def _rerun(backend, step, env: dict, targets) -> None:

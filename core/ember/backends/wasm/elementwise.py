@@ -81,7 +81,7 @@ class WasmElementwise:
         rt = self.rt
         out = rt.empty(shape, dtype, "full")
         rt.meta_bytes(struct.pack("<" + dtype.struct_format, convert_scalar(value, dtype)))
-        rt.call("em_fill", out.ptr, rt.meta_ptr, dtype.itemsize, out.numel)
+        rt.call("em_fill", out.ptr, 0, dtype.itemsize, out.numel)  # 0: the meta words
         return out
 
     def int_pow(self, a, b):

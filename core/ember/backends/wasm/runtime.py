@@ -25,6 +25,7 @@ class Runtime:
         self._free = host.fn("em_free")
         self.meta_ptr = int(host.fn("em_meta")())
         self._meta = b""  # the words last written to the scratch
+        self._meta_fresh = False  # written since the last kernel call (a recorder keeps it)
         #: an ``ember.jit`` capture in progress (:class:`~.capture.Recorder`), else None
         self.recorder = None
         self.binary_codes = self._names("em_binary_names")
@@ -47,7 +48,8 @@ class Runtime:
         anything else is a bug in ember, reported as such)."""
         f = self.fn(name)
         if self.recorder is not None:
-            self.recorder.call(f, args, self._meta)
+            self.recorder.call(f, args, self._meta if self._meta_fresh else None)
+        self._meta_fresh = False
         status = f(*args)
         if status:
             raise EmberError(f"wasm: kernel {name} failed (status {status}) for {args}")
@@ -76,7 +78,7 @@ class Runtime:
 
     def meta_bytes(self, raw: bytes) -> None:
         """Write raw bytes to the scratch (a kernel's scalar operand, packed)."""
-        self._meta = raw
+        self._meta, self._meta_fresh = raw, True
         self.host.write(self.meta_ptr, raw)
 
     def upload(self, raw, shape, dtype: dt.DType, op: str = "from_data") -> WasmTensor:
