@@ -14,10 +14,6 @@ import suite
 from known_failures import KNOWN_FAILURES
 
 WGPU_KERNELS = {
-    "test_mod_float_edge_cases_fmod_0_float32": "wgpu fmod kernel: NaN where C fmod gives the "
-    "dividend or a signed zero (inf and zero operands)",
-    "test_mod_float_edge_cases_fmod_0_float16": "wgpu fmod kernel: NaN where C fmod gives the "
-    "dividend or a signed zero (inf and zero operands)",
     "test_mish": "wgpu softplus/tanh in float32: 2e-3 relative error near x = -8 (rtol 1e-3)",
     "test_mish_expanded": "wgpu softplus/tanh in float32: 2e-3 relative error near x = -8",
     "test_attention_4d_causal_fp16_expanded": "wgpu float16 softmax/matmul rounding: 2 of 192 "

@@ -110,7 +110,14 @@ def float_remainder(self, a, b):
     zero = like(self, r, 0)
     sign_differs = self.bool_ne(self.float_lt(r, zero), self.float_lt(b, zero))
     fix = self.bool_and(self.float_ne(r, zero), sign_differs)
-    return self.where(fix, self.float_add(r, b), r)
+    r = self.where(fix, self.float_add(r, b), r)
+    # a finite, b = ±inf: a / b is ±0 and b * 0 is NaN above; numpy gives a where a and b
+    # share a sign (or a is 0), else b
+    a_finite = self.bool_not(self.bool_or(self.float_isnan(a), self.float_isinf(a)))
+    by_inf = self.bool_and(self.float_isinf(b), a_finite)
+    keep_a = self.bool_or(self.float_eq(a, zero),
+                          self.bool_eq(self.float_lt(a, zero), self.float_lt(b, zero)))
+    return self.where(by_inf, self.where(keep_a, a, b), r)
 
 
 @float_atan2.implements
