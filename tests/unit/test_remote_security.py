@@ -302,6 +302,12 @@ def test_a_killed_server_gives_the_client_a_clear_error():
         proc.wait(30)
 
 
+def _state(pid: int) -> str:
+    """A process's scheduler state from /proc ("T": stopped)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 def test_a_stuck_server_times_out_with_a_clear_error():
     proc, url = serve_subprocess()
     try:
@@ -309,6 +315,7 @@ def test_a_stuck_server_times_out_with_a_clear_error():
         x = ember.tensor([1.0, 2.0], backend=r)
         assert x.tolist() == [1.0, 2.0]
         proc.send_signal(signal.SIGSTOP)  # alive, connection open, never answering
+        wait_for(lambda: _state(proc.pid) == "T", "the server process to stop")
         with pytest.raises(RemoteError, match="no answer within 1 s"):
             (x * 2).tolist()
     finally:
