@@ -23,24 +23,50 @@ def _div_dtype(op: str, a, b) -> dt.DType:
 
 
 def add(self, other, alpha=1) -> Tensor:
-    """``self + alpha * other`` with broadcasting and promotion."""
+    """``self + alpha * other`` with broadcasting and promotion.
+
+    >>> import ember
+    >>> ember.add(ember.tensor([1, 2]), 10, alpha=2).tolist()
+    [21, 22]
+    >>> (ember.tensor([1.0, 2.0]) + ember.tensor([[10.0], [20.0]])).tolist()
+    [[11.0, 12.0], [21.0, 22.0]]
+    """
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary(fam.ADD, self, other, promote=_arith_dtype)
 
 
 def sub(self, other, alpha=1) -> Tensor:
+    """``self - alpha * other`` with broadcasting and promotion (``a - b`` too).
+
+    >>> import ember
+    >>> ember.sub(ember.tensor([5, 7]), 1, alpha=2).tolist()
+    [3, 5]
+    """
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary(fam.SUB, self, other, promote=_arith_dtype)
 
 
 def mul(self, other) -> Tensor:
+    """Elementwise product with broadcasting and promotion (``a * b`` too).
+
+    >>> import ember
+    >>> (ember.tensor([1, 2]) * 1.5).tolist()
+    [1.5, 3.0]
+    """
     return binary(fam.MUL, self, other, promote=_arith_dtype)
 
 
 def div(self, other, rounding_mode: str | None = None) -> Tensor:
-    """True division (ints give the default float); ``rounding_mode`` 'floor' or 'trunc'."""
+    """True division (ints give the default float); ``rounding_mode`` 'floor' or 'trunc'.
+
+    >>> import ember
+    >>> ember.div(ember.tensor([7, -7]), 2).tolist()
+    [3.5, -3.5]
+    >>> ember.div(ember.tensor([7, -7]), 2, rounding_mode="trunc").tolist()
+    [3, -3]
+    """
     if rounding_mode == "floor":
         return floor_divide(self, other)
     if rounding_mode == "trunc":
@@ -54,30 +80,64 @@ true_divide = div
 
 
 def floor_divide(self, other) -> Tensor:
+    """Division rounded toward -inf, like Python's ``//`` (``a // b`` too).
+
+    >>> import ember
+    >>> (ember.tensor([7, -7]) // 2).tolist()
+    [3, -4]
+    """
     return binary(fam.FLOOR_DIVIDE, self, other, promote=_arith_dtype)
 
 
 def remainder(self, other) -> Tensor:
-    """Python's ``%``: the result has the sign of the divisor."""
+    """Python's ``%``: the result has the sign of the divisor.
+
+    >>> import ember
+    >>> (ember.tensor([7, -7]) % 3).tolist()
+    [1, 2]
+    """
     return binary(fam.REMAINDER, self, other, promote=_arith_dtype)
 
 
 def pow(self, exponent) -> Tensor:
+    """``self ** exponent`` elementwise, with broadcasting (``a ** b`` too).
+
+    >>> import ember
+    >>> ember.pow(ember.tensor([2, 3]), 2).tolist()
+    [4, 9]
+    """
     return binary(fam.POW, self, exponent, promote=_arith_dtype)
 
 
 def neg(self) -> Tensor:
+    """``-self`` (not defined for bool tensors: use ``~``/``logical_not``).
+
+    >>> import ember
+    >>> (-ember.tensor([1, -2])).tolist()
+    [-1, 2]
+    """
     if self.dtype.is_bool:
         raise DTypeError("neg: negation of a bool tensor is not defined; use ~ (logical_not)")
     return unary(fam.NEG, self, float_only=False)
 
 
 def maximum(self, other) -> Tensor:
-    """Elementwise max (NaN propagates)."""
+    """Elementwise max (NaN propagates).
+
+    >>> import ember
+    >>> ember.maximum(ember.tensor([1.0, 5.0]), ember.tensor([3.0, 2.0])).tolist()
+    [3.0, 5.0]
+    """
     return binary(fam.MAXIMUM, self, other, promote=_arith_dtype)
 
 
 def minimum(self, other) -> Tensor:
+    """Elementwise min (NaN propagates).
+
+    >>> import ember
+    >>> ember.minimum(ember.tensor([1.0, 5.0]), ember.tensor([3.0, 2.0])).tolist()
+    [1.0, 2.0]
+    """
     return binary(fam.MINIMUM, self, other, promote=_arith_dtype)
 
 
@@ -89,26 +149,62 @@ def _compare(family: fam.Family, a, b) -> Tensor:
 
 
 def eq(self, other) -> Tensor:
+    """Elementwise ``==``, a bool tensor (``a == b`` too).
+
+    >>> import ember
+    >>> (ember.tensor([1, 2, 3]) == 2).tolist()
+    [False, True, False]
+    """
     return _compare(fam.EQ, self, other)
 
 
 def ne(self, other) -> Tensor:
+    """Elementwise ``!=``, a bool tensor (``a != b`` too).
+
+    >>> import ember
+    >>> ember.ne(ember.tensor([1, 2]), ember.tensor([1, 3])).tolist()
+    [False, True]
+    """
     return _compare(fam.NE, self, other)
 
 
 def lt(self, other) -> Tensor:
+    """Elementwise ``<``, a bool tensor (``a < b`` too).
+
+    >>> import ember
+    >>> (ember.tensor([1, 2, 3]) < 2).tolist()
+    [True, False, False]
+    """
     return _compare(fam.LT, self, other)
 
 
 def le(self, other) -> Tensor:
+    """Elementwise ``<=``, a bool tensor (``a <= b`` too).
+
+    >>> import ember
+    >>> ember.le(ember.tensor([1, 2, 3]), 2).tolist()
+    [True, True, False]
+    """
     return _compare(fam.LE, self, other)
 
 
 def gt(self, other) -> Tensor:
+    """Elementwise ``>``, a bool tensor (``a > b`` too).
+
+    >>> import ember
+    >>> (ember.tensor([1.0, 2.5]) > 2).tolist()
+    [False, True]
+    """
     return _compare(fam.GT, self, other)
 
 
 def ge(self, other) -> Tensor:
+    """Elementwise ``>=``, a bool tensor (``a >= b`` too).
+
+    >>> import ember
+    >>> ember.ge(ember.tensor([1, 2, 3]), 2).tolist()
+    [False, True, True]
+    """
     return _compare(fam.GE, self, other)
 
 
@@ -118,18 +214,44 @@ def _logical(family: fam.Family, a, b) -> Tensor:
 
 
 def logical_and(self, other) -> Tensor:
+    """Elementwise AND of the truth values (non-zero is True); a bool tensor.
+
+    >>> import ember
+    >>> ember.logical_and(ember.tensor([1, 0, 2]), ember.tensor([True, True, False])).tolist()
+    [True, False, False]
+    """
     return _logical(fam.AND, self, other)
 
 
 def logical_or(self, other) -> Tensor:
+    """Elementwise OR of the truth values (non-zero is True); a bool tensor.
+
+    >>> import ember
+    >>> ember.logical_or(ember.tensor([1, 0, 0]), ember.tensor([0, 0, 3])).tolist()
+    [True, False, True]
+    """
     return _logical(fam.OR, self, other)
 
 
 def logical_xor(self, other) -> Tensor:
+    """Elementwise XOR of the truth values (non-zero is True); a bool tensor.
+
+    >>> import ember
+    >>> ember.logical_xor(ember.tensor([True, True]), ember.tensor([True, False])).tolist()
+    [False, True]
+    """
     return _logical(fam.XOR, self, other)
 
 
 def logical_not(self) -> Tensor:
+    """Elementwise NOT of the truth values (``~t`` on bool tensors); a bool tensor.
+
+    >>> import ember
+    >>> ember.logical_not(ember.tensor([1, 0])).tolist()
+    [False, True]
+    >>> (~ember.tensor([True, False])).tolist()
+    [False, True]
+    """
     x = self.astype(dt.bool_)
     return wrap(x, x.backend.bool_not(x._prim))
 

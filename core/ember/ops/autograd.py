@@ -40,12 +40,24 @@ def require_grad(self: Tensor) -> Tensor:
 
 
 def is_require_grad(self: Tensor) -> bool:
-    """Whether the tensor is tracked (a leaf that requires grad, or computed from one)."""
+    """Whether the tensor is tracked (a leaf that requires grad, or computed from one).
+
+    >>> import ember
+    >>> x = ember.tensor([1.0], backend="autodiff-python")
+    >>> x.is_require_grad(), x.require_grad().is_require_grad()
+    (False, True)
+    """
     return isinstance(self._prim, ADPrim) and self._prim.node is not None
 
 
 def detach(self: Tensor) -> Tensor:
-    """The same values, untracked (no copy). On a plain backend: the tensor itself."""
+    """The same values, untracked (no copy). On a plain backend: the tensor itself.
+
+    >>> import ember
+    >>> x = ember.tensor([1.0], backend="autodiff-python").require_grad()
+    >>> (x * 2).detach().is_require_grad()
+    False
+    """
     if isinstance(self._prim, ADPrim) and self._prim.node is not None:
         return Tensor(ADPrim(self._prim.inner), self.backend)
     return self
@@ -55,6 +67,11 @@ def inner(self: Tensor) -> Tensor:
     """The values as a tensor of the inner backend (no graph, no copy); itself elsewhere.
 
     This is Burn's ``inner()``; for the inner *product* use ``ember.dot``.
+
+    >>> import ember
+    >>> x = ember.tensor([1.0], backend="autodiff-python").require_grad()
+    >>> x.inner().backend.name, x.inner().tolist()
+    ('python', [1.0])
     """
     if isinstance(self.backend, Autodiff):
         return Tensor(self._prim.inner, self.backend.inner)
@@ -116,7 +133,14 @@ def backward(
 
 
 def grad(self: Tensor, grads: Gradients) -> Tensor | None:
-    """This tensor's gradient in ``grads`` (a Tensor on the inner backend), or None."""
+    """This tensor's gradient in ``grads`` (a Tensor on the inner backend), or None.
+
+    >>> import ember
+    >>> x = ember.tensor([2.0], backend="autodiff-python").require_grad()
+    >>> grads = (x * x).sum().backward()
+    >>> x.grad(grads).tolist()
+    [4.0]
+    """
     if not isinstance(grads, Gradients):
         raise TypeError(f"grad: expected the Gradients from backward(), got {type(grads).__name__}")
     return grads.get(self)

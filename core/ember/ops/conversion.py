@@ -39,7 +39,13 @@ def tensor(data, dtype=None, backend: str | Backend | None = None) -> Tensor:
 
 
 def from_numpy(array, backend: str | Backend | None = None) -> Tensor:
-    """A tensor holding a copy of a numpy array (its dtype kept)."""
+    """A tensor holding a copy of a numpy array (its dtype kept).
+
+    >>> import ember, numpy as np
+    >>> t = ember.from_numpy(np.array([1, 2], dtype=np.int32))
+    >>> t.dtype, t.tolist()
+    (ember.int32, [1, 2])
+    """
     return tensor(TensorData.from_numpy(array), backend=backend)
 
 

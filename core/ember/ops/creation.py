@@ -25,7 +25,14 @@ def _shape(size: tuple) -> tuple[int, ...]:
 
 
 def full(size, fill_value, dtype=None, backend: str | Backend | None = None) -> Tensor:
-    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value).
+
+    >>> import ember
+    >>> ember.full((2, 2), 7).tolist()
+    [[7, 7], [7, 7]]
+    >>> ember.full(2, 0.5).dtype
+    ember.float32
+    """
     shape = tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
     d = dt.as_dtype(dtype) if dtype is not None else dt.infer_scalar_dtype(fill_value)
     b = _backend(backend)
@@ -34,7 +41,12 @@ def full(size, fill_value, dtype=None, backend: str | Backend | None = None) -> 
 
 
 def zeros(*size, dtype=None, backend: str | Backend | None = None) -> Tensor:
-    """A tensor of zeros (default float dtype): ``zeros(2, 3)`` or ``zeros((2, 3))``."""
+    """A tensor of zeros (default float dtype): ``zeros(2, 3)`` or ``zeros((2, 3))``.
+
+    >>> import ember
+    >>> ember.zeros(2, 3).shape, ember.zeros((2,)).tolist()
+    ((2, 3), [0.0, 0.0])
+    """
     return full(_shape(size), 0, dtype or dt.default_float, backend)
 
 
@@ -49,7 +61,12 @@ def ones(*size, dtype=None, backend: str | Backend | None = None) -> Tensor:
 
 
 def empty(*size, dtype=None, backend: str | Backend | None = None) -> Tensor:
-    """An uninitialised tensor; Ember fills it with zeros (backends have no cheap garbage)."""
+    """An uninitialised tensor; Ember fills it with zeros (backends have no cheap garbage).
+
+    >>> import ember
+    >>> ember.empty(2, dtype=ember.int32).tolist()
+    [0, 0]
+    """
     return full(_shape(size), 0, dtype or dt.default_float, backend)
 
 
@@ -157,45 +174,105 @@ def full_like(input: Tensor, fill_value, *, dtype=None, backend=None) -> Tensor:
 
 
 def zeros_like(input: Tensor, *, dtype=None, backend=None) -> Tensor:
+    """Zeros with ``input``'s shape, dtype and backend (or the given ``dtype``/``backend``).
+
+    >>> import ember
+    >>> ember.zeros_like(ember.tensor([[1, 2]])).tolist()
+    [[0, 0]]
+    """
     return full_like(input, 0, dtype=dtype, backend=backend)
 
 
 def ones_like(input: Tensor, *, dtype=None, backend=None) -> Tensor:
+    """Ones with ``input``'s shape, dtype and backend (or the given ``dtype``/``backend``).
+
+    >>> import ember
+    >>> ember.ones_like(ember.tensor([1, 2]), dtype=ember.float32).tolist()
+    [1.0, 1.0]
+    """
     return full_like(input, 1, dtype=dtype, backend=backend)
 
 
 def empty_like(input: Tensor, *, dtype=None, backend=None) -> Tensor:
+    """An "uninitialised" tensor like ``input``; Ember fills it with zeros, as ``empty`` does.
+
+    >>> import ember
+    >>> ember.empty_like(ember.tensor([3.0, 4.0])).tolist()
+    [0.0, 0.0]
+    """
     return full_like(input, 0, dtype=dtype, backend=backend)
 
 
 def rand_like(input: Tensor, *, generator=None, dtype=None, backend=None) -> Tensor:
+    """Uniform samples in [0, 1) with ``input``'s shape, dtype and backend.
+
+    >>> import ember
+    >>> u = ember.rand_like(ember.zeros(3), generator=ember.Generator(0))
+    >>> u.shape, bool(((u >= 0) & (u < 1)).all())
+    ((3,), True)
+    """
     shape, d, b = _like(input, dtype, backend)
     return rand(shape, generator=generator, dtype=d, backend=b)
 
 
 def randn_like(input: Tensor, *, generator=None, dtype=None, backend=None) -> Tensor:
+    """Standard-normal samples with ``input``'s shape, dtype and backend.
+
+    >>> import ember
+    >>> ember.randn_like(ember.zeros(2, 3), generator=ember.Generator(0)).shape
+    (2, 3)
+    """
     shape, d, b = _like(input, dtype, backend)
     return randn(shape, generator=generator, dtype=d, backend=b)
 
 
 def new_full(self: Tensor, size, fill_value, *, dtype=None) -> Tensor:
-    """Like ``full`` on this tensor's backend, with its dtype unless ``dtype`` is given."""
+    """Like ``full`` on this tensor's backend, with its dtype unless ``dtype`` is given.
+
+    >>> import ember
+    >>> ember.tensor([1, 2]).new_full((2,), 5).tolist()
+    [5, 5]
+    """
     return full(_shape((size,)), fill_value, dtype or self.dtype, self.backend)
 
 
 def new_zeros(self: Tensor, *size, dtype=None) -> Tensor:
+    """Zeros of ``size`` on this tensor's backend, with its dtype unless ``dtype`` is given.
+
+    >>> import ember
+    >>> ember.tensor([1.5]).new_zeros(2, 2).tolist()
+    [[0.0, 0.0], [0.0, 0.0]]
+    """
     return full(_shape(size), 0, dtype or self.dtype, self.backend)
 
 
 def new_ones(self: Tensor, *size, dtype=None) -> Tensor:
+    """Ones of ``size`` on this tensor's backend, with its dtype unless ``dtype`` is given.
+
+    >>> import ember
+    >>> ember.tensor([7]).new_ones(3).tolist()
+    [1, 1, 1]
+    """
     return full(_shape(size), 1, dtype or self.dtype, self.backend)
 
 
 def new_empty(self: Tensor, *size, dtype=None) -> Tensor:
+    """An "uninitialised" (zero-filled) tensor of ``size`` on this tensor's backend and dtype.
+
+    >>> import ember
+    >>> ember.tensor([7]).new_empty(2).tolist()
+    [0, 0]
+    """
     return full(_shape(size), 0, dtype or self.dtype, self.backend)
 
 
 def new_tensor(self: Tensor, data, *, dtype=None) -> Tensor:
+    """A tensor of ``data`` on this tensor's backend, with its dtype unless ``dtype`` is given.
+
+    >>> import ember
+    >>> ember.tensor([1.0]).new_tensor([2, 3]).tolist()
+    [2.0, 3.0]
+    """
     return tensor(data, dtype=dtype or self.dtype, backend=self.backend)
 
 
