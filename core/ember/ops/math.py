@@ -85,29 +85,137 @@ def _float_unary(name: str, doc: str):
 exp = _float_unary(
     "exp", "``e ** x``.\n\n>>> import ember\n>>> ember.exp(ember.zeros(1)).tolist()\n[1.0]"
 )
-expm1 = _float_unary("expm1", "``exp(x) - 1``, accurate for small ``x``.")
-log = _float_unary("log", "Natural log: log(0) = -inf, log(x < 0) = NaN.")
-log1p = _float_unary("log1p", "``log(1 + x)``, accurate for small ``x``.")
-log2 = _float_unary("log2", "Base-2 log.")
-sqrt = _float_unary("sqrt", "Square root (NaN for negative inputs).")
-rsqrt = _float_unary("rsqrt", "``1 / sqrt(x)``.")
-sin = _float_unary("sin", "Sine (radians).")
-cos = _float_unary("cos", "Cosine (radians).")
-tan = _float_unary("tan", "Tangent (radians).")
-tanh = _float_unary("tanh", "Hyperbolic tangent.")
-sinh = _float_unary("sinh", "Hyperbolic sine.")
-cosh = _float_unary("cosh", "Hyperbolic cosine.")
-asin = _float_unary("asin", "Inverse sine (NaN outside [-1, 1]).")
-acos = _float_unary("acos", "Inverse cosine (NaN outside [-1, 1]).")
-atan = _float_unary("atan", "Inverse tangent.")
-erf = _float_unary("erf", "The error function.")
-sigmoid = _float_unary("sigmoid", "``1 / (1 + exp(-x))``.")
+expm1 = _float_unary(
+    "expm1",
+    "``exp(x) - 1``, accurate for small ``x``."
+    "\n\n>>> import ember\n"
+    ">>> ember.expm1(ember.tensor([0.0, 1e-10], dtype=ember.float64)).tolist()\n"
+    "[0.0, 1.00000000005e-10]",
+)
+log = _float_unary(
+    "log",
+    "Natural log: log(0) = -inf, log(x < 0) = NaN."
+    "\n\n>>> import ember\n"
+    ">>> ember.log(ember.tensor([1.0, 0.0, -1.0])).tolist()\n"
+    "[0.0, -inf, nan]",
+)
+log1p = _float_unary(
+    "log1p",
+    "``log(1 + x)``, accurate for small ``x``."
+    "\n\n>>> import ember\n"
+    ">>> ember.log1p(ember.tensor([0.0, 1e-10], dtype=ember.float64)).tolist()\n"
+    "[0.0, 9.999999999500001e-11]",
+)
+log2 = _float_unary(
+    "log2",
+    "Base-2 log."
+    "\n\n>>> import ember\n"
+    ">>> ember.log2(ember.tensor([1.0, 8.0])).tolist()\n"
+    "[0.0, 3.0]",
+)
+sqrt = _float_unary(
+    "sqrt",
+    "Square root (NaN for negative inputs)."
+    "\n\n>>> import ember\n"
+    ">>> ember.sqrt(ember.tensor([4, 9])).tolist()\n"
+    "[2.0, 3.0]",
+)
+rsqrt = _float_unary(
+    "rsqrt",
+    "``1 / sqrt(x)``."
+    "\n\n>>> import ember\n"
+    ">>> ember.rsqrt(ember.tensor([4.0, 0.25])).tolist()\n"
+    "[0.5, 2.0]",
+)
+sin = _float_unary(
+    "sin",
+    "Sine (radians)."
+    "\n\n>>> import ember, math\n"
+    ">>> ember.sin(ember.tensor([0.0, math.pi / 2], dtype=ember.float64)).tolist()\n"
+    "[0.0, 1.0]",
+)
+cos = _float_unary(
+    "cos",
+    "Cosine (radians)."
+    "\n\n>>> import ember, math\n"
+    ">>> ember.cos(ember.tensor([0.0, math.pi], dtype=ember.float64)).tolist()\n"
+    "[1.0, -1.0]",
+)
+tan = _float_unary(
+    "tan",
+    "Tangent (radians)."
+    "\n\n>>> import ember, math\n"
+    ">>> ember.tan(ember.tensor([0.0, math.pi / 4], dtype=ember.float64)).tolist()\n"
+    "[0.0, 0.9999999999999999]",
+)
+tanh = _float_unary(
+    "tanh",
+    "Hyperbolic tangent."
+    "\n\n>>> import ember\n"
+    ">>> ember.tanh(ember.tensor([0.0, 100.0])).tolist()\n"
+    "[0.0, 1.0]",
+)
+sinh = _float_unary(
+    "sinh",
+    "Hyperbolic sine."
+    "\n\n>>> import ember\n"
+    ">>> ember.sinh(ember.tensor([0.0, 1.0], dtype=ember.float64)).tolist()\n"
+    "[0.0, 1.1752011936438014]",
+)
+cosh = _float_unary(
+    "cosh",
+    "Hyperbolic cosine."
+    "\n\n>>> import ember\n"
+    ">>> ember.cosh(ember.tensor([0.0])).tolist()\n"
+    "[1.0]",
+)
+asin = _float_unary(
+    "asin",
+    "Inverse sine (NaN outside [-1, 1])."
+    "\n\n>>> import ember\n"
+    ">>> ember.asin(ember.tensor([1.0, 2.0], dtype=ember.float64)).tolist()\n"
+    "[1.5707963267948966, nan]",
+)
+acos = _float_unary(
+    "acos",
+    "Inverse cosine (NaN outside [-1, 1])."
+    "\n\n>>> import ember\n"
+    ">>> ember.acos(ember.tensor([1.0, -1.0], dtype=ember.float64)).tolist()\n"
+    "[0.0, 3.141592653589793]",
+)
+atan = _float_unary(
+    "atan",
+    "Inverse tangent."
+    "\n\n>>> import ember\n"
+    ">>> ember.atan(ember.tensor([0.0, 1.0], dtype=ember.float64)).tolist()\n"
+    "[0.0, 0.7853981633974483]",
+)
+erf = _float_unary(
+    "erf",
+    "The error function."
+    "\n\n>>> import ember\n"
+    ">>> ember.erf(ember.tensor([0.0, 1.0], dtype=ember.float64)).tolist()\n"
+    "[0.0, 0.8427007929497149]",
+)
+sigmoid = _float_unary(
+    "sigmoid",
+    "``1 / (1 + exp(-x))``."
+    "\n\n>>> import ember\n"
+    ">>> ember.sigmoid(ember.tensor([0.0, 100.0])).tolist()\n"
+    "[0.5, 1.0]",
+)
 arcsin = asin
 arccos = acos
 arctan = atan
 
 
-reciprocal = _float_unary("reciprocal", "``1 / x`` (integers give the default float, as in PyTorch).")
+reciprocal = _float_unary(
+    "reciprocal",
+    "``1 / x`` (integers give the default float, as in PyTorch)."
+    "\n\n>>> import ember\n"
+    ">>> ember.reciprocal(ember.tensor([4, 8])).tolist()\n"
+    "[0.25, 0.125]",
+)
 log10 = _float_unary(
     "log10",
     "Base-10 log.\n\n>>> import ember\n"
@@ -148,12 +256,22 @@ def floor(input: Tensor) -> Tensor:
 
 
 def ceil(input: Tensor) -> Tensor:
-    """Round up; integer tensors come back unchanged."""
+    """Round up; integer tensors come back unchanged.
+
+    >>> import ember
+    >>> ember.ceil(ember.tensor([-1.5, 1.2])).tolist()
+    [-1.0, 2.0]
+    """
     return _keep_int(input, "ceil")
 
 
 def trunc(input: Tensor) -> Tensor:
-    """Round toward zero; integer tensors come back unchanged."""
+    """Round toward zero; integer tensors come back unchanged.
+
+    >>> import ember
+    >>> ember.trunc(ember.tensor([-1.7, 1.7])).tolist()
+    [-1.0, 1.0]
+    """
     return _keep_int(input, "trunc")
 
 
@@ -253,7 +371,12 @@ def isnan(input: Tensor) -> Tensor:
 
 
 def isinf(input: Tensor) -> Tensor:
-    """True where the element is +inf or -inf."""
+    """True where the element is +inf or -inf.
+
+    >>> import ember, math
+    >>> ember.isinf(ember.tensor([1.0, math.inf, -math.inf, math.nan])).tolist()
+    [False, True, True, False]
+    """
     x = as_tensor(input)
     if not x.dtype.is_float:
         return _const_bool(x, False)
