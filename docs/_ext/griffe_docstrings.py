@@ -1,0 +1,68 @@
+"""A griffe extension for the API reference: Ember's docstrings are doctest- and
+reST-flavoured plain text, and mkdocstrings renders docstrings as Markdown. Without this,
+``>>> x[1, 2]`` would be a nested block quote holding a Markdown link reference.
+
+- a doctest example (a ``>>>`` line up to the next blank line) becomes a ```pycon fence;
+- a reST literal block (a paragraph ending in ``::`` and the indented lines after it) becomes
+  a ```python fence;
+- a reST role (``:func:`~ember.nn.Linear```) becomes inline code of its target's last name.
+
+mkdocs.yml loads it by path (``extensions: [docs/_ext/griffe_docstrings.py]``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from griffe import Extension, Object
+
+ROLE = re.compile(r":(?:func|class|mod|meth|attr|data|exc|obj|ref):`~?([^`]+)`")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def to_markdown(text: str) -> str:
+    """``text`` (a cleaned docstring) with its doctests and literal blocks fenced."""
+    lines = ROLE.sub(lambda m: f"`{m.group(1).rsplit('.', 1)[-1]}`", text).split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.lstrip().startswith(">>>"):
+            pad = " " * _indent(line)
+            block = []
+            while i < len(lines) and lines[i].strip():
+                block.append(lines[i][len(pad):] if lines[i].startswith(pad) else lines[i])
+                i += 1
+            out += ["", pad + "```pycon", *(pad + b for b in block), pad + "```", ""]
+            continue
+        if line.rstrip().endswith("::") and i + 1 < len(lines) and not lines[i + 1].strip():
+            body_start = i + 2
+            j = body_start
+            base = _indent(line)
+            while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > base):
+                j += 1
+            while j > body_start and not lines[j - 1].strip():
+                j -= 1
+            if j > body_start:
+                body = lines[body_start:j]
+                cut = min(_indent(b) for b in body if b.strip())
+                pad = " " * base
+                stem = line.rstrip()[:-2].rstrip()
+                out += [stem + ":" if stem else "", "", pad + "```python",
+                        *(pad + b[cut:] for b in body), pad + "```"]
+                i = j
+                continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
+class DoctestFences(Extension):
+    """Rewrites every docstring of the loaded objects with :func:`to_markdown`."""
+
+    def on_object(self, *, obj: Object, **kwargs) -> None:
+        if obj.docstring is not None:
+            obj.docstring.value = to_markdown(obj.docstring.value)
