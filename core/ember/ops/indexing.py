@@ -359,7 +359,13 @@ def scatter(self: Tensor, dim: int, index: Tensor, src=None, value=None,
 
 
 def scatter_add(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    """``scatter`` that adds up (duplicate indices accumulate)."""
+    """``scatter`` that adds up (duplicate indices accumulate).
+
+    >>> import ember
+    >>> z = ember.zeros(3)
+    >>> z.scatter_add(0, ember.tensor([0, 2, 0]), ember.tensor([1.0, 2.0, 3.0])).tolist()
+    [4.0, 0.0, 2.0]
+    """
     return scatter(self, dim, index, src, reduce="add")
 
 
@@ -381,7 +387,13 @@ def index_select(self: Tensor, dim: int, index) -> Tensor:
 
 
 def index_add(self: Tensor, dim: int, index, source: Tensor, alpha=1) -> Tensor:
-    """A copy of ``self`` with ``source``'s slices added at rows ``index`` along ``dim``."""
+    """A copy of ``self`` with ``source``'s slices added at rows ``index`` along ``dim``.
+
+    >>> import ember
+    >>> x = ember.zeros(3, 2)
+    >>> x.index_add(0, ember.tensor([0, 2]), ember.ones(2, 2)).tolist()
+    [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
+    """
     index = as_tensor(index, self)
     d = normalize_dim(dim, self.ndim, "index_add")
     if index.ndim != 1 or source.ndim != self.ndim or source.shape[d] != index.shape[0]:
@@ -398,13 +410,24 @@ def index_add(self: Tensor, dim: int, index, source: Tensor, alpha=1) -> Tensor:
 
 
 def take(self: Tensor, index) -> Tensor:
-    """Elements of the flattened tensor at ``index`` (result has ``index``'s shape)."""
+    """Elements of the flattened tensor at ``index`` (result has ``index``'s shape).
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).take(ember.tensor([[0, 3]])).tolist()
+    [[1, 4]]
+    """
     index = as_tensor(index, self)
     return reshape(index_select(flatten(self), 0, flatten(index)), index.shape)
 
 
 def take_along_dim(self: Tensor, indices, dim: int | None = None) -> Tensor:
-    """numpy's ``take_along_axis``: ``gather`` with the non-``dim`` dims broadcast."""
+    """numpy's ``take_along_axis``: ``gather`` with the non-``dim`` dims broadcast.
+
+    >>> import ember
+    >>> x = ember.tensor([[10, 30, 20], [60, 40, 50]])
+    >>> x.take_along_dim(x.argmax(dim=1, keepdim=True), dim=1).tolist()
+    [[30], [60]]
+    """
     indices = as_tensor(indices, self)
     if dim is None:
         return gather(flatten(self), 0, flatten(indices))
@@ -423,13 +446,23 @@ def take_along_dim(self: Tensor, indices, dim: int | None = None) -> Tensor:
 
 
 def select(self: Tensor, dim: int, index: int) -> Tensor:
-    """The slice at ``index`` along ``dim``, that dim removed."""
+    """The slice at ``index`` along ``dim``, that dim removed.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).select(1, 0).tolist()
+    [1, 3]
+    """
     d = normalize_dim(dim, self.ndim, "select")
     return getitem(self, (slice(None),) * d + (index,))
 
 
 def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """Elements ``start .. start + length`` along ``dim``."""
+    """Elements ``start .. start + length`` along ``dim``.
+
+    >>> import ember
+    >>> ember.arange(6).narrow(0, 2, 3).tolist()
+    [2, 3, 4]
+    """
     d = normalize_dim(dim, self.ndim, "narrow")
     n = self.shape[d]
     s = start + n if start < 0 else start
@@ -469,7 +502,13 @@ def masked_fill(self: Tensor, mask, value) -> Tensor:
 
 
 def masked_select(self: Tensor, mask) -> Tensor:
-    """The elements where ``mask`` is true, as a 1-d tensor (both broadcast first)."""
+    """The elements where ``mask`` is true, as a 1-d tensor (both broadcast first).
+
+    >>> import ember
+    >>> x = ember.tensor([[1, -2], [-3, 4]])
+    >>> x.masked_select(x > 0).tolist()
+    [1, 4]
+    """
     mask = _as_mask(mask, self, "masked_select")
     x, m = broadcast_tensors(self, mask)
     if x.ndim == 0:

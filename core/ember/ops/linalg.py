@@ -68,14 +68,25 @@ def rmatmul(self: Tensor, other) -> Tensor:
 
 
 def mm(self: Tensor, mat2: Tensor) -> Tensor:
-    """Product of two 2-d matrices."""
+    """Product of two 2-d matrices.
+
+    >>> import ember
+    >>> ember.mm(ember.tensor([[1.0, 2.0]]), ember.tensor([[3.0], [4.0]])).tolist()
+    [[11.0]]
+    """
     if self.ndim != 2 or mat2.ndim != 2:
         raise DimensionError(f"mm: needs two 2-d tensors, got shapes {self.shape} and {mat2.shape}")
     return matmul(self, mat2)
 
 
 def bmm(self: Tensor, mat2: Tensor) -> Tensor:
-    """Batched product of (b, n, k) and (b, k, m) tensors (no broadcasting)."""
+    """Batched product of (b, n, k) and (b, k, m) tensors (no broadcasting).
+
+    >>> import ember
+    >>> a, b = ember.ones(2, 1, 3), ember.ones(2, 3, 4)
+    >>> ember.bmm(a, b).shape
+    (2, 1, 4)
+    """
     if self.ndim != 3 or mat2.ndim != 3 or self.shape[0] != mat2.shape[0]:
         raise ShapeError(
             f"bmm: needs (b, n, k) and (b, k, m) tensors with one batch size, got shapes "
@@ -85,7 +96,12 @@ def bmm(self: Tensor, mat2: Tensor) -> Tensor:
 
 
 def dot(self: Tensor, other: Tensor) -> Tensor:
-    """Inner product of two 1-d tensors of one size (0-d result)."""
+    """Inner product of two 1-d tensors of one size (0-d result).
+
+    >>> import ember
+    >>> ember.dot(ember.tensor([1, 2, 3]), ember.tensor([4, 5, 6])).item()
+    32
+    """
     if self.ndim != 1 or other.ndim != 1:
         raise DimensionError(
             f"dot: needs two 1-d tensors, got shapes {self.shape} and {other.shape}"
@@ -97,7 +113,12 @@ def dot(self: Tensor, other: Tensor) -> Tensor:
 
 
 def outer(self: Tensor, vec2: Tensor) -> Tensor:
-    """``out[i, j] = self[i] * vec2[j]`` for 1-d tensors."""
+    """``out[i, j] = self[i] * vec2[j]`` for 1-d tensors.
+
+    >>> import ember
+    >>> ember.outer(ember.tensor([1, 2]), ember.tensor([1, 10, 100])).tolist()
+    [[1, 10, 100], [2, 20, 200]]
+    """
     if self.ndim != 1 or vec2.ndim != 1:
         raise DimensionError(
             f"outer: needs two 1-d tensors, got shapes {self.shape} and {vec2.shape}"
@@ -128,7 +149,12 @@ def tril(self: Tensor, diagonal: int = 0) -> Tensor:
 
 
 def triu(self: Tensor, diagonal: int = 0) -> Tensor:
-    """The upper triangle (``j - i >= diagonal``) of the last two dims; the rest zeroed."""
+    """The upper triangle (``j - i >= diagonal``) of the last two dims; the rest zeroed.
+
+    >>> import ember
+    >>> ember.ones(3, 3).triu(diagonal=1).tolist()
+    [[0.0, 1.0, 1.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+    """
     return _tri(self, diagonal, upper=True)
 
 
@@ -173,7 +199,12 @@ def _main_diagonal(x: Tensor) -> Tensor:
 
 
 def trace(self: Tensor) -> Tensor:
-    """Sum of the main diagonal of a 2-d tensor."""
+    """Sum of the main diagonal of a 2-d tensor.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).trace().item()
+    5
+    """
     if self.ndim != 2:
         raise DimensionError(f"trace: needs a 2-d tensor, got shape {self.shape}")
     return _sum(_main_diagonal(self), (0,))

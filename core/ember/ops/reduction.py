@@ -238,7 +238,12 @@ def amax(input, dim: Dim = None, keepdim: bool = False, *, axis=None) -> Tensor:
 
 
 def amin(input, dim: Dim = None, keepdim: bool = False, *, axis=None) -> Tensor:
-    """Smallest value over ``dim`` (one or several dims); NaN propagates."""
+    """Smallest value over ``dim`` (one or several dims); NaN propagates.
+
+    >>> import ember
+    >>> ember.tensor([[3, 1], [2, 5]]).amin(dim=0).tolist()
+    [2, 1]
+    """
     x = as_tensor(input)
     return _extreme(x, _dims(x, _dim(dim, axis, "amin"), "amin"), keepdim, "min", "amin")
 
@@ -278,7 +283,12 @@ def argmax(input, dim: int | None = None, keepdim: bool = False, *, axis=None) -
 
 
 def argmin(input, dim: int | None = None, keepdim: bool = False, *, axis=None) -> Tensor:
-    """Index (int64) of the first minimum along ``dim`` (flattened when ``dim=None``)."""
+    """Index (int64) of the first minimum along ``dim`` (flattened when ``dim=None``).
+
+    >>> import ember
+    >>> ember.tensor([[3, 1], [2, 5]]).argmin(dim=1).tolist()
+    [1, 0]
+    """
     return _arg(input, _dim(dim, axis, "argmin"), keepdim, "min", "argmin")
 
 
@@ -308,7 +318,15 @@ def max(input, dim=None, keepdim: bool = False, *, axis=None):
 
 
 def min(input, dim=None, keepdim: bool = False, *, axis=None):
-    """The smallest element; ``(values, indices)`` with ``dim``; elementwise with a tensor."""
+    """The smallest element; ``(values, indices)`` with ``dim``; elementwise with a tensor.
+
+    >>> import ember
+    >>> x = ember.tensor([[3, 1], [2, 5]])
+    >>> x.min().item(), x.min(dim=1).values.tolist(), x.min(dim=1).indices.tolist()
+    (1, [1, 2], [1, 0])
+    >>> ember.min(x, ember.tensor(2)).tolist()
+    [[2, 1], [2, 2]]
+    """
     return _max_min(input, dim, keepdim, "min", axis)
 
 
@@ -382,7 +400,12 @@ def cumsum(input, dim: int | None = None, *, dtype=None) -> Tensor:
 
 
 def cumprod(input, dim: int | None = None, *, dtype=None) -> Tensor:
-    """Running product along ``dim`` (flattened when None); bool/int tensors use int64."""
+    """Running product along ``dim`` (flattened when None); bool/int tensors use int64.
+
+    >>> import ember
+    >>> ember.tensor([1, 2, 3, 4]).cumprod(dim=0).tolist()
+    [1, 2, 6, 24]
+    """
     return _scan("cumprod", input, dim, dtype)
 
 

@@ -79,7 +79,12 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def ravel(input: Tensor) -> Tensor:
-    """The tensor as 1-d (numpy's ``ravel``; ``flatten`` with no arguments)."""
+    """The tensor as 1-d (numpy's ``ravel``; ``flatten`` with no arguments).
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).ravel().tolist()
+    [1, 2, 3, 4]
+    """
     return flatten(input)
 
 
@@ -122,10 +127,22 @@ def unsqueeze(self: Tensor, dim: int) -> Tensor:
 
 
 def atleast_1d(x: Tensor) -> Tensor:
+    """``x`` with at least one dim: a 0-d tensor becomes shape (1,).
+
+    >>> import ember
+    >>> ember.atleast_1d(ember.tensor(5)).tolist()
+    [5]
+    """
     return reshape(x, 1) if x.ndim == 0 else x
 
 
 def atleast_2d(x: Tensor) -> Tensor:
+    """``x`` with at least two dims: leading dims of size 1 are added.
+
+    >>> import ember
+    >>> ember.atleast_2d(ember.tensor([1, 2])).shape
+    (1, 2)
+    """
     return reshape(x, (1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x
 
 
@@ -169,19 +186,34 @@ swapdims = transpose
 
 
 def t(self: Tensor) -> Tensor:
-    """PyTorch's ``t()``: transpose of a tensor with at most 2 dims."""
+    """PyTorch's ``t()``: transpose of a tensor with at most 2 dims.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2, 3]]).t().tolist()
+    [[1], [2], [3]]
+    """
     if self.ndim > 2:
         raise DimensionError(f"t: expects a tensor with <= 2 dims, got shape {self.shape}")
     return transpose(self, 0, -1) if self.ndim == 2 else self
 
 
 def T(self: Tensor) -> Tensor:
-    """All dims reversed (numpy's ``.T``)."""
+    """All dims reversed (numpy's ``.T``).
+
+    >>> import ember
+    >>> ember.zeros(2, 3, 4).T.shape
+    (4, 3, 2)
+    """
     return permute(self, tuple(reversed(range(self.ndim))))
 
 
 def mT(self: Tensor) -> Tensor:
-    """The last two dims swapped (a batch of matrix transposes)."""
+    """The last two dims swapped (a batch of matrix transposes).
+
+    >>> import ember
+    >>> ember.zeros(5, 2, 3).mT.shape
+    (5, 3, 2)
+    """
     if self.ndim < 2:
         raise DimensionError(f"mT: needs at least 2 dims, got shape {self.shape}")
     return transpose(self, -2, -1)
@@ -254,6 +286,12 @@ def expand(self: Tensor, *sizes) -> Tensor:
 
 
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self`` broadcast (without copying) to ``other``'s shape.
+
+    >>> import ember
+    >>> ember.tensor([[1], [2]]).expand_as(ember.zeros(2, 3)).tolist()
+    [[1, 1, 1], [2, 2, 2]]
+    """
     return expand(self, other.shape)
 
 
@@ -272,7 +310,13 @@ def broadcast_to(self: Tensor, shape) -> Tensor:
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
-    """All tensors broadcast to their common shape."""
+    """All tensors broadcast to their common shape.
+
+    >>> import ember
+    >>> a, b = ember.broadcast_tensors(ember.tensor([1, 2]), ember.tensor([[10], [20]]))
+    >>> a.tolist(), b.tolist()
+    ([[1, 2], [1, 2]], [[10, 10], [20, 20]])
+    """
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     shape = broadcast_shapes(*(t.shape for t in tensors), op="broadcast_tensors")
@@ -305,7 +349,14 @@ def repeat(self: Tensor, *repeats) -> Tensor:
 
 
 def tile(self: Tensor, *reps) -> Tensor:
-    """numpy/PyTorch ``tile``: like ``repeat`` but fewer reps than dims pad with 1s in front."""
+    """numpy/PyTorch ``tile``: like ``repeat`` but fewer reps than dims pad with 1s in front.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2]]).tile(2).tolist()
+    [[1, 2, 1, 2]]
+    >>> ember.tensor([1, 2]).tile(2, 1).tolist()
+    [[1, 2], [1, 2]]
+    """
     reps = size_args(reps, "tile")
     return repeat(self, (1,) * (self.ndim - len(reps)) + reps)
 
@@ -349,7 +400,12 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
-    """numpy's name for :func:`cat`."""
+    """numpy's name for :func:`cat`.
+
+    >>> import ember
+    >>> ember.concatenate([ember.tensor([1]), ember.tensor([2, 3])]).tolist()
+    [1, 2, 3]
+    """
     return cat(tensors, axis)
 
 
@@ -377,13 +433,23 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
-    """Join along dim 1 (dim 0 for 1-d tensors)."""
+    """Join along dim 1 (dim 0 for 1-d tensors).
+
+    >>> import ember
+    >>> ember.hstack([ember.tensor([[1], [2]]), ember.tensor([[3], [4]])]).tolist()
+    [[1, 3], [2, 4]]
+    """
     tensors = [atleast_1d(as_tensor(t)) for t in tensors]
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
-    """Join along dim 0, 1-d tensors becoming rows."""
+    """Join along dim 0, 1-d tensors becoming rows.
+
+    >>> import ember
+    >>> ember.vstack([ember.tensor([1, 2]), ember.tensor([3, 4])]).tolist()
+    [[1, 2], [3, 4]]
+    """
     return cat([atleast_2d(as_tensor(t)) for t in tensors], 0)
 
 
@@ -424,7 +490,12 @@ def split(self: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor, .
 
 
 def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-    """Up to ``chunks`` pieces of equal size (``ceil(n / chunks)``; the last may be smaller)."""
+    """Up to ``chunks`` pieces of equal size (``ceil(n / chunks)``; the last may be smaller).
+
+    >>> import ember
+    >>> [c.tolist() for c in ember.arange(5).chunk(3)]
+    [[0, 1], [2, 3], [4]]
+    """
     if chunks <= 0:
         raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
     d = normalize_dim(dim, self.ndim, "chunk")
@@ -433,7 +504,12 @@ def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 
 
 def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    """The slices along ``dim``, that dim removed."""
+    """The slices along ``dim``, that dim removed.
+
+    >>> import ember
+    >>> [r.tolist() for r in ember.tensor([[1, 2], [3, 4]]).unbind(dim=1)]
+    [[1, 3], [2, 4]]
+    """
     d = normalize_dim(dim, self.ndim, "unbind")
     shape = self.shape[:d] + self.shape[d + 1 :]
     return tuple(reshape(_slice_dim(self, d, i, i + 1), shape) for i in range(self.shape[d]))
@@ -454,12 +530,24 @@ def flip(self: Tensor, *dims) -> Tensor:
 
 
 def fliplr(self: Tensor) -> Tensor:
+    """Reverse the columns (dim 1) of a tensor with at least 2 dims.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).fliplr().tolist()
+    [[2, 1], [4, 3]]
+    """
     if self.ndim < 2:
         raise DimensionError(f"fliplr: needs at least 2 dims, got shape {self.shape}")
     return flip(self, 1)
 
 
 def flipud(self: Tensor) -> Tensor:
+    """Reverse the rows (dim 0) of a tensor with at least 1 dim.
+
+    >>> import ember
+    >>> ember.tensor([[1, 2], [3, 4]]).flipud().tolist()
+    [[3, 4], [1, 2]]
+    """
     if self.ndim < 1:
         raise DimensionError("flipud: needs at least 1 dim, got a 0-d tensor")
     return flip(self, 0)

@@ -51,12 +51,24 @@ def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = F
 
 
 def argsort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
-    """The int64 indices that sort ``self`` along ``dim``."""
+    """The int64 indices that sort ``self`` along ``dim``.
+
+    >>> import ember
+    >>> ember.tensor([3, 1, 2]).argsort().tolist()
+    [1, 2, 0]
+    >>> ember.tensor([3, 1, 2]).argsort(descending=True).tolist()
+    [0, 2, 1]
+    """
     return sort(self, dim, descending, stable).indices
 
 
 def msort(x: Tensor) -> Tensor:
-    """Values sorted along dim 0."""
+    """Values sorted along dim 0.
+
+    >>> import ember
+    >>> ember.msort(ember.tensor([[3, 1], [1, 2]])).tolist()
+    [[1, 1], [3, 2]]
+    """
     return sort(x, 0).values
 
 

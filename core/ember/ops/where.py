@@ -32,7 +32,13 @@ def where(condition, x=None, y=None) -> Tensor:
 
 
 def where_method(self: Tensor, condition, other) -> Tensor:
-    """``self.where(condition, other)``: self where condition holds, else other (PyTorch)."""
+    """``self.where(condition, other)``: self where condition holds, else other (PyTorch).
+
+    >>> import ember
+    >>> x = ember.tensor([1, -2, 3])
+    >>> x.where(x > 0, 0).tolist()
+    [1, 0, 3]
+    """
     return where(condition, self, other)
 
 
@@ -72,5 +78,10 @@ def nonzero(self: Tensor, as_tuple: bool = False):
 
 
 def argwhere(x: Tensor) -> Tensor:
-    """numpy's ``argwhere``: ``nonzero(x)`` as an (n, ndim) tensor."""
+    """numpy's ``argwhere``: ``nonzero(x)`` as an (n, ndim) tensor.
+
+    >>> import ember
+    >>> ember.argwhere(ember.tensor([[0, 1], [1, 0]])).tolist()
+    [[0, 1], [1, 0]]
+    """
     return nonzero(x)
