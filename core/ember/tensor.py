@@ -20,6 +20,28 @@ from .shape import numel
 
 
 class Tensor:
+    """An n-dimensional array on one backend: ``(primitive, backend)``.
+
+    Make tensors with :func:`ember.tensor`, :func:`ember.zeros`, :func:`ember.arange`...; every
+    op of the functional API is also a method (``t.sum()``, ``t.relu()``) and Python's operators
+    work (``a @ b``, ``t[1:, ::2]``, ``a + 1``). Metadata, conversion and moves:
+
+    >>> import ember
+    >>> t = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> t.shape, t.ndim, t.dim(), t.numel(), t.size(1), t.dtype, t.device
+    ((2, 2), 2, 2, 4, 2, ember.float32, 'cpu')
+    >>> t.tolist(), t[1, 0].item(), t.is_floating_point()
+    ([[1.0, 2.0], [3.0, 4.0]], 3.0, True)
+    >>> t.long().dtype, t.int().dtype, t.bool().dtype, t.half().dtype, t.double().dtype
+    (ember.int64, ember.int32, ember.bool, ember.float16, ember.float64)
+    >>> t.long().float().dtype, t.astype("int8").tolist()
+    (ember.float32, [[1, 2], [3, 4]])
+    >>> t.to_data().shape, t.numpy().sum().item(), t.clone().contiguous().tolist()[0]
+    ((2, 2), 10.0, [1.0, 2.0])
+    >>> import asyncio
+    >>> asyncio.run(t.to_data_async()).tolist()
+    [[1.0, 2.0], [3.0, 4.0]]
+    """
     __slots__ = ("_prim", "backend", "__weakref__")
     __array_priority__ = 1000  # numpy defers `ndarray op tensor` to our reflected ops
 
@@ -30,24 +52,30 @@ class Tensor:
     # ------------------------------------------------------------------ metadata
     @property
     def shape(self) -> tuple[int, ...]:
+        """The size of each dim, a tuple of ints."""
         return tuple(self.backend.shape(self._prim))
 
     @property
     def dtype(self) -> dt.DType:
+        """The element type, an :class:`ember.DType`."""
         return self.backend.dtype(self._prim)
 
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return len(self.shape)
 
     @property
     def device(self) -> str:
+        """The device of the tensor's backend (``"cpu"``, ``"gpu"``...)."""
         return self.backend.device
 
     def dim(self) -> int:
+        """The number of dims (PyTorch's name for ``ndim``)."""
         return self.ndim
 
     def numel(self) -> int:
+        """The number of elements."""
         return numel(self.shape)
 
     def size(self, dim: int | None = None):
@@ -64,10 +92,12 @@ class Tensor:
         return self.shape[0]
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a float dtype."""
         return self.dtype.is_float
 
     # ------------------------------------------------------------------ conversion
     def to_data(self) -> TensorData:
+        """The values as a backend-neutral :class:`ember.TensorData` (reads the device)."""
         return self.backend.to_data(self._prim)
 
     async def to_data_async(self) -> TensorData:
@@ -75,9 +105,11 @@ class Tensor:
         return await self.backend.to_data_async(self._prim)
 
     def tolist(self):
+        """The values as nested Python lists (a scalar for a 0-d tensor)."""
         return self.to_data().tolist()
 
     def item(self):
+        """The one element as a Python scalar (a :class:`ShapeError` for more elements)."""
         if self.numel() != 1:
             raise ShapeError(
                 f"item: only a tensor with one element converts to a Python scalar, "
@@ -86,6 +118,7 @@ class Tensor:
         return self.to_data().values()[0]
 
     def numpy(self):
+        """The values as a numpy array (a copy; needs numpy)."""
         return self.to_data().to_numpy()
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -173,21 +206,27 @@ class Tensor:
         return out if dtype is None else out.astype(dtype)
 
     def float(self) -> Tensor:
+        """A copy in float32."""
         return self.astype(dt.float32)
 
     def double(self) -> Tensor:
+        """A copy in float64."""
         return self.astype(dt.float64)
 
     def half(self) -> Tensor:
+        """A copy in float16."""
         return self.astype(dt.float16)
 
     def int(self) -> Tensor:
+        """A copy in int32."""
         return self.astype(dt.int32)
 
     def long(self) -> Tensor:
+        """A copy in int64."""
         return self.astype(dt.int64)
 
     def bool(self) -> Tensor:
+        """A copy in bool (non-zero is True)."""
         return self.astype(dt.bool_)
 
     def clone(self) -> Tensor:
@@ -198,6 +237,7 @@ class Tensor:
         return Tensor(self._prim, self.backend)
 
     def contiguous(self) -> Tensor:
+        """The tensor itself: Ember tensors have no strided views to compact (PyTorch compatibility)."""
         return self
 
 
