@@ -25,6 +25,20 @@ _LITTLE = sys.byteorder == "little"
 
 
 class TensorData:
+    """A tensor's values without a backend: little-endian row-major ``buffer``, ``shape``, ``dtype``.
+
+    >>> from ember.tensordata import TensorData
+    >>> d = TensorData.from_values([1, 2, 3, 4], (2, 2), "int32")
+    >>> d.ndim, d.size, len(d.buffer), d.values()
+    (2, 4, 16, [1, 2, 3, 4])
+    >>> d.tolist(), d.astype("float32").tolist(), d.to_array().typecode
+    ([[1, 2], [3, 4]], [[1.0, 2.0], [3.0, 4.0]], 'i')
+    >>> TensorData.from_list([[1.5]]).dtype.name, TensorData.from_list([1, 2]).dtype.name
+    ('float32', 'int64')
+    >>> import numpy as np
+    >>> TensorData.from_numpy(np.arange(3)).to_numpy().tolist()
+    [0, 1, 2]
+    """
     __slots__ = ("buffer", "shape", "dtype")
 
     def __init__(self, buffer: bytes | bytearray | memoryview, shape: Sequence[int], dtype: dt.DType):
@@ -67,6 +81,7 @@ class TensorData:
 
     @classmethod
     def from_numpy(cls, arr: object) -> TensorData:
+        """A copy of a numpy array (its dtype kept; C order)."""
         import numpy as np
 
         arr = np.asarray(arr)
@@ -78,10 +93,12 @@ class TensorData:
     # ------------------------------------------------------------------ views
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return numel(self.shape)
 
     def values(self) -> list:
@@ -89,6 +106,7 @@ class TensorData:
         return unpack(self.buffer, self.dtype, self.size)
 
     def tolist(self) -> object:
+        """The values as nested Python lists (a scalar for a 0-d tensor)."""
         flat = self.values()
         if not self.shape:
             return flat[0]
@@ -106,6 +124,7 @@ class TensorData:
         return out
 
     def to_numpy(self) -> object:
+        """The values as a numpy array of the same dtype and shape (needs numpy)."""
         try:
             import numpy as np
         except ImportError as e:  # pragma: no cover - depends on the environment
@@ -115,6 +134,7 @@ class TensorData:
         ).astype(self.dtype.name)
 
     def astype(self, dtype: dt.DType) -> TensorData:
+        """A copy converted to ``dtype``."""
         dtype = dt.as_dtype(dtype)
         return TensorData.from_values(self.values(), self.shape, dtype)
 
