@@ -24,7 +24,15 @@ from .errors import DTypeError
 
 @dataclass(frozen=True)
 class DType:
-    """A tensor element type: its name, kind ('b' bool, 'u'/'i' integer, 'f' float) and size."""
+    """A tensor element type: its name, kind ('b' bool, 'u'/'i' integer, 'f' float) and size.
+
+    >>> import ember
+    >>> d = ember.int8
+    >>> d.name, d.kind, d.itemsize, d.bits, d.is_int, d.is_signed, d.int_range
+    ('int8', 'i', 1, 8, True, True, (-128, 127))
+    >>> ember.float16.is_float, ember.bool.is_bool, ember.uint8.is_signed, str(ember.float32)
+    (True, True, False, 'float32')
+    """
 
     name: str
     kind: str
@@ -34,22 +42,27 @@ class DType:
 
     @property
     def is_float(self) -> bool:
+        """Whether it is a float dtype (float16/32/64)."""
         return self.kind == "f"
 
     @property
     def is_int(self) -> bool:
+        """Whether it is an integer dtype (signed or unsigned)."""
         return self.kind in "iu"
 
     @property
     def is_bool(self) -> bool:
+        """Whether it is the bool dtype."""
         return self.kind == "b"
 
     @property
     def is_signed(self) -> bool:
+        """Whether values can be negative (floats and signed integers)."""
         return self.kind in "if"
 
     @property
     def bits(self) -> int:
+        """The size of one element in bits."""
         return self.itemsize * 8
 
     @property
@@ -107,11 +120,24 @@ default_int = int64
 
 
 def get_default_float() -> DType:
+    """The float dtype used for Python floats and for ``rand``/``zeros`` without a dtype.
+
+    >>> from ember import dtype
+    >>> dtype.get_default_float()
+    ember.float32
+    """
     return default_float
 
 
 def set_default_float(dt: DType | str) -> None:
-    """Set the float dtype used for Python floats and for ``rand``/``zeros`` without a dtype."""
+    """Set the float dtype used for Python floats and for ``rand``/``zeros`` without a dtype.
+
+    >>> import ember
+    >>> ember.set_default_float("float64")
+    >>> ember.zeros(1).dtype, ember.tensor([0.5]).dtype
+    (ember.float64, ember.float64)
+    >>> ember.set_default_float(ember.float32)
+    """
     global default_float
     d = as_dtype(dt)
     if not d.is_float:
@@ -120,7 +146,13 @@ def set_default_float(dt: DType | str) -> None:
 
 
 def as_dtype(obj: object) -> DType:
-    """Turn a DType, its name, a numpy dtype or the Python types bool/int/float into a DType."""
+    """Turn a DType, its name, a numpy dtype or the Python types bool/int/float into a DType.
+
+    >>> import ember
+    >>> from ember.dtype import as_dtype
+    >>> as_dtype("int32"), as_dtype(float), as_dtype(bool), as_dtype(ember.uint8)
+    (ember.int32, ember.float32, ember.bool, ember.uint8)
+    """
     if isinstance(obj, DType):
         return obj
     if obj is bool:
@@ -144,7 +176,14 @@ _INT_ORDER = {uint8: 0, int8: 0, int32: 1, int64: 2}
 
 
 def promote_types(a: DType, b: DType) -> DType:
-    """The dtype two tensors are combined in (see the module docstring for the rules)."""
+    """The dtype two tensors are combined in (see the module docstring for the rules).
+
+    >>> import ember
+    >>> ember.promote_types(ember.int32, ember.int64), ember.promote_types(ember.uint8, ember.int8)
+    (ember.int64, ember.int32)
+    >>> ember.promote_types(ember.int64, ember.float16), ember.promote_types(ember.bool, ember.int8)
+    (ember.float16, ember.int8)
+    """
     if a == b:
         return a
     if a.is_bool:
@@ -163,7 +202,12 @@ def promote_types(a: DType, b: DType) -> DType:
 
 
 def scalar_kind(value: object) -> str:
-    """'b', 'i' or 'f' for a Python scalar; raises for anything else."""
+    """'b', 'i' or 'f' for a Python scalar; raises for anything else.
+
+    >>> from ember.dtype import scalar_kind
+    >>> scalar_kind(True), scalar_kind(3), scalar_kind(0.5)
+    ('b', 'i', 'f')
+    """
     if isinstance(value, bool):
         return "b"
     if isinstance(value, int):
@@ -174,7 +218,14 @@ def scalar_kind(value: object) -> str:
 
 
 def result_type_with_scalar(tensor_dtype: DType, value: object) -> DType:
-    """Dtype of ``tensor op scalar``: the scalar is weak and only lifts the kind."""
+    """Dtype of ``tensor op scalar``: the scalar is weak and only lifts the kind.
+
+    >>> from ember import dtype
+    >>> dtype.result_type_with_scalar(dtype.int32, 2), dtype.result_type_with_scalar(dtype.int32, 0.5)
+    (ember.int32, ember.float32)
+    >>> dtype.result_type_with_scalar(dtype.float16, 0.5)
+    ember.float16
+    """
     kind = scalar_kind(value)
     if kind == "f" and not tensor_dtype.is_float:
         return default_float
@@ -184,5 +235,11 @@ def result_type_with_scalar(tensor_dtype: DType, value: object) -> DType:
 
 
 def infer_scalar_dtype(value: object) -> DType:
+    """The dtype of a Python scalar on its own: bool, the default int (int64) or the default float.
+
+    >>> from ember.dtype import infer_scalar_dtype
+    >>> infer_scalar_dtype(True), infer_scalar_dtype(1), infer_scalar_dtype(1.0)
+    (ember.bool, ember.int64, ember.float32)
+    """
     kind = scalar_kind(value)
     return {"b": bool_, "i": default_int, "f": default_float}[kind]
