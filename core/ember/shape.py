@@ -10,6 +10,11 @@ Shape = tuple[int, ...]
 
 
 def numel(shape: Sequence[int]) -> int:
+    """The number of elements of a shape (1 for the 0-d shape ``()``).
+
+    >>> numel((2, 3, 4)), numel(())
+    (24, 1)
+    """
     n = 1
     for s in shape:
         n *= s
@@ -39,7 +44,11 @@ def broadcast_shapes(*shapes: Sequence[int], op: str = "broadcast") -> Shape:
 
 
 def normalize_dim(dim: int, ndim: int, op: str = "op") -> int:
-    """A dim in [-ndim, ndim) as a non-negative index; 0-d tensors accept dim 0 and -1."""
+    """A dim in [-ndim, ndim) as a non-negative index; 0-d tensors accept dim 0 and -1.
+
+    >>> normalize_dim(-1, 3), normalize_dim(0, 0)
+    (2, 0)
+    """
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise DimensionError(f"{op}: dim must be an int, got {type(dim).__name__}")
     n = max(ndim, 1)
