@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,6 +83,7 @@ class Learner:
         self.jit = benefits(self.backend) if jit is None else bool(jit)
         self._train_step = ember_jit(self._step) if self.jit else self._step
         self._forward = ember_jit(self.model) if self.jit else self.model
+        self._interrupt: GracefulInterrupt | None = None  # the running fit's, for request_stop
 
     # ------------------------------------------------------------------ helpers
     def _to_backend(self, batch):
@@ -176,6 +177,56 @@ class Learner:
     def fit(self, train_loader, valid_loader=None, epochs: int = 1, resume: bool = False,
             max_steps: int | None = None) -> FitResult:
         """Train for ``epochs``; ``max_steps`` stops after that many batches (tests, demos)."""
+        return _read_synchronously(self._loop(train_loader, valid_loader, epochs, resume,
+                                              max_steps))
+
+    async def fit_async(self, train_loader, valid_loader=None, epochs: int = 1,
+                        resume: bool = False, max_steps: int | None = None,
+                        pause: Callable[[], Awaitable] | None = None) -> FitResult:
+        """:meth:`fit` for an event loop: the same loop and result, but it awaits ``pause()``
+        (default ``asyncio.sleep(0)``) after every step and reads the device with
+        ``await tensor.to_data_async()``, so a browser page stays responsive and needs no
+        JSPI (Pyodide's synchronous reads). :meth:`request_stop` ends it like a Ctrl-C.
+
+        >>> import asyncio, tempfile, ember
+        >>> from ember import nn
+        >>> from ember.dataset import DataLoader, InMemoryDataset
+        >>> from ember.optim import SGD
+        >>> with ember.use_backend("autodiff-python"):
+        ...     model = nn.Linear(2, 2)
+        >>> data = DataLoader(InMemoryDataset([([0.0, 1.0], 1)] * 4), batch_size=2)
+        >>> learner = Learner(model, SGD(model.parameters(), lr=0.1), nn.loss.cross_entropy,
+        ...                   folder=tempfile.mkdtemp(), num_classes=2, renderer=Renderer())
+        >>> asyncio.run(learner.fit_async(data)).epochs_run
+        1
+        """
+        import asyncio
+
+        pause = pause or (lambda: asyncio.sleep(0))
+        loop = self._loop(train_loader, valid_loader, epochs, resume, max_steps)
+        values = None
+        while True:
+            try:
+                request = loop.send(values)
+            except StopIteration as done:
+                return done.value
+            if request is None:
+                await pause()
+                values = None
+            else:
+                values = (await request.to_data_async()).tolist()
+
+    def request_stop(self) -> None:
+        """Stop the running fit after its current step, as a first Ctrl-C does (a checkpoint
+        is written; the result says ``interrupted``): a page's Stop button."""
+        if self._interrupt is not None:
+            self._interrupt.requested = True
+
+    def _loop(self, train_loader, valid_loader, epochs: int, resume: bool,
+              max_steps: int | None):
+        """The training loop of :meth:`fit` and :meth:`fit_async` as a generator: it yields
+        ``None`` after each step (a point to pause) and each tensor it must read, receiving
+        that tensor's values as a list; it returns the :class:`FitResult`."""
         from ..autodiff import no_grad
 
         start_time = time.perf_counter()
@@ -210,6 +261,7 @@ class Learner:
         epoch = start_epoch - 1
         steps_done = 0
         with GracefulInterrupt() as stop:
+            self._interrupt = stop
             for epoch in range(start_epoch, epochs + 1):
                 self.model.train()
                 metrics = self.metric_factory()
@@ -236,11 +288,12 @@ class Learner:
                             grads = None
                     if grads is None and self.scheduler and self.scheduler_step == "step":
                         self.scheduler.step()
-                    self._update(metrics, loss, out, y)
+                    yield from self._update(metrics, loss, out, y)
                     live = {m.name: m.compute() for m in metrics if m.per_step}
                     renderer.on_step(epoch, "train", step, steps_per_epoch, live)
                     if stop.requested or (max_steps is not None and steps_done >= max_steps):
                         break
+                    yield None
                 if stop.requested or (max_steps is not None and steps_done >= max_steps
                                       and step < steps_per_epoch):
                     interrupted = stop.requested
@@ -262,8 +315,9 @@ class Learner:
                         for i, batch in enumerate(valid_loader, 1):
                             x, y = self.prepare(batch)
                             out = self._forward(x)
-                            self._update(vmetrics, self.loss_fn(out, y), out, y)
+                            yield from self._update(vmetrics, self.loss_fn(out, y), out, y)
                             renderer.on_step(epoch, "valid", i, len(valid_loader), {})
+                            yield None
                     results["valid"] = _results(vmetrics)
                 watched = results.get("valid", results["train"])
                 improved = self._track_best(best, results, epoch)
@@ -284,6 +338,7 @@ class Learner:
                         f"(best {watched.get(self.monitor)!r:.8})"
                     )
                     break
+        self._interrupt = None
         plot = plot_curves(log)
         wall = time.perf_counter() - start_time
         summary = {
@@ -297,10 +352,11 @@ class Learner:
         return FitResult(epoch, best, history, interrupted, stopped_early, self.folder, wall,
                          summary)
 
-    def _update(self, metrics, loss, out, y) -> None:
+    def _update(self, metrics, loss, out, y):
+        """(A generator, as :meth:`_loop`: it yields the tensor to read.)"""
         needs_outputs = any(m.tracked and m.name != "loss" for m in metrics)
-        loss_value, predictions, targets = _read_step(loss, out if needs_outputs else None,
-                                                      y if needs_outputs else None)
+        loss_value, predictions, targets = yield from _reading_step(
+            loss, out if needs_outputs else None, y if needs_outputs else None)
         step = StepOutput(loss=loss_value, batch_size=int(y.shape[0]), predictions=predictions,
                           targets=targets, lr=self.optimizer.lr)
         for m in metrics:
@@ -328,9 +384,27 @@ class Learner:
         return improved
 
 
+def _read_synchronously(reads):
+    """Run a generator of :meth:`Learner._loop`'s kind to its return value, answering each
+    tensor it yields with that tensor's values (``tolist``): the synchronous driver."""
+    values = None
+    while True:
+        try:
+            request = reads.send(values)
+        except StopIteration as done:
+            return done.value
+        values = None if request is None else request.tolist()
+
+
 def _read_step(loss, out, y) -> tuple[float, list | None, list | None]:
     """The loss, the (batch, classes) outputs and the class targets as Python values, in ONE
     read from the device (each read waits for the GPU: one sync per step, not three)."""
+    return _read_synchronously(_reading_step(loss, out, y))
+
+
+def _reading_step(loss, out, y):
+    """:func:`_read_step` as a generator: it yields the tensor to read and receives its values
+    as a (nested) list, so that ``fit`` reads synchronously and ``fit_async`` awaits."""
     from ..ops.shape_ops import cat
 
     # the loss's own dtype (float64 stays exact), at least float32 (class ids stay exact)
@@ -342,7 +416,7 @@ def _read_step(loss, out, y) -> tuple[float, list | None, list | None]:
         parts.append(out.detach().reshape(-1).astype(dtype))
     if labels:
         parts.append(y.astype(dtype))
-    values = cat(parts).tolist() if len(parts) > 1 else [loss.item()]
+    values = yield (cat(parts) if len(parts) > 1 else parts[0])
     predictions = targets = None
     at = 1
     if rows:
@@ -352,7 +426,7 @@ def _read_step(loss, out, y) -> tuple[float, list | None, list | None]:
     if labels:
         targets = [int(v) for v in values[at:]]
     elif y is not None and y.ndim == 1:
-        targets = y.tolist()
+        targets = yield y
     return float(values[0]), predictions, targets
 
 
