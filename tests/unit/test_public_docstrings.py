@@ -23,6 +23,7 @@ The rule, per object:
 - methods and properties: a docstring (``inspect.getdoc``, so an override inherits its base's,
   as ``help()`` shows it); an example of its own, or its name in an example of the class
   docstring (``.name`` on a ``>>>``/``...`` line): one class example can show several members;
+  ``forward`` is shown by any example of its class (calling a module runs its forward);
 - every example is collected by ``tests/unit/test_docstrings.py`` (doctest of the module that
   defines the object), so none can rot.
 """
@@ -133,6 +134,13 @@ def _doc(obj, owner=None, name=None):
     return inspect.getdoc(obj) or ""
 
 
+def _shown_by_class(name: str, owner) -> bool:
+    shown = _example_lines(inspect.getdoc(owner) or "")
+    if name == "forward":
+        return bool(shown)
+    return re.search(rf"\.{re.escape(name)}\b", shown) is not None
+
+
 def audit():
     """{qualified name: problem} for every public object that breaks the rule."""
     problems = {}
@@ -144,8 +152,7 @@ def audit():
         elif kind in ("function", "class"):
             if ">>>" not in doc:
                 problems[qual] = "no >>> example"
-        elif ">>>" not in doc and not re.search(
-                rf"\.{re.escape(name)}\b", _example_lines(inspect.getdoc(owner) or "")):
+        elif ">>>" not in doc and not _shown_by_class(name, owner):
             problems[qual] = f"no example (its own, or .{name} in {owner.__name__}'s example)"
     return problems
 

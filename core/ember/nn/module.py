@@ -74,6 +74,51 @@ class Module:
 
     Attributes that are Parameters, Modules (or lists/dicts of Modules) and registered buffers
     make up the module's state, in attribute order.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> class Net(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.blocks = [nn.Linear(2, 3), nn.Linear(3, 1)]  # becomes a ModuleList
+    ...         self.register_buffer("steps", ember.zeros(1))
+    ...     def forward(self, x):
+    ...         return self.blocks[1](self.blocks[0](x).relu())
+    >>> net = Net()
+    >>> net(ember.ones(4, 2)).shape, net.num_params(), len(list(net.parameters()))
+    ((4, 1), 13, 4)
+    >>> [n for n, _ in net.named_parameters()][:2], [n for n, _ in net.named_buffers()]
+    (['blocks.0.weight', 'blocks.0.bias'], ['steps'])
+    >>> [n for n, _ in net.named_modules()], [n for n, _ in net.named_children()]
+    (['', 'blocks', 'blocks.0', 'blocks.1'], ['blocks'])
+    >>> len(list(net.modules())), len(list(net.children())), len(list(net.buffers()))
+    (4, 1, 1)
+    >>> net.eval().training, net.train().training, net.blocks[0].training
+    (False, True, True)
+    >>> net.freeze().num_params(trainable_only=True), net.unfreeze().num_params(trainable_only=True)
+    (0, 13)
+    >>> net.requires_grad_(False).num_params(trainable_only=True); net.requires_grad_(True)
+    0
+    Net(...)
+    >>> net.double().blocks[0].weight.dtype, net.float().blocks[0].weight.dtype
+    (ember.float64, ember.float32)
+    >>> list(net.state_dict())
+    ['steps', 'blocks.0.weight', 'blocks.0.bias', 'blocks.1.weight', 'blocks.1.bias']
+    >>> other = Net()
+    >>> other.load_state_dict(net.state_dict())
+    ([], [])
+    >>> other.blocks[1].bias.tolist() == net.blocks[1].bias.tolist()
+    True
+    >>> names = []
+    >>> net.apply(lambda m: names.append(type(m).__name__)) is net, names
+    (True, ['Linear', 'Linear', 'ModuleList', 'Net'])
+    >>> handle = net.register_forward_hook(lambda m, inputs, out: out * 0)
+    >>> net(ember.ones(1, 2)).tolist(); handle.remove()
+    [[0.0]]
+    >>> net.register_parameter("scale", nn.Parameter(ember.ones(1)))
+    >>> net.add_module("head", nn.ReLU())
+    >>> net.num_params(), net.head
+    (14, ReLU())
     """
 
     training: bool = True
@@ -136,11 +181,13 @@ class Module:
         object.__setattr__(self, name, tensor)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add ``param`` (a Parameter, or a tensor that becomes one) as attribute ``name``."""
         if param is not None and not isinstance(param, Parameter):
             param = Parameter(param)
         object.__setattr__(self, name, param)
 
     def add_module(self, name: str, module: Module | None) -> None:
+        """Add ``module`` as the submodule attribute ``name`` (``register_module`` too)."""
         object.__setattr__(self, name, module)
 
     register_module = add_module
@@ -173,13 +220,16 @@ class Module:
             yield from child.named_modules(f"{prefix}.{name}" if prefix else name, memo)
 
     def modules(self) -> Iterator[Module]:
+        """This module and all its descendants, each once."""
         for _, m in self.named_modules():
             yield m
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
+        """``(name, module)`` of the direct submodules."""
         yield from self._own_modules()
 
     def children(self) -> Iterator[Module]:
+        """The direct submodules."""
         for _, m in self._own_modules():
             yield m
 
@@ -202,12 +252,14 @@ class Module:
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True):
+        """Buffers by dotted name (running statistics, masks...: state that is not trained)."""
         modules = self.named_modules(prefix) if recurse else [(prefix, self)]
         for mod_name, mod in modules:
             for name, b in mod._own_buffers():
                 yield (f"{mod_name}.{name}" if mod_name else name), b
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Every buffer of this module and its descendants."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
@@ -219,11 +271,13 @@ class Module:
 
     # ------------------------------------------------------------------ modes
     def train(self, mode: bool = True) -> Module:
+        """Set training mode (``mode=False``: evaluation) on this module and its descendants; returns it."""
         for m in self.modules():
             object.__setattr__(m, "training", bool(mode))
         return self
 
     def eval(self) -> Module:
+        """Evaluation mode (dropout off, batch norm uses running statistics); returns the module."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
@@ -233,9 +287,11 @@ class Module:
         return self
 
     def freeze(self) -> Module:
+        """Freeze every parameter (``requires_grad_(False)``); returns the module."""
         return self.requires_grad_(False)
 
     def unfreeze(self) -> Module:
+        """Unfreeze every parameter (``requires_grad_(True)``); returns the module."""
         return self.requires_grad_(True)
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
@@ -276,11 +332,13 @@ class Module:
         return self
 
     def double(self) -> Module:
+        """Convert every float parameter and buffer to float64, in place; returns the module."""
         from .. import dtype as dt
 
         return self.to(dtype=dt.float64)
 
     def float(self) -> Module:
+        """Convert every float parameter and buffer to float32, in place; returns the module."""
         from .. import dtype as dt
 
         return self.to(dtype=dt.float32)
@@ -343,6 +401,16 @@ class Module:
 
     # ------------------------------------------------------------------ calling
     def forward(self, *args, **kwargs):
+        """The computation; ``module(*args)`` calls it, then the forward hooks. Subclasses define it.
+
+        >>> import ember
+        >>> from ember import nn
+        >>> class Double(nn.Module):
+        ...     def forward(self, x):
+        ...         return x * 2
+        >>> Double()(ember.tensor([1.0, 2.0])).tolist()
+        [2.0, 4.0]
+        """
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args, **kwargs):
@@ -365,6 +433,12 @@ class Module:
 
     # ------------------------------------------------------------------ display
     def extra_repr(self) -> str:
+        """The text inside the parentheses of the module's ``repr`` (its configuration).
+
+        >>> from ember import nn
+        >>> nn.Linear(2, 3).extra_repr()
+        'in_features=2, out_features=3, bias=True'
+        """
         return ""
 
     def __repr__(self) -> str:
@@ -448,7 +522,13 @@ class Module:
 # ---------------------------------------------------------------------------- the containers Module makes
 class ModuleList(Module):
     """A list of modules whose parameters belong to the owner (``self.blocks = [...]`` makes
-    one automatically)."""
+    one automatically).
+
+    >>> from ember import nn
+    >>> blocks = nn.ModuleList([nn.Linear(2, 2)]).append(nn.ReLU()).extend([nn.Linear(2, 1)])
+    >>> len(blocks), type(blocks[1]).__name__, len(blocks[:2]), blocks.num_params()
+    (3, 'ReLU', 2, 9)
+    """
 
     def __init__(self, modules: Iterable[Module] | None = None):
         super().__init__()
@@ -456,12 +536,14 @@ class ModuleList(Module):
             self.append(m)
 
     def append(self, module: Module) -> ModuleList:
+        """Add ``module`` at the end; returns the list."""
         if not isinstance(module, Module):
             raise TypeError(f"ModuleList.append: expected a Module, got {type(module).__name__}")
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
+        """Add each of ``modules`` at the end; returns the list."""
         for m in modules:
             self.append(m)
         return self
@@ -487,7 +569,15 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
-    """A dict of modules whose parameters belong to the owner."""
+    """A dict of modules whose parameters belong to the owner.
+
+    >>> from ember import nn
+    >>> heads = nn.ModuleDict({"a": nn.Linear(2, 1), "b": nn.Linear(2, 3)})
+    >>> heads.keys(), "a" in heads, heads["b"].out_features, heads.num_params()
+    (['a', 'b'], True, 3, 12)
+    >>> [type(m).__name__ for m in heads.values()], [k for k, _ in heads.items()]
+    (['Linear', 'Linear'], ['a', 'b'])
+    """
 
     def __init__(self, modules: dict[str, Module] | None = None):
         super().__init__()
@@ -512,12 +602,15 @@ class ModuleDict(Module):
         return (k for k, _ in self._own_modules())
 
     def keys(self):
+        """The names, in insertion order."""
         return [k for k, _ in self._own_modules()]
 
     def values(self):
+        """The modules, in insertion order."""
         return [m for _, m in self._own_modules()]
 
     def items(self):
+        """``(name, module)`` pairs, in insertion order."""
         return list(self._own_modules())
 
     def forward(self, *args, **kwargs):
