@@ -26,7 +26,15 @@ _REGISTRY: dict[str, type[Config]] = {}
 
 @dataclass
 class Config:
-    """Base of every config: JSON round trip and ``init``."""
+    """Base of every config: JSON round trip and ``init``.
+
+    >>> from ember.nn.config import Config, LayerNormConfig
+    >>> cfg = LayerNormConfig(8)
+    >>> cfg.to_dict()["type"], Config.from_dict(cfg.to_dict()) == cfg
+    ('LayerNormConfig', True)
+    >>> Config.from_json(cfg.to_json()) == cfg, type(cfg.init()).__name__
+    (True, 'LayerNorm')
+    """
 
     _module: ClassVar[str] = ""  # "module:Class" of the layer this config builds
 
@@ -35,6 +43,7 @@ class Config:
         _REGISTRY[cls.__name__] = cls
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as a dict, with the config's class name under ``"type"`` (nested configs too)."""
         out = {"type": type(self).__name__}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
@@ -51,6 +60,7 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Config:
+        """The config a :meth:`to_dict` dict describes (its ``"type"`` picks the class)."""
         data = dict(data)
         name = data.pop("type", cls.__name__)
         klass = _REGISTRY.get(name)

@@ -97,16 +97,37 @@ def _fan(t: Tensor, mode: str) -> int:
 
 # ---------------------------------------------------------------------------- fills
 def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None):
-    """Fill with U(a, b)."""
+    """Fill with U(a, b).
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> w = init.uniform_(ember.zeros(100), -2.0, 2.0, generator=ember.Generator(0))
+    >>> bool(((w >= -2) & (w < 2)).all()), bool(w.min() < -1.5 and w.max() > 1.5)
+    (True, True)
+    """
     return _put(t, _uniform01(t, generator) * (b - a) + a)
 
 
 def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None):
-    """Fill with N(mean, std²)."""
+    """Fill with N(mean, std²).
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> w = init.normal_(ember.zeros(100, 100), mean=3.0, std=0.5, generator=ember.Generator(0))
+    >>> round(w.mean().item(), 1), round(w.std().item(), 1)
+    (3.0, 0.5)
+    """
     return _put(t, _normal01(t, generator) * std + mean)
 
 
 def constant_(t: Tensor, val: float):
+    """Fill with ``val``, in place; returns the tensor.
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> init.constant_(ember.zeros(2), 0.5).tolist()
+    [0.5, 0.5]
+    """
     from ..ops.creation import full
 
     backend = _target_backend(t)
@@ -114,22 +135,50 @@ def constant_(t: Tensor, val: float):
 
 
 def zeros_(t: Tensor):
+    """Fill with zeros, in place; returns the tensor.
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> init.zeros_(ember.ones(2)).tolist()
+    [0.0, 0.0]
+    """
     return constant_(t, 0.0)
 
 
 def ones_(t: Tensor):
+    """Fill with ones, in place; returns the tensor.
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> init.ones_(ember.zeros(2)).tolist()
+    [1.0, 1.0]
+    """
     return constant_(t, 1.0)
 
 
 def xavier_uniform_(t: Tensor, gain: float = 1.0, generator: Generator | None = None):
-    """Glorot uniform: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``."""
+    """Glorot uniform: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``.
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> w = init.xavier_uniform_(ember.zeros(3, 5), generator=ember.Generator(0))  # a = 0.866
+    >>> bool((w.abs() < 0.8661).all()), bool(w.abs().max() > 0.5)
+    (True, True)
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
     a = gain * math.sqrt(6.0 / float(fan_in + fan_out))
     return uniform_(t, -a, a, generator)
 
 
 def xavier_normal_(t: Tensor, gain: float = 1.0, generator: Generator | None = None):
-    """Glorot normal: N(0, std²) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
+    """Glorot normal: N(0, std²) with ``std = gain * sqrt(2 / (fan_in + fan_out))``.
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> w = init.xavier_normal_(ember.zeros(100, 100), generator=ember.Generator(0))  # std 0.1
+    >>> round(w.std().item(), 2)
+    0.1
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(t)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(t, 0.0, std, generator)
@@ -137,7 +186,14 @@ def xavier_normal_(t: Tensor, gain: float = 1.0, generator: Generator | None = N
 
 def kaiming_uniform_(t: Tensor, a: float = 0.0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator: Generator | None = None):
-    """He uniform: U(-b, b) with ``b = gain * sqrt(3 / fan)``."""
+    """He uniform: U(-b, b) with ``b = gain * sqrt(3 / fan)``.
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> w = init.kaiming_uniform_(ember.zeros(4, 3), generator=ember.Generator(0))  # b = sqrt(2)
+    >>> bool((w.abs() < 1.4143).all())
+    True
+    """
     gain = calculate_gain(nonlinearity, a)
     bound = gain * math.sqrt(3.0 / _fan(t, mode))
     return uniform_(t, -bound, bound, generator)
@@ -145,13 +201,27 @@ def kaiming_uniform_(t: Tensor, a: float = 0.0, mode: str = "fan_in",
 
 def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator: Generator | None = None):
-    """He normal: N(0, std²) with ``std = gain / sqrt(fan)``."""
+    """He normal: N(0, std²) with ``std = gain / sqrt(fan)``.
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> w = init.kaiming_normal_(ember.zeros(100, 50), generator=ember.Generator(0))  # std 0.2
+    >>> round(w.std().item(), 2)
+    0.2
+    """
     gain = calculate_gain(nonlinearity, a)
     return normal_(t, 0.0, gain / math.sqrt(_fan(t, mode)), generator)
 
 
 def orthogonal_(t: Tensor, gain: float = 1.0, generator: Generator | None = None):
-    """A (semi-)orthogonal matrix from the QR decomposition of a normal draw (as torch)."""
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal draw (as torch).
+
+    >>> import ember
+    >>> from ember.nn import init
+    >>> w = init.orthogonal_(ember.zeros(3, 3), generator=ember.Generator(0))
+    >>> bool(((w @ w.T) - ember.eye(3)).abs().max() < 1e-5)
+    True
+    """
     if t.ndim < 2:
         raise ValueError(f"orthogonal_: needs at least 2 dims, got shape {tuple(t.shape)}")
     rows = t.shape[0]

@@ -35,6 +35,9 @@ class Parameter(Tensor):
     >>> _ = p.assign(ember.ones(2))
     >>> p.tolist()
     [1.0, 1.0]
+
+    >>> p.data.is_require_grad(), p.inner().tolist(), p.set_requires_grad(False).requires_grad
+    (False, [1.0, 1.0], False)
     """
 
     __slots__ = ("requires_grad",)
@@ -85,6 +88,7 @@ class Parameter(Tensor):
         return _detached(self)
 
     def set_requires_grad(self, flag: bool) -> Parameter:
+        """Make it trainable (tracked, listed by ``parameters()``) or frozen; returns the parameter."""
         self.requires_grad = bool(flag)
         self._set(Tensor(self._prim, self.backend), self.backend)
         return self
