@@ -3,19 +3,18 @@ comments next to it claim where they name a value."""
 
 import contextlib
 import io
-import re
+import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+sys.path.insert(0, str(ROOT))
+from tests.docs.blocks import python_blocks  # the docs tests read their pages the same way
 
 
 def test_readme_blocks_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    blocks = python_blocks()
+    blocks = python_blocks(README)
     assert len(blocks) >= 3
     namespace: dict = {}
     out = io.StringIO()

