@@ -45,7 +45,13 @@ def _class_view(w: Tensor, ndim: int) -> Tensor:
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
              ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities ``input`` (N, C, *) at class indices
-    ``target`` (N, *); ``mean`` divides by the summed weight of non-ignored targets."""
+    ``target`` (N, *); ``mean`` divides by the summed weight of non-ignored targets.
+
+    >>> import ember
+    >>> from ember.nn.loss import nll_loss
+    >>> nll_loss(ember.tensor([[-1.0, -2.0], [-3.0, -4.0]]), ember.tensor([0, 1])).item()
+    2.5
+    """
     if reduction not in _REDUCTIONS:
         raise ValueError(f"nll_loss: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     if target.dtype.is_float:
@@ -124,7 +130,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          reduction: str = "mean") -> Tensor:
-    """BCE of probabilities ``input``; logs are clamped at -100 like torch."""
+    """BCE of probabilities ``input``; logs are clamped at -100 like torch.
+
+    >>> import ember
+    >>> from ember.nn.loss import binary_cross_entropy
+    >>> round(binary_cross_entropy(ember.tensor([0.5]), ember.tensor([1.0])).item(), 4)  # log 2
+    0.6931
+    """
     _check_same_shape("binary_cross_entropy", input, target)
     target = target.to(input.dtype)
     log_p = input.log().clamp(min=-100.0)
@@ -139,7 +151,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     """Sigmoid + BCE in one numerically stable expression; ``pos_weight`` scales the positive
-    term (one weight per class, broadcast over the last dim)."""
+    term (one weight per class, broadcast over the last dim).
+
+    >>> import ember
+    >>> from ember.nn.loss import binary_cross_entropy_with_logits as bce
+    >>> round(bce(ember.tensor([0.0, 0.0]), ember.tensor([1.0, 0.0])).item(), 4)  # log 2
+    0.6931
+    """
     _check_same_shape("binary_cross_entropy_with_logits", input, target)
     target = target.to(input.dtype)
     softplus_neg = (-input.abs()).exp().log1p() + (-input).clamp(min=0)  # log(1 + e^-x)
@@ -166,13 +184,26 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean (or sum, or none) of ``|input - target|``.
+
+    >>> import ember
+    >>> from ember.nn.loss import l1_loss
+    >>> l1_loss(ember.tensor([1.0, 2.0]), ember.tensor([2.0, 4.0])).item()
+    1.5
+    """
     _check_same_shape("l1_loss", input, target)
     return _reduce("l1_loss", (input - target).abs(), reduction)
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
                delta: float = 1.0) -> Tensor:
-    """Quadratic within ``delta``, linear beyond (``delta * (|d| - delta/2)``)."""
+    """Quadratic within ``delta``, linear beyond (``delta * (|d| - delta/2)``).
+
+    >>> import ember
+    >>> from ember.nn.loss import huber_loss
+    >>> huber_loss(ember.zeros(2), ember.tensor([0.5, 3.0]), reduction="none").tolist()
+    [0.125, 2.5]
+    """
     _check_same_shape("huber_loss", input, target)
     d = (input - target).abs()
     loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
@@ -181,7 +212,13 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
 
 def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
-    """Huber loss divided by ``beta`` (L1 when ``beta == 0``)."""
+    """Huber loss divided by ``beta`` (L1 when ``beta == 0``).
+
+    >>> import ember
+    >>> from ember.nn.loss import smooth_l1_loss
+    >>> smooth_l1_loss(ember.zeros(2), ember.tensor([0.5, 3.0]), reduction="none", beta=2.0).tolist()
+    [0.0625, 2.0]
+    """
     _check_same_shape("smooth_l1_loss", input, target)
     d = (input - target).abs()
     if beta == 0:
@@ -193,7 +230,14 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
 def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
            log_target: bool = False) -> Tensor:
     """KL divergence with log-probabilities ``input``; ``reduction="batchmean"`` divides the
-    sum by the batch size (the mathematically correct mean)."""
+    sum by the batch size (the mathematically correct mean).
+
+    >>> import ember
+    >>> from ember.nn.loss import kl_div
+    >>> p, q = ember.tensor([0.5, 0.5]), ember.tensor([0.25, 0.75])
+    >>> round(kl_div(q.log(), p, reduction="sum").item(), 4)  # 0.5 ln 2 + 0.5 ln(2/3)
+    0.1438
+    """
     _check_same_shape("kl_div", input, target)
     if log_target:
         loss = target.exp() * (target - input)
@@ -208,7 +252,14 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           reduction: str = "mean") -> Tensor:
-    """``1 - cos`` where ``target == 1``; ``max(0, cos - margin)`` where ``target == -1``."""
+    """``1 - cos`` where ``target == 1``; ``max(0, cos - margin)`` where ``target == -1``.
+
+    >>> import ember
+    >>> from ember.nn.loss import cosine_embedding_loss
+    >>> a, b = ember.tensor([[1.0, 0.0], [1.0, 0.0]]), ember.tensor([[0.0, 1.0], [1.0, 0.0]])
+    >>> cosine_embedding_loss(a, b, ember.tensor([1, -1]), reduction="none").tolist()
+    [1.0, 1.0]
+    """
     eps = 1e-12
     dot = (input1 * input2).sum(dim=-1)
     m1 = (input1 * input1).sum(dim=-1) + eps
@@ -230,7 +281,14 @@ class _Loss(Module):
 
 
 class CrossEntropyLoss(_Loss):
-    """Module form of :func:`cross_entropy`."""
+    """Module form of :func:`cross_entropy`.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> loss = nn.CrossEntropyLoss()(ember.tensor([[0.0, 0.0]]), ember.tensor([0]))
+    >>> round(loss.item(), 4)  # log(2)
+    0.6931
+    """
 
     def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
                  reduction: str = "mean", label_smoothing: float = 0.0):

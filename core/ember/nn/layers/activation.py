@@ -82,7 +82,14 @@ class ELU(Module):
 
 
 class GELU(Module):
-    """``approximate="none"`` (erf) or ``"tanh"``."""
+    """``approximate="none"`` (erf) or ``"tanh"``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> x = ember.tensor([0.0, 1.0])
+    >>> [round(v, 4) for v in nn.GELU()(x).tolist()], round(nn.GELU("tanh")(x)[1].item(), 4)
+    ([0.0, 0.8413], 0.8412)
+    """
 
     def __init__(self, approximate: str = "none"):
         super().__init__()
@@ -117,7 +124,14 @@ class LogSoftmax(Softmax):
 
 
 class PReLU(Module):
-    """``max(x, 0) + w * min(x, 0)`` with a learnt ``w`` (one, or one per channel of dim 1)."""
+    """``max(x, 0) + w * min(x, 0)`` with a learnt ``w`` (one, or one per channel of dim 1).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> act = nn.PReLU()
+    >>> act(ember.tensor([-2.0, 3.0])).tolist(), act.num_params()
+    ([-0.5, 3.0], 1)
+    """
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, backend=None, dtype=None):
         super().__init__()

@@ -50,5 +50,13 @@ class Sequential(Module):
         return (m for _, m in self._items())
 
     def append(self, module: Module) -> Sequential:
+        """Add ``module`` at the end; returns the Sequential.
+
+        >>> import ember
+        >>> from ember import nn
+        >>> model = nn.Sequential(nn.Linear(2, 3)).append(nn.ReLU())
+        >>> len(model), model(ember.ones(1, 2)).shape
+        (2, (1, 3))
+        """
         self.add_module(str(len(self)), module)
         return self

@@ -42,6 +42,15 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draw the weight and bias as PyTorch does (Kaiming-uniform, ``a = sqrt(5)``).
+
+        >>> import ember
+        >>> from ember import nn
+        >>> conv = nn.Conv2d(1, 2, 3)
+        >>> _ = nn.init.zeros_(conv.weight); conv.reset_parameters()
+        >>> bool(conv.weight.abs().sum() > 0)
+        True
+        """
         torch_default_init(self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -61,7 +70,13 @@ class _ConvNd(Module):
 
 
 class Conv1d(_ConvNd):
-    """1-d convolution over (N, C_in, L); weight (C_out, C_in / groups, k)."""
+    """1-d convolution over (N, C_in, L); weight (C_out, C_in / groups, k).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.Conv1d(2, 4, kernel_size=3)(ember.zeros(1, 2, 10)).shape
+    (1, 4, 8)
+    """
 
     _nd = 1
 
@@ -87,7 +102,13 @@ class Conv2d(_ConvNd):
 
 
 class ConvTranspose1d(_ConvNd):
-    """Transposed 1-d convolution; weight (C_in, C_out / groups, k)."""
+    """Transposed 1-d convolution; weight (C_in, C_out / groups, k).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.ConvTranspose1d(2, 4, kernel_size=3, stride=2)(ember.zeros(1, 2, 5)).shape
+    (1, 4, 11)
+    """
 
     _nd = 1
     _transposed = True
@@ -98,7 +119,13 @@ class ConvTranspose1d(_ConvNd):
 
 
 class ConvTranspose2d(_ConvNd):
-    """Transposed 2-d convolution; weight (C_in, C_out / groups, kh, kw)."""
+    """Transposed 2-d convolution; weight (C_in, C_out / groups, kh, kw).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.ConvTranspose2d(3, 1, kernel_size=2, stride=2)(ember.zeros(1, 3, 4, 4)).shape
+    (1, 1, 8, 8)
+    """
 
     _nd = 2
     _transposed = True

@@ -35,6 +35,15 @@ class Embedding(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draw the weight from N(0, 1) (the ``padding_idx`` row zeroed), as PyTorch does.
+
+        >>> import ember
+        >>> from ember import nn
+        >>> emb = nn.Embedding(5, 3, padding_idx=0)
+        >>> _ = nn.init.ones_(emb.weight); emb.reset_parameters()
+        >>> emb.weight[0].abs().sum().item(), bool(emb.weight[1:].abs().sum() > 0)
+        (0.0, True)
+        """
         init.normal_(self.weight)
         if self.padding_idx is not None:
             from ...ops.creation import tensor

@@ -12,7 +12,13 @@ from ._util import new_param, torch_default_init
 
 
 class Identity(Module):
-    """Returns its input (placeholder layer)."""
+    """Returns its input (placeholder layer).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.Identity()(ember.tensor([1, 2])).tolist()
+    [1, 2]
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -39,6 +45,15 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draw the weight and bias as PyTorch does (Kaiming-uniform, ``a = sqrt(5)``).
+
+        >>> import ember
+        >>> from ember import nn
+        >>> fc = nn.Linear(4, 2)
+        >>> _ = nn.init.zeros_(fc.weight); fc.reset_parameters()
+        >>> bool((fc.weight.abs() <= 0.5).all() and fc.weight.abs().sum() > 0)  # bound 1/sqrt(4)
+        True
+        """
         torch_default_init(self.weight, self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -50,7 +65,14 @@ class Linear(Module):
 
 
 class Bilinear(Module):
-    """``y = x1^T A x2 + b`` with ``A`` of shape (out, in1, in2), as torch."""
+    """``y = x1^T A x2 + b`` with ``A`` of shape (out, in1, in2), as torch.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> layer = nn.Bilinear(2, 3, 4)
+    >>> layer(ember.ones(5, 2), ember.ones(5, 3)).shape, layer.num_params()
+    ((5, 4), 28)
+    """
 
     def __init__(self, in1_features: int, in2_features: int, out_features: int,
                  bias: bool = True, backend=None, dtype=None):
@@ -82,7 +104,13 @@ class Bilinear(Module):
 
 
 class Flatten(Module):
-    """Flattens dims ``start_dim..end_dim`` (default: all but the batch dim)."""
+    """Flattens dims ``start_dim..end_dim`` (default: all but the batch dim).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.Flatten()(ember.zeros(2, 3, 4)).shape, nn.Flatten(0)(ember.zeros(2, 3)).shape
+    ((2, 12), (6,))
+    """
 
     def __init__(self, start_dim: int = 1, end_dim: int = -1):
         super().__init__()
@@ -103,7 +131,13 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
-    """Splits dim ``dim`` into ``unflattened_size``."""
+    """Splits dim ``dim`` into ``unflattened_size``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.Unflatten(1, (2, 3))(ember.zeros(4, 6)).shape
+    (4, 2, 3)
+    """
 
     def __init__(self, dim: int, unflattened_size: tuple[int, ...]):
         super().__init__()

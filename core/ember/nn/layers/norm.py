@@ -100,7 +100,16 @@ class _BatchNorm(Module):
 
 
 class BatchNorm1d(_BatchNorm):
-    """Batch norm over (N, C) or (N, C, L)."""
+    """Batch norm over (N, C) or (N, C, L).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> bn = nn.BatchNorm1d(2)
+    >>> bn(ember.tensor([[1.0, 2.0], [3.0, 6.0]])).round(decimals=3).tolist()
+    [[-1.0, -1.0], [1.0, 1.0]]
+    >>> [round(v, 4) for v in bn.running_mean.tolist()]  # momentum 0.1 from 0
+    [0.2, 0.4]
+    """
 
     _ndims = (2, 3)
 
@@ -184,7 +193,15 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
-    """Normalises groups of channels of (N, C, *) over each group's channels and positions."""
+    """Normalises groups of channels of (N, C, *) over each group's channels and positions.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> gn = nn.GroupNorm(num_groups=2, num_channels=4)
+    >>> y = gn(ember.arange(24, dtype=ember.float32).reshape(2, 4, 3))
+    >>> y.shape, round(y[0, :2].mean().item(), 4), round(y[0, :2].var(correction=0).item(), 2)
+    ((2, 4, 3), 0.0, 1.0)
+    """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
                  affine: bool = True, backend=None, dtype=None):
@@ -220,7 +237,13 @@ class GroupNorm(Module):
 
 class RMSNorm(Module):
     """``x / sqrt(mean(x²) + eps) * weight`` over the trailing ``normalized_shape`` dims;
-    ``eps=None`` uses the dtype's machine epsilon (as torch)."""
+    ``eps=None`` uses the dtype's machine epsilon (as torch).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> [round(v, 4) for v in nn.RMSNorm(2)(ember.tensor([[3.0, 4.0]]))[0].tolist()]
+    [0.8485, 1.1314]
+    """
 
     def __init__(self, normalized_shape, eps: float | None = None,
                  elementwise_affine: bool = True, backend=None, dtype=None):

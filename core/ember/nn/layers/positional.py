@@ -59,6 +59,13 @@ class RotaryEncoding(Module):
     Feature pairs ``(x[2i], x[2i+1])`` (``interleaved=True``, Burn/Meta style) or
     ``(x[i], x[i + d/2])`` (``interleaved=False``, GPT-NeoX/Hugging Face style) are rotated by
     ``pos * base^(-2i/d)``. ``forward(x, start=0)`` offsets positions (for KV caches).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> rope = nn.RotaryEncoding(4)
+    >>> y = rope(ember.ones(1, 3, 4))
+    >>> y.shape, y[0, 0].tolist(), [round(v, 4) for v in y.pow(2).sum(dim=-1)[0].tolist()]
+    ((1, 3, 4), [1.0, 1.0, 1.0, 1.0], [4.0, 4.0, 4.0])
     """
 
     def __init__(self, dim: int, max_len: int = 4096, base: float = 10000.0,

@@ -52,6 +52,17 @@ class _RNNBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Re-draw every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch.
+
+        >>> import ember
+        >>> from ember import nn
+        >>> lstm = nn.LSTM(3, 4)
+        >>> for p in lstm.parameters():
+        ...     _ = nn.init.zeros_(p)
+        >>> lstm.reset_parameters()
+        >>> all(bool((p.abs() <= 0.5).all() and p.abs().sum() > 0) for p in lstm.parameters())
+        True
+        """
         bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for p in self.parameters():
             init.uniform_(p, -bound, bound)
@@ -153,7 +164,15 @@ class LSTM(_RNNBase):
 
 
 class GRU(_RNNBase):
-    """Gated recurrent unit; ``forward(x, h0)`` returns ``(out, h_n)``."""
+    """Gated recurrent unit; ``forward(x, h0)`` returns ``(out, h_n)``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> gru = nn.GRU(3, 5, batch_first=True)
+    >>> out, h_n = gru(ember.zeros(2, 7, 3))
+    >>> out.shape, h_n.shape
+    ((2, 7, 5), (1, 2, 5))
+    """
 
     _gates = 3
 

@@ -86,7 +86,14 @@ class TransformerEncoderLayer(_TransformerLayer):
 
 
 class TransformerDecoderLayer(_TransformerLayer):
-    """Self-attention, cross-attention over ``memory``, feed-forward."""
+    """Self-attention, cross-attention over ``memory``, feed-forward.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> layer = nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    >>> layer(ember.randn(2, 3, 8), ember.randn(2, 5, 8)).shape  # (target, memory)
+    (2, 3, 8)
+    """
 
     _cross = True
 
@@ -112,7 +119,15 @@ class TransformerDecoderLayer(_TransformerLayer):
 
 
 class TransformerEncoder(Module):
-    """``num_layers`` independent copies of ``encoder_layer`` and an optional final norm."""
+    """``num_layers`` independent copies of ``encoder_layer`` and an optional final norm.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    >>> encoder = nn.TransformerEncoder(layer, num_layers=2)
+    >>> encoder(ember.randn(2, 5, 8)).shape, len(encoder.layers)
+    ((2, 5, 8), 2)
+    """
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int,
                  norm: Module | None = None, **_ignored):
@@ -131,7 +146,14 @@ class TransformerEncoder(Module):
 
 
 class TransformerDecoder(Module):
-    """``num_layers`` independent copies of ``decoder_layer`` and an optional final norm."""
+    """``num_layers`` independent copies of ``decoder_layer`` and an optional final norm.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> layer = nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    >>> nn.TransformerDecoder(layer, num_layers=2)(ember.randn(2, 3, 8), ember.randn(2, 5, 8)).shape
+    (2, 3, 8)
+    """
 
     def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int,
                  norm: Module | None = None):

@@ -8,7 +8,14 @@ from ..module import Module
 
 
 class Upsample(Module):
-    """``Upsample(scale_factor=2, mode="nearest")`` or ``Upsample(size=(8, 8))``."""
+    """``Upsample(scale_factor=2, mode="nearest")`` or ``Upsample(size=(8, 8))``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> x = ember.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+    >>> nn.Upsample(scale_factor=2)(x)[0, 0].tolist()
+    [[1.0, 1.0, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0], [3.0, 3.0, 4.0, 4.0], [3.0, 3.0, 4.0, 4.0]]
+    """
 
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest",
                  align_corners: bool | None = None):
