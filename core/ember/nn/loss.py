@@ -216,7 +216,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
 
     >>> import ember
     >>> from ember.nn.loss import smooth_l1_loss
-    >>> smooth_l1_loss(ember.zeros(2), ember.tensor([0.5, 3.0]), reduction="none", beta=2.0).tolist()
+    >>> target = ember.tensor([0.5, 3.0])
+    >>> smooth_l1_loss(ember.zeros(2), target, reduction="none", beta=2.0).tolist()
     [0.0625, 2.0]
     """
     _check_same_shape("smooth_l1_loss", input, target)

@@ -52,7 +52,7 @@ class _RNNBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Re-draw every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as PyTorch.
+        """Re-draw every weight and bias from U(-k, k), ``k = 1 / sqrt(hidden_size)`` (as PyTorch).
 
         >>> import ember
         >>> from ember import nn
