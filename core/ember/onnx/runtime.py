@@ -63,6 +63,13 @@ class OnnxModule(Module):
         object.__setattr__(self, "_functions", {})
         object.__setattr__(self, "_plans", {})  # id(graph) -> _Plan, built on first run
         object.__setattr__(self, "_bodies", {})  # id(node) -> its function body, resolved
+        # numpy backend: input dtypes -> the graph's fast plan (None: run generically), and
+        # the dtypes a generic run records for building one (see _fastnp)
+        object.__setattr__(self, "_fast", {})
+        object.__setattr__(self, "_seen", None)
+        #: run through the numpy fast plan when the backend is numpy (False: always the
+        #: generic path, the reference the fast plan is tested against)
+        self.fast = True
         g = model.graph
         check_wiring([*g.inputs, *g.initializers], g.nodes, g.outputs, f"graph '{g.name}'")
         for (domain, name), f in model.functions.items():
@@ -166,6 +173,7 @@ class OnnxModule(Module):
             kept.append(node)
         graph.nodes = kept
         self._plans.clear()
+        self._fast.clear()
         for node in kept:
             for sub in node.subgraphs():
                 self._fold(sub, env)
@@ -175,9 +183,14 @@ class OnnxModule(Module):
         from ..contract import Backend
 
         super().to(backend, dtype)
+        self._fast.clear()  # fast plans hold the constants' arrays
         if isinstance(backend, Backend) or (isinstance(backend, str) and backend in available()):
             object.__setattr__(self, "backend", get_backend(backend))
         return self
+
+    def load_state_dict(self, state, strict: bool = True):
+        self._fast.clear()  # fast plans hold the constants' arrays
+        return super().load_state_dict(state, strict)
 
     # ----------------------------------------------------------------- running
     def _as_tensor(self, x, name: str):
@@ -210,12 +223,41 @@ class OnnxModule(Module):
         if missing:
             raise TypeError(f"OnnxModule: missing inputs {missing}")
         inputs = [self._as_tensor(feeds[n], n) for n in self.graph.inputs]
-        outs = self._run(self.graph, inputs, None)
+        outs = self._run_fast(inputs) if self.fast and self.backend.name == "numpy" else None
+        if outs is None:
+            outs = self._run(self.graph, inputs, None)
         # a bfloat16 output runs widened to float32: its values are put back on bfloat16's grid
         info = self.graph.output_info
         outs = [round_to(v, BFLOAT16) if isinstance(v, Tensor) and info.get(n, (None,))[0]
                 == BFLOAT16 else v for n, v in zip(self.graph.outputs, outs)]
         return dict(zip(self.graph.outputs, outs))
+
+    def _run_fast(self, inputs: list) -> list | None:
+        """The graph through its numpy fast plan; None when it has none. The first call with
+        new input dtypes runs generically, recording every value's dtype, then builds it."""
+        import numpy as np
+
+        from ..backends.numpy.backend import NumpyBackend
+        from ._fastnp import compile_graph, wrap
+
+        if not isinstance(self.backend, NumpyBackend) or not all(
+                isinstance(t, Tensor) for t in inputs):
+            return None
+        key = tuple((t._prim.dtype, t._prim.ndim) for t in inputs)
+        if key not in self._fast:
+            object.__setattr__(self, "_seen", {})
+            try:
+                outs = self._run(self.graph, inputs, None)
+                self._fast[key] = compile_graph(self, self.graph, self._seen)
+            finally:
+                object.__setattr__(self, "_seen", None)
+            return outs
+        plan = self._fast[key]
+        if plan is None:
+            return None
+        with np.errstate(all="ignore"):
+            outs = plan.run([t._prim for t in inputs])
+        return [wrap(o, self.backend) for o in outs]
 
     def _run(self, graph: Graph, inputs: list, outer) -> list:
         plan = self._plans.get(id(graph)) or self._plan(graph)
@@ -242,6 +284,10 @@ class OnnxModule(Module):
             for name, value in zip(node.outputs, outs):
                 if name:
                     env[name] = value
+        if self._seen is not None:  # a recording run for the numpy fast plan
+            self._seen.setdefault(id(graph), {}).update(
+                (k, v._prim.dtype) for k, v in env.items()
+                if isinstance(v, Tensor) and hasattr(v._prim, "dtype"))
         return [env[n] if n else None for n in graph.outputs]
 
     def _plan(self, graph: Graph) -> _Plan:
