@@ -10,7 +10,18 @@ from .optimizer import Optimizer
 
 
 class Adam(Optimizer):
-    """>>> # opt = Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999))"""
+    """Adam (bias-corrected moments; ``amsgrad``, L2 ``weight_decay``), as ``torch.optim.Adam``.
+
+    The first step moves each parameter by about ``lr`` against the sign of its gradient:
+
+    >>> import ember
+    >>> from ember import nn, optim
+    >>> w = nn.Parameter(ember.tensor([1.0, -1.0], backend="autodiff-python"))
+    >>> opt = optim.Adam([w], lr=0.1, betas=(0.9, 0.999))
+    >>> opt.step((w * w).sum().backward())
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.9, -0.9]
+    """
 
     defaults: ClassVar[dict] = {
         "lr": 1e-3,
@@ -88,7 +99,18 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (default 0.01, as PyTorch)."""
+    """Adam with decoupled weight decay (default 0.01, as PyTorch).
+
+    The decay shrinks the weight by ``lr * weight_decay`` before Adam's step:
+
+    >>> import ember
+    >>> from ember import nn, optim
+    >>> w = nn.Parameter(ember.tensor([1.0, -1.0], backend="autodiff-python"))
+    >>> opt = optim.AdamW([w], lr=0.1)
+    >>> opt.step((w * w).sum().backward())
+    >>> [round(v, 4) for v in w.tolist()]  # 1 - 0.1 * 0.01 - 0.1
+    [0.899, -0.899]
+    """
 
     defaults: ClassVar[dict] = {**Adam.defaults, "weight_decay": 1e-2}
     decoupled = True

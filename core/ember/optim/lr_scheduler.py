@@ -28,7 +28,21 @@ from collections.abc import Callable, Sequence
 
 
 class LRScheduler:
-    """Base class: a subclass defines :meth:`lr_at` (the lr of one group at step ``t``)."""
+    """Base class: a subclass defines :meth:`lr_at` (the lr of one group at step ``t``).
+
+    >>> from ember import nn, optim
+    >>> class Halving(optim.LRScheduler):
+    ...     def lr_at(self, base_lr, t):
+    ...         return base_lr / 2**t
+    >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+    >>> sched = Halving(opt)  # the constructor takes step 0
+    >>> sched.step(); sched.get_last_lr(), opt.lr, sched.get_lr()
+    ([0.5], 0.5, [0.5])
+    >>> saved = sched.state_dict(); sched.step(); sched.get_last_lr()
+    [0.25]
+    >>> sched.load_state_dict(saved); sched.get_last_lr(), sched.last_epoch
+    ([0.5], 1)
+    """
 
     def __init__(self, optimizer, last_epoch: int = -1):
         if not hasattr(optimizer, "param_groups"):
@@ -53,6 +67,14 @@ class LRScheduler:
         self.step()
 
     def lr_at(self, base_lr: float, t: int) -> float:
+        """The learning rate of a group whose initial rate is ``base_lr``, at step ``t``.
+
+        >>> from ember import nn, optim
+        >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+        >>> sched = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        >>> [sched.lr_at(1.0, t) for t in range(5)]
+        [1.0, 1.0, 0.5, 0.5, 0.25]
+        """
         raise NotImplementedError
 
     def get_lr(self) -> list[float]:
@@ -80,6 +102,7 @@ class LRScheduler:
         }
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` saved."""
         self.__dict__.update({k: v for k, v in state.items() if k != "lr_lambdas"})
 
     def __repr__(self) -> str:
@@ -109,11 +132,23 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
+        """>>> from ember import nn, optim
+        >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=2.0)
+        >>> optim.lr_scheduler.LambdaLR(opt, lambda t: t + 1).get_lr()
+        [2.0]
+        """
         return [b * f(self.last_epoch) for b, f in zip(self.base_lrs, self.lr_lambdas)]
 
 
 class ConstantLR(LRScheduler):
-    """``initial_lr * factor`` for the first ``total_iters`` steps, then ``initial_lr``."""
+    """``initial_lr * factor`` for the first ``total_iters`` steps, then ``initial_lr``.
+
+    >>> from ember import nn, optim
+    >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+    >>> sched = optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> [sched.lr_at(1.0, t) for t in range(4)]
+    [0.5, 0.5, 1.0, 1.0]
+    """
 
     def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch=-1):
         if not 0 <= factor <= 1:
@@ -126,7 +161,17 @@ class ConstantLR(LRScheduler):
 
 
 class StepLR(LRScheduler):
-    """Multiply by ``gamma`` every ``step_size`` steps."""
+    """Multiply by ``gamma`` every ``step_size`` steps.
+
+    >>> from ember import nn, optim
+    >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+    >>> sched = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    >>> lrs = []
+    >>> for _ in range(5):
+    ...     lrs.append(opt.lr); sched.step()
+    >>> lrs
+    [1.0, 1.0, 0.5, 0.5, 0.25]
+    """
 
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch=-1):
         if step_size < 1:
@@ -139,7 +184,14 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
-    """Multiply by ``gamma`` at each of the ``milestones``."""
+    """Multiply by ``gamma`` at each of the ``milestones``.
+
+    >>> from ember import nn, optim
+    >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+    >>> sched = optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 3], gamma=0.5)
+    >>> [sched.lr_at(1.0, t) for t in range(4)]
+    [1.0, 0.5, 0.5, 0.25]
+    """
 
     def __init__(self, optimizer, milestones: Sequence[int], gamma: float = 0.1, last_epoch=-1):
         self.milestones, self.gamma = sorted(milestones), gamma
@@ -150,7 +202,13 @@ class MultiStepLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
-    """``initial_lr * gamma ** t``."""
+    """``initial_lr * gamma ** t``.
+
+    >>> from ember import nn, optim
+    >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+    >>> [optim.lr_scheduler.ExponentialLR(opt, gamma=0.5).lr_at(1.0, t) for t in range(3)]
+    [1.0, 0.5, 0.25]
+    """
 
     def __init__(self, optimizer, gamma: float, last_epoch=-1):
         self.gamma = gamma
@@ -162,7 +220,14 @@ class ExponentialLR(LRScheduler):
 
 class LinearLR(LRScheduler):
     """Linear warm-up (or decay): the factor goes from ``start_factor`` to ``end_factor``
-    over ``total_iters`` steps, then stays."""
+    over ``total_iters`` steps, then stays.
+
+    >>> from ember import nn, optim
+    >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+    >>> sched = optim.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=3)
+    >>> [sched.lr_at(1.0, t) for t in range(5)]
+    [0.25, 0.5, 0.75, 1.0, 1.0]
+    """
 
     def __init__(
         self,
@@ -186,7 +251,14 @@ class LinearLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
-    """Half a cosine from ``initial_lr`` down to ``eta_min`` over ``T_max`` steps."""
+    """Half a cosine from ``initial_lr`` down to ``eta_min`` over ``T_max`` steps.
+
+    >>> from ember import nn, optim
+    >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+    >>> sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+    >>> [round(sched.lr_at(1.0, t), 6) for t in range(5)]
+    [1.0, 0.853553, 0.5, 0.146447, 0.0]
+    """
 
     def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch=-1):
         if T_max < 1:
@@ -201,7 +273,14 @@ class CosineAnnealingLR(LRScheduler):
 
 class CosineAnnealingWarmRestarts(LRScheduler):
     """SGDR: cosine cycles of ``T_0``, ``T_0 * T_mult``, ... steps, restarting at
-    ``initial_lr``."""
+    ``initial_lr``.
+
+    >>> from ember import nn, optim
+    >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+    >>> sched = optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)
+    >>> [round(sched.lr_at(1.0, t), 6) for t in range(5)]
+    [1.0, 0.5, 1.0, 0.5, 1.0]
+    """
 
     def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch=-1):
         if T_0 < 1 or T_mult < 1 or int(T_mult) != T_mult:
@@ -269,6 +348,10 @@ class SequentialLR(LRScheduler):
     ...     lrs.append(round(sched.get_last_lr()[0], 3)); sched.step()
     >>> lrs
     [0.25, 0.5, 0.75, 1.0, 0.854, 0.5]
+
+    >>> before, saved = sched.get_last_lr(), sched.state_dict()
+    >>> sched.step(); sched.load_state_dict(saved); sched.get_last_lr() == before
+    True
     """
 
     def __init__(
@@ -334,7 +417,22 @@ class SequentialLR(LRScheduler):
 
 class ChainedScheduler(LRScheduler):
     """Apply several schedulers at once: their factors multiply (``ConstantLR`` warm-up
-    times ``ExponentialLR`` decay, say). Each one is stepped on every ``step()``."""
+    times ``ExponentialLR`` decay, say). Each one is stepped on every ``step()``.
+
+    >>> from ember import nn, optim
+    >>> from ember.optim import lr_scheduler as S
+    >>> opt = optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
+    >>> sched = S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=2),
+    ...                             S.ExponentialLR(opt, gamma=0.5)])
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     lrs.append(opt.lr); sched.step()
+    >>> lrs  # 0.5 (warm-up) * 0.5 ** t, then 1 * 0.5 ** t
+    [0.5, 0.25, 0.25, 0.125]
+    >>> saved = sched.state_dict(); sched.step(); sched.load_state_dict(saved)
+    >>> sched.get_last_lr()  # restored (the optimizer's lr changes at the next step)
+    [0.0625]
+    """
 
     def __init__(self, schedulers: Sequence[LRScheduler], optimizer=None):
         schedulers = list(schedulers)

@@ -31,6 +31,34 @@ from ..tensor import Tensor
 
 
 class Optimizer:
+    """Base of every optimizer: parameter groups, gradient clipping, state, steps.
+
+    A subclass lists its hyper-parameters in ``defaults`` and implements :meth:`update` (one
+    parameter's new value, computed on the inner backend); ``grad_clip_norm=`` and
+    ``grad_clip_value=`` clip the gradients before each step.
+
+    >>> import ember
+    >>> from ember import nn, optim
+    >>> class SignSGD(optim.Optimizer):
+    ...     defaults = {"lr": 0.1}
+    ...     def update(self, value, grad, state, group):
+    ...         self.keep(state, "count", state.get("count", value * 0) + 1)
+    ...         return value - self.scalar(lambda: group["lr"], value) * grad.sign()
+    >>> w = nn.Parameter(ember.tensor([1.0, -2.0], dtype=ember.float64, backend="autodiff-python"))
+    >>> opt = SignSGD([w])
+    >>> opt.zero_grad(); opt.step((w * w).sum().backward())
+    >>> w.tolist(), opt.lr, opt.steps, len(opt.parameters())
+    ([0.9, -1.9], 0.1, 1, 1)
+    >>> saved = opt.state_dict()
+    >>> saved["steps"], saved["state"][0]["count"].tolist()
+    (1, [1.0, 1.0])
+    >>> fresh = SignSGD([w]); fresh.load_state_dict(saved); fresh.steps
+    1
+    >>> bias = nn.Parameter(ember.zeros(1, backend="autodiff-python"))
+    >>> opt.add_param_group({"params": [bias], "lr": 0.5})
+    >>> [group["lr"] for group in opt.param_groups]
+    [0.1, 0.5]
+    """
     defaults: ClassVar[dict] = {}
 
     def __init__(
@@ -111,6 +139,7 @@ class Optimizer:
 
     # ------------------------------------------------------------------ stepping
     def parameters(self) -> list:
+        """Every parameter of every group, in order."""
         return [p for g in self.param_groups for p in g["params"]]
 
     def step(self, grads=None) -> None:
@@ -196,15 +225,34 @@ class Optimizer:
 
     def update_numpy(self, value, grad, state: dict, group: dict, backend):
         """Optional fast path: the new value as a numpy array, state updated in place
-        (state tensors wrap arrays this optimizer owns). NotImplemented → use ``update``."""
+        (state tensors wrap arrays this optimizer owns). NotImplemented → use ``update``.
+
+        >>> import ember, numpy as np
+        >>> from ember import nn, optim
+        >>> opt = optim.SGD([nn.Parameter(ember.zeros(1))], lr=0.1)
+        >>> value, grad = np.array([1.0]), np.array([2.0])
+        >>> numpy_backend = ember.get_backend("numpy")
+        >>> opt.update_numpy(value, grad, {}, opt.param_groups[0], numpy_backend).tolist()
+        [0.8]
+        """
         return NotImplemented
 
     def update(self, value: Tensor, grad: Tensor, state: dict, group: dict) -> Tensor:
-        """The new value of one parameter (all tensors on the inner backend)."""
+        """The new value of one parameter (all tensors on the inner backend).
+
+        >>> import ember
+        >>> from ember import nn, optim
+        >>> opt = optim.SGD([nn.Parameter(ember.zeros(1))], lr=0.1)
+        >>> value = ember.tensor([1.0], dtype=ember.float64)
+        >>> grad = ember.tensor([2.0], dtype=ember.float64)
+        >>> opt.update(value, grad, {}, opt.param_groups[0]).tolist()
+        [0.8]
+        """
         raise NotImplementedError
 
     @property
     def lr(self) -> float:
+        """The learning rate of the first parameter group."""
         return self.param_groups[0]["lr"]
 
     # ------------------------------------------------------------------ state
@@ -226,6 +274,7 @@ class Optimizer:
         return {"state": state, "param_groups": groups, "steps": self.steps}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` saved (hyper-parameters, per-parameter state, steps)."""
         params = self.parameters()
         groups = state.get("param_groups", [])
         if len(groups) != len(self.param_groups) or any(
@@ -260,12 +309,25 @@ def _copy(value):
 
 
 def clip_grad_value(grads: list[Tensor], clip: float) -> list[Tensor]:
-    """Clamp every gradient element to ``[-clip, clip]``."""
+    """Clamp every gradient element to ``[-clip, clip]``.
+
+    >>> import ember
+    >>> from ember.optim import clip_grad_value
+    >>> [g.tolist() for g in clip_grad_value([ember.tensor([-3.0, 0.5])], 1.0)]
+    [[-1.0, 0.5]]
+    """
     return [g.clamp(-clip, clip) for g in grads]
 
 
 def clip_grad_norm(grads: list[Tensor], max_norm: float, norm_type: float = 2.0) -> list[Tensor]:
-    """Scale gradients so their joint norm is at most ``max_norm`` (PyTorch's rule)."""
+    """Scale gradients so their joint norm is at most ``max_norm`` (PyTorch's rule).
+
+    >>> import ember
+    >>> from ember.optim import clip_grad_norm
+    >>> (g,) = clip_grad_norm([ember.tensor([3.0, 4.0])], max_norm=1.0)  # norm 5 -> 1
+    >>> [round(v, 4) for v in g.tolist()]
+    [0.6, 0.8]
+    """
     if not grads:
         return grads
     if _jit.tracing(grads[0]):

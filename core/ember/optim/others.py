@@ -8,7 +8,18 @@ from .optimizer import Optimizer
 
 
 class RMSProp(Optimizer):
-    """As ``torch.optim.RMSprop`` (alpha, eps, momentum, centered, weight decay)."""
+    """As ``torch.optim.RMSprop`` (alpha, eps, momentum, centered, weight decay).
+
+    The first step divides the gradient by ``sqrt(1 - alpha) * |g|``, i.e. moves ``10 * lr``:
+
+    >>> import ember
+    >>> from ember import nn, optim
+    >>> w = nn.Parameter(ember.tensor([1.0, -1.0], backend="autodiff-python"))
+    >>> opt = optim.RMSProp([w], lr=0.01)
+    >>> opt.step((w * w).sum().backward())
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.9, -0.9]
+    """
 
     defaults: ClassVar[dict] = {
         "lr": 1e-2,
@@ -43,7 +54,18 @@ class RMSProp(Optimizer):
 
 
 class AdaGrad(Optimizer):
-    """As ``torch.optim.Adagrad`` (lr decay, initial accumulator, weight decay)."""
+    """As ``torch.optim.Adagrad`` (lr decay, initial accumulator, weight decay).
+
+    The first step divides the gradient by its own magnitude, so moves ``lr``:
+
+    >>> import ember
+    >>> from ember import nn, optim
+    >>> w = nn.Parameter(ember.tensor([1.0, -1.0], backend="autodiff-python"))
+    >>> opt = optim.AdaGrad([w], lr=0.1)
+    >>> opt.step((w * w).sum().backward())
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.9, -0.9]
+    """
 
     defaults: ClassVar[dict] = {
         "lr": 1e-2,
@@ -68,7 +90,18 @@ class AdaGrad(Optimizer):
 
 
 class Lion(Optimizer):
-    """Lion (Chen et al., 2023): sign of an interpolated momentum, decoupled weight decay."""
+    """Lion (Chen et al., 2023): sign of an interpolated momentum, decoupled weight decay.
+
+    Every step moves each parameter by exactly ``lr`` (the sign of the update):
+
+    >>> import ember
+    >>> from ember import nn, optim
+    >>> w = nn.Parameter(ember.tensor([1.0, -3.0], backend="autodiff-python"))
+    >>> opt = optim.Lion([w], lr=0.1)
+    >>> opt.step((w * w).sum().backward())
+    >>> [round(v, 4) for v in w.tolist()]
+    [0.9, -2.9]
+    """
 
     defaults: ClassVar[dict] = {"lr": 1e-4, "betas": (0.9, 0.99), "weight_decay": 0.0}
 

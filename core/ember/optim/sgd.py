@@ -9,7 +9,18 @@ from .optimizer import Optimizer
 
 
 class SGD(Optimizer):
-    """>>> # opt = SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)"""
+    """Stochastic gradient descent (momentum, dampening, Nesterov, weight decay, ``maximize``),
+    as ``torch.optim.SGD``.
+
+    >>> import ember
+    >>> from ember import nn, optim
+    >>> w = nn.Parameter(ember.tensor([1.0], dtype=ember.float64, backend="autodiff-python"))
+    >>> opt = optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> for _ in range(2):
+    ...     opt.step((w * w).sum().backward())
+    >>> round(w.item(), 6)  # 1 - 0.1 * 2; then momentum 0.9 * 2 + 1.6 = 3.4: 0.8 - 0.34
+    0.46
+    """
 
     defaults: ClassVar[dict] = {
         "lr": 1e-3,
