@@ -22,6 +22,14 @@ from dataclasses import dataclass, field
 
 @dataclass
 class StepOutput:
+    """What one training or validation batch reports to the metrics: the mean loss, the batch size,
+    per-item class scores and targets (flat Python lists), the learning rate, anything ``extra``.
+
+    >>> step = StepOutput(loss=0.5, batch_size=2, predictions=[[0.1, 0.9], [0.8, 0.2]],
+    ...                   targets=[1, 1], lr=0.01)
+    >>> step.loss * step.batch_size, step.extra
+    (1.0, {})
+    """
     loss: float
     batch_size: int
     predictions: list[list[float]] | None = None  # per item: scores per class
@@ -31,6 +39,19 @@ class StepOutput:
 
 
 class Metric:
+    """Base of every metric: ``reset`` at the start of an epoch, ``update`` per batch, ``compute``
+    at the end. Class attributes: ``name`` (the column), ``higher_is_better``, ``per_step``
+    (shown live) and ``tracked`` (a candidate for "best" and early stopping).
+
+    >>> class Batches(Metric):
+    ...     name = "batches"
+    ...     def reset(self): self.n = 0
+    ...     def update(self, step): self.n += 1
+    ...     def compute(self): return self.n
+    >>> m = Batches()
+    >>> m.update(StepOutput(loss=1.0, batch_size=8)); m.compute()
+    1
+    """
     name = "metric"
     higher_is_better = True
     per_step = False  # shown live while the epoch runs (loss, items/s)
@@ -40,16 +61,45 @@ class Metric:
         self.reset()
 
     def reset(self) -> None:
+        """Forget everything accumulated (called at the start of each epoch and by ``__init__``).
+
+        >>> m = Loss(); m.update(StepOutput(loss=2.0, batch_size=1)); m.reset()
+        >>> m.count
+        0
+        """
         raise NotImplementedError
 
     def update(self, step: StepOutput) -> None:
+        """Accumulate one batch's :class:`StepOutput`.
+
+        >>> m = Loss()
+        >>> m.update(StepOutput(loss=1.0, batch_size=1)); m.update(StepOutput(loss=4.0, batch_size=3))
+        >>> m.total, m.count
+        (13.0, 4)
+        """
         raise NotImplementedError
 
     def compute(self):
+        """The value over the batches seen since the last ``reset`` (NaN before any).
+
+        >>> m = Accuracy()
+        >>> m.compute()
+        nan
+        >>> m.update(StepOutput(loss=0.0, batch_size=1, predictions=[[0.0, 1.0]], targets=[1]))
+        >>> m.compute()
+        1.0
+        """
         raise NotImplementedError
 
 
 class Loss(Metric):
+    """The mean loss over the epoch, each batch weighted by its size.
+
+    >>> m = Loss()
+    >>> m.update(StepOutput(loss=1.0, batch_size=1)); m.update(StepOutput(loss=4.0, batch_size=3))
+    >>> m.compute()
+    3.25
+    """
     name, higher_is_better, per_step = "loss", False, True
 
     def reset(self):
@@ -68,6 +118,13 @@ def _argmax(row: list[float]) -> int:
 
 
 class Accuracy(Metric):
+    """The share of items whose highest score is at the target class.
+
+    >>> m = Accuracy()
+    >>> m.update(StepOutput(0.0, 2, predictions=[[0.1, 0.9], [0.8, 0.2]], targets=[1, 1]))
+    >>> m.compute()
+    0.5
+    """
     name = "accuracy"
 
     def reset(self):
@@ -83,6 +140,13 @@ class Accuracy(Metric):
 
 
 class TopKAccuracy(Metric):
+    """The share of items whose target is among the ``k`` highest scores.
+
+    >>> m = TopKAccuracy(k=2)
+    >>> m.update(StepOutput(0.0, 2, predictions=[[0.5, 0.3, 0.2], [0.5, 0.3, 0.2]], targets=[1, 2]))
+    >>> m.name, m.compute()
+    ('top2_accuracy', 0.5)
+    """
     def __init__(self, k: int = 5):
         self.k = k
         self.name = f"top{k}_accuracy"
@@ -102,7 +166,13 @@ class TopKAccuracy(Metric):
 
 
 class ConfusionMatrix(Metric):
-    """Counts ``matrix[target][predicted]``; the basis of precision/recall/F1."""
+    """Counts ``matrix[target][predicted]``; the basis of precision/recall/F1.
+
+    >>> m = ConfusionMatrix(2)
+    >>> m.update(StepOutput(0.0, 3, predictions=[[1, 0], [1, 0], [0, 1]], targets=[0, 1, 1]))
+    >>> m.compute()
+    [[1, 0], [1, 1]]
+    """
 
     name = "confusion_matrix"
 
@@ -135,6 +205,13 @@ class _FromConfusion(Metric):
         self.confusion.update(step)
 
     def per_class(self) -> list[tuple[float, float]]:
+        """``(precision, recall)`` of each class.
+
+        >>> m = Precision(2)
+        >>> m.update(StepOutput(0.0, 3, predictions=[[1, 0], [1, 0], [0, 1]], targets=[0, 1, 1]))
+        >>> m.per_class()
+        [(0.5, 1.0), (1.0, 0.5)]
+        """
         m = self.confusion.matrix
         n = len(m)
         out = []
@@ -152,6 +229,13 @@ class _FromConfusion(Metric):
 
 
 class Precision(_FromConfusion):
+    """Macro-averaged precision: the mean over classes of ``tp / predicted``.
+
+    >>> m = Precision(2)
+    >>> m.update(StepOutput(0.0, 3, predictions=[[1, 0], [1, 0], [0, 1]], targets=[0, 1, 1]))
+    >>> m.compute()  # (1/2 + 1/1) / 2
+    0.75
+    """
     name = "precision"
 
     def compute(self):
@@ -159,6 +243,13 @@ class Precision(_FromConfusion):
 
 
 class Recall(_FromConfusion):
+    """Macro-averaged recall: the mean over classes of ``tp / actual``.
+
+    >>> m = Recall(2)
+    >>> m.update(StepOutput(0.0, 3, predictions=[[1, 0], [1, 0], [0, 1]], targets=[0, 1, 1]))
+    >>> m.compute()  # (1/1 + 1/2) / 2
+    0.75
+    """
     name = "recall"
 
     def compute(self):
@@ -166,6 +257,13 @@ class Recall(_FromConfusion):
 
 
 class F1(_FromConfusion):
+    """Macro-averaged F1: the mean over classes of ``2 p r / (p + r)``.
+
+    >>> m = F1(2)
+    >>> m.update(StepOutput(0.0, 3, predictions=[[1, 0], [1, 0], [0, 1]], targets=[0, 1, 1]))
+    >>> round(m.compute(), 4)  # both classes: 2 * 0.5 * 1 / 1.5
+    0.6667
+    """
     name = "f1"
 
     def compute(self):
@@ -174,6 +272,12 @@ class F1(_FromConfusion):
 
 
 class LearningRate(Metric):
+    """The learning rate of the last batch (not a candidate for "best").
+
+    >>> m = LearningRate()
+    >>> m.update(StepOutput(0.0, 1, lr=0.01)); m.compute()
+    0.01
+    """
     name, per_step = "lr", True
     tracked = False
 
@@ -189,6 +293,12 @@ class LearningRate(Metric):
 
 
 class ItemsPerSecond(Metric):
+    """Training speed: items since the epoch started per second of wall time.
+
+    >>> m = ItemsPerSecond()
+    >>> m.update(StepOutput(0.0, 32)); m.items, m.compute() > 0
+    (32, True)
+    """
     name, per_step = "items_per_s", True
     tracked = False
 
@@ -204,7 +314,12 @@ class ItemsPerSecond(Metric):
 
 
 class CpuUsage(Metric):
-    """Process CPU use over the epoch, in percent of one core."""
+    """Process CPU use over the epoch, in percent of one core.
+
+    >>> m = CpuUsage(); m.update(StepOutput(0.0, 1))
+    >>> m.compute() >= 0.0
+    True
+    """
 
     name, higher_is_better, tracked = "cpu_percent", False, False
 
@@ -220,7 +335,12 @@ class CpuUsage(Metric):
 
 
 class MemoryUsage(Metric):
-    """Resident memory of the process in MiB (Linux /proc; peak RSS elsewhere)."""
+    """Resident memory of the process in MiB (Linux /proc; peak RSS elsewhere).
+
+    >>> m = MemoryUsage(); m.update(StepOutput(0.0, 1))
+    >>> m.compute() > 1.0  # MiB: a Python process is bigger than that
+    True
+    """
 
     name, higher_is_better, tracked = "memory_mib", False, False
 
@@ -242,7 +362,11 @@ class MemoryUsage(Metric):
 
 
 def classification_metrics(num_classes: int) -> list[Metric]:
-    """The default set for a classifier."""
+    """The default set for a classifier.
+
+    >>> [m.name for m in classification_metrics(10)][:4]
+    ['loss', 'accuracy', 'top5_accuracy', 'precision']
+    """
     return [
         Loss(), Accuracy(), TopKAccuracy(min(5, num_classes)), Precision(num_classes),
         Recall(num_classes), F1(num_classes), ConfusionMatrix(num_classes), LearningRate(),
