@@ -73,7 +73,8 @@ class Metric:
         """Accumulate one batch's :class:`StepOutput`.
 
         >>> m = Loss()
-        >>> m.update(StepOutput(loss=1.0, batch_size=1)); m.update(StepOutput(loss=4.0, batch_size=3))
+        >>> m.update(StepOutput(loss=1.0, batch_size=1))
+        >>> m.update(StepOutput(loss=4.0, batch_size=3))
         >>> m.total, m.count
         (13.0, 4)
         """

@@ -16,19 +16,50 @@ _BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
 class Renderer:
+    """Base of the progress renderers: ``Learner.fit`` calls its hooks; each is a no-op here but
+    ``on_message``, which prints.
+
+    >>> class Quiet(Renderer):
+    ...     def on_epoch_end(self, epoch, split, metrics, best):
+    ...         print(epoch, split, round(metrics["loss"], 3))
+    >>> Quiet().on_epoch_end(1, "valid", {"loss": 0.12345}, {})
+    1 valid 0.123
+    """
     def on_fit_start(self, info: dict) -> None:
-        """``info``: epochs, steps per epoch, backend, model summary line, run folder."""
+        """``info``: epochs, steps per epoch, backend, model summary line, run folder.
+
+        >>> PlainRenderer().on_fit_start({"model": "Net", "backend": "numpy", "epochs": 2, "steps": 10})
+        training Net on numpy for 2 epochs (10 steps each)
+        """
 
     def on_step(self, epoch: int, split: str, step: int, steps: int, live: dict) -> None:
-        """After each batch; ``live`` holds per-step metrics (loss, lr, items/s)."""
+        """After each batch; ``live`` holds per-step metrics (loss, lr, items/s).
+
+        >>> Renderer().on_step(1, "train", 5, 10, {"loss": 0.5}) is None  # a no-op by default
+        True
+        """
 
     def on_epoch_end(self, epoch: int, split: str, metrics: dict, best: dict) -> None:
-        """After each epoch of each split; ``best`` maps metric → (value, epoch)."""
+        """After each epoch of each split; ``best`` maps metric → (value, epoch).
+
+        >>> PlainRenderer().on_epoch_end(1, "train", {"loss": 0.25, "accuracy": 0.9}, {})
+        epoch 1 train: loss=0.2500, accuracy=0.9000
+        """
 
     def on_message(self, text: str) -> None:
+        """A line of text from the learner (a checkpoint saved, early stopping...); printed.
+
+        >>> Renderer().on_message("saved checkpoint 3")
+        saved checkpoint 3
+        """
         print(text)
 
     def on_fit_end(self, summary: dict) -> None:
+        """After the last epoch; ``summary`` holds the best metrics and the run folder.
+
+        >>> Renderer().on_fit_end({"epochs": 2}) is None
+        True
+        """
         pass
 
 
@@ -51,7 +82,18 @@ def sparkline(values: list[float], width: int = 24) -> str:
 
 
 class PlainRenderer(Renderer):
-    """A line per epoch and split: for logs, CI and pipes."""
+    """A line per epoch and split: for logs, CI and pipes.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> r = PlainRenderer(stream=out)
+    >>> r.on_fit_start({"model": "Net", "backend": "numpy", "epochs": 1, "steps": 3})
+    >>> r.on_epoch_end(1, "valid", {"loss": 0.5}, {}); r.on_message("done")
+    >>> print(out.getvalue().strip())
+    training Net on numpy for 1 epochs (3 steps each)
+    epoch 1 valid: loss=0.5000
+    done
+    """
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stdout
@@ -71,7 +113,19 @@ class PlainRenderer(Renderer):
 
 class DashboardRenderer(Renderer):
     """A live terminal dashboard (rich): progress bars with ETA, current and best metrics, and
-    a chart per metric of train vs valid across epochs."""
+    a chart per metric of train vs valid across epochs.
+
+    >>> import io
+    >>> from rich.console import Console
+    >>> console = Console(file=io.StringIO(), width=100)
+    >>> r = DashboardRenderer(console=console)
+    >>> r.on_fit_start({"model": "Net", "backend": "numpy", "epochs": 1, "steps": 2})
+    >>> r.on_step(1, "train", 2, 2, {"loss": 0.5}); r.on_message("checkpoint saved")
+    >>> r.on_epoch_end(1, "train", {"loss": 0.5}, {"loss": (0.5, 1)}); r.on_fit_end({})
+    >>> text = console.file.getvalue()
+    >>> "loss" in text and "checkpoint saved" in text and "Net" in text
+    True
+    """
 
     TRACKED = ("loss", "accuracy", "f1", "top5_accuracy", "lr", "items_per_s")
 
@@ -171,7 +225,11 @@ class DashboardRenderer(Renderer):
 
 
 def default_renderer() -> Renderer:
-    """The dashboard on a terminal (when rich is installed), else a line per epoch."""
+    """The dashboard on a terminal (when rich is installed), else a line per epoch.
+
+    >>> type(default_renderer()).__name__  # stdout is not a terminal under doctest
+    'PlainRenderer'
+    """
     if sys.stdout.isatty():
         try:
             return DashboardRenderer()
