@@ -28,7 +28,8 @@ class Renderer:
     def on_fit_start(self, info: dict) -> None:
         """``info``: epochs, steps per epoch, backend, model summary line, run folder.
 
-        >>> PlainRenderer().on_fit_start({"model": "Net", "backend": "numpy", "epochs": 2, "steps": 10})
+        >>> info = {"model": "Net", "backend": "numpy", "epochs": 2, "steps": 10}
+        >>> PlainRenderer().on_fit_start(info)
         training Net on numpy for 2 epochs (10 steps each)
         """
 

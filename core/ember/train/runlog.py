@@ -10,7 +10,16 @@ from pathlib import Path
 
 
 class RunLog:
-    """Appends one record per (epoch, split) to ``metrics.jsonl`` and ``metrics.csv``."""
+    """Appends one record per (epoch, split) to ``metrics.jsonl`` and ``metrics.csv``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     log = RunLog(folder)
+    ...     log.log(1, "train", {"loss": 0.5}); log.log(2, "train", {"loss": 0.25})
+    ...     log.truncate_after(1)
+    ...     print(log.records(), log.csv.read_text().splitlines())
+    [{'epoch': 1, 'split': 'train', 'loss': 0.5}] ['epoch,split,metric,value', '1,train,loss,0.5']
+    """
 
     def __init__(self, folder: str | os.PathLike):
         self.folder = Path(folder)
@@ -19,6 +28,7 @@ class RunLog:
         self.csv = self.folder / "metrics.csv"
 
     def log(self, epoch: int, split: str, metrics: dict) -> None:
+        """Append the numeric ``metrics`` of one epoch and split to both files."""
         record = {"epoch": epoch, "split": split}
         record.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         with open(self.jsonl, "a") as f:
@@ -33,6 +43,7 @@ class RunLog:
                     writer.writerow([epoch, split, k, v])
 
     def records(self) -> list[dict]:
+        """Every record of ``metrics.jsonl``, in order (``[]`` before the first)."""
         if not self.jsonl.exists():
             return []
         with open(self.jsonl) as f:
@@ -49,7 +60,13 @@ class RunLog:
 
 
 def plot_curves(log: RunLog, path: str | os.PathLike | None = None) -> Path | None:
-    """One panel per metric, train vs valid per epoch, saved as PNG. None without matplotlib."""
+    """One panel per metric, train vs valid per epoch, saved as PNG. None without matplotlib.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     print(plot_curves(RunLog(folder)))  # nothing logged yet: no plot
+    None
+    """
     try:
         import matplotlib
 
