@@ -102,6 +102,10 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=None,
                         help="batches per epoch (a quick check; default: the whole split)")
     args = parser.parse_args()
+    # the numpy backend's speed tip (process-wide, so torch gets the same malloc)
+    from ember.backends.numpy import tune_malloc
+
+    tune_malloc()
 
     import torch
 

@@ -89,6 +89,10 @@ def main() -> None:
     )
     parser.add_argument("--ember-only", action="store_true", help="skip PyTorch (profiling)")
     args = parser.parse_args()
+    # the numpy backend's speed tip (process-wide, so torch gets the same malloc)
+    from ember.backends.numpy import tune_malloc
+
+    tune_malloc()
 
     import torch
 

@@ -6,7 +6,8 @@ context; ``.wasm`` as ``application/wasm`` for streaming compilation)::
     dist/pyodide/            Pyodide core from the npm package + pyodide-lock.json, rewritten
                              to list only what is shipped: ember, with the sha256 of its wheel
                              (``pyodide.loadPackage("ember")`` installs it: no micropip)
-    dist/pyodide/ember-*.whl ember's wheel built from this checkout (shaders inside), its
+    dist/pyodide/ember-*.whl ember's wheel built from this checkout (shaders inside) or, run
+                             from an installed ember (ember/_data/web/), packed from it; its
                              modules compiled to bytecode by Pyodide's Python under Node
                              (compile_wheel.py: a faster ``import ember`` in the page)
     dist/ember.wasm          the wasm backend's kernels (``python wasm/build.py``), compiled by
@@ -16,8 +17,10 @@ context; ``.wasm`` as ``application/wasm`` for streaming compilation)::
     dist/index.html          a small page: backend shown, Python in a text box, Run
     dist/ember-dist.json     manifest: wheel name, versions
 
-Needs ``npm install`` in web/ (web/setup.sh does it) and the built kernels (``make wasm``);
-everything else comes from this checkout, offline.
+Needs Pyodide from npm (``npm install`` in web/: web/setup.sh does it; or any
+``node_modules/pyodide`` named by ``$EMBER_PYODIDE_DIR`` or in the current folder), Node, and
+the built kernels (``make wasm``); everything else comes from this checkout or the installed
+package, offline.
 
     python web/build_dist.py            # -> web/dist
 """
@@ -33,12 +36,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 WEB = Path(__file__).resolve().parent
 ROOT = WEB.parent
-PYODIDE_NPM = WEB / "node_modules" / "pyodide"
-KERNELS = ROOT / "core" / "ember" / "backends" / "wasm" / "ember.wasm"
+# web/ of a checkout, or ember/_data/web/ inside an installed ember (the wheel carries this file)
+CHECKOUT = (ROOT / "pyproject.toml").is_file()
+PACKAGE = ROOT / "core" / "ember" if CHECKOUT else WEB.parents[1]
+KERNELS = PACKAGE / "backends" / "wasm" / "ember.wasm"
+# what the page's wheel leaves out: the page compiles dist/ember.wasm itself, and ember/_data/
+# holds the runtimes the ember command serves or deploys
+WHEEL_DROP = ("ember/backends/wasm/ember.wasm", "ember/_data/")
 CORE_FILES = (
     "pyodide.mjs", "pyodide.js", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip",
     "package.json",
@@ -46,12 +55,29 @@ CORE_FILES = (
 JS_FILES = ("ember.js", "ember-worker.js", "index.html")
 
 
+def pyodide_npm() -> Path | None:
+    """The npm package ``pyodide``: ``$EMBER_PYODIDE_DIR``, web/node_modules/pyodide (checkout),
+    or ./node_modules/pyodide; None when none holds ``pyodide-lock.json``."""
+    env = os.environ.get("EMBER_PYODIDE_DIR")
+    candidates = [Path(env)] if env else [WEB / "node_modules" / "pyodide",
+                                          Path.cwd() / "node_modules" / "pyodide"]
+    return next((c for c in candidates if (c / "pyodide-lock.json").is_file()), None)
+
+
+def pyodide_version() -> str:
+    """The Pyodide version web/package.json pins (what ``npm install`` fetches)."""
+    return json.loads((WEB / "package.json").read_text())["dependencies"]["pyodide"]
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def build_ember_wheel(dest: Path) -> Path:
-    """``pip wheel --no-deps .`` of the checkout (hatchling force-includes shaders/)."""
+    """``pip wheel --no-deps .`` of the checkout (hatchling force-includes shaders/); from an
+    installed ember, :func:`pack_installed`."""
+    if not CHECKOUT:
+        return pack_installed(dest)
     try:  # build offline with the local hatchling when there is one
         import hatchling  # noqa: F401
 
@@ -70,15 +96,35 @@ def build_ember_wheel(dest: Path) -> Path:
     return target
 
 
-def compile_wheel(wheel: Path) -> None:
+def pack_installed(dest: Path) -> Path:
+    """The installed ember (this file's package) as a pure-Python wheel in ``dest``: its files
+    and its METADATA and WHEEL; the RECORD is written by :func:`compile_wheel`."""
+    from importlib.metadata import distribution
+
+    meta = distribution("ember")
+    info = f"ember-{meta.version}.dist-info"
+    target = dest / f"ember-{meta.version}-py3-none-any.whl"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as wheel:
+        for path in sorted(PACKAGE.rglob("*")):
+            name = path.relative_to(PACKAGE.parent).as_posix()
+            if path.is_file() and "__pycache__" not in path.parts and \
+                    not name.startswith(WHEEL_DROP):
+                wheel.write(path, name)
+        for file in ("METADATA", "WHEEL"):
+            wheel.writestr(f"{info}/{file}", meta.read_text(file))
+        wheel.writestr(f"{info}/RECORD", "")
+    return target
+
+
+def compile_wheel(wheel: Path, pyodide: Path) -> None:
     """Replace ``wheel`` by its bytecode build for the page's Python (compile_wheel.py, run in
-    Pyodide under Node), without the wasm kernels the page fetches on their own."""
+    Pyodide under Node), without the files in ``WHEEL_DROP``."""
     node = shutil.which("node")
     if node is None:
         raise SystemExit("build_dist: node is missing (it comes with npm: web/setup.sh)")
     compiled = wheel.with_suffix(".pyc.whl")
-    subprocess.run([node, str(WEB / "compile_wheel.mjs"), str(wheel), str(compiled),
-                    "ember/backends/wasm/ember.wasm"], check=True)
+    subprocess.run([node, str(WEB / "compile_wheel.mjs"), str(wheel), str(compiled), *WHEEL_DROP],
+                   check=True, env=dict(os.environ, EMBER_PYODIDE_DIR=str(pyodide)))
     compiled.replace(wheel)
 
 
@@ -93,14 +139,17 @@ def lock_entry(base: dict, wheel: Path, **extra) -> dict:
 def build(out: Path) -> dict:
     """Build into a sibling folder, then swap it in, so that a page or a test served from
     ``out`` meanwhile (or a second build) never sees a half-written distribution."""
-    if not (PYODIDE_NPM / "pyodide-lock.json").is_file():
-        raise SystemExit("build_dist: web/node_modules/pyodide is missing; run web/setup.sh")
+    pyodide = pyodide_npm()
+    if pyodide is None:
+        raise SystemExit(f"build_dist: the npm package pyodide is missing: run web/setup.sh, or "
+                         f"`npm install pyodide@{pyodide_version()}` here, or set "
+                         f"EMBER_PYODIDE_DIR to a node_modules/pyodide folder")
     # web/.build-PID/{new,old}/dist: a folder named dist is git-ignored wherever it is
     scratch = out.parent / f".build-{os.getpid()}"
     fresh, old = scratch / "new" / out.name, scratch / "old" / out.name
     shutil.rmtree(scratch, ignore_errors=True)
     try:
-        manifest = _build_into(fresh)
+        manifest = _build_into(fresh, pyodide)
         old.parent.mkdir(parents=True)
         if out.exists():
             out.rename(old)
@@ -110,19 +159,19 @@ def build(out: Path) -> dict:
     return manifest
 
 
-def _build_into(out: Path) -> dict:
+def _build_into(out: Path, pyodide: Path) -> dict:
     pyo = out / "pyodide"
     pyo.mkdir(parents=True)
     for name in CORE_FILES:
-        shutil.copy2(PYODIDE_NPM / name, pyo / name)
+        shutil.copy2(pyodide / name, pyo / name)
 
-    lock = json.loads((PYODIDE_NPM / "pyodide-lock.json").read_text())
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text())
     py = ".".join(str(lock["info"]["python"]).split(".")[:2])  # Pyodide's Python: "3.14"
     if not KERNELS.is_file():
         raise SystemExit(f"build_dist: {KERNELS} is missing; build it with `python wasm/build.py`")
     shutil.copy2(KERNELS, out / "ember.wasm")
     ember_wheel = build_ember_wheel(pyo)
-    compile_wheel(ember_wheel)
+    compile_wheel(ember_wheel, pyodide)
     version = ember_wheel.name.split("-")[1]
     ember_entry = {
         "name": "ember", "version": version, "file_name": "", "install_dir": "site",
@@ -135,7 +184,7 @@ def _build_into(out: Path) -> dict:
 
     for name in JS_FILES:
         shutil.copy2(WEB / name, out / name)
-    pkg = json.loads((PYODIDE_NPM / "package.json").read_text())
+    pkg = json.loads((pyodide / "package.json").read_text())
     manifest = {
         "ember_wheel": ember_wheel.name,
         # fetch()'s subresource integrity, and where Pyodide's Python finds packages
@@ -154,12 +203,13 @@ def _build_into(out: Path) -> dict:
 
 def is_stale(out: Path = WEB / "dist") -> bool:
     """True when ``out`` lacks the wheel, the kernels or the bootstrap, or a source file under
-    core/, shaders/ or web/ (.py, .wgsl, .js, .html, .wasm) is newer than the wheel it holds."""
+    core/, shaders/ or web/ (installed: the ember package) (.py, .wgsl, .js, .html, .wasm) is
+    newer than the wheel it holds."""
     wheels = sorted((out / "pyodide").glob("ember-*.whl"))
     if not wheels or not (out / "ember.js").is_file() or not (out / "ember.wasm").is_file():
         return True
     built = wheels[0].stat().st_mtime
-    for folder in (ROOT / "core", ROOT / "shaders", WEB):
+    for folder in (ROOT / "core", ROOT / "shaders", WEB) if CHECKOUT else (PACKAGE,):
         for path in folder.rglob("*"):
             if path.suffix in (".py", ".wgsl", ".js", ".html", ".wasm") and "node_modules" not in \
                     path.parts and out not in path.parents and path.stat().st_mtime > built:

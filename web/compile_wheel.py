@@ -4,9 +4,10 @@ Runs inside Pyodide, started under Node by ``web/compile_wheel.mjs`` (``build_di
 it): ``.pyc`` files belong to one interpreter version, and this is the page's own Python.
 Each ``.py`` becomes a sourceless ``.pyc`` in its place, as Pyodide's own packages are built,
 so the page's ``import ember`` skips compiling ~60 modules (~120 ms of its ~190 ms in
-Chromium). Tracebacks keep file names and line numbers, without the source lines. Files named
-in ``drop`` are left out (``ember/backends/wasm/ember.wasm``: the page compiles
-``dist/ember.wasm`` while Pyodide loads, so the wheel's copy would only be unpacked).
+Chromium). Tracebacks keep file names and line numbers, without the source lines. Files whose
+names start with an entry of ``drop`` are left out (``ember/backends/wasm/ember.wasm``: the
+page compiles ``dist/ember.wasm`` while Pyodide loads, so the wheel's copy would only be
+unpacked; ``ember/_data/``: the runtimes the ``ember`` command serves or deploys).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def compile_wheel(wheel: bytes, drop: tuple[str, ...] = ()) -> bytes:
         record = next(n for n in src.namelist() if n.endswith(".dist-info/RECORD"))
         for info in src.infolist():
             name = info.filename
-            if name == record or name in drop:
+            if name == record or name.startswith(drop):
                 continue
             data = src.read(name)
             if name.endswith(".py"):

@@ -3,7 +3,8 @@ import graph has no cycle. Imports inside functions count too (they are how cycl
 
 Layers, bottom up (docs/architecture.md draws them):
 
-0. errors, dtype, shape, tensordata, random, limits — no imports from ember above;
+0. errors, dtype, shape, tensordata, random, limits, resources (where the runtime files
+   are) — no imports from ember above;
 1. contract — the op registry, the Backend base class, caps;
 2. backends — python, numpy, wgpu;
 3. decorators — autodiff, fusion, router, remote;
@@ -26,7 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2] / "core"
 
 LAYERS = {
-    0: ("errors", "dtype", "shape", "tensordata", "random", "limits"),
+    0: ("errors", "dtype", "shape", "tensordata", "random", "limits", "resources"),
     1: ("contract",),
     2: ("backends",),
     3: ("autodiff", "fusion", "router", "remote"),

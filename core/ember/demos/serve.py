@@ -1,9 +1,9 @@
-"""``ember demo mnist --serve``: the MNIST drawing page with a trained model, on 127.0.0.1.
+"""``ember demo mnist --serve`` and ``ember serve-web``: ember's pages on 127.0.0.1, from the
+installed package or a checkout (:func:`ember.resources.resource_dir` finds the files)::
 
-Served from the repository checkout (the page and the web runtime are not in the wheel)::
-
-    /          web/dist: Pyodide + ember's wheel + ember.js (built or rebuilt when stale)
-    /mnist/    demos/mnist/web: the drawing page
+    /          the web distribution: Pyodide + ember's wheel + ember.js + a small page (built,
+               or rebuilt when stale, by build_dist.py: web/dist in a checkout, else a cache)
+    /mnist/    the drawing page (``--serve``)
     /mnist/model/   the run folder: model.safetensors + model.json from ``ember demo mnist``
 
 WebGPU needs a secure context, which ``http://127.0.0.1`` and ``http://localhost`` are.
@@ -14,6 +14,7 @@ WebGPU needs a secure context, which ``http://127.0.0.1`` and ``http://localhost
 from __future__ import annotations
 
 import errno
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -22,10 +23,7 @@ import sys
 from pathlib import Path
 
 from ..errors import EmberError
-
-ROOT = Path(__file__).resolve().parents[3]  # core/ember/demos/serve.py -> the checkout
-WEB = ROOT / "web"
-PAGE = ROOT / "demos" / "mnist" / "web"
+from ..resources import resource_dir
 
 
 def load_source(name: str, path: Path):
@@ -37,27 +35,47 @@ def load_source(name: str, path: Path):
     return module
 
 
-def ensure_web_dist(log=print) -> Path:
-    """``web/dist`` from this checkout: runs ``npm install`` in web/ when Pyodide is missing and
-    ``web/build_dist.py`` when the distribution is missing or older than the sources."""
-    if not (WEB / "build_dist.py").is_file() or not (PAGE / "index.html").is_file():
-        raise EmberError(
-            f"serve: the web runtime and the demo page live in the repository checkout "
-            f"(web/, demos/mnist/web/), not found next to {Path(__file__).resolve()}; "
-            f"run ember from a checkout (pip install -e .)")
-    build_dist = load_source("ember_build_dist", WEB / "build_dist.py")
-    dist = WEB / "dist"
+def default_dist(build_dist) -> Path:
+    """Where the web distribution is built: web/dist in a checkout; for an installed ember
+    ``$EMBER_WEB_DIST``, else a folder per installation under ``$XDG_CACHE_HOME/ember`` (or
+    ~/.cache/ember)."""
+    if build_dist.CHECKOUT:
+        return build_dist.WEB / "dist"
+    if os.environ.get("EMBER_WEB_DIST"):
+        return Path(os.environ["EMBER_WEB_DIST"])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ember"
+    tag = hashlib.sha256(str(build_dist.PACKAGE).encode()).hexdigest()[:10]
+    return cache / f"web-dist-{tag}"
+
+
+def ensure_web_dist(log=print, out: Path | None = None) -> Path:
+    """The web distribution (default :func:`default_dist`), built or rebuilt by build_dist.py
+    when missing or older than ember's sources. Pyodide comes from the npm package
+    ``pyodide``: in a checkout ``npm install`` in web/ fetches it when missing; an installed
+    ember needs it present (``$EMBER_PYODIDE_DIR`` or ./node_modules/pyodide) and says so."""
+    web = resource_dir("web")
+    build_dist = load_source("ember_build_dist", web / "build_dist.py")
+    dist = Path(out) if out is not None else default_dist(build_dist)
     if not build_dist.is_stale(dist):
         return dist
-    if not (WEB / "node_modules" / "pyodide" / "pyodide-lock.json").is_file():
+    if build_dist.pyodide_npm() is None:
+        version = build_dist.pyodide_version()
+        if not build_dist.CHECKOUT:
+            raise EmberError(
+                f"serve: the page runs on Pyodide, which ember does not ship: run `npm install "
+                f"pyodide@{version}` in this folder, or set EMBER_PYODIDE_DIR to a "
+                f"node_modules/pyodide folder (Node is needed too)")
         if shutil.which("npm") is None:
             raise EmberError("serve: npm is needed once to fetch Pyodide: apt-get install npm "
-                               "(or run web/setup.sh)")
+                             "(or run web/setup.sh)")
         log("npm install (Pyodide) in web/ …")
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=WEB,
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=web,
                        check=True)
-    log("building web/dist (Pyodide + ember's wheel) …")
-    subprocess.run([sys.executable, str(WEB / "build_dist.py")], check=True,
+    if shutil.which("node") is None:
+        raise EmberError("serve: building the page needs Node (it compiles ember's wheel with "
+                         "Pyodide): apt-get install nodejs")
+    log(f"building {dist} (Pyodide + ember's wheel) …")
+    subprocess.run([sys.executable, str(web / "build_dist.py"), "--out", str(dist)], check=True,
                    stdout=subprocess.DEVNULL)
     return dist
 
@@ -76,20 +94,34 @@ def serve_mnist(run_dir: str | os.PathLike = "runs/mnist", host: str = "127.0.0.
         raise FileNotFoundError(
             f"serve_mnist: {', '.join(missing)} missing in {run_dir}: train the model first "
             f"with `ember demo mnist --run-dir {run_dir}`")
-    return serve_mounts({"/mnist/model/": run_dir, "/mnist/": PAGE}, "mnist/",
-                        "MNIST drawing demo", run_dir, host=host, port=port, block=block)
+    return serve_mounts({"/mnist/model/": run_dir, "/mnist/": resource_dir("mnist-page")},
+                        "mnist/", "MNIST drawing demo", run_dir, host=host, port=port,
+                        block=block)
 
 
-def serve_mounts(mounts: dict[str, Path], page: str, title: str, model: Path, *,
-                 host: str = "127.0.0.1", port: int = 8000, block: bool = True):
-    """Serve ``web/dist`` (rebuilt when stale) with ``mounts`` (URL prefix -> folder) and print
-    the page URL (server URL + ``page``) after ``title``, naming the ``model`` folder.
+def serve_runtime(host: str = "127.0.0.1", port: int = 8000, block: bool = True,
+                  dist: str | os.PathLike | None = None):
+    """``ember serve-web``: the web distribution alone (built into ``dist`` when given), whose
+    page runs Python typed into it on ember in the browser. Returns as :func:`serve_mounts`.
+
+    >>> serve_runtime(port=0, block=False).close()  # doctest: +SKIP
+    """
+    return serve_mounts({}, "", "Ember in the browser", None, host=host, port=port,
+                        block=block, dist=dist)
+
+
+def serve_mounts(mounts: dict[str, Path], page: str, title: str, model: Path | None, *,
+                 host: str = "127.0.0.1", port: int = 8000, block: bool = True,
+                 dist: str | os.PathLike | None = None):
+    """Serve the web distribution (:func:`ensure_web_dist`) with ``mounts`` (URL prefix ->
+    folder) and print the page URL (server URL + ``page``) after ``title``, naming the
+    ``model`` folder when there is one.
 
     Blocks until Ctrl-C when ``block`` (then returns None); otherwise returns the running
     server (``.url``, ``.page_url``, ``.close()``). A taken ``port`` falls back to a free one.
     """
-    dist = ensure_web_dist()
-    server_cls = load_source("ember_devserver", WEB / "devserver.py").Server
+    dist = ensure_web_dist(out=dist)
+    server_cls = load_source("ember_devserver", resource_dir("web") / "devserver.py").Server
     try:
         server = server_cls(dist, mounts, port=port, host=host)
     except OSError as e:
@@ -98,7 +130,8 @@ def serve_mounts(mounts: dict[str, Path], page: str, title: str, model: Path, *,
         server = server_cls(dist, mounts, port=0, host=host)
         print(f"port {port} is in use; using {server.url}", flush=True)
     server.page_url = server.url + page
-    print(f"{title}: {server.page_url}   (model: {model}; Ctrl-C stops)", flush=True)
+    about = f"model: {model}; " if model is not None else ""
+    print(f"{title}: {server.page_url}   ({about}Ctrl-C stops)", flush=True)
     if not block:
         return server
     try:

@@ -10,11 +10,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..resources import resource_dir
+
 
 def embedded_dir() -> Path:
-    """The repository's ``embedded/`` folder (``$EMBER_EMBEDDED_DIR`` overrides)."""
+    """The folder holding ``ember_micro/`` and ``run_batch.py``: the installed package's copy or
+    the checkout's ``embedded/`` (:func:`ember.resources.resource_dir`; ``$EMBER_EMBEDDED_DIR``
+    overrides)."""
     env = os.environ.get("EMBER_EMBEDDED_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "embedded"
+    return Path(env) if env else resource_dir("micro")
 
 
 def find_micropython() -> str:

@@ -4,6 +4,6 @@
 module-op overrides and ``philox`` the vectorised random stream.
 """
 
-from .backend import NumpyBackend
+from .backend import NumpyBackend, tune_malloc
 
-__all__ = ["NumpyBackend"]
+__all__ = ["NumpyBackend", "tune_malloc"]

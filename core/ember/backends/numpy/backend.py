@@ -22,32 +22,51 @@ from .quant import NumpyQuantOps
 
 _NP = {d: np.dtype(d.name) for d in dt.ALL}
 _EMBER = {v: k for k, v in _NP.items()}
-_MALLOC_TUNED = False
+_MALLOC_CHECKED = False
 
 
-def _keep_freed_memory() -> None:
-    """Let glibc keep large freed blocks for reuse instead of returning them to the OS.
+def tune_malloc() -> bool:
+    """A speed tip for CPU training: let glibc keep large freed blocks for reuse instead of
+    returning them to the OS. Returns True when applied (glibc), False elsewhere.
 
     By default every array over ~128 KiB (or, after glibc's dynamic adjustment, the freed
     top of the heap beyond 2x the largest block) goes back to the kernel when freed, and the
     next array of that size page-faults on first touch: measured as 35% of an MNIST CNN
-    training step (a fresh 3-7 MB array per conv/ReLU/pool op). Up to 32 MB blocks come from
-    the heap and 128 MB of free heap is kept. Process-wide, glibc only; skipped when the user
-    set any ``MALLOC_*`` tunable or ``EMBER_MALLOPT=0``.
+    training step (a fresh 3-7 MB array per conv/ReLU/pool op). After this call blocks of up
+    to 32 MB come from the heap and 128 MB of free heap is kept.
+
+    It changes malloc for the whole process (the host program, torch, every library), so a
+    library must not do it uninvited: ember never calls it by itself. Call it from your
+    program, or set ``EMBER_MALLOPT=1`` to have the numpy backend call it when it is first
+    created (unless a ``MALLOC_*``/``GLIBC_TUNABLES`` setting is in the environment). The
+    ``ember demo mnist`` command opts in.
+
+    >>> from ember.backends.numpy import tune_malloc
+    >>> tune_malloc() in (True, False)
+    True
     """
-    if sys.platform != "linux" or os.environ.get("EMBER_MALLOPT") == "0":
-        return
-    if any(k.startswith(("MALLOC_", "GLIBC_TUNABLES")) for k in os.environ):
-        return
+    if sys.platform != "linux":
+        return False
     try:
         libc = ctypes.CDLL(None)
         libc.gnu_get_libc_version  # noqa: B018 - glibc only (musl's malloc has no tunables)
         mallopt = libc.mallopt
     except (OSError, AttributeError):
-        return
+        return False
     m_trim_threshold, m_mmap_threshold = -1, -3
     mallopt(m_mmap_threshold, 32 << 20)
     mallopt(m_trim_threshold, 128 << 20)
+    return True
+
+
+def _tune_malloc_if_asked() -> None:
+    """``EMBER_MALLOPT=1``: :func:`tune_malloc` when the first numpy backend is created, unless
+    the user tuned malloc in the environment already."""
+    if os.environ.get("EMBER_MALLOPT") != "1":
+        return
+    if any(k.startswith(("MALLOC_", "GLIBC_TUNABLES")) for k in os.environ):
+        return
+    tune_malloc()
 
 
 class NumpyBackend(NumpyQuantOps, NumpyNNOps, NumpyOps):
@@ -59,10 +78,10 @@ class NumpyBackend(NumpyQuantOps, NumpyNNOps, NumpyOps):
     caps = Caps()
 
     def __init__(self):
-        global _MALLOC_TUNED
-        if not _MALLOC_TUNED:
-            _MALLOC_TUNED = True
-            _keep_freed_memory()
+        global _MALLOC_CHECKED
+        if not _MALLOC_CHECKED:
+            _MALLOC_CHECKED = True
+            _tune_malloc_if_asked()
 
     # ------------------------------------------------------------------ data
     def from_data(self, data: TensorData):

@@ -6,7 +6,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import tempfile
 
 from ...errors import EmberError
 
@@ -28,6 +31,43 @@ def _wgpu():
     return wgpu
 
 
+# Mesa's EGL prints this on stderr for every OpenGL adapter probe where no Wayland session can
+# exist (libwayland, from C: Python's sys.stderr never sees it); it says nothing about ember.
+_PROBE_NOISE = b"XDG_RUNTIME_DIR is invalid or not set"
+
+
+@contextlib.contextmanager
+def _quiet_probe():
+    """Drop :data:`_PROBE_NOISE` lines that native code writes to file descriptor 2 inside the
+    block; every other line is written back to stderr afterwards. The environment is left
+    alone (setting XDG_RUNTIME_DIR would also change it for child processes and other code)."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr at all: nothing to keep quiet
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [line for line in captured.read().splitlines(keepends=True)
+                    if _PROBE_NOISE not in line]
+            if kept:
+                os.write(2, b"".join(kept))
+
+
+def _adapters(wgpu) -> list:
+    """Every adapter wgpu-py sees, best first, probed quietly."""
+    with _quiet_probe():
+        return sorted(wgpu.gpu.enumerate_adapters_sync(), key=_rank)
+
+
 def _label(adapter) -> str:
     info = adapter.info
     return f"{info.get('device', '?')} via {info.get('backend_type', '?')}"
@@ -44,7 +84,7 @@ def _rank(adapter) -> tuple:
 def list_adapters() -> list[str]:
     """Names of the adapters wgpu-py sees, best first (``"<device> via <backend>"``)."""
     wgpu = _wgpu()
-    return [_label(a) for a in sorted(wgpu.gpu.enumerate_adapters_sync(), key=_rank)]
+    return [_label(a) for a in _adapters(wgpu)]
 
 
 def choose_adapter(name: str | None = None, power_preference: str | None = None):
@@ -53,7 +93,7 @@ def choose_adapter(name: str | None = None, power_preference: str | None = None)
     (``"high-performance"`` or ``"low-power"``), else the best ranked."""
     wgpu = _wgpu()
     name = name if name is not None else os.environ.get("EMBER_WGPU_ADAPTER") or None
-    adapters = sorted(wgpu.gpu.enumerate_adapters_sync(), key=_rank)
+    adapters = _adapters(wgpu)
     if not adapters:
         raise EmberError(_NO_ADAPTER)
     if name:
@@ -66,7 +106,8 @@ def choose_adapter(name: str | None = None, power_preference: str | None = None)
         )
     if power_preference is not None:
         try:
-            chosen = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
+            with _quiet_probe():
+                chosen = wgpu.gpu.request_adapter_sync(power_preference=power_preference)
         except RuntimeError:  # wgpu raises a plain RuntimeError when it finds none
             chosen = None
         if chosen is not None:

@@ -1,0 +1,95 @@
+"""``ember micro deploy``: put the MicroPython runtime ``ember_micro`` and an exported model on a
+board (through ``mpremote``) or into a folder (a board's mounted drive, a firmware image's
+frozen files).
+
+What a board gets, at the root of its file system::
+
+    ember_micro/*.py        the runtime (from the installed package or the checkout)
+    <model>.emb             the model file written by ``ember export``
+    ember_kernels.mpy       only with ``arch``: the native kernels built for that architecture
+
+On the board: ``import ember_micro; ember_micro.load("model.emb").predict(image_bytes)``.
+
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     _ = open(f"{tmp}/m.emb", "wb").write(b"EMB")
+...     sorted(p.name for p in deploy_to_folder(f"{tmp}/m.emb", f"{tmp}/board"))[:2]
+['__init__.py', '_chain.py']
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..errors import EmberError
+from ..resources import resource_dir
+
+
+def native_archs() -> list[str]:
+    """The architectures whose native kernels this ember carries (``x64``, ``armv7emsp`` …).
+
+    >>> isinstance(native_archs(), list)
+    True
+    """
+    native = resource_dir("micro") / "build" / "native"
+    return sorted(p.parent.name for p in native.glob("*/ember_kernels.mpy"))
+
+
+def deploy_files(model: str | os.PathLike, arch: str | None = None) -> dict[str, Path]:
+    """``{path on the board: local file}`` for ``model`` plus the runtime (and, with ``arch``,
+    its native kernels). Raises ``FileNotFoundError`` for a missing model and
+    :class:`~ember.errors.EmberError` for an architecture without kernels, naming those there
+    are."""
+    model = Path(model)
+    if not model.is_file():
+        raise FileNotFoundError(f"micro deploy: no model file {model}; write one with "
+                                f"`ember export ... -o {model}`")
+    micro = resource_dir("micro")
+    files = {f"ember_micro/{p.name}": p for p in sorted((micro / "ember_micro").glob("*.py"))}
+    files[model.name] = model
+    if arch is not None:
+        kernels = micro / "build" / "native" / arch / "ember_kernels.mpy"
+        if not kernels.is_file():
+            raise EmberError(f"micro deploy: no native kernels for {arch!r}; this ember has "
+                             f"them for: {', '.join(native_archs()) or 'none'} (build them "
+                             f"with `make` in a checkout: embedded/setup.sh)")
+        files["ember_kernels.mpy"] = kernels
+    return files
+
+
+def deploy_to_folder(model: str | os.PathLike, folder: str | os.PathLike,
+                     arch: str | None = None) -> list[Path]:
+    """Copy the runtime and ``model`` into ``folder`` (created when missing); returns the
+    files written."""
+    folder = Path(folder)
+    written = []
+    for name, src in deploy_files(model, arch).items():
+        dst = folder / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+        written.append(dst)
+    return written
+
+
+def deploy_to_board(model: str | os.PathLike, port: str, arch: str | None = None,
+                    mpremote: str = "mpremote", log=print) -> None:
+    """Copy the runtime and ``model`` to the board on serial ``port`` (``/dev/ttyACM0``,
+    ``COM3``; ``auto`` lets mpremote find it) with ``mpremote``, in one connection.
+
+    Raises :class:`~ember.errors.EmberError` naming ``pip install mpremote`` when it is not
+    installed, and ``subprocess.CalledProcessError`` when mpremote fails.
+    """
+    exe = shutil.which(mpremote)
+    if exe is None:
+        raise EmberError(f"micro deploy: {mpremote!r} is not installed; it copies files to a "
+                         f"board: pip install mpremote (or use --folder DIR)")
+    with tempfile.TemporaryDirectory(prefix="ember-deploy-") as stage:
+        written = deploy_to_folder(model, stage, arch)
+        names = sorted({p.relative_to(stage).parts[0] for p in written})
+        command = [exe, "connect", port, "fs", "cp", "-r", *names, ":"]
+        log("$ " + " ".join(command))
+        subprocess.run(command, cwd=stage, check=True)
