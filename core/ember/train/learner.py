@@ -34,6 +34,14 @@ from .runlog import RunLog, plot_curves
 
 @dataclass
 class FitResult:
+    """What :meth:`Learner.fit` returns: epochs run, the best value (and epoch) of each tracked
+    metric, the per-(epoch, split) history, how the run ended, its folder and wall time.
+
+    >>> r = FitResult(epochs_run=2, best={"loss": (0.25, 2)}, history=[])
+    >>> r.best["loss"], r.interrupted, r.stopped_early
+    ((0.25, 2), False, False)
+    """
+
     epochs_run: int
     best: dict  # metric → (value, epoch)
     history: list[dict]  # one record per (epoch, split)
@@ -58,6 +66,26 @@ class Learner:
       validation forward through :func:`ember.jit` — default: where the backend benefits
       (:func:`ember.jit.benefits`: wgpu); ``False`` always eager. Steps that accumulate
       gradients (``accumulate > 1``, a resumed accumulation) run eagerly.
+
+    >>> import tempfile, ember
+    >>> from ember import nn
+    >>> from ember.dataset import DataLoader, InMemoryDataset
+    >>> from ember.optim import SGD
+    >>> from ember.train import Learner, Renderer
+    >>> with ember.use_backend("autodiff-python"):
+    ...     model = nn.Linear(2, 2)
+    >>> data = DataLoader(InMemoryDataset([([0.0, 1.0], 1)] * 4), batch_size=2)
+    >>> learner = Learner(model, SGD(model.parameters(), lr=0.1), nn.loss.cross_entropy,
+    ...                   folder=tempfile.mkdtemp(), num_classes=2, renderer=Renderer())
+    >>> result = learner.fit(data, epochs=2)
+    >>> result.epochs_run, result.history[1]["loss"] < result.history[0]["loss"]
+    (2, True)
+    >>> sorted(p.name for p in learner.checkpoints.iterdir()), learner.last_checkpoint().name
+    (['best.ckpt', 'epoch-1.ckpt', 'epoch-2.ckpt'], 'epoch-2.ckpt')
+    >>> state = learner.restore(learner.last_checkpoint(), data)
+    >>> state["epoch"], learner.save("manual", state).name
+    (2, 'manual.ckpt')
+    >>> learner.request_stop()  # outside a fit: nothing to stop
     """
 
     def __init__(self, model, optimizer, loss_fn: Callable, folder: str | Path,
@@ -92,6 +120,7 @@ class Learner:
 
     @property
     def checkpoints(self) -> Path:
+        """The checkpoint folder, ``folder/checkpoints``."""
         return self.folder / "checkpoints"
 
     def _state(self, epoch: int, step: int, train_loader, best, bad_epochs, metrics,
@@ -135,6 +164,8 @@ class Learner:
         return grads
 
     def save(self, name: str, state: dict) -> Path:
+        """Write ``state`` as ``checkpoints/<name>.ckpt``; of the ``epoch-N`` ones only the
+        last ``keep_last`` are kept."""
         self.checkpoints.mkdir(parents=True, exist_ok=True)
         path = save_checkpoint(self.checkpoints / f"{name}.ckpt", state)
         if name.startswith("epoch-"):
@@ -144,6 +175,8 @@ class Learner:
         return path
 
     def last_checkpoint(self) -> Path | None:
+        """The newest of the interrupted and the last epoch checkpoint (what ``resume`` loads),
+        or None."""
         interrupted = self.checkpoints / "interrupted.ckpt"
         epochs = sorted(self.checkpoints.glob("epoch-*.ckpt"), key=_epoch_of)
         candidates = [p for p in (interrupted, *(epochs[-1:])) if p.exists()]
