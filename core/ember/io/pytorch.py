@@ -211,7 +211,7 @@ def _byteorder(raw: bytes, where: str) -> str:
 
 # ---------------------------------------------------------------------------- the file
 class PyTorchFile:
-    """A PyTorch checkpoint opened for lazy, per-tensor reads (zip or legacy format).
+    r"""A PyTorch checkpoint opened for lazy, per-tensor reads (zip or legacy format).
 
     ``keys()`` are the tensors' dotted names (nested dicts and lists flattened:
     ``{"model": {"fc.weight": t}}`` → ``"model.fc.weight"``), ``info(name)`` →
@@ -219,6 +219,23 @@ class PyTorchFile:
     becomes float32, int16 int32), ``obj`` the whole unpickled object with
     :class:`TensorRef` in place of tensors. Every problem with the file, including a size
     past :mod:`ember.limits`, is a :class:`~ember.errors.RecordError`.
+
+    A tiny zip checkpoint made by hand, with the pickle ``torch.save({"w": torch.tensor([1.0,
+    2.0])}, path)`` writes (here as protocol-0 text) and the storage's raw little-endian floats:
+
+    >>> import os, struct, tempfile, zipfile
+    >>> pkl = (b"(dVw\nctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\nV0\n"
+    ...        b"Vcpu\nI2\ntQI0\n(I2\nt(I1\ntI00\nccollections\nOrderedDict\n)RtRs.")
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.pt")
+    >>> with zipfile.ZipFile(path, "w") as z:
+    ...     z.writestr("archive/data.pkl", pkl)
+    ...     z.writestr("archive/data/0", struct.pack("<2f", 1.0, 2.0))
+    >>> with PyTorchFile(path) as f:
+    ...     print(f.keys(), "w" in f, f.info("w"), f.ref("w"), f.get("w").tolist())
+    ...     print([(name, data.shape) for name, data in f.items()])
+    ['w'] True ('float32', (2,)) TensorRef(float32, shape=(2,)) [1.0, 2.0]
+    [('w', (2,))]
+    >>> f = PyTorchFile(path); f.close()
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -426,25 +443,29 @@ class PyTorchFile:
 
     # ------------------------------------------------------------------ tensors
     def keys(self) -> list[str]:
+        """The dotted names of every tensor in the file, in file order."""
         return list(self._tensors)
 
     def __contains__(self, name: str) -> bool:
         return name in self._tensors
 
     def ref(self, name: str) -> TensorRef:
+        """The lazy reference to tensor ``name`` (storage, offset, shape, strides); no read."""
         try:
             return self._tensors[name]
         except KeyError:
             raise KeyError(f"pytorch: {self.path} has no tensor {name!r}") from None
 
     def info(self, name: str) -> tuple[str, tuple[int, ...]]:
+        """``(dtype name, shape)`` of tensor ``name``, without reading it."""
         ref = self.ref(name)
         return ref.dtype_name, ref.shape
 
     def get(self, name: str) -> TensorData:
         """The tensor's values, contiguous; RecordError if they would pass ``max_tensor_bytes``
         or make the file expand by more than ``max_expansion_bytes`` (a zero-stride view of
-        one element can claim terabytes)."""
+        one element can claim terabytes).
+        """
         ref = self.ref(name)
         with reading(f"pytorch: {self.path}: tensor {name!r}"):
             st = ref.storage
@@ -474,10 +495,12 @@ class PyTorchFile:
         return raw
 
     def items(self):
+        """``(name, TensorData)`` of every tensor, read one at a time."""
         for name in self._tensors:
             yield name, self.get(name)
 
     def close(self) -> None:
+        """Close the zip archive (the ``with`` block does it too)."""
         if self._zip is not None:
             self._zip.close()
 
@@ -565,7 +588,18 @@ def read_pytorch(path: str | os.PathLike) -> dict[str, TensorData]:
 
 
 def load_pytorch(path: str | os.PathLike, backend=None) -> dict:
-    """Every tensor of a PyTorch checkpoint as ember Tensors (on ``backend``)."""
+    r"""Every tensor of a PyTorch checkpoint as ember Tensors (on ``backend``).
+
+    >>> import os, struct, tempfile, zipfile
+    >>> pkl = (b"(dVw\nctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\nV0\n"
+    ...        b"Vcpu\nI2\ntQI0\n(I2\nt(I1\ntI00\nccollections\nOrderedDict\n)RtRs.")
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.pt")
+    >>> with zipfile.ZipFile(path, "w") as z:
+    ...     z.writestr("archive/data.pkl", pkl)
+    ...     z.writestr("archive/data/0", struct.pack("<2f", 1.0, 2.0))
+    >>> load_pytorch(path, backend="python")["w"].tolist()
+    [1.0, 2.0]
+    """
     from ..ops.creation import tensor
 
     return {name: tensor(data, backend=backend) for name, data in read_pytorch(path).items()}

@@ -23,7 +23,16 @@ def flatten(
     state: Any, to_state: Callable[[Any], Any] | None = None
 ) -> tuple[Any, dict[str, TensorData]]:
     """``(json_tree, {key: TensorData})``; ``to_state`` turns a Module/Optimizer into its
-    state dict (applied to any value that isn't a plain container or leaf)."""
+    state dict (applied to any value that isn't a plain container or leaf).
+
+    >>> import ember
+    >>> state = {"w": ember.tensor([1.0]), "epoch": 3, "xs": [1, ember.tensor([2])]}
+    >>> tree, tensors = flatten(state)
+    >>> tree
+    {'w': {'__tensor__': 'w'}, 'epoch': 3, 'xs': [1, {'__tensor__': 'xs.1'}]}
+    >>> {key: data.tolist() for key, data in tensors.items()}
+    {'w': [1.0], 'xs.1': [2]}
+    """
     tensors: dict[str, TensorData] = {}
 
     def walk(value: Any, path: list[str]) -> Any:
@@ -78,7 +87,13 @@ def flatten(
 
 def unflatten(tree: Any, tensors: dict[str, Any]) -> Any:
     """The inverse of :func:`flatten`; ``tensors`` maps keys to loaded values. A tree that
-    flatten could not have written raises RecordError (it comes from a file)."""
+    flatten could not have written raises RecordError (it comes from a file).
+
+    >>> from ember.tensordata import TensorData
+    >>> tree = {"w": {"__tensor__": "w"}, "epoch": 3}
+    >>> unflatten(tree, {"w": TensorData.from_list([1.0])})["w"].tolist()
+    [1.0]
+    """
     if isinstance(tree, list):
         return [unflatten(v, tensors) for v in tree]
     if not isinstance(tree, dict):

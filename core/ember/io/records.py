@@ -40,7 +40,15 @@ Remap = Iterable[tuple[str, str]] | Mapping[str, str] | None
 
 @dataclass
 class LoadResult:
-    """What :func:`load` did to a module: keys left at their values, keys ignored."""
+    """What :func:`load` did to a module: keys left at their values, keys ignored.
+
+    >>> import os, tempfile
+    >>> from ember import io, nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "linear.emb")
+    >>> io.save(nn.Linear(2, 1), path)
+    >>> io.load(nn.Linear(2, 1), path)
+    LoadResult(missing_keys=[], unexpected_keys=[], loaded_keys=['weight', 'bias'])
+    """
 
     missing_keys: list[str] = field(default_factory=list)
     unexpected_keys: list[str] = field(default_factory=list)
@@ -242,7 +250,16 @@ class _Record:
 
 def read_metadata(path: str | os.PathLike) -> dict:
     """The header of a record: ``format``, ``version``, ``kind``, ``class``, ``config``,
-    ``dtype``, ``user`` (what ``save(metadata=...)`` stored), ``ember`` and ``keys``."""
+    ``dtype``, ``user`` (what ``save(metadata=...)`` stored), ``ember`` and ``keys``.
+
+    >>> import os, tempfile
+    >>> from ember import io, nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "linear.emb")
+    >>> io.save(nn.Linear(2, 1), path)
+    >>> meta = io.read_metadata(path)
+    >>> meta["format"], meta["kind"], meta["class"], meta["dtype"], meta["keys"]
+    ('ember-record', 'module', 'Linear', 'float32', ['weight', 'bias'])
+    """
     with reading(f"read_metadata: {os.fspath(path)}"):
         rec = _Record(path)
     meta = rec.file.metadata
@@ -349,7 +366,7 @@ def load(
     backend=None,
     dtype=None,
 ) -> Any:
-    """Load a record.
+    r"""Load a record.
 
     * ``load(path)`` → what was saved: a module's ``state_dict`` (name → Tensor) or the
       nested state of an optimizer, scheduler or checkpoint dict (tensors on ``backend``;
@@ -358,7 +375,7 @@ def load(
       read, converted to the parameter's dtype (f16 ⇄ f32) and checked before any is
       assigned: a corrupt file or a mismatch leaves the module as it was. ``strict=False``
       skips missing and unexpected keys; ``remap`` is a list of ``(regex, replacement)``
-      applied in order to each file key (``[(r"^encoder\\.", "body.")]``).
+      applied in order to each file key (``[(r"^encoder\.", "body.")]``).
     * ``load(optimizer_or_scheduler, path)`` → restores its state.
     * ``load({"model": model, "optim": opt, ...}, path)`` → restores each object from a
       checkpoint saved as ``save({"model": model, "optim": opt, "epoch": 3}, path)`` and
@@ -366,6 +383,17 @@ def load(
 
     Whatever is wrong with the file raises :class:`~ember.errors.RecordError` (a bad argument
     raises TypeError or ValueError first).
+
+    >>> import os, tempfile
+    >>> from ember import io, nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "linear.emb")
+    >>> model = nn.Linear(2, 1)
+    >>> io.save(model, path)
+    >>> state = io.load(path)  # the state dict
+    >>> list(state), state["bias"].tolist() == model.bias.tolist()
+    (['weight', 'bias'], True)
+    >>> io.load(nn.Linear(2, 1), path).loaded_keys  # into a module
+    ['weight', 'bias']
     """
     if path is None:
         if not isinstance(target, (str, os.PathLike)):

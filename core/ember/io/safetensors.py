@@ -59,6 +59,15 @@ class SafeTensorsFile:
     Opening checks the whole header as the format requires (every entry well-typed, the
     tensors back to back from byte 0 to the end of the file, each exactly its shape's size)
     within :mod:`ember.limits`; any problem is a :class:`~ember.errors.RecordError`.
+
+    >>> import os, tempfile, ember
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.safetensors")
+    >>> save_file({"a": ember.tensor([1, 2])}, path, metadata={"note": "example"})
+    >>> f = SafeTensorsFile(path)
+    >>> f.keys(), "a" in f, f.metadata, f.info("a"), f.get("a").tolist()
+    (['a'], True, {'note': 'example'}, ('I64', (2,)), [1, 2])
+    >>> [(name, data.shape) for name, data in f.items()]
+    [('a', (2,))]
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -153,12 +162,14 @@ class SafeTensorsFile:
             )
 
     def keys(self) -> list[str]:
+        """The tensor names, in header order."""
         return list(self._entries)
 
     def __contains__(self, name: str) -> bool:
         return name in self._entries
 
     def info(self, name: str) -> tuple[str, tuple[int, ...]]:
+        """``(safetensors dtype code, shape)`` of tensor ``name``, without reading it."""
         code, shape, _, _ = self._entry(name)
         return code, shape
 
@@ -169,6 +180,7 @@ class SafeTensorsFile:
             raise KeyError(f"safetensors: {self.path} has no tensor {name!r}") from None
 
     def get(self, name: str) -> TensorData:
+        """Tensor ``name`` read from the file, as TensorData (converted as the class says)."""
         try:
             with open(self.path, "rb") as f:
                 return self._read(f, name)
@@ -176,6 +188,7 @@ class SafeTensorsFile:
             raise RecordError(f"safetensors: can't read {self.path}: {e.strerror}") from e
 
     def items(self):
+        """``(name, TensorData)`` of every tensor, read one at a time through one file handle."""
         try:
             with open(self.path, "rb") as f:  # one handle for all: a file may hold 10^6
                 for name in self._entries:
@@ -218,7 +231,14 @@ def _nbytes(shape: list[int], itemsize: int, cap: int) -> int | None:
 
 
 def load_file(path: str | os.PathLike, backend=None) -> dict:
-    """All tensors of a file as ember Tensors (on ``backend``, default backend if None)."""
+    """All tensors of a file as ember Tensors (on ``backend``, default backend if None).
+
+    >>> import os, tempfile, ember
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.safetensors")
+    >>> save_file({"a": ember.tensor([1.5, 2.5])}, path)
+    >>> load_file(path, backend="python")["a"].tolist()
+    [1.5, 2.5]
+    """
     from ..ops.creation import tensor
 
     f = SafeTensorsFile(path)
@@ -228,7 +248,14 @@ def load_file(path: str | os.PathLike, backend=None) -> dict:
 def save_file(
     tensors: Mapping[str, object], path: str | os.PathLike, metadata: Mapping[str, str] | None = None
 ) -> None:
-    """Write tensors (ember Tensors or TensorData) atomically; ``metadata`` is str → str."""
+    """Write tensors (ember Tensors or TensorData) atomically; ``metadata`` is str → str.
+
+    >>> import os, tempfile, ember
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.safetensors")
+    >>> save_file({"x": ember.zeros(2, 3)}, path)
+    >>> SafeTensorsFile(path).info("x")
+    ('F32', (2, 3))
+    """
     write_parts(path, encode(tensors, metadata))
 
 

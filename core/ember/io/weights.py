@@ -39,7 +39,15 @@ Remap = Iterable[tuple[str, str]] | Mapping[str, str] | None
 
 def detect_format(path: str | os.PathLike) -> str:
     """``"pytorch"`` (zip or legacy pickle) or ``"safetensors"`` (ember records too), from the
-    file's first bytes; RecordError for anything else."""
+    file's first bytes; RecordError for anything else.
+
+    >>> import os, tempfile, ember
+    >>> from ember.io import save_file
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+    >>> save_file({"w": ember.zeros(1)}, path)
+    >>> detect_format(path)
+    'safetensors'
+    """
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -57,7 +65,16 @@ def detect_format(path: str | os.PathLike) -> str:
 
 
 def open_weights(path: str | os.PathLike, format: str | None = None):
-    """The file opened for lazy reads: ``keys()``, ``info(name)`` → (dtype, shape), ``get``."""
+    """The file opened for lazy reads: ``keys()``, ``info(name)`` → (dtype, shape), ``get``.
+
+    >>> import os, tempfile, ember
+    >>> from ember.io import save_file
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+    >>> save_file({"w": ember.ones(2)}, path)
+    >>> f = open_weights(path)
+    >>> f.keys(), f.info("w"), f.get("w").tolist()
+    (['w'], ('F32', (2,)), [1.0, 1.0])
+    """
     _check_format(format)
     format = format or detect_format(path)
     return PyTorchFile(path) if format == "pytorch" else SafeTensorsFile(path)
