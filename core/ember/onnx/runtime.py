@@ -48,9 +48,20 @@ class OnnxModule(Module):
     """An ONNX model as an ember module: call it with tensors (or numpy arrays) in graph-input
     order, or by name; returns one tensor, or a tuple for several outputs.
 
-    >>> import ember.onnx  # doctest: +SKIP
-    >>> m = ember.onnx.load("model.onnx")  # doctest: +SKIP
-    >>> y = m(ember.randn(1, 3, 224, 224))  # doctest: +SKIP
+    >>> import os, tempfile, ember, ember.onnx
+    >>> from ember import nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "linear.onnx")
+    >>> model = nn.Linear(2, 1)
+    >>> _ = ember.onnx.export(model, ember.ones(1, 2), path)
+    >>> m = ember.onnx.load(path, backend="python")
+    >>> x = ember.ones(1, 2, backend="python")
+    >>> m.input_names, m.output_names, m(x).tolist() == model(ember.ones(1, 2)).tolist()
+    (['input'], ['output'], True)
+    >>> out = m.run({"input": x})
+    >>> list(out), out["output"].tolist() == m(x).tolist(), len(m.graph.nodes) > 0
+    (['output'], True, True)
+    >>> m.load_state_dict(m.state_dict())  # the constants (initialisers) are its state
+    ([], [])
     """
 
     def __init__(self, model: Model, backend=None, fold: bool = True):
@@ -88,14 +99,17 @@ class OnnxModule(Module):
     # ----------------------------------------------------------------- set-up
     @property
     def graph(self) -> Graph:
+        """The parsed (and constant-folded) graph: nodes, inputs, outputs, initialisers."""
         return self._model.graph
 
     @property
     def input_names(self) -> list[str]:
+        """The graph inputs' names, in call order."""
         return list(self.graph.inputs)
 
     @property
     def output_names(self) -> list[str]:
+        """The graph outputs' names, in the order ``forward`` returns them."""
         return list(self.graph.outputs)
 
     def _add_const(self, graph: Graph, name: str, value: Tensor) -> None:
@@ -189,6 +203,7 @@ class OnnxModule(Module):
         return self
 
     def load_state_dict(self, state, strict: bool = True):
+        """:meth:`ember.nn.Module.load_state_dict` (the constants), dropping cached plans."""
         self._fast.clear()  # fast plans hold the constants' arrays
         return super().load_state_dict(state, strict)
 
@@ -241,9 +256,9 @@ class OnnxModule(Module):
         from ._fastnp import compile_graph, wrap
 
         if not isinstance(self.backend, NumpyBackend) or not all(
-                isinstance(t, Tensor) for t in inputs):
-            return None
-        key = tuple((t._prim.dtype, t._prim.ndim) for t in inputs)
+                t is None or isinstance(t, Tensor) for t in inputs):
+            return None  # sequences run generically
+        key = tuple(t if t is None else (t._prim.dtype, t._prim.ndim) for t in inputs)
         if key not in self._fast:
             object.__setattr__(self, "_seen", {})
             try:
@@ -256,7 +271,7 @@ class OnnxModule(Module):
         if plan is None:
             return None
         with np.errstate(all="ignore"):
-            outs = plan.run([t._prim for t in inputs])
+            outs = plan.run([t if t is None else t._prim for t in inputs])
         return [wrap(o, self.backend) for o in outs]
 
     def _run(self, graph: Graph, inputs: list, outer) -> list:
