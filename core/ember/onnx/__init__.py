@@ -22,7 +22,11 @@ from ._verify import ConvertMismatchError
 
 def supported_ops() -> list[str]:
     """The ONNX operators ember implements directly (ops the ONNX standard defines as
-    functions of these run too)."""
+    functions of these run too).
+
+    >>> {"Conv", "Gemm", "Relu"} <= set(supported_ops())
+    True
+    """
     from .ops import REGISTRY
 
     return sorted(REGISTRY)
@@ -35,6 +39,16 @@ def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = No
     ``shapes`` fixes dynamic input dims (``{"input_ids": (1, 128)}``) so shape arithmetic
     folds; ``check`` runs the written module against ``load`` on the declared input shapes
     and raises :class:`ConvertMismatchError` if they differ.
+
+    >>> import os, tempfile, ember, ember.onnx
+    >>> from ember import nn
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = ember.onnx.export(nn.Linear(2, 1), ember.ones(1, 2), os.path.join(folder, "m.onnx"))
+    >>> code, weights = convert(os.path.join(folder, "m.onnx"), folder, class_name="Net")
+    >>> os.path.basename(code), os.path.basename(weights)
+    ('model.py', 'model.safetensors')
+    >>> "class Net(nn.Module)" in open(code).read()
+    True
     """
     from .codegen import convert as _convert
 

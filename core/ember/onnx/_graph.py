@@ -13,11 +13,24 @@ from ..errors import EmberError, UnsupportedOpError
 
 
 class OnnxLoadError(EmberError, ValueError):
-    """An ONNX file that cannot be read: missing, truncated, not a model, or a bad graph."""
+    """An ONNX file that cannot be read: missing, truncated, not a model, or a bad graph.
+
+    >>> import ember.onnx
+    >>> ember.onnx.load(b"not a model")
+    Traceback (most recent call last):
+    ...
+    ember.onnx._graph.OnnxLoadError: ...
+    """
 
 
 class OnnxUnsupportedError(OnnxLoadError, UnsupportedOpError):
-    """A readable model that uses operators or features ember does not implement."""
+    """A readable model that uses operators or features ember does not implement.
+
+    >>> import ember, ember.onnx
+    >>> error = ember.onnx.OnnxUnsupportedError
+    >>> issubclass(error, ember.onnx.OnnxLoadError), issubclass(error, ember.UnsupportedOpError)
+    (True, True)
+    """
 
 
 @dataclass

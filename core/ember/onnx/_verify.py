@@ -15,7 +15,12 @@ from ..errors import EmberError
 
 
 class ConvertMismatchError(EmberError, ValueError):
-    """The generated module does not reproduce the runtime path (``ember.onnx.load``)."""
+    """The generated module does not reproduce the runtime path (``ember.onnx.load``).
+
+    >>> import ember, ember.onnx
+    >>> issubclass(ember.onnx.ConvertMismatchError, ember.EmberError)
+    True
+    """
 
 
 def example_inputs(module, seed: int = 0) -> list | None:

@@ -50,6 +50,17 @@ def export(module, example_inputs, path: str | os.PathLike, *, input_names=None,
     traced a second time at batch + 1 to tell which sizes follow it). The module is
     exported in eval mode (Dropout off, BatchNorm with its running statistics) and left in
     the mode it had.
+
+    >>> import os, tempfile, ember, ember.onnx
+    >>> from ember import nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "mlp.onnx")
+    >>> model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    >>> proto = ember.onnx.export(model, ember.ones(1, 3), path, dynamic_batch=True)
+    >>> [node.op_type for node in proto.graph.node]
+    ['MatMul', 'Add', 'Relu', 'MatMul', 'Add']
+    >>> x = ember.randn(5, 3)
+    >>> bool((ember.onnx.load(path)(x) - model(x)).abs().max() < 1e-5)  # any batch size
+    True
     """
     onnx = _require("onnx")
     if opset < OPSET:
