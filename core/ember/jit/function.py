@@ -43,7 +43,15 @@ class _Entry:
 
 
 class Jitted:
-    """A function traced once per signature and replayed (see :func:`jit`)."""
+    """A function traced once per signature and replayed (see :func:`jit`).
+
+    >>> import ember
+    >>> f = ember.jit(lambda x: x * 2 + 1)
+    >>> [f(ember.ones(2)).tolist() for _ in range(3)][-1], f
+    ([3.0, 3.0], <ember.jit of <lambda>: 1 traces, 1 replays>)
+    >>> f.stats()["steps"], len(f.tapes())  # the two constants folded into the tape
+    ([{'traced': 4, 'after_folding': 2, 'replayed': 2}], 1)
+    """
 
     def __init__(self, fn: Callable, backend=None, warmup: int = 1):
         self.fn = fn

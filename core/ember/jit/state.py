@@ -43,7 +43,17 @@ def state_replaced(old=None) -> None:
     primitive outside a trace (no argument: any state may have): the tapes that read its
     primitive re-trace at their next call. Inside a trace it does nothing: the traced code
     rebinds state only for the duration of the call, and :meth:`StateRecorder.finish`
-    reports the primitives that really changed."""
+    reports the primitives that really changed.
+
+    >>> import ember
+    >>> w = ember.ones(1)
+    >>> f = ember.jit(lambda x: x * w)
+    >>> for _ in range(3):
+    ...     _ = f(ember.ones(1))
+    >>> state_replaced()  # as if w got a new value: the tape re-traces at its next call
+    >>> _ = f(ember.ones(1)); f.stats()["traces"]
+    2
+    """
     if active() is not None:
         return
     if old is None:
@@ -208,7 +218,12 @@ def assign(dst, value, settle: Callable[[], None] | None = None) -> bool:
     """Inside a traced function, record an in-place update of ``dst`` to ``value`` (done at
     the end of the call and of every replay, into a primitive the tape owns; ``settle()``
     runs after ``dst`` gets it) and return True; elsewhere return False. Either way the
-    caller then rebinds ``dst`` to ``value`` as an eager update does."""
+    caller then rebinds ``dst`` to ``value`` as an eager update does.
+
+    >>> import ember
+    >>> assign(ember.zeros(1), ember.ones(1))  # not tracing: the caller rebinds eagerly
+    False
+    """
     tracer = _tracer_for(dst)
     if tracer is None:
         return False
@@ -218,12 +233,34 @@ def assign(dst, value, settle: Callable[[], None] | None = None) -> bool:
 
 def on_replay(hook: Callable[[], None], like) -> None:
     """Inside a traced function, run ``hook()`` before the steps of every replay (host-side
-    counters the traced Python advanced); elsewhere nothing."""
+    counters the traced Python advanced); elsewhere nothing.
+
+    >>> import ember
+    >>> calls = []
+    >>> def f(x):
+    ...     calls.append("python")
+    ...     on_replay(lambda: calls.append("replay"), x)
+    ...     return x + 1
+    >>> g = ember.jit(f)
+    >>> for _ in range(3):  # warm-up (eager), trace, replay
+    ...     _ = g(ember.ones(1))
+    >>> calls
+    ['python', 'python', 'replay']
+    """
     tracer = _tracer_for(like)
     if tracer is not None:
         tracer.hooks.append(hook)
 
 
 def tracing(like=None) -> bool:
-    """Whether a traced function is running (on ``like``'s backend, when given)."""
+    """Whether a traced function is running (on ``like``'s backend, when given).
+
+    >>> import ember
+    >>> seen = []
+    >>> g = ember.jit(lambda x: seen.append(tracing(x)) or x * 2)
+    >>> for _ in range(3):  # warm-up (eager), trace, replay (no Python)
+    ...     _ = g(ember.ones(1))
+    >>> seen, tracing()
+    ([False, True], False)
+    """
     return active() is not None if like is None else _tracer_for(like) is not None

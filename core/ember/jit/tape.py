@@ -35,7 +35,11 @@ KINDS = ("op", "feed", "random", "assign")
 
 
 class Slot:
-    """A primitive's place in a tape (an argument marker, distinct from a literal int)."""
+    """A primitive's place in a tape (an argument marker, distinct from a literal int).
+
+    >>> Slot(3) == Slot(3), Slot(3) == 3, Slot(3)
+    (True, False, %3)
+    """
 
     __slots__ = ("id",)
 
@@ -54,7 +58,16 @@ class Slot:
 
 @dataclass
 class Step:
-    """``out = backend.<name>(*args, **kwargs)``; see the module docstring for ``kind``."""
+    """``out = backend.<name>(*args, **kwargs)``; see the module docstring for ``kind``.
+
+    >>> import ember
+    >>> f = ember.jit(lambda x: x * 2 + 1)
+    >>> for _ in range(2):
+    ...     _ = f(ember.ones(2))
+    >>> step = f.tapes()[0].steps[0]
+    >>> step, step.name, step.inputs(), step.outputs()
+    (%2 = float_mul(%0, %1), 'float_mul', [0, 1], (2,))
+    """
 
     name: str
     args: tuple
@@ -72,6 +85,7 @@ class Step:
         return found
 
     def outputs(self) -> tuple[int, ...]:
+        """The slots this step writes."""
         if self.out is None:
             return ()
         return self.out if isinstance(self.out, tuple) else (self.out,)
@@ -94,7 +108,18 @@ def _collect(args, found: list[int]) -> None:
 class Tape:
     """One traced call: ``inputs`` and ``outputs`` are slot ids, ``constants`` the primitives
     created outside the trace that it reads (parameters, optimizer state, buffers),
-    ``output_tree`` what rebuilds the function's return value around the output tensors."""
+    ``output_tree`` what rebuilds the function's return value around the output tensors.
+
+    >>> import ember
+    >>> f = ember.jit(lambda x: x * 2 + 1)
+    >>> for _ in range(2):
+    ...     _ = f(ember.ones(2))
+    >>> tape = f.tapes()[0]
+    >>> tape.steps, tape.inputs, tape.outputs
+    ([%2 = float_mul(%0, %1), %4 = float_add(%2, %3)], [0], [4])
+    >>> tape.method("float_mul") == tape.backend.float_mul, tape.assigned()
+    (True, set())
+    """
 
     backend: Any
     inputs: list[int]
@@ -174,7 +199,19 @@ def _runner(tape: Tape, step: Step) -> Callable[[dict], None]:
 def compile_generic(tape: Tape) -> Callable[[list], list]:
     """``run(input_prims) -> output_prims`` calling the backend's methods step by step (the
     per-step work done once here: argument getters, bound methods, and when each value is
-    last read, so it is dropped then and its memory reused, as eagerly)."""
+    last read, so it is dropped then and its memory reused, as eagerly).
+
+    >>> import ember
+    >>> from ember.tensordata import TensorData
+    >>> f = ember.jit(lambda x: x * 2 + 1)
+    >>> for _ in range(2):
+    ...     _ = f(ember.ones(2))
+    >>> tape = f.tapes()[0]
+    >>> run = compile_generic(tape)
+    >>> (out,) = run([tape.backend.from_data(TensorData.from_list([3.0, 4.0]))])
+    >>> ember.Tensor(out, tape.backend).tolist()
+    [7.0, 9.0]
+    """
     runners = [_runner(tape, s) for s in tape.steps]
     drops = _last_reads(tape)
     program = list(zip(runners, drops))
@@ -208,5 +245,16 @@ def _last_reads(tape: Tape) -> list[tuple[int, ...]]:
 
 
 def replay(tape: Tape, input_prims: list) -> list:
-    """Run ``tape`` once on ``input_prims``; returns the output primitives."""
+    """Run ``tape`` once on ``input_prims``; returns the output primitives.
+
+    >>> import ember
+    >>> from ember.tensordata import TensorData
+    >>> f = ember.jit(lambda x: x * 2 + 1)
+    >>> for _ in range(2):
+    ...     _ = f(ember.ones(2))
+    >>> tape = f.tapes()[0]
+    >>> (out,) = replay(tape, [tape.backend.from_data(TensorData.from_list([3.0, 4.0]))])
+    >>> ember.Tensor(out, tape.backend).tolist()
+    [7.0, 9.0]
+    """
     return compile_generic(tape)(input_prims)
