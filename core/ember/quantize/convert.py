@@ -167,7 +167,17 @@ def size_bytes(model: Module) -> int:
 
 def save(model: Module, path: str | os.PathLike) -> None:
     """``ember.save`` with the scheme in the record's metadata, so :func:`load` can rebuild
-    the structure from the float model."""
+    the structure from the float model.
+
+    >>> import os, tempfile, ember
+    >>> from ember import nn, quantize
+    >>> from ember.io import read_metadata
+    >>> q = quantize(nn.Sequential(nn.Linear(4, 2)), ember.randn(8, 4))
+    >>> path = os.path.join(tempfile.mkdtemp(), "q8")
+    >>> quantize.save(q, path)
+    >>> read_metadata(path)["user"][quantize.META_KEY]["weights"]
+    'int8'
+    """
     from ..io import save as save_record
 
     scheme = getattr(model, "scheme", None)

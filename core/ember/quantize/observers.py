@@ -18,7 +18,16 @@ SAMPLES = 1 << 16  # |x| values kept per batch for percentile and mse
 
 
 class Observer:
-    """Accumulates |x| statistics of one tensor over calibration batches."""
+    """Accumulates |x| statistics of one tensor over calibration batches.
+
+    >>> obs = Observer("minmax")
+    >>> obs.observe([0.5, -3.0]); obs.observe([2.0])
+    >>> obs.amax()
+    3.0
+    >>> pct = Observer("percentile", percentile=50.0)
+    >>> pct.observe([1.0, 2.0, 3.0, 100.0]); pct.amax()  # the median of |x|, not the outlier
+    2.5
+    """
 
     def __init__(self, kind: str = "minmax", percentile: float = 99.99):
         self.kind, self.percentile = kind, percentile
@@ -26,6 +35,7 @@ class Observer:
         self.samples: list = []
 
     def observe(self, x) -> None:
+        """Add the magnitudes of one batch of values (a tensor, array or list; NaN/inf ignored)."""
         import numpy as np
 
         a = np.abs(np.asarray(x, dtype=np.float32)).ravel()

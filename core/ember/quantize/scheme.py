@@ -23,6 +23,12 @@ class Scheme:
     one scale per output channel; an int is one scale per ``block`` consecutive weights of a
     channel (weight-only). Layers with fewer than ``min_params`` weights stay float
     (weight-only schemes; they hardly count in the size).
+
+    >>> s = Scheme(weights="int4", activations=False, block=32)
+    >>> s.bits, s.to_dict()["block"], Scheme.named("int8").activations
+    (4, 32, True)
+    >>> Scheme.named({"weights": "int8", "activations": False}).bits
+    8
     """
 
     weights: str = "int8"
@@ -48,9 +54,11 @@ class Scheme:
 
     @property
     def bits(self) -> int:
+        """Bits per weight code: 8 or 4."""
         return 8 if self.weights == "int8" else 4
 
     def to_dict(self) -> dict:
+        """The fields as a dict (what ``quantize.save`` stores in the record's metadata)."""
         return asdict(self)
 
     @classmethod
