@@ -12,7 +12,18 @@ from .ir import Program, _np, lower
 
 @dataclass
 class ExportReport:
-    """What ``export`` wrote, and (int8) how much accuracy quantisation cost."""
+    """What ``export`` wrote, and (int8) how much accuracy quantisation cost.
+
+    >>> import os, tempfile
+    >>> from ember import nn
+    >>> from ember.export import export
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> report = export(model, os.path.join(tempfile.mkdtemp(), "m.emb"), (1, 2, 2))
+    >>> report.layers, report.size_bytes == os.path.getsize(report.path), report.int8
+    (['linear+relu (4, 1, 1)->(3, 1, 1)', 'linear (3, 1, 1)->(2, 1, 1)'], True, False)
+    >>> report.ram_bytes == report.memory.ram_bytes
+    True
+    """
 
     path: str
     size_bytes: int

@@ -28,7 +28,15 @@ def _with_crc(data: bytes) -> bytes:
 
 
 def encode(program: Program) -> bytes:
-    """The model file's bytes for ``program`` (int8 weights where the program has them)."""
+    """The model file's bytes for ``program`` (int8 weights where the program has them).
+
+    >>> from ember import nn
+    >>> from ember.export import decode, lower
+    >>> program = lower(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), (1, 2, 2))
+    >>> data = encode(program)
+    >>> data[:4], decode(data).output_shape
+    (b'EMBM', (2, 1, 1))
+    """
     np = _np()
     blobs = bytearray()
     base = fmt.HEADER_SIZE + fmt.LAYER_SIZE * len(program.layers)
@@ -79,7 +87,16 @@ def encode(program: Program) -> bytes:
 
 
 def save(program: Program, path: str | os.PathLike) -> int:
-    """Write ``program`` to ``path`` atomically; returns the file size in bytes."""
+    """Write ``program`` to ``path`` atomically; returns the file size in bytes.
+
+    >>> import os, tempfile
+    >>> from ember import nn
+    >>> from ember.export import lower
+    >>> program = lower(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), (1, 2, 2))
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.emb")
+    >>> save(program, path) == os.path.getsize(path)
+    True
+    """
     data = encode(program)
     with atomic_write(path) as f:
         f.write(data)
@@ -157,6 +174,16 @@ def _read_weights(np, data, layer: Layer, offsets, rows: int, row_len: int, wdty
 
 
 def load(path: str | os.PathLike) -> Program:
-    """Read and verify a model file written by :func:`ember.export.export`."""
+    """Read and verify a model file written by :func:`ember.export.export`.
+
+    >>> import os, tempfile
+    >>> from ember import nn
+    >>> from ember.export import lower
+    >>> program = lower(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), (1, 2, 2))
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.emb")
+    >>> _ = save(program, path)
+    >>> [layer.describe() for layer in load(path).layers]
+    ['linear (4, 1, 1)->(2, 1, 1)']
+    """
     with open(path, "rb") as f:
         return decode(f.read(), source=os.fspath(path))

@@ -64,7 +64,16 @@ NATIVE_BYTES = 8 * 1024
 
 
 class BudgetError(EmberError, ValueError):
-    """The model does not fit the stated flash or RAM budget."""
+    """The model does not fit the stated flash or RAM budget.
+
+    >>> from ember import nn
+    >>> from ember.export import check_budget, estimate_memory, lower
+    >>> est = estimate_memory(lower(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), (1, 2, 2)))
+    >>> check_budget(est, ram_bytes=1024)
+    Traceback (most recent call last):
+    ...
+    ember.export.budget.BudgetError: export: the model needs ~... of RAM, over the 1 KB RAM budget...
+    """
 
 
 def human(n: float) -> str:
@@ -87,7 +96,16 @@ def _dims(shape) -> str:
 
 @dataclass
 class MemoryEstimate:
-    """Flash and RAM an exported program needs on the board, in bytes, part by part."""
+    """Flash and RAM an exported program needs on the board, in bytes, part by part.
+
+    >>> from ember import nn
+    >>> from ember.export import estimate_memory, lower
+    >>> est = estimate_memory(lower(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), (1, 2, 2)))
+    >>> est.flash_bytes > 0, est.ram_bytes == est.ram_for(), est.heap_bytes == est.heap_for()
+    (True, True, True)
+    >>> est.largest_activation
+    '1×2×2 f32 = 16 bytes'
+    """
 
     flash_bytes: int
     activation_bytes: int  # the two ping-pong buffers
@@ -120,6 +138,7 @@ class MemoryEstimate:
 
     @property
     def ram_bytes(self) -> int:
+        """RAM on the hungriest tier (:meth:`ram_for` with no tier)."""
         return self.ram_for(None)
 
     @property
@@ -160,6 +179,13 @@ def estimate_memory(program: Program, *, int8: bool = False, resident: int = RES
 
     The flash figure equals the size of the file ``export`` writes; the RAM figure bounds the
     MicroPython heap after loading plus one inference.
+
+    >>> from ember import nn
+    >>> from ember.export import lower
+    >>> program = lower(nn.Sequential(nn.Flatten(), nn.Linear(64, 10)), (1, 8, 8))
+    >>> f32, i8 = estimate_memory(program), estimate_memory(program, int8=True)
+    >>> f32.flash_bytes > 3 * i8.flash_bytes  # 640 weights of 4 bytes vs 1
+    True
     """
     flash = fmt.HEADER_SIZE + fmt.LAYER_SIZE * len(program.layers)
     largest, where = program.input_shape, "the input"

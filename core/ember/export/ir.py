@@ -18,7 +18,14 @@ from . import format as fmt
 
 @dataclass
 class Layer:
-    """One micro layer; arrays are numpy float64 (int8 arrays after quantisation)."""
+    """One micro layer; arrays are numpy float64 (int8 arrays after quantisation).
+
+    >>> from ember import nn
+    >>> from ember.export import lower
+    >>> layer = lower(nn.Sequential(nn.Flatten(), nn.Linear(4, 2), nn.ReLU()), (1, 2, 2)).layers[0]
+    >>> layer.describe(), layer.weighted, layer.weight.shape
+    ('linear+relu (4, 1, 1)->(2, 1, 1)', True, (2, 4))
+    """
 
     op: int
     in_shape: tuple[int, int, int]
@@ -44,9 +51,11 @@ class Layer:
 
     @property
     def weighted(self) -> bool:
+        """Whether the layer has weights (linear and conv2d)."""
         return self.op in (fmt.LINEAR, fmt.CONV2D)
 
     def describe(self) -> str:
+        """``"conv2d+relu (1, 8, 8)->(4, 8, 8)"``: the op, its fused activation and the shapes."""
         s = fmt.OP_NAMES[self.op]
         if self.act:
             s += "+" + fmt.ACT_NAMES[self.act]
@@ -55,7 +64,17 @@ class Layer:
 
 @dataclass
 class Program:
-    """The exported graph: layers run in order on one current activation."""
+    """The exported graph: layers run in order on one current activation.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> from ember.export import lower, quantize
+    >>> program = lower(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), (1, 2, 2))
+    >>> program.input_shape, program.output_shape, program.quantized
+    ((1, 2, 2), (2, 1, 1), False)
+    >>> quantize(program, ember.randn(8, 1, 2, 2).numpy()).quantized
+    True
+    """
 
     layers: list[Layer]
     input_shape: tuple[int, int, int]
@@ -66,10 +85,12 @@ class Program:
 
     @property
     def output_shape(self) -> tuple[int, int, int]:
+        """The ``(C, H, W)`` shape of the last layer's output."""
         return self.layers[-1].out_shape if self.layers else self.input_shape
 
     @property
     def quantized(self) -> bool:
+        """Whether any layer holds int8 weights."""
         return any(layer.w_q is not None for layer in self.layers)
 
 

@@ -16,14 +16,25 @@ from ..resources import resource_dir
 def embedded_dir() -> Path:
     """The folder holding ``ember_micro/`` and ``run_batch.py``: the installed package's copy or
     the checkout's ``embedded/`` (:func:`ember.resources.resource_dir`; ``$EMBER_EMBEDDED_DIR``
-    overrides)."""
+    overrides).
+
+    >>> (embedded_dir() / "ember_micro").is_dir()
+    True
+    """
     env = os.environ.get("EMBER_EMBEDDED_DIR")
     return Path(env) if env else resource_dir("micro")
 
 
 def find_micropython() -> str:
     """Path of the MicroPython binary: ``$EMBER_MICROPYTHON``, ``embedded/build/micropython``,
-    then ``micropython`` on PATH."""
+    then ``micropython`` on PATH.
+
+    >>> import os, sys
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"EMBER_MICROPYTHON": sys.executable}):
+    ...     find_micropython() == sys.executable
+    True
+    """
     env = os.environ.get("EMBER_MICROPYTHON")
     candidates = [env] if env else []
     candidates.append(str(embedded_dir() / "build" / "micropython"))
@@ -61,7 +72,13 @@ def micropython_path(native: bool = True) -> str:
 
 @dataclass
 class MicroRun:
-    """What a MicroPython run reports."""
+    """What a MicroPython run reports.
+
+    >>> run = MicroRun(predictions=[3], tier="ulab", us_per_image=1500.0, heap_after_load=9000,
+    ...                heap_peak=12000)
+    >>> run.ms_per_image, run.accuracy
+    (1.5, None)
+    """
 
     predictions: list[int]
     tier: str
@@ -77,6 +94,7 @@ class MicroRun:
 
     @property
     def ms_per_image(self) -> float:
+        """Milliseconds per image."""
         return self.us_per_image / 1000.0
 
 
@@ -104,7 +122,14 @@ def _write_inputs(images, folder: str) -> tuple[str, int]:
 
 def run_micropython_script(args: list[str], *, heapsize: str = "256K", native: bool = True,
                            timeout: float = 600, micropython: str | None = None):
-    """Run ``micropython -X heapsize=... <args>`` with ember_micro importable."""
+    r"""Run ``micropython -X heapsize=... <args>`` with ember_micro importable.
+
+    CPython accepts ``-X`` options too, so it can stand in for the MicroPython binary here:
+
+    >>> import sys
+    >>> run_micropython_script(["-c", "print(6 * 7)"], micropython=sys.executable).stdout
+    '42\n'
+    """
     exe = micropython or find_micropython()
     env = dict(os.environ, MICROPYPATH=micropython_path(native))
     return subprocess.run([exe, "-X", f"heapsize={heapsize}", *args], capture_output=True,

@@ -87,6 +87,14 @@ def run(program: Program, x, *, int8: bool = True, observe=None):
 
     ``int8=False`` runs the float weights even in a quantised program. ``observe(layer, x)`` is
     called with each layer's input (used for calibration).
+
+    >>> import numpy as np
+    >>> from ember import nn
+    >>> from ember.export import lower, model_logits
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    >>> x = np.random.default_rng(0).standard_normal((5, 1, 2, 2))
+    >>> np.allclose(run(lower(model, (1, 2, 2)), x), model_logits(model, x), atol=1e-5)
+    True
     """
     np = _np()
     x = np.asarray(x, dtype=np.float64)
@@ -130,6 +138,17 @@ def quantize(program: Program, calibration, *, percentile: float = 100.0) -> Pro
 
     The scale of each int8 layer's input is the ``percentile`` of |activation| / 127 (100 = the
     maximum, which never clips the calibration data).
+
+    >>> import numpy as np
+    >>> from ember import nn
+    >>> from ember.export import lower
+    >>> program = lower(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), (1, 2, 2))
+    >>> x = np.random.default_rng(0).standard_normal((16, 1, 2, 2))
+    >>> q = quantize(program, x)
+    >>> q.quantized, q.layers[0].w_q.dtype.name, program.quantized  # a copy: the input is kept
+    (True, 'int8', False)
+    >>> float(np.abs(run(q, x) - run(program, x)).max()) < 0.05
+    True
     """
     np = _np()
     q = copy.deepcopy(program)
