@@ -19,7 +19,14 @@ MAX_ITEMS = 10_000_000  # guards against absurd dims in a corrupt header
 
 
 def read_idx(path: str | os.PathLike) -> tuple[bytes, tuple[int, ...]]:
-    """The raw uint8 payload and shape of an IDX file (``.gz`` is decompressed)."""
+    r"""The raw uint8 payload and shape of an IDX file (``.gz`` is decompressed).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny-images.gz")
+    >>> write_idx(path, bytes(range(6)), (2, 3))
+    >>> read_idx(path)
+    (b'\x00\x01\x02\x03\x04\x05', (2, 3))
+    """
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -55,7 +62,14 @@ def parse_idx(raw: bytes, name: str = "<bytes>") -> tuple[bytes, tuple[int, ...]
 
 
 def write_idx(path: str | os.PathLike, payload: bytes, shape: tuple[int, ...]) -> None:
-    """Write uint8 data as IDX (gzip when the name ends in ``.gz``), atomically."""
+    r"""Write uint8 data as IDX (gzip when the name ends in ``.gz``), atomically.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "labels.idx")
+    >>> write_idx(path, bytes([7, 1]), (2,))
+    >>> open(path, "rb").read()  # magic (uint8, 1 dim), the dim as big-endian uint32, the data
+    b'\x00\x00\x08\x01\x00\x00\x00\x02\x07\x01'
+    """
     from ..io.atomic import atomic_write
 
     if numel(shape) != len(payload):

@@ -111,7 +111,16 @@ def decode_image(path: str | os.PathLike, mode: str = "RGB", what: str = "can't 
 
 def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None, mode: str = "RGB"):
     """An image file as float32 TensorData (C, H, W) in [0, 1], resized to ``size`` (H, W)
-    when given. Bounded by ``ember.limits`` ``max_image_pixels`` (the file and ``size``)."""
+    when given. Bounded by ``ember.limits`` ``max_image_pixels`` (the file and ``size``).
+
+    >>> import os, tempfile
+    >>> from PIL import Image
+    >>> path = os.path.join(tempfile.mkdtemp(), "red.png")
+    >>> Image.new("RGB", (4, 2), (255, 0, 0)).save(path)
+    >>> img = load_image(path, size=(8, 8))
+    >>> img.shape, img.dtype.name, img.tolist()[0][0][0], img.tolist()[1][0][0]
+    ((3, 8, 8), 'float32', 1.0, 0.0)
+    """
     from .. import dtype as dt
     from ..tensordata import TensorData
 

@@ -21,10 +21,16 @@ from .base import Dataset
 
 
 class Batcher:
-    """Turns a list of items into batched tensors on ``backend``.
+    r"""Turns a list of items into batched tensors on ``backend``.
 
     Items may be numbers, bytes (uint8 rows), lists, ``array.array``s, numpy arrays, TensorData or Tensors, or
     tuples/dicts of those (batched field by field). Floats become ``float_dtype``, ints int64.
+
+    >>> batch = Batcher()([([1.0, 2.0], 0), ([3.0, 4.0], 1)])
+    >>> batch[0].tolist(), batch[1].tolist(), batch[1].dtype
+    ([[1.0, 2.0], [3.0, 4.0]], [0, 1], ember.int64)
+    >>> Batcher().stack([b"\x01\x02", b"\x03\x04"]).tolist()  # bytes are uint8 rows
+    [[1, 2], [3, 4]]
     """
 
     def __init__(self, backend=None, float_dtype=None):
@@ -40,6 +46,9 @@ class Batcher:
         return self.stack(items)
 
     def stack(self, items: list):
+        """One batched tensor from a list of items of one kind (no tuples/dicts: ``__call__`` splits
+        those field by field).
+        """
         from ..ops.creation import tensor
         from ..tensor import Tensor
 
@@ -94,6 +103,19 @@ class DataLoader:
     prefetch batches in the background without changing their order or content, so results
     for a seed are the same with or without prefetching. ``state_dict()`` records the epoch
     so a resumed run sees the same orders.
+
+    >>> from ember.dataset import InMemoryDataset
+    >>> loader = DataLoader(InMemoryDataset(list(range(5))), batch_size=2, shuffle=True, seed=1)
+    >>> len(loader), loader.batch_indices(0) == loader.batch_indices(0)
+    (3, True)
+    >>> sorted(i for batch in loader.batch_indices(0) for i in batch)
+    [0, 1, 2, 3, 4]
+    >>> first = [b.tolist() for b in loader]  # epoch 0
+    >>> state = loader.state_dict(); state
+    {'epoch': 1, 'seed': 1}
+    >>> loader.load_state_dict({"epoch": 0, "seed": 1})
+    >>> [b.tolist() for b in loader.iter_from(1)] == first[1:]  # resume epoch 0 at batch 1
+    True
     """
 
     def __init__(
@@ -124,6 +146,7 @@ class DataLoader:
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def batch_indices(self, epoch: int) -> list[list[int]]:
+        """The dataset indices of each batch of ``epoch`` (shuffled from ``seed`` and ``epoch``)."""
         order = list(range(len(self.dataset)))
         if self.shuffle:
             random.Random(self.seed * 1_000_003 + epoch).shuffle(order)
@@ -156,7 +179,9 @@ class DataLoader:
         return self.iter_from(0)
 
     def state_dict(self) -> dict:
+        """``{"epoch", "seed"}``: what a resumed run needs to draw the same orders."""
         return {"epoch": self.epoch, "seed": self.seed}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
         self.epoch, self.seed = int(state["epoch"]), int(state["seed"])

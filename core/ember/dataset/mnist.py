@@ -72,7 +72,15 @@ def _find(folder: Path, stem: str) -> Path | None:
 
 
 def download(name: str = "mnist", root: str | os.PathLike | None = None) -> Path:
-    """Fetch the four IDX files of ``name`` into ``root`` and check their MD5 sums."""
+    """Fetch the four IDX files of ``name`` into ``root`` and check their MD5 sums.
+
+    The files come from the dataset's mirrors (network); an unknown name fails first:
+
+    >>> download("cifar10")
+    Traceback (most recent call last):
+    ...
+    ember.errors.DatasetError: download: unknown dataset 'cifar10'; known: mnist, fashion-mnist
+    """
     if name not in MD5:
         raise DatasetError(f"download: unknown dataset {name!r}; known: {', '.join(MD5)}")
     folder = Path(root) if root else default_root(name)

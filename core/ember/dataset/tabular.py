@@ -18,12 +18,19 @@ from ..errors import DatasetError
 
 
 class CsvDataset:
-    """Rows of a CSV file as ``(features, target)``.
+    r"""Rows of a CSV file as ``(features, target)``.
 
     ``features`` are the float columns listed in ``features`` (default: every column but the
     target). The target is a float for ``task="regression"``; for ``"classification"`` string
     labels map to class indices (sorted, listed in ``.classes``). Every value is parsed once,
     up front, and a bad cell is reported with its row and column.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "flowers.csv")
+    >>> _ = open(path, "w").write("petal,sepal,kind\n1.5,3.0,iris\n4.0,2.5,rose\n1.0,2.0,iris\n")
+    >>> ds = CsvDataset(path, target="kind")
+    >>> len(ds), ds.classes, ds[1]
+    (3, ['iris', 'rose'], ([4.0, 2.5], 1))
     """
 
     def __init__(self, path: str | os.PathLike, target: str, features: Sequence[str] | None = None,
