@@ -19,7 +19,13 @@ from .graph import SELF, Node, grad_enabled
 
 
 class ADPrim:
-    """An Autodiff primitive: the inner backend's primitive and, when tracked, its node."""
+    """An Autodiff primitive: the inner backend's primitive and, when tracked, its node.
+
+    >>> import ember
+    >>> x = ember.tensor([1.0], backend="autodiff-python")
+    >>> type(x._prim).__name__, x._prim.node is None, x.require_grad()._prim.node is not None
+    ('ADPrim', True, True)
+    """
 
     __slots__ = ("__weakref__", "inner", "node")
 

@@ -42,7 +42,15 @@ def current_strategy() -> str | None:
 
 @contextlib.contextmanager
 def checkpoint(strategy: str | None = "balanced") -> Iterator[None]:
-    """Within the block, Autodiff ops record with ``strategy`` (``"balanced"`` or ``None``)."""
+    """Within the block, Autodiff ops record with ``strategy`` (``"balanced"`` or ``None``).
+
+    >>> import ember
+    >>> x = ember.tensor([0.5, 1.0], backend="autodiff-python").require_grad()
+    >>> with checkpoint("balanced"):
+    ...     y = x.exp().sin().sum()
+    >>> x.grad(y.backward()).tolist() == x.grad(x.exp().sin().sum().backward()).tolist()
+    True
+    """
     if strategy not in STRATEGIES:
         raise EmberError(
             f"checkpoint: unknown strategy {strategy!r}; valid: "
@@ -58,7 +66,14 @@ def checkpoint(strategy: str | None = "balanced") -> Iterator[None]:
 def graph_stats(t) -> dict:
     """What the graph behind tensor ``t`` holds: ``nodes`` (recorded ops), ``saved`` (distinct
     inner primitives kept alive for backward), ``saved_bytes`` and ``recomputed`` (nodes that
-    checkpointing will recompute)."""
+    checkpointing will recompute).
+
+    >>> import ember
+    >>> x = ember.tensor([1.0, 2.0], backend="autodiff-python").require_grad()
+    >>> stats = graph_stats((x * 2).sum())
+    >>> sorted(stats), stats["nodes"] >= 2
+    (['nodes', 'recomputed', 'saved', 'saved_bytes'], True)
+    """
     from ..shape import numel
 
     inner = t.backend.inner

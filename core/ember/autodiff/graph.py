@@ -23,7 +23,15 @@ SELF = object()  # ``Node.out`` marker: recompute this node's own output (checkp
 
 
 def grad_enabled() -> bool:
-    """Whether ops on an Autodiff backend record the graph (False inside ``no_grad()``)."""
+    """Whether ops on an Autodiff backend record the graph (False inside ``no_grad()``).
+
+    >>> import ember
+    >>> with ember.no_grad():
+    ...     print(grad_enabled())
+    False
+    >>> grad_enabled()
+    True
+    """
     return _GRAD_ENABLED.get()
 
 
@@ -47,7 +55,16 @@ def no_grad() -> Iterator[None]:
 
 @contextlib.contextmanager
 def enable_grad() -> Iterator[None]:
-    """Turn recording back on inside a ``no_grad()`` block."""
+    """Turn recording back on inside a ``no_grad()`` block.
+
+    >>> import ember
+    >>> x = ember.tensor([1.0], backend="autodiff-python").require_grad()
+    >>> with ember.no_grad():
+    ...     with enable_grad():
+    ...         y = x * 2
+    >>> y.is_require_grad()
+    True
+    """
     token = _GRAD_ENABLED.set(True)
     try:
         yield
@@ -220,6 +237,9 @@ class Gradients:
     >>> grads = (x * x).sum().backward()
     >>> x.grad(grads).tolist()
     [2.0, 4.0]
+
+    >>> grads.get(x).tolist(), x in grads, grads.remove(x).tolist(), grads.get(x)
+    ([2.0, 4.0], True, [2.0, 4.0], None)
     """
 
     def __init__(self, inner, wrap: Callable):
