@@ -39,7 +39,13 @@ class FusionPrim:
     """A Fusion primitive: shape, dtype, element count, and the inner primitive (``value``)
     or the pending ``node`` ``(op, inputs, params)``. ``nodes`` (an upper bound: a shared
     subgraph counts once per use) and ``leaves`` bound the pending graph's size; ``heavy``
-    counts the pending contractions in it (a bound too)."""
+    counts the pending contractions in it (a bound too).
+
+    >>> import ember
+    >>> x = ember.tensor([0.5, 1.5], backend="fusion-numpy")
+    >>> x._prim, x._prim.pending
+    (FusionPrim(shape=(2,), dtype=float32, materialised), False)
+    """
 
     __slots__ = ("__weakref__", "dtype", "heavy", "inlined", "leaves", "node", "nodes", "serial",
                  "shape", "size", "value")
@@ -55,6 +61,7 @@ class FusionPrim:
 
     @property
     def pending(self) -> bool:
+        """Whether the value is still a recorded node (not yet computed on the inner backend)."""
         return self.node is not None
 
     def __repr__(self) -> str:

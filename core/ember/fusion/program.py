@@ -62,7 +62,15 @@ CONTRACTIONS = frozenset({"float_matmul"})
 
 
 class Program:
-    """One fused elementwise graph, ready for an inner backend's compiler (see the module)."""
+    """One fused elementwise graph, ready for an inner backend's compiler (see the module).
+
+    ``x + 1`` on one float32 leaf, as Fusion hands it to a compiler:
+
+    >>> p = Program((2,), "float32", [("float_add", (("l", 0), ("c", 0)), (), "float32")],
+    ...             ["x"], [(1.0, "float32")], ["float32"])
+    >>> p, p.outputs, p.reduction, p.signature[0]
+    (Program(shape=(2,), 1 nodes, 1 leaves, 1 constants), [0], None, (('float_add', (('l', 0), ('c', 0)), (), 'float32'),))
+    """
 
     __slots__ = ("consts", "contraction", "dtype", "leaf_dtypes", "leaves", "nodes", "outputs",
                  "reduction", "shape", "_signature")
