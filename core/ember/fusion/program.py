@@ -68,8 +68,8 @@ class Program:
 
     >>> p = Program((2,), "float32", [("float_add", (("l", 0), ("c", 0)), (), "float32")],
     ...             ["x"], [(1.0, "float32")], ["float32"])
-    >>> p, p.outputs, p.reduction, p.signature[0]
-    (Program(shape=(2,), 1 nodes, 1 leaves, 1 constants), [0], None, (('float_add', (('l', 0), ('c', 0)), (), 'float32'),))
+    >>> p, p.outputs, p.reduction, [op for op, *_ in p.signature[0]]
+    (Program(shape=(2,), 1 nodes, 1 leaves, 1 constants), [0], None, ['float_add'])
     """
 
     __slots__ = ("consts", "contraction", "dtype", "leaf_dtypes", "leaves", "nodes", "outputs",
