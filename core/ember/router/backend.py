@@ -26,13 +26,28 @@ from ..contract.registry import Spec
 from ..errors import DTypeError, EmberError, UnsupportedOpError
 from .policy import resolve
 
-#: one move of a tensor between two inner backends, as kept in ``Router.log``
 Move = collections.namedtuple("Move", "op src dst shape dtype nbytes")
+Move.__doc__ = """One move of a tensor between two inner backends, as kept in ``Router.log``: the op
+that needed it, the source and destination backends' names, the shape, dtype and bytes moved.
+
+>>> import ember
+>>> r = ember.Router("python", "numpy", policy=ember.router.PinOp({"float_exp": "numpy"}))
+>>> _ = ember.tensor([0.0, 1.0], backend=r).exp()
+>>> r.log[0]
+Move(op='float_exp', src='python', dst='numpy', shape=(2,), dtype='float32', nbytes=8)
+"""
 
 
 class Routed:
     """A Router primitive: the index of the inner backend it lives on (``at``), its primitive
-    there (``value``), and the copies moves have made on other backends (index → primitive)."""
+    there (``value``), and the copies moves have made on other backends (index → primitive).
+
+    >>> import ember
+    >>> r = ember.Router("python", "numpy", policy=ember.router.PinOp({"float_exp": "numpy"}))
+    >>> x = ember.tensor([0.0, 1.0], backend=r)
+    >>> x._prim.at, x.exp()._prim.at, x._prim.copies is not None  # x was copied to numpy
+    (0, 1, True)
+    """
 
     __slots__ = ("__weakref__", "at", "copies", "value")
 

@@ -19,9 +19,16 @@ from ..errors import EmberError
 
 
 class FirstCapable:
-    """The default: the first backend (in the Router's order) that can run the op."""
+    """The default: the first backend (in the Router's order) that can run the op.
+
+    >>> from ember.router import Router
+    >>> r = Router("numpy", "python")
+    >>> FirstCapable().choose(r, "float_exp", (0, 1), [], None), r.policy
+    (0, FirstCapable())
+    """
 
     def choose(self, router, op: str, candidates: tuple, operands: list, dtype) -> int:
+        """Pick one of ``candidates`` (indices into ``router.backends``) for ``op``; see the module."""
         return candidates[0]
 
     def __repr__(self) -> str:
@@ -30,9 +37,18 @@ class FirstCapable:
 
 class Cost:
     """Cost-based: the candidate where most operand bytes already are (a moved tensor keeps
-    its copy, so it counts where it was moved to as well); ties go to the first candidate."""
+    its copy, so it counts where it was moved to as well); ties go to the first candidate.
+
+    >>> import ember
+    >>> from ember.router import Router
+    >>> r = Router("python", "numpy", policy="cost")
+    >>> on_numpy = ember.tensor([1.0, 2.0], backend=r).to(r)  # created on python (the first)
+    >>> r.policy.choose(r, "float_add", (0, 1), [on_numpy._prim, on_numpy._prim], None)
+    0
+    """
 
     def choose(self, router, op: str, candidates: tuple, operands: list, dtype) -> int:
+        """The candidate holding the most operand bytes (its own or a moved copy); ties: the first."""
         if len(candidates) == 1 or not operands:
             return candidates[0]
         best, best_bytes = candidates[0], -1
@@ -70,20 +86,38 @@ class _Pinned:
 class PinDtype(_Pinned):
     """Ops whose result has a pinned dtype run on its backend (when it can):
     ``PinDtype({"float32": "wgpu"})``; the rest go to ``then`` (default :class:`FirstCapable`).
+
+    >>> import ember
+    >>> from ember.router import Router
+    >>> r = Router("python", "numpy", policy=PinDtype({ember.float64: "numpy"}))
+    >>> r.policy.choose(r, "float_add", (0, 1), [], ember.float64)
+    1
+    >>> r.policy.choose(r, "float_add", (0, 1), [], ember.float32)  # not pinned: FirstCapable
+    0
     """
 
     def __init__(self, table: dict, then=None):
         super().__init__({dt.as_dtype(k): v for k, v in table.items()}, then)
 
     def choose(self, router, op: str, candidates: tuple, operands: list, dtype) -> int:
+        """The backend pinned for ``dtype`` when it is a candidate, else what ``then`` chooses."""
         return self._pick(router, dtype, op, candidates, operands, dtype)
 
 
 class PinOp(_Pinned):
     """Pinned ops run on their backend (when it can): ``PinOp({"float_matmul": "wgpu"})``;
-    the rest go to ``then`` (default :class:`FirstCapable`)."""
+    the rest go to ``then`` (default :class:`FirstCapable`).
+
+    >>> from ember.router import Router
+    >>> r = Router("python", "numpy", policy=PinOp({"float_matmul": "numpy"}))
+    >>> r.policy.choose(r, "float_matmul", (0, 1), [], None)
+    1
+    >>> r.policy.choose(r, "float_exp", (0, 1), [], None)  # not pinned: FirstCapable
+    0
+    """
 
     def choose(self, router, op: str, candidates: tuple, operands: list, dtype) -> int:
+        """The backend pinned for ``op`` when it is a candidate, else what ``then`` chooses."""
         return self._pick(router, op, op, candidates, operands, dtype)
 
 
