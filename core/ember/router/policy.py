@@ -28,7 +28,7 @@ class FirstCapable:
     """
 
     def choose(self, router, op: str, candidates: tuple, operands: list, dtype) -> int:
-        """Pick one of ``candidates`` (indices into ``router.backends``) for ``op``; see the module."""
+        """One of ``candidates`` (indices into ``router.backends``) to run ``op`` on."""
         return candidates[0]
 
     def __repr__(self) -> str:
@@ -48,7 +48,7 @@ class Cost:
     """
 
     def choose(self, router, op: str, candidates: tuple, operands: list, dtype) -> int:
-        """The candidate holding the most operand bytes (its own or a moved copy); ties: the first."""
+        """The candidate holding the most operand bytes (own or moved copies); ties: the first."""
         if len(candidates) == 1 or not operands:
             return candidates[0]
         best, best_bytes = candidates[0], -1
