@@ -28,7 +28,7 @@ from ._graph import Function
 from .ops.nn_conv import _pool_geometry, resolve_pads
 
 # the ops with a closure whose output is a new array no input aliases (so it may be reused)
-_FRESH = {"Conv", "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
+_FRESH = {"BatchNormalization", "Sum", "AveragePool", "Conv", "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
           "Exp", "Sqrt", "Erf", "Gelu", "Clip", "HardSigmoid", "HardSwish", "Softmax",
           "LayerNormalization", "GlobalAveragePool", "MaxPool", "Concat", "LeakyRelu", "Neg",
           "Abs", "Reciprocal", "Pow", "Log", "Where"}
@@ -45,6 +45,10 @@ _UNARY = {"Tanh": np.tanh, "Exp": np.exp, "Sqrt": np.sqrt, "Neg": np.negative, "
 ENV = "\0env"
 _CASTS = {1: (np.float32, "biuf"), 11: (np.float64, "biuf"), 7: (np.int64, "biu"),
           6: (np.int32, "bi"), 9: (np.bool_, "biuf")}
+
+
+class _Unplanned(Exception):
+    """Raised by a closure for inputs it does not cover (see ``_Builder._or_generic``)."""
 
 
 class FastPlan:
@@ -138,6 +142,7 @@ class _Builder:
             f = (self._if if node.op_type == "If" else self._loop)(node)
             return None if f is None else (f, (*ins, ENV), tuple(node.outputs))
         f = None
+        self._cur = (node, fn, opset)
         if not isinstance(fn, Function) and node.domain in ("", "ai.onnx"):
             maker = getattr(self, "_op_" + node.op_type, None)
             if maker is not None and all(i == "" or i in self.types or i in self.consts
@@ -161,6 +166,21 @@ class _Builder:
 
     def const(self, name):
         return self.consts.get(name) if name else None
+
+    def _or_generic(self, f, node):
+        """``f``, or the node's generic op function for inputs ``f`` turns down at run
+        time (raising ``_Unplanned``)."""
+        generic = self._generic(*self._cur)
+        single = len(node.outputs) == 1
+
+        def g(*args):
+            try:
+                return f(*args)
+            except _Unplanned:
+                r = generic(*args)
+                return r[0] if single else r
+
+        return g
 
     def _generic(self, node, fn, opset):
         from .runtime import Ctx
@@ -419,11 +439,19 @@ class _Builder:
 
     def _op_Softmax(self, node, opset):
         dt = self.dtype(node.inputs[0])
-        if dt not in _FLOATS or opset < 13:
+        if dt not in _FLOATS:
             return None
-        axis = node.attrs.get("axis", -1)
         softmax = self.backend.softmax
-        return lambda v: softmax(v, axis % v.ndim)
+        if opset >= 13:
+            axis = node.attrs.get("axis", -1)
+            return lambda v: softmax(v, axis % v.ndim)
+        axis = node.attrs.get("axis", 1)
+
+        def flat(v):  # opsets < 13: over the dims from axis on, flattened
+            a = axis % v.ndim
+            return softmax(v.reshape(math.prod(v.shape[:a]), -1), 1).reshape(v.shape)
+
+        return flat
 
     def _op_Cast(self, node, opset):
         target = _CASTS.get(node.attrs.get("to"))
@@ -522,6 +550,76 @@ class _Builder:
 
         return f
 
+    def _op_AveragePool(self, node, opset):
+        at = node.attrs
+        kernel = at.get("kernel_shape")
+        if self.dtype(node.inputs[0]) not in _FLOATS or not kernel or len(kernel) != 2:
+            return None
+        avg_pool, include = self.backend.avg_pool, bool(at.get("count_include_pad", 0))
+        cache: dict = {}
+
+        def f(v):
+            g = cache.get(v.shape)
+            if g is None:
+                strides, dil, begins, ends, _, extra = _pool_geometry(
+                    v, kernel, at.get("strides"), at.get("pads"), at.get("dilations"),
+                    at.get("ceil_mode", 0), at.get("auto_pad", "NOTSET"))
+                g = cache[v.shape] = (tuple(strides), tuple(begins)) if (
+                    begins == ends and not any(extra) and list(dil) == [1, 1]
+                    and all(b <= k // 2 for b, k in zip(begins, kernel))) else False
+            if g is False:  # the generic path's windowed sum and counts
+                raise _Unplanned
+            return avg_pool(v, tuple(kernel), g[0], g[1], False, include)
+
+        return self._or_generic(f, node)
+
+    def _op_BatchNormalization(self, node, opset):
+        x = node.inputs[0]
+        dt = self.dtype(x)
+        params = [self.const(i) for i in node.inputs[1:5]]
+        if (dt not in _FLOATS or node.attrs.get("training_mode") or len(node.outputs) != 1
+                or any(p is None or p.dtype != dt for p in params)):
+            return None
+        scale, b, mean, var = params
+        eps = node.attrs.get("epsilon", 1e-5)
+        inv = scale / np.sqrt(var + dt.type(eps))
+        shift = b - mean * inv
+        reuse = self.reusable(x)
+
+        def f(v, *_params):
+            shape = (-1,) + (1,) * (v.ndim - 2)
+            y = np.multiply(v, inv.reshape(shape), out=v if reuse else None)
+            y += shift.reshape(shape)
+            return y
+
+        return f
+
+    def _op_Sum(self, node, opset):
+        dts = {self.dtype(i) for i in node.inputs}
+        if len(dts) != 1 or next(iter(dts)) not in _FLOATS:
+            return None
+        first = self.reusable(node.inputs[0]) and node.inputs.count(node.inputs[0]) == 1
+
+        def f(*xs):
+            if len(xs) == 1:
+                return xs[0]
+            acc = np.add(xs[0], xs[1], out=xs[0] if first and type(xs[0]) is np.ndarray
+                         and xs[0].shape == np.broadcast_shapes(xs[0].shape, xs[1].shape)
+                         else None)
+            for v in xs[2:]:
+                acc = np.add(acc, v, out=acc if acc.shape == np.broadcast_shapes(
+                    acc.shape, v.shape) else None)
+            return acc
+
+        return f
+
+    def _op_Dropout(self, node, opset):
+        if len(node.outputs) != 1 or node.attrs.get("training_mode"):
+            return None
+        if len(node.inputs) > 2 and node.inputs[2]:
+            return None  # training_mode as an input: the generic path reads it
+        return lambda v, *_rest: v
+
     def _op_GlobalAveragePool(self, node, opset):
         if self.dtype(node.inputs[0]) not in _FLOATS:
             return None
@@ -534,7 +632,6 @@ class _Builder:
 
     def _op_LayerNormalization(self, node, opset):
         x, scale = node.inputs[:2]
-        bname = node.inputs[2] if len(node.inputs) > 2 else ""
         dt = self.dtype(x)
         if dt not in _FLOATS or len(node.outputs) != 1 or self.dtype(scale) != dt:
             return None

@@ -12,7 +12,7 @@ import itertools
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ...contract.windows import avg_pool_divisors
 from ...shape import pool_geometry
@@ -57,12 +57,18 @@ def _windows(x, kernel, stride, padding, dilation) -> np.ndarray:
     nd = len(stride)
     x = _pad(x, padding, 0)
     spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    win = sliding_window_view(x, spans, axis=tuple(range(2, 2 + nd)))  # (N, C, *L, *spans)
-    return win[
-        (slice(None), slice(None))
-        + tuple(slice(None, None, s) for s in stride)
-        + tuple(slice(None, None, d) for d in dilation)
-    ]
+    out = tuple((n - s) // st + 1 for n, s, st in zip(x.shape[2:], spans, stride))
+    if min(out, default=1) <= 0:  # no window fits: let numpy's checked view say so
+        win = sliding_window_view(x, spans, axis=tuple(range(2, 2 + nd)))
+        return win[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)
+                   + tuple(slice(None, None, d) for d in dilation)]
+    lead, inner = x.strides[:2], x.strides[2:]
+    shape = x.shape[:2] + out + tuple(kernel)
+    strides = lead + tuple(t * s for t, s in zip(inner, stride)) + tuple(
+        t * d for t, d in zip(inner, dilation))
+    if x.flags.c_contiguous:  # the ndarray constructor: ~1 us against as_strided's ~9
+        return np.ndarray(shape, x.dtype, x, 0, strides)
+    return as_strided(x, shape, strides, writeable=False)
 
 
 def _im2col(win: np.ndarray, groups: int) -> np.ndarray:
@@ -113,9 +119,23 @@ class NumpyNNOps:
         nd = len(stride)
         c_out = weight.shape[0]
         n, c = x.shape[:2]
+        pointwise = math.prod(weight.shape[2:]) == 1 and groups == 1
+        if pointwise and not any(p for pair in padding for p in pair):
+            # 1x1: the input itself (strided if the conv is) is the GEMM's right operand
+            xs = x[(Ellipsis,) + tuple(slice(None, None, s) for s in stride)] if any(
+                s != 1 for s in stride) else x
+            out = xs.shape[2:]
+            w2 = weight.reshape(c_out, c)
+            if n == 1:
+                y = np.matmul(w2, xs.reshape(c, -1)).reshape((1, c_out) + out)
+            else:
+                y = np.matmul(w2, xs.reshape(n, c, -1)).reshape((n, c_out) + out)
+            if bias is not None:
+                y += bias.reshape((1, c_out) + (1,) * nd)
+            return y
         win = _windows(x, weight.shape[2:], stride, padding, dilation)
         out = win.shape[2 : 2 + nd]
-        if math.prod(weight.shape[2:]) == 1 and groups == 1:
+        if pointwise:
             # pointwise: no im2col at all, one (C_out, C) @ (C, positions) per sample
             xs = np.ascontiguousarray(win.reshape(n, c, math.prod(out)))
             y = np.matmul(weight.reshape(c_out, c), xs).reshape((n, c_out) + out)

@@ -1,0 +1,199 @@
+"""The numpy fast plan (``ember.onnx._fastnp``) against the generic path it must reproduce.
+
+On the numpy backend a module's first call with new input dtypes runs the generic path and
+records every value's dtype; later calls run the fast plan. Each case here runs the generic
+path (``fast = False``, the reference), then the fast plan, on every official node case that
+passes on numpy and on the real models, and compares: integers and booleans exactly, floats
+to a few float32 ulps (in-place passes may reorder nothing, but the generic path's Conv with
+asymmetric pads pads first, which changes no value; the tolerance only absorbs BLAS).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import warnings
+
+import pytest
+
+pytest.importorskip("onnx")
+np = pytest.importorskip("numpy")
+
+import suite
+from known_failures import KNOWN_FAILURES
+from real_models import SHAPES, inputs_for, light_models, rapidocr_models
+
+import ember
+import ember.onnx
+from ember.onnx import _fastnp
+
+PASSING = sorted(n for n in suite.cases() if n not in KNOWN_FAILURES["numpy"])
+
+
+def _same(got, want, where: str) -> None:
+    if isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want)):
+            _same(g, w, f"{where}[{i}]")
+        return
+    if want is None:
+        assert got is None, where
+        return
+    g, w = got.numpy(), want.numpy()
+    assert g.dtype == w.dtype and g.shape == w.shape, f"{where}: {g.dtype}{g.shape} vs " \
+                                                      f"{w.dtype}{w.shape}"
+    if w.dtype.kind == "f":
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6, equal_nan=True, err_msg=where)
+    else:
+        np.testing.assert_array_equal(g, w, err_msg=where)
+
+
+def _generic_then_fast(m, feeds: dict) -> bool:
+    """Outputs of the generic path and of the fast plan for ``feeds`` must agree; returns
+    whether a fast plan ran (a graph with Scan, say, has none and runs generically)."""
+    m.fast = False
+    want = m.run(feeds)
+    m.fast = True
+    m.run(feeds)  # records dtypes, builds the plan
+    got = m.run(feeds)
+    for name in want:
+        _same(got[name], want[name], f"output {name}")
+    return any(p is not None for p in m._fast.values())
+
+
+@pytest.mark.parametrize("name", PASSING)
+def test_node_fast_plan_matches_generic(name):
+    case = suite.cases()[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = ember.onnx.load(case.model, backend="numpy")
+        graph_inputs = [i.name for i in case.model.graph.input]
+        for inputs, _ in case.data_sets:
+            feeds = {n: suite._to_ember_input(v) for n, v in zip(graph_inputs, inputs)
+                     if n in m.input_names}
+            for n in m.input_names:
+                feeds.setdefault(n, None)
+            _generic_then_fast(m, feeds)
+
+
+def test_most_node_cases_get_a_fast_plan():
+    """Guards against the fast plan silently refusing everything (then the test above
+    compares the generic path with itself)."""
+    planned = 0
+    for name in PASSING[::10]:
+        case = suite.cases()[name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = ember.onnx.load(case.model, backend="numpy")
+            inputs = case.data_sets[0][0]
+            feeds = {n.name: suite._to_ember_input(v)
+                     for n, v in zip(case.model.graph.input, inputs) if n.name in m.input_names}
+            for n in m.input_names:
+                feeds.setdefault(n, None)
+            m.run(feeds)
+            planned += any(p is not None for p in m._fast.values())
+    assert planned > len(PASSING[::10]) * 0.8
+
+
+def _fast_steps(m) -> int:
+    """How many of the main graph's nodes run a numpy closure (not the generic wrapper)."""
+    plan = next(p for p in m._fast.values() if p is not None)
+    return sum(getattr(fn, "__name__", "") != "step" for fn, _, _ in plan.steps)
+
+
+def _real(path: str, shape=None) -> None:
+    feeds = inputs_for(path, shape)
+    m = ember.onnx.load(path, backend="numpy")
+    assert _generic_then_fast(m, feeds)
+    assert _fast_steps(m) > 0.9 * len(m.graph.nodes)
+
+
+RAPID = rapidocr_models()
+LIGHT = light_models()
+
+
+@pytest.mark.skipif(not RAPID, reason="pip install --no-deps rapidocr-onnxruntime==1.4.4")
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_rapidocr_fast_plan_matches_generic(name):
+    pytest.importorskip("onnxruntime")
+    _real(RAPID[name], SHAPES[name])
+
+
+@pytest.mark.parametrize("name", ["light_resnet50", "light_inception_v1", "light_squeezenet"])
+def test_light_cnn_fast_plan_matches_generic(name):
+    pytest.importorskip("onnxruntime")
+    if name not in LIGHT:
+        pytest.skip("no light models in this onnx wheel")
+    _real(LIGHT[name])
+
+
+@pytest.fixture(scope="module")
+def built():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+    from onnx_models import built as build
+
+    return build(os.path.join(tempfile.gettempdir(), "ember-bench-onnx-models"))
+
+
+@pytest.mark.parametrize("name", ["loop_rnn", "same_pool_cnn", "encoder"])
+def test_built_models_fast_plan_matches_generic(name, built):
+    """A Loop whose body holds an If (both compiled), SiLU + SAME pooling, a transformer."""
+    pytest.importorskip("onnxruntime")
+    if name == "encoder":
+        pytest.importorskip("torch")
+    path = built[name]
+    if name == "encoder":
+        feeds = {"input_ids": np.random.default_rng(0).integers(0, 1000, (1, 128))}
+        m = ember.onnx.load(path, backend="numpy")
+        assert _generic_then_fast(m, feeds)
+    else:
+        _real(path)
+
+
+def test_fast_plan_reuses_only_fresh_single_use_values():
+    """An input read by two nodes, and a graph output read again, are never overwritten."""
+    from onnx import TensorProto, helper
+
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),  # r: graph output and read again
+             helper.make_node("Sigmoid", ["r"], ["s"]),
+             helper.make_node("Mul", ["x", "s"], ["y"]),  # x read twice
+             helper.make_node("Reshape", ["y", "shape"], ["z"]),  # z views y
+             helper.make_node("Relu", ["z"], ["w"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", f, [2, 3])],
+        [helper.make_tensor_value_info(n, f, None) for n in ("r", "y", "w")],
+        [helper.make_tensor("shape", TensorProto.INT64, [1], [6])])
+    m = ember.onnx.load(helper.make_model(graph), backend="numpy")
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    for _ in range(3):
+        r, y, w = m(x.copy())
+        np.testing.assert_array_equal(r.numpy(), np.maximum(x, 0))
+        want = x * (1 / (1 + np.exp(-np.maximum(x, 0))))
+        np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+        np.testing.assert_allclose(w.numpy(), np.maximum(want, 0).reshape(6), rtol=1e-6)
+    assert _fast_steps(m) == len(nodes)
+
+
+def test_new_input_dtypes_get_their_own_plan():
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["c"])], "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in "ab"],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, None)])
+    m = ember.onnx.load(helper.make_model(graph), backend="numpy")
+    for dt in (np.float32, np.float64, np.float32):
+        a, b = np.arange(3, dtype=dt), np.ones(3, dtype=dt)
+        m(a, b)
+        c = m(a, b).numpy()
+        assert c.dtype == dt and c.tolist() == [1, 2, 3]
+    assert len(m._fast) == 2
+
+
+def test_wrap_keeps_sequences_and_absent_values():
+    backend = ember.get_backend("numpy")
+    seq = _fastnp.wrap([np.ones(2), None], backend)
+    assert isinstance(seq, list) and seq[1] is None and seq[0].shape == (2,)
+    assert _fastnp.unwrap(seq)[0].tolist() == [1.0, 1.0]
