@@ -29,7 +29,17 @@ _BIG_UPLOAD = 1 << 20  # an upload this large goes out without waiting for more 
 
 
 class RemotePrim:
-    """A Remote primitive: the server-side id, shape and dtype. Dropping it frees it there."""
+    """A Remote primitive: the server-side id, shape and dtype. Dropping it frees it there.
+
+    >>> import ember
+    >>> from ember.remote import Remote, Server
+    >>> server = Server("numpy", port=0, token="example-token").start()
+    >>> r = Remote(server.url, token="example-token")
+    >>> prim = ember.zeros(2, 3, backend=r)._prim
+    >>> type(prim).__name__, prim.shape, prim.dtype
+    ('RemotePrim', (2, 3), ember.float32)
+    >>> r.close(); server.stop()
+    """
 
     __slots__ = ("__weakref__", "dtype", "owner", "remote_id", "shape")
 

@@ -16,7 +16,12 @@ TOKEN_ENV = "EMBER_REMOTE_TOKEN"
 
 @dataclasses.dataclass(frozen=True)
 class ServerLimits:
-    """Bounds the server checks before it allocates or runs anything a client sends."""
+    """Bounds the server checks before it allocates or runs anything a client sends.
+
+    >>> limits = ServerLimits(max_sessions=4)
+    >>> limits.public()["max_sessions"], limits.public()["max_ndim"]
+    (4, 32)
+    """
 
     #: one websocket message (a batch of ops with its uploads); larger ones close the connection
     max_frame_bytes: int = 256 << 20

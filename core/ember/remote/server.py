@@ -43,6 +43,18 @@ class Server:
     ``token``: the shared secret clients send (default: ``$EMBER_REMOTE_TOKEN``; one is
     required). ``host`` defaults to 127.0.0.1: serving other machines is a deliberate choice
     (``host="0.0.0.0"``, and TLS through ``ssl`` when the network isn't yours).
+
+    >>> import ember
+    >>> from ember.remote import Remote
+    >>> server = Server("numpy", port=0, token="example-token").start()  # port 0: any free port
+    >>> server.url.startswith("ws://127.0.0.1:")
+    True
+    >>> r = Remote(server.url, token="example-token")
+    >>> (ember.tensor([1.0, 2.0], backend=r) * 2).tolist()
+    [2.0, 4.0]
+    >>> server.stats()["sessions"], server.stats()["refused"]
+    (1, 0)
+    >>> r.close(); server.stop()
     """
 
     def __init__(self, backend="numpy", *, host: str = "127.0.0.1", port: int = 8760,
@@ -68,6 +80,7 @@ class Server:
 
     @property
     def url(self) -> str:
+        """``ws://host:port`` (``wss://`` with TLS): what clients connect to."""
         return f"{'wss' if self.ssl else 'ws'}://{self.host}:{self.port}"
 
     def stats(self) -> dict:
@@ -135,7 +148,19 @@ class Server:
             await loop.run_in_executor(self._worker, session.close)
 
     async def serve(self, ready: threading.Event | None = None) -> None:
-        """Serve until :meth:`stop` (or the task is cancelled)."""
+        """Serve until :meth:`stop` (or the task is cancelled).
+
+        >>> import asyncio
+        >>> server = Server("numpy", port=0, token="example-token")
+        >>> async def main():
+        ...     task = asyncio.ensure_future(server.serve())
+        ...     while server.port == 0:
+        ...         await asyncio.sleep(0.01)
+        ...     server.stop(); await task
+        ...     return server.port > 0
+        >>> asyncio.run(main())
+        True
+        """
         from websockets.asyncio.server import serve
 
         self._loop = asyncio.get_running_loop()
@@ -149,7 +174,19 @@ class Server:
             await self._stop
 
     def run(self) -> None:
-        """Serve in this thread until interrupted (what ``ember serve`` does)."""
+        """Serve in this thread until interrupted (what ``ember serve`` does).
+
+        >>> import threading, time
+        >>> server = Server("numpy", port=0, token="example-token")
+        >>> def stop_once_listening():
+        ...     while server.port == 0:  # the real port is known once it listens
+        ...         time.sleep(0.01)
+        ...     server.stop()
+        >>> threading.Thread(target=stop_once_listening).start()
+        >>> server.run()  # returns when stop() is called
+        >>> server.port > 0
+        True
+        """
         asyncio.run(self.serve())
 
     def start(self) -> Server:

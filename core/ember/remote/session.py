@@ -39,7 +39,20 @@ _NO_OPS = frozenset({"from_data", "to_data", "to_data_async", "shape", "dtype"})
 
 
 class Session:
-    """The tensors of one connection and the reader of its frames (see the module doc)."""
+    """The tensors of one connection and the reader of its frames (see the module doc).
+
+    >>> import struct
+    >>> from ember.backends import get_backend
+    >>> s = Session(get_backend("numpy"))
+    >>> frame = protocol.encode_batch([["put", 1, "float32", [2], 0, 8],
+    ...                                ["op", "float_add", [2], [{"t": 1}, {"t": 1}]],
+    ...                                ["read", 5, 2]], [struct.pack("<2f", 1.0, 2.0)])
+    >>> request, header, payload = protocol.decode_reply(s.handle(frame)[0])
+    >>> request, struct.unpack("<2f", payload), len(s.tensors)
+    (5, (2.0, 4.0), 2)
+    >>> s.close(); len(s.tensors), s.bytes
+    (0, 0)
+    """
 
     def __init__(self, backend, limits: ServerLimits | None = None):
         self.backend = backend
