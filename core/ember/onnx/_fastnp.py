@@ -25,6 +25,7 @@ from ..backends.numpy.nn import _pad
 from ..backends.numpy.ops import _matmul
 from ..tensor import Tensor
 from ._graph import Function
+from .ops import CallCtx
 from .ops.nn_conv import _pool_geometry, resolve_pads
 
 # the ops with a closure whose output is a new array no input aliases (so it may be reused)
@@ -83,9 +84,10 @@ def compile_graph(module, graph, seen: dict) -> FastPlan | None:
     """``graph``'s fast plan, or None when it holds a node this plan cannot run (a subgraph
     op other than If/Loop). ``seen``: id(graph) -> {value name: numpy dtype} from a generic
     run."""
-    from .runtime import _free_names
+    def plan_of(g):
+        return module._plans.get(id(g)) or module._plan(g)
 
-    plan = module._plans.get(id(graph)) or module._plan(graph)
+    plan = plan_of(graph)
     types = seen.get(id(graph), {})
     consts = {name: getattr(module, attr)._prim for name, attr in plan.consts}
     uses: dict[str, int] = {}
@@ -93,7 +95,7 @@ def compile_graph(module, graph, seen: dict) -> FastPlan | None:
         for i in node.inputs:
             uses[i] = uses.get(i, 0) + 1
         for sub in node.subgraphs():
-            for f in _free_names(sub):
+            for f in plan_of(sub).free:
                 uses[f] = uses.get(f, 0) + 2
     for o in graph.outputs:
         uses[o] = uses.get(o, 0) + 2
@@ -183,15 +185,12 @@ class _Builder:
         return g
 
     def _generic(self, node, fn, opset):
-        from .runtime import Ctx
-
         module, backend = self.module, self.backend
         if isinstance(fn, Function):
             def call(args):
                 return module._run_function(fn, node, args, None)
         else:
-            ctx = Ctx(module, opset)
-            ctx.n_outputs, ctx.op_type = len(node.outputs), node.op_type
+            ctx = CallCtx(node.op_type, backend, opset, len(node.outputs))
 
             def call(args):
                 return module._invoke(ctx, fn, node, args)
