@@ -6,7 +6,9 @@
     ember demo mnist      train the MNIST demo CNN (dashboard, checkpoints, run folder)
     ember demo classify   ImageNet top-5 for photos (EfficientNet-Lite0, PyTorch weights)
     ember demo embed      sentence embeddings + cosine similarities (all-MiniLM-L6-v2)
-    ember export          a trained run folder -> a microcontroller model file (ember_micro)
+    ember export          a run folder or weights file -> a microcontroller model file
+    ember micro deploy    ember_micro + a model file -> a board (mpremote) or a folder
+    ember serve-web       the browser runtime's page on 127.0.0.1
 
 A bad argument or a bad input (a missing or unreadable file, an unknown backend) prints one
 line, ``ember: error: <what is wrong>``, and exits with status 2 (usage) or 1 (the command
@@ -71,6 +73,9 @@ def _demo_mnist(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir or Path("runs") / args.dataset)
     if args.serve or args.embedded:
         return _use_trained(args, run_dir)
+    from .backends.numpy import tune_malloc
+
+    tune_malloc()  # this process is ember's own program: keep freed arrays (a faster step)
     summary = train_mnist(dataset=args.dataset, backend=args.backend, epochs=args.epochs,
                           batch_size=args.batch_size, run_dir=run_dir, resume=args.resume,
                           seed=args.seed, jit=args.jit, int8=args.int8)
@@ -166,19 +171,18 @@ def _add_demo(sub) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    """``ember export RUN_DIR -o model.emb``: the model ``ember demo mnist`` saved, as a file
-    for embedded/ember_micro (uint8 pixels in; ``--int8`` calibrates on MNIST training digits)."""
-    from .demos.mnist import load_trained
-    from .demos.mnist_embedded import INPUT_TRANSFORM, mnist_arrays, normalize
+    """``ember export MODEL -o model.emb``: the model a run folder of ``ember demo mnist`` or a
+    weights file holds, as a file for embedded/ember_micro (the MNIST CNN: uint8 pixels in,
+    ``--int8`` calibrates on MNIST training digits; ``--arch``: another model)."""
+    from .demos.runtime_cli import load_for_export
     from .export import export
 
-    run_dir = Path(args.model)
-    if not (run_dir / "model.json").is_file():
-        raise ValueError(f"{run_dir}: not a run folder (no model.json); train one with "
-                         "`ember demo mnist --run-dir DIR`")
-    calibration = normalize(mnist_arrays("train", 256)[0]) if args.int8 else None
-    report = export(load_trained(run_dir), args.out, (1, 28, 28), int8=args.int8,
-                    calibration=calibration, input_transform=INPUT_TRANSFORM,
+    if args.arch and (args.input_shape is None or args.int8):
+        raise ValueError("export --arch: give the model's --input-shape; int8 needs calibration "
+                         "inputs of that model: call ember.export.export(..., calibration=)")
+    model, shape, transform, calibration = load_for_export(args.model, args.arch)
+    report = export(model, args.out, args.input_shape or shape, int8=args.int8,
+                    calibration=calibration() if args.int8 else None, input_transform=transform,
                     budget_bytes=args.ram_kb * 1024 if args.ram_kb else None,
                     tier=args.tier)
     print(report)
@@ -186,14 +190,18 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _add_export(sub) -> None:
-    p = sub.add_parser("export", help="export a trained run folder for ember_micro")
-    p.add_argument("model", help="a run folder written by `ember demo mnist`")
+    from .demos.runtime_cli import add_export_options
+
+    p = sub.add_parser("export", help="export a trained model for ember_micro")
+    p.add_argument("model", help="a run folder written by `ember demo mnist`, or a weights file "
+                                 "(.safetensors, an ember record, a PyTorch checkpoint)")
     p.add_argument("-o", "--out", required=True, help="the model file to write (.emb)")
     p.add_argument("--int8", action="store_true", help="int8 weights (4x smaller)")
     p.add_argument("--ram-kb", type=positive_int, default=None,
                    help="refuse the export if the board's heap (KB) is too small")
     p.add_argument("--tier", choices=["native", "ulab", "pure"], default=None,
                    help="the kernel tier the board runs, for --ram-kb (default: any)")
+    add_export_options(p)
     p.set_defaults(run=_export)
 
 
@@ -225,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     add_serve(sub)
     _add_demo(sub)
     _add_export(sub)
+    from .demos.runtime_cli import add_micro, add_serve_web
+
+    add_micro(sub)
+    add_serve_web(sub)
     args = parser.parse_args(argv)
     debug = args.debug or os.environ.get("EMBER_DEBUG", "") not in ("", "0")
     try:
