@@ -98,7 +98,7 @@ def build_ember_wheel(dest: Path) -> Path:
 
 def pack_installed(dest: Path) -> Path:
     """The installed ember (this file's package) as a pure-Python wheel in ``dest``: its files
-    and its METADATA and WHEEL; the RECORD is written by :func:`compile_wheel`."""
+    and its METADATA, WHEEL and entry points; the RECORD is written by :func:`compile_wheel`."""
     from importlib.metadata import distribution
 
     meta = distribution("ember")
@@ -110,8 +110,10 @@ def pack_installed(dest: Path) -> Path:
             if path.is_file() and "__pycache__" not in path.parts and \
                     not name.startswith(WHEEL_DROP):
                 wheel.write(path, name)
-        for file in ("METADATA", "WHEEL"):
-            wheel.writestr(f"{info}/{file}", meta.read_text(file))
+        for file in ("METADATA", "WHEEL", "entry_points.txt"):
+            text = meta.read_text(file)
+            if text is not None:
+                wheel.writestr(f"{info}/{file}", text)
         wheel.writestr(f"{info}/RECORD", "")
     return target
 

@@ -78,7 +78,8 @@ def _demo_mnist(args: argparse.Namespace) -> int:
     tune_malloc()  # this process is ember's own program: keep freed arrays (a faster step)
     summary = train_mnist(dataset=args.dataset, backend=args.backend, epochs=args.epochs,
                           batch_size=args.batch_size, run_dir=run_dir, resume=args.resume,
-                          seed=args.seed, jit=args.jit, int8=args.int8)
+                          seed=args.seed, jit=args.jit, int8=args.int8,
+                          max_steps=args.max_steps)
     folder = Path(summary["files"]["model"]).parent
     acc, target = summary["test_accuracy"], TARGET_ACCURACY[args.dataset]
     verdict = "reached" if acc >= target else "below"
@@ -142,6 +143,8 @@ def _add_demo(sub) -> None:
     mnist.add_argument("--backend", type=backend_name, default="numpy",
                        help="numpy, python or wgpu (default numpy)")
     mnist.add_argument("--epochs", type=positive_int, default=None)
+    mnist.add_argument("--max-steps", type=positive_int, default=None,
+                       help="stop training after this many batches (a quick check)")
     mnist.add_argument("--batch-size", type=positive_int, default=64)
     mnist.add_argument("--run-dir", default=None, help="default: runs/<dataset>")
     mnist.add_argument("--resume", action="store_true", help="continue from the last checkpoint")

