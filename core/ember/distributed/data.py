@@ -21,7 +21,12 @@ from collections.abc import Iterator, Mapping
 
 
 def iter_batches(source, batch_size: int, skip: int = 0) -> Iterator[dict]:
-    """The batches of ``source`` in order, the first ``skip`` batches left out."""
+    """The batches of ``source`` in order, the first ``skip`` batches left out.
+
+    >>> import numpy as np
+    >>> [b["x"].tolist() for b in iter_batches({"x": np.arange(5)}, 2, skip=1)]
+    [[2, 3], [4]]
+    """
     if isinstance(source, Mapping):
         n = num_rows(source)
         for start in range(skip * batch_size, n, batch_size):
@@ -40,7 +45,12 @@ def iter_batches(source, batch_size: int, skip: int = 0) -> Iterator[dict]:
 class MapColumn:
     """``MapColumn(fn, source, target)(batch)``: the batch with ``target`` = ``fn`` of each row
     of ``source``, stacked — per-row preprocessing (decode a file, crop) as a function for
-    ``Dataset.map_batches``, run as parallel Ray tasks ahead of the predicting actors."""
+    ``Dataset.map_batches``, run as parallel Ray tasks ahead of the predicting actors.
+
+    >>> import numpy as np
+    >>> MapColumn(lambda v: v * 10, "x", "x10")({"x": np.arange(3)})["x10"].tolist()
+    [0, 10, 20]
+    """
 
     def __init__(self, fn, source: str, target: str):
         self.fn, self.source, self.target = fn, source, target
@@ -65,6 +75,13 @@ def to_ray_dataset(columns: Mapping, block_rows: int):
     Multi-dimensional columns (images) become Ray's tensor columns. With equal blocks, Ray
     Train's split hands them to the workers in turn (with ``preserve_order``), so step ``k``
     of N workers trains on the same rows as step ``k`` of one worker with N times its batch.
+
+    Needs Ray (``pip install 'ember[ray]'``); importing it takes seconds, so this one is not run:
+
+    >>> import numpy as np
+    >>> ds = to_ray_dataset({"x": np.arange(6)}, block_rows=2)  # doctest: +SKIP
+    >>> ds.count()  # doctest: +SKIP
+    6
     """
     from .extras import require
 

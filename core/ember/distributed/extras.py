@@ -18,7 +18,12 @@ INSTALL = "pip install 'ember[ray]'"
 
 
 def ray_available() -> bool:
-    """Whether Ray is importable (without importing it: that takes seconds)."""
+    """Whether Ray is importable (without importing it: that takes seconds).
+
+    >>> import importlib.util
+    >>> ray_available() == (importlib.util.find_spec("ray") is not None)
+    True
+    """
     return importlib.util.find_spec("ray") is not None
 
 

@@ -24,6 +24,12 @@ class TrainSpec:
     ``optimizer_fn(params)`` its optimizer; ``loss_fn(outputs, targets)``; rows come in
     columns ``inputs``/``targets``; ``transform(x)`` (optional) runs on the backend tensor of
     inputs. ``batch_size`` is the GLOBAL batch, split evenly over the workers.
+
+    >>> from ember import nn, optim
+    >>> spec = TrainSpec(lambda: nn.Linear(4, 3), lambda p: optim.SGD(p, lr=0.1),
+    ...                  nn.loss.cross_entropy, batch_size=16)
+    >>> spec.inputs, spec.targets, spec.backend, spec.epochs
+    ('x', 'y', 'numpy', 1)
     """
 
     model_fn: Callable
@@ -40,7 +46,21 @@ class TrainSpec:
 
 
 def train_loop(spec: TrainSpec, session) -> None:
-    """Run ``spec`` to the end on ``session`` (resuming from its last checkpoint, if any)."""
+    """Run ``spec`` to the end on ``session`` (resuming from its last checkpoint, if any).
+
+    >>> import tempfile, numpy as np
+    >>> from pathlib import Path
+    >>> from ember import nn, optim
+    >>> from ember.distributed.session import LocalSession
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.normal(size=(64, 4)).astype("float32"), "y": rng.integers(0, 3, 64)}
+    >>> spec = TrainSpec(lambda: nn.Linear(4, 3), lambda p: optim.SGD(p, lr=0.1),
+    ...                  nn.loss.cross_entropy, batch_size=16)
+    >>> reports = []  # the driver's sink: one list of worker reports per report
+    >>> train_loop(spec, LocalSession(data, Path(tempfile.mkdtemp()), reports.append, False))
+    >>> [(r["epoch"], r["steps"], r["samples"]) for r in reports[-1]]
+    [(1, 4, 64)]
+    """
     from ..autodiff import Autodiff
     from ..backends import get_backend
     from ..random import seed as set_seed

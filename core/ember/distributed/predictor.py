@@ -28,7 +28,15 @@ from .extras import INSTALL, ray_available, require
 class Predictor:
     """``Predictor(model_fn, inputs="x", transform=None, backend="numpy")(batch)``: the batch
     with ``output`` and ``prediction`` columns added. ``model_fn()`` runs once, in
-    ``__init__`` — on Ray Data, once per actor."""
+    ``__init__`` — on Ray Data, once per actor.
+
+    >>> import numpy as np
+    >>> from ember import nn
+    >>> run = Predictor(lambda: nn.Linear(2, 3))
+    >>> out = run({"x": np.ones((4, 2), dtype="float32")})
+    >>> sorted(out), out["output"].shape, out["prediction"].shape
+    (['output', 'prediction', 'x'], (4, 3), (4,))
+    """
 
     def __init__(self, model_fn: Callable, inputs: str = "x", transform: Callable | None = None,
                  backend: str = "numpy"):
@@ -64,6 +72,13 @@ def predict(data, model_fn: Callable, num_actors: int = 1, batch_size: int = 256
     One actor and in-memory columns: in this process, returns ``{column: array}``. Otherwise
     Ray Data's ``map_batches`` over ``num_actors`` actors (one CPU each), rows kept in order;
     returns the Ray Dataset (``.take_all()``, ``.to_numpy_refs()``, ``.write_parquet()``…).
+
+    >>> import numpy as np
+    >>> from ember import nn
+    >>> columns = {"x": np.ones((5, 2), dtype="float32")}
+    >>> out = predict(columns, lambda: nn.Linear(2, 3), batch_size=2)
+    >>> out["output"].shape  # in this process: one actor, in-memory columns
+    (5, 3)
     """
     use_ray = (num_actors > 1 or not isinstance(data, Mapping)) if use_ray is None else use_ray
     if not use_ray:

@@ -29,6 +29,17 @@ from .session import CHECKPOINT_FILE, LocalSession
 
 @dataclass
 class TrainResult:
+    """>>> import os, tempfile
+    >>> from ember import nn
+    >>> from ember.train import save_checkpoint
+    >>> path = os.path.join(tempfile.mkdtemp(), "final.ckpt")
+    >>> trained = nn.Linear(2, 1)
+    >>> _ = save_checkpoint(path, {"model": trained.state_dict()})
+    >>> result = TrainResult(record=path, history=[], workers=1, wall_s=0.0)
+    >>> model = result.load_model(lambda: nn.Linear(2, 1))
+    >>> model.weight.tolist() == trained.weight.tolist(), model.training
+    (True, False)
+    """
     record: Path  # the final Ember record (model, optimizer, position): load_checkpoint(record)
     history: list[dict]  # one combined record per epoch (loss, accuracy, timings)
     workers: int
@@ -45,7 +56,18 @@ class TrainResult:
 def load_model(record, model_fn: Callable, backend: str = "numpy"):
     """``model_fn()`` with the weights of an EmberTrainer record (a checkpoint), for inference;
     ``functools.partial(load_model, record, model_fn)`` is a ``model_fn`` for
-    :class:`~ember.distributed.Predictor` actors."""
+    :class:`~ember.distributed.Predictor` actors.
+
+    >>> import os, tempfile
+    >>> from ember import nn
+    >>> from ember.train import save_checkpoint
+    >>> path = os.path.join(tempfile.mkdtemp(), "final.ckpt")
+    >>> trained = nn.Linear(2, 1)
+    >>> _ = save_checkpoint(path, {"model": trained.state_dict()})
+    >>> model = load_model(path, lambda: nn.Linear(2, 1), backend="python")
+    >>> model.bias.tolist() == trained.bias.tolist()
+    True
+    """
     from ..train.checkpoint import load_checkpoint
 
     model = model_fn().to(backend)
@@ -66,6 +88,18 @@ class EmberTrainer:
       ``max_failures`` restarts of a failed worker group resume from the last one.
     - Epoch metrics reach ``folder``'s run log (``metrics.jsonl``, ``curves.png``) and the
       ``renderer`` on the driver as they happen.
+
+    >>> import tempfile, numpy as np
+    >>> from ember import nn, optim
+    >>> rng = np.random.default_rng(0)
+    >>> data = {"x": rng.normal(size=(32, 4)).astype("float32"), "y": rng.integers(0, 3, 32)}
+    >>> trainer = EmberTrainer(lambda: nn.Linear(4, 3), lambda p: optim.SGD(p, lr=0.1),
+    ...                        batch_size=16, epochs=2, folder=tempfile.mkdtemp())
+    >>> trainer.num_workers, trainer.use_ray  # one worker: in this process
+    (1, False)
+    >>> result = trainer.fit(data)
+    >>> [(h["epoch"], h["samples"]) for h in result.history], result.record.name
+    ([(1, 32), (2, 32)], 'final.ckpt')
     """
 
     def __init__(self, model_fn: Callable, optimizer_fn: Callable, loss_fn: Callable | None = None,
