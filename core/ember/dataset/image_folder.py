@@ -23,7 +23,15 @@ class ImageFolderDataset:
     """Items are ``(image, class_index)``; images are float lists (C, H, W) in [0, 1] as
     TensorData, resized to ``size`` (H, W) when given. ``transform`` runs on each image.
 
-    >>> ds = ImageFolderDataset("photos/", size=(32, 32))   # doctest: +SKIP
+    >>> import os, tempfile
+    >>> from PIL import Image
+    >>> root = tempfile.mkdtemp()
+    >>> for name, color in (("cat", (255, 0, 0)), ("dog", (0, 0, 255))):
+    ...     os.mkdir(os.path.join(root, name))
+    ...     Image.new("RGB", (4, 4), color).save(os.path.join(root, name, "1.png"))
+    >>> ds = ImageFolderDataset(root, size=(2, 2))
+    >>> len(ds), ds.classes, ds[1][0].shape, ds[1][1]
+    (2, ['cat', 'dog'], (3, 2, 2), 1)
     """
 
     def __init__(self, root: str | os.PathLike, size: tuple[int, int] | None = None,

@@ -577,11 +577,23 @@ def _to_data(raw: bytes, shape: tuple, stype: _StorageType, byteorder: str) -> T
 
 
 def read_pytorch(path: str | os.PathLike) -> dict[str, TensorData]:
-    """Every tensor of a PyTorch checkpoint as ``name → TensorData`` (no torch needed).
+    r"""Every tensor of a PyTorch checkpoint as ``name → TensorData`` (no torch needed).
 
     >>> weights = read_pytorch("resnet18.pth")   # doctest: +SKIP
     >>> weights["fc.weight"].shape               # doctest: +SKIP
     (1000, 512)
+
+    A tiny checkpoint made by hand (see :class:`PyTorchFile`):
+
+    >>> import os, struct, tempfile, zipfile
+    >>> pkl = (b"(dVw\nctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\nV0\n"
+    ...        b"Vcpu\nI2\ntQI0\n(I2\nt(I1\ntI00\nccollections\nOrderedDict\n)RtRs.")
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.pt")
+    >>> with zipfile.ZipFile(path, "w") as z:
+    ...     z.writestr("archive/data.pkl", pkl)
+    ...     z.writestr("archive/data/0", struct.pack("<2f", 1.0, 2.0))
+    >>> {name: data.tolist() for name, data in read_pytorch(path).items()}
+    {'w': [1.0, 2.0]}
     """
     with PyTorchFile(path) as f:
         return dict(f.items())
