@@ -427,8 +427,17 @@ def load(source, backend=None, fold: bool = True) -> OnnxModule:
     and checking the model. Every unsupported operator is listed at once in one
     (an ``OnnxUnsupportedError``, which is also an :class:`ember.UnsupportedOpError`).
 
-    >>> import ember.onnx  # doctest: +SKIP
-    >>> m = ember.onnx.load("model.onnx", backend="numpy")  # doctest: +SKIP
+    >>> import os, tempfile, ember, ember.onnx
+    >>> from ember import nn
+    >>> path = os.path.join(tempfile.mkdtemp(), "relu.onnx")
+    >>> _ = ember.onnx.export(nn.ReLU(), ember.zeros(1, 3), path)
+    >>> m = ember.onnx.load(path, backend="numpy")
+    >>> type(m).__name__, m(ember.tensor([[-1.0, 0.5, 2.0]])).tolist()
+    ('OnnxModule', [[0.0, 0.5, 2.0]])
+    >>> ember.onnx.load(os.path.join(tempfile.mkdtemp(), "missing.onnx"))
+    Traceback (most recent call last):
+    ...
+    ember.onnx._graph.OnnxLoadError: ...
     """
     from ..backends import get_backend
 
