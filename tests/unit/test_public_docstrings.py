@@ -25,7 +25,8 @@ The rule, per object:
   docstring (``.name`` on a ``>>>``/``...`` line): one class example can show several members;
   ``forward`` is shown by any example of its class (calling a module runs its forward);
 - every example is collected by ``tests/unit/test_docstrings.py`` (doctest of the module that
-  defines the object), so none can rot.
+  defines the object), so none can rot; an example that is only ``+SKIP`` lines is allowed
+  just for the objects in ``NOT_RUN``, each with the reason it can't run in the tests.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ MODULES = [
 ]
 # backend internals, by module prefix: never user API even when a public module re-exports them
 EXCLUDED = ("ember.backends", "ember.contract")
+# public objects whose examples are all ``# doctest: +SKIP``, and why they can't run in a test
+NOT_RUN = {
+    "ember.distributed.to_ray_dataset": "imports Ray (seconds) and builds a Ray Dataset",
+}
 
 
 def _module_names(module) -> list[str]:
@@ -134,6 +139,12 @@ def _doc(obj, owner=None, name=None):
     return inspect.getdoc(obj) or ""
 
 
+def _runs(doc: str) -> bool:
+    """Whether at least one example of ``doc`` runs (is not ``+SKIP``)."""
+    examples = doctest.DocTestParser().get_examples(doc)
+    return any(not e.options.get(doctest.SKIP) for e in examples)
+
+
 def _shown_by_class(name: str, owner) -> bool:
     shown = _example_lines(inspect.getdoc(owner) or "")
     if name == "forward":
@@ -152,6 +163,8 @@ def audit():
         elif kind in ("function", "class"):
             if ">>>" not in doc:
                 problems[qual] = "no >>> example"
+            elif not _runs(doc) and qual not in NOT_RUN:
+                problems[qual] = "only skipped examples (make one run, or list it in NOT_RUN)"
         elif ">>>" not in doc and not _shown_by_class(name, owner):
             problems[qual] = f"no example (its own, or .{name} in {owner.__name__}'s example)"
     return problems
