@@ -74,21 +74,44 @@ trunc = _unary(ops.trunc, "i", "f")
 
 
 def positive(x: Tensor, /) -> Tensor:
+    """``+x``: the array itself (integer and float arrays).
+
+    >>> import ember.array_api as xp
+    >>> xp.positive(xp.asarray([-1, 2])).tolist()
+    [-1, 2]
+    """
     return check_array(x, "positive")
 
 
 def round(x: Tensor, /) -> Tensor:
-    """Half to even, as the standard (and IEEE 754) round."""
+    """Half to even, as the standard (and IEEE 754) round.
+
+    >>> import ember.array_api as xp
+    >>> xp.round(xp.asarray([0.5, 1.5, 2.5, -0.5])).tolist()
+    [0.0, 2.0, 2.0, -0.0]
+    """
     return ops.round(check_array(x, "round"))
 
 
 def acosh(x: Tensor, /) -> Tensor:
+    """Inverse hyperbolic cosine, ``log(x + sqrt(x - 1) sqrt(x + 1))`` (float arrays).
+
+    >>> import ember.array_api as xp
+    >>> xp.acosh(xp.asarray([1.0, 0.5], dtype=xp.float64)).tolist()
+    [0.0, nan]
+    """
     x = check_array(x, "acosh")
     require(x, "acosh", "f")
     return ops.log(x + ops.sqrt(x - 1.0) * ops.sqrt(x + 1.0))
 
 
 def asinh(x: Tensor, /) -> Tensor:
+    """Inverse hyperbolic sine, accurate near 0 and for huge ``|x|``; odd: asinh(-0) is -0.
+
+    >>> import math, ember.array_api as xp
+    >>> xp.asinh(xp.asarray([1.0, -0.0], dtype=xp.float64)).tolist() == [math.asinh(1.0), -0.0]
+    True
+    """
     x = check_array(x, "asinh")
     require(x, "asinh", "f")
     a = ops.abs(x)
@@ -101,6 +124,12 @@ def asinh(x: Tensor, /) -> Tensor:
 
 
 def atanh(x: Tensor, /) -> Tensor:
+    """Inverse hyperbolic tangent, ``log1p(2x / (1 - x)) / 2`` (float arrays).
+
+    >>> import ember.array_api as xp
+    >>> xp.atanh(xp.asarray([0.0, 1.0, -1.0])).tolist()
+    [0.0, inf, -inf]
+    """
     x = check_array(x, "atanh")
     require(x, "atanh", "f")
     return ops.log1p(2.0 * x / (1.0 - x)) * 0.5
@@ -128,7 +157,12 @@ logical_xor = _binary(ops.logical_xor, "logical_xor")
 
 def pow(x1, x2, /) -> Tensor:
     """``x1 ** x2``; a zero result has the sign the standard gives: -0 only for an odd
-    integer exponent (numpy's ``x ** 0.5`` takes a sqrt shortcut that keeps -0's sign)."""
+    integer exponent (numpy's ``x ** 0.5`` takes a sqrt shortcut that keeps -0's sign).
+
+    >>> import ember.array_api as xp
+    >>> xp.pow(xp.asarray([2.0, -0.0, -0.0]), xp.asarray([3.0, 0.5, 3.0])).tolist()
+    [8.0, 0.0, -0.0]
+    """
     a, b = pair(x1, x2, "pow")
     out = ops.pow(a, b)
     if not out.dtype.is_float:
@@ -138,6 +172,16 @@ def pow(x1, x2, /) -> Tensor:
 
 
 def logaddexp(x1, x2, /) -> Tensor:
+    """``log(exp(x1) + exp(x2))`` without overflow (float arrays).
+
+    >>> import ember.array_api as xp
+    >>> xp.logaddexp(xp.asarray([1000.0, 0.0]), xp.asarray([1000.0, 0.0])).tolist()[0] > 1000
+    True
+    >>> import math
+    >>> zero = xp.asarray([0.0], dtype=xp.float64)
+    >>> xp.logaddexp(zero, zero).tolist() == [math.log(2.0)]
+    True
+    """
     a, b = pair(x1, x2, "logaddexp")
     require(a, "logaddexp", "f")
     m = ops.maximum(a, b)
@@ -146,7 +190,12 @@ def logaddexp(x1, x2, /) -> Tensor:
 
 
 def clip(x: Tensor, /, min=None, max=None) -> Tensor:
-    """``x`` limited to ``[min, max]``; a NaN bound gives NaN, the dtype stays ``x``'s."""
+    """``x`` limited to ``[min, max]``; a NaN bound gives NaN, the dtype stays ``x``'s.
+
+    >>> import ember.array_api as xp
+    >>> xp.clip(xp.asarray([-2, 5, 10]), min=0, max=6).tolist()
+    [0, 5, 6]
+    """
     x = check_array(x, "clip")
     out = x
     for bound, pick in ((min, ops.maximum), (max, ops.minimum)):
@@ -160,39 +209,84 @@ def clip(x: Tensor, /, min=None, max=None) -> Tensor:
 
 
 def real(x: Tensor, /) -> Tensor:
+    """The real part: the array itself (Ember has no complex dtypes).
+
+    >>> import ember.array_api as xp
+    >>> xp.real(xp.asarray([1.5])).tolist()
+    [1.5]
+    """
     return check_array(x, "real")
 
 
 def conj(x: Tensor, /) -> Tensor:
+    """The complex conjugate: the array itself (Ember has no complex dtypes).
+
+    >>> import ember.array_api as xp
+    >>> xp.conj(xp.asarray([1.5])).tolist()
+    [1.5]
+    """
     return check_array(x, "conj")
 
 
 def imag(x: Tensor, /) -> Tensor:
+    """The imaginary part: zeros (Ember has no complex dtypes).
+
+    >>> import ember.array_api as xp
+    >>> xp.imag(xp.asarray([1.5])).tolist()
+    [0.0]
+    """
     x = check_array(x, "imag")
     return ops.zeros_like(x)
 
 
 # ------------------------------------------------------------------ host path
 def signbit(x: Tensor, /) -> Tensor:
+    """True where the sign bit is set: negative numbers, -0.0 and NaNs with the sign bit.
+
+    >>> import ember.array_api as xp
+    >>> xp.signbit(xp.asarray([-1.0, -0.0, 0.0, 2.0])).tolist()
+    [True, True, False, False]
+    """
     x = check_array(x, "signbit")
     require(x, "signbit", "f")
     return host_map(lambda v: math.copysign(1.0, v) < 0, dt.bool_, x)
 
 
 def copysign(x1, x2, /) -> Tensor:
+    """``x1``'s magnitude with ``x2``'s sign (-0.0 counts as negative).
+
+    >>> import ember.array_api as xp
+    >>> xp.copysign(xp.asarray([1.0, 2.0]), xp.asarray([-0.0, 3.0])).tolist()
+    [-1.0, 2.0]
+    """
     a, b = pair(x1, x2, "copysign")
     require(a, "copysign", "f")
     return host_map(math.copysign, dt.promote_types(a.dtype, b.dtype), a, b)
 
 
 def hypot(x1, x2, /) -> Tensor:
+    """``sqrt(x1² + x2²)`` without overflow or underflow (float arrays).
+
+    >>> import ember.array_api as xp
+    >>> x1 = xp.asarray([3.0, 3e300], dtype=xp.float64)
+    >>> x2 = xp.asarray([4.0, 4e300], dtype=xp.float64)
+    >>> xp.hypot(x1, x2).tolist()  # x1² alone would overflow
+    [5.0, 5e+300]
+    """
     a, b = pair(x1, x2, "hypot")
     require(a, "hypot", "f")
     return host_map(math.hypot, dt.promote_types(a.dtype, b.dtype), a, b)
 
 
 def nextafter(x1, x2, /) -> Tensor:
-    """The next representable value of ``x1``'s dtype after ``x1`` towards ``x2``."""
+    """The next representable value of ``x1``'s dtype after ``x1`` towards ``x2``.
+
+    >>> import ember.array_api as xp
+    >>> xp.nextafter(xp.asarray([1.0], dtype=xp.float64), 2.0).tolist()
+    [1.0000000000000002]
+    >>> xp.nextafter(xp.asarray([1.0]), 2.0).tolist()  # float32: the step is 2 ** -23
+    [1.0000001192092896]
+    """
     a, b = pair(x1, x2, "nextafter")
     require(a, "nextafter", "f")
     d = dt.promote_types(a.dtype, b.dtype)
@@ -253,8 +347,180 @@ bitwise_right_shift = _int_binary("bitwise_right_shift", _shift_right)
 
 
 def bitwise_invert(x: Tensor, /) -> Tensor:
+    """``~x``: the bitwise NOT of integers (two's complement), logical NOT of bools.
+
+    >>> import ember.array_api as xp
+    >>> xp.bitwise_invert(xp.asarray([0, 5, -1])).tolist()
+    [-1, -6, 0]
+    >>> xp.bitwise_invert(xp.asarray([True])).tolist()
+    [False]
+    """
     x = check_array(x, "bitwise_invert")
     if x.dtype.is_bool:
         return ops.logical_not(x)
     require(x, "bitwise_invert", "i")
     return host_map(lambda u: _wrap(~int(u), x.dtype), x.dtype, x)
+
+
+# The docstrings of the functions made by _unary, _binary and _int_binary above: what each
+# computes and an example call with its result (tests/unit/test_docstrings.py runs them).
+_DOCS = {
+    "abs": ("Absolute value (integer and float arrays).", "xp.asarray([-1.5, 2.0])", "[1.5, 2.0]"),
+    "acos": ("Inverse cosine (float arrays).", "xp.asarray([1.0])", "[0.0]"),
+    "asin": ("Inverse sine (float arrays).", "xp.asarray([0.0])", "[0.0]"),
+    "atan": ("Inverse tangent (float arrays).", "xp.asarray([0.0])", "[0.0]"),
+    "ceil": (
+        "Round up; integers are returned as they are.",
+        "xp.asarray([-1.5, 1.2])",
+        "[-1.0, 2.0]",
+    ),
+    "cos": ("Cosine, in radians (float arrays).", "xp.asarray([0.0])", "[1.0]"),
+    "cosh": ("Hyperbolic cosine (float arrays).", "xp.asarray([0.0])", "[1.0]"),
+    "exp": ("``e ** x`` (float arrays).", "xp.asarray([0.0])", "[1.0]"),
+    "expm1": ("``exp(x) - 1``, accurate near 0 (float arrays).", "xp.asarray([0.0])", "[0.0]"),
+    "floor": (
+        "Round down; integers are returned as they are.",
+        "xp.asarray([-1.5, 1.2])",
+        "[-2.0, 1.0]",
+    ),
+    "isfinite": (
+        "True where the element is neither infinite nor NaN.",
+        "xp.asarray([1.0, float('inf'), float('nan')])",
+        "[True, False, False]",
+    ),
+    "isinf": (
+        "True where the element is +inf or -inf.",
+        "xp.asarray([1.0, float('-inf')])",
+        "[False, True]",
+    ),
+    "isnan": ("True where the element is NaN.", "xp.asarray([1.0, float('nan')])", "[False, True]"),
+    "log": ("Natural logarithm (float arrays).", "xp.asarray([1.0])", "[0.0]"),
+    "log1p": ("``log(1 + x)``, accurate near 0 (float arrays).", "xp.asarray([0.0])", "[0.0]"),
+    "log2": ("Base-2 logarithm (float arrays).", "xp.asarray([8.0])", "[3.0]"),
+    "log10": ("Base-10 logarithm (float arrays).", "xp.asarray([1.0, 10.0])", "[0.0, 1.0]"),
+    "logical_not": ("Logical NOT (bool arrays).", "xp.asarray([True, False])", "[False, True]"),
+    "negative": ("``-x`` (integer and float arrays).", "xp.asarray([1, -2])", "[-1, 2]"),
+    "reciprocal": ("``1 / x`` (float arrays).", "xp.asarray([4.0])", "[0.25]"),
+    "sign": (
+        "-1, 0 or 1 by the sign of each element.",
+        "xp.asarray([-3.0, 0.0, 2.0])",
+        "[-1.0, 0.0, 1.0]",
+    ),
+    "sin": ("Sine, in radians (float arrays).", "xp.asarray([0.0])", "[0.0]"),
+    "sinh": ("Hyperbolic sine (float arrays).", "xp.asarray([0.0])", "[0.0]"),
+    "sqrt": ("Square root (float arrays).", "xp.asarray([4.0, 9.0])", "[2.0, 3.0]"),
+    "square": ("``x * x`` (integer and float arrays).", "xp.asarray([3, -2])", "[9, 4]"),
+    "tan": ("Tangent, in radians (float arrays).", "xp.asarray([0.0])", "[0.0]"),
+    "tanh": ("Hyperbolic tangent (float arrays).", "xp.asarray([0.0])", "[0.0]"),
+    "trunc": (
+        "Round toward zero; integers are returned as they are.",
+        "xp.asarray([-1.7, 1.7])",
+        "[-1.0, 1.0]",
+    ),
+    "add": (
+        "``x1 + x2`` with broadcasting.",
+        "xp.asarray([1, 2]), xp.asarray([10, 20])",
+        "[11, 22]",
+    ),
+    "subtract": ("``x1 - x2`` with broadcasting.", "xp.asarray([5, 7]), 2", "[3, 5]"),
+    "multiply": ("``x1 * x2`` with broadcasting.", "xp.asarray([1.5, 2.0]), 2.0", "[3.0, 4.0]"),
+    "divide": (
+        "True division: integers give a float array.",
+        "xp.asarray([1, 3]), 2",
+        "[0.5, 1.5]",
+    ),
+    "floor_divide": ("Division rounded toward -inf.", "xp.asarray([7, -7]), 2", "[3, -4]"),
+    "remainder": (
+        "Remainder with the sign of the divisor (Python's ``%``).",
+        "xp.asarray([7, -7]), 3",
+        "[1, 2]",
+    ),
+    "maximum": (
+        "Elementwise maximum (NaN propagates).",
+        "xp.asarray([1.0, 5.0]), xp.asarray([3.0, 2.0])",
+        "[3.0, 5.0]",
+    ),
+    "minimum": (
+        "Elementwise minimum (NaN propagates).",
+        "xp.asarray([1.0, 5.0]), xp.asarray([3.0, 2.0])",
+        "[1.0, 2.0]",
+    ),
+    "atan2": (
+        "The angle of the point ``(x2, x1)``, in (-pi, pi].",
+        "xp.asarray([0.0]), xp.asarray([1.0])",
+        "[0.0]",
+    ),
+    "equal": (
+        "``x1 == x2``, a bool array.",
+        "xp.asarray([1, 2]), xp.asarray([1, 3])",
+        "[True, False]",
+    ),
+    "not_equal": (
+        "``x1 != x2``, a bool array.",
+        "xp.asarray([1, 2]), xp.asarray([1, 3])",
+        "[False, True]",
+    ),
+    "less": (
+        "``x1 < x2``, a bool array.",
+        "xp.asarray([1, 2]), xp.asarray([2, 2])",
+        "[True, False]",
+    ),
+    "less_equal": (
+        "``x1 <= x2``, a bool array.",
+        "xp.asarray([1, 3]), xp.asarray([2, 2])",
+        "[True, False]",
+    ),
+    "greater": (
+        "``x1 > x2``, a bool array.",
+        "xp.asarray([1, 3]), xp.asarray([2, 2])",
+        "[False, True]",
+    ),
+    "greater_equal": (
+        "``x1 >= x2``, a bool array.",
+        "xp.asarray([1, 2]), xp.asarray([2, 2])",
+        "[False, True]",
+    ),
+    "logical_and": (
+        "Logical AND (bool arrays).",
+        "xp.asarray([True, True]), xp.asarray([True, False])",
+        "[True, False]",
+    ),
+    "logical_or": (
+        "Logical OR (bool arrays).",
+        "xp.asarray([True, False]), xp.asarray([False, False])",
+        "[True, False]",
+    ),
+    "logical_xor": (
+        "Logical XOR (bool arrays).",
+        "xp.asarray([True, True]), xp.asarray([True, False])",
+        "[False, True]",
+    ),
+    "bitwise_and": (
+        "Bitwise AND of integer (or bool) arrays.",
+        "xp.asarray([12]), xp.asarray([10])",
+        "[8]",
+    ),
+    "bitwise_or": (
+        "Bitwise OR of integer (or bool) arrays.",
+        "xp.asarray([12]), xp.asarray([10])",
+        "[14]",
+    ),
+    "bitwise_xor": (
+        "Bitwise XOR of integer (or bool) arrays.",
+        "xp.asarray([12]), xp.asarray([10])",
+        "[6]",
+    ),
+    "bitwise_left_shift": (
+        "``x1 << x2``, wrapping around like C.",
+        "xp.asarray([1, 3]), xp.asarray([4, 1])",
+        "[16, 6]",
+    ),
+    "bitwise_right_shift": (
+        "``x1 >> x2`` (arithmetic: the sign is kept).",
+        "xp.asarray([-16, 16]), xp.asarray([2, 2])",
+        "[-4, 4]",
+    ),
+}
+for _name, (_summary, _call, _out) in _DOCS.items():
+    globals()[_name].__doc__ = (f"{_summary}\n\n>>> import ember.array_api as xp\n"
+                                f">>> xp.{_name}({_call}).tolist()\n{_out}\n")
