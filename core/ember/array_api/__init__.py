@@ -83,7 +83,13 @@ def _array_namespace(self, /, *, api_version=None):
 
 
 def _to_device(self, device, /, *, stream=None):
-    """The array on ``device`` (a backend, its name, or an array's ``.device``)."""
+    """The array on ``device`` (a backend, its name, or an array's ``.device``).
+
+    >>> import ember.array_api as xp
+    >>> x = xp.asarray([1.0, 2.0], device="numpy")
+    >>> x.to_device("python").backend.name, x.to_device(x.device).tolist()
+    ('python', [1.0, 2.0])
+    """
     from ._common import resolve_device
 
     if stream is not None:

@@ -26,7 +26,12 @@ from ._common import check_array, is_scalar, resolve_device
 
 def astype(x: Tensor, dtype, /, *, copy: bool = True, device=None) -> Tensor:
     """``x`` in ``dtype`` (and on ``device``); ``copy=True`` gives a new array object even
-    when nothing changes, so writing into it (``y[i] = v``) leaves ``x`` as it was."""
+    when nothing changes, so writing into it (``y[i] = v``) leaves ``x`` as it was.
+
+    >>> import ember.array_api as xp
+    >>> xp.astype(xp.asarray([1.7, -1.7]), xp.int32).tolist()
+    [1, -1]
+    """
     x = check_array(x, "astype")
     out = x if device is None else x.to(resolve_device(device))
     out = out.astype(dt.as_dtype(dtype))
@@ -42,7 +47,12 @@ def _dtype_of(obj, op: str) -> dt.DType:
 
 
 def result_type(*arrays_and_dtypes) -> dt.DType:
-    """The dtype the standard's promotion gives its arguments (scalars are weak)."""
+    """The dtype the standard's promotion gives its arguments (scalars are weak).
+
+    >>> import ember.array_api as xp
+    >>> xp.result_type(xp.int8, xp.asarray([1], dtype=xp.int32)), xp.result_type(xp.float32, 1.0)
+    (ember.int32, ember.float32)
+    """
     fixed = [_dtype_of(a, "result_type") for a in arrays_and_dtypes if not is_scalar(a)]
     scalars = [a for a in arrays_and_dtypes if is_scalar(a)]
     if not fixed:
@@ -58,7 +68,12 @@ def result_type(*arrays_and_dtypes) -> dt.DType:
 
 
 def can_cast(from_, to, /) -> bool:
-    """Whether promotion turns ``from_`` into ``to`` (the standard's casting rule)."""
+    """Whether promotion turns ``from_`` into ``to`` (the standard's casting rule).
+
+    >>> import ember.array_api as xp
+    >>> xp.can_cast(xp.int8, xp.int32), xp.can_cast(xp.float64, xp.float32)
+    (True, False)
+    """
     src = _dtype_of(from_, "can_cast")
     to = dt.as_dtype(to)
     if src == to:
@@ -99,6 +114,13 @@ def _round_trip(value: float, d: dt.DType) -> float:
 
 
 def finfo(type, /) -> finfo_object:
+    """Machine limits of a float dtype: ``bits``, ``eps``, ``max``, ``min``, ``smallest_normal``.
+
+    >>> import ember.array_api as xp
+    >>> info = xp.finfo(xp.float32)
+    >>> info.bits, info.eps == 2.0 ** -23
+    (32, True)
+    """
     d = type.dtype if isinstance(type, Tensor) else dt.as_dtype(type)
     if not d.is_float:
         raise DTypeError(f"finfo: {d} is not a floating-point dtype; use iinfo for integers")
@@ -110,6 +132,13 @@ def finfo(type, /) -> finfo_object:
 
 
 def iinfo(type, /) -> iinfo_object:
+    """Machine limits of an integer dtype: ``bits``, ``max``, ``min``.
+
+    >>> import ember.array_api as xp
+    >>> info = xp.iinfo(xp.int8)
+    >>> info.bits, info.min, info.max
+    (8, -128, 127)
+    """
     d = type.dtype if isinstance(type, Tensor) else dt.as_dtype(type)
     if not d.is_int:
         raise DTypeError(f"iinfo: {d} is not an integer dtype; use finfo for floats")
@@ -129,7 +158,12 @@ _KINDS = {
 
 
 def isdtype(dtype, kind) -> bool:
-    """Whether ``dtype`` is of ``kind``: a dtype, a kind name or a tuple of either."""
+    """Whether ``dtype`` is of ``kind``: a dtype, a kind name or a tuple of either.
+
+    >>> import ember.array_api as xp
+    >>> xp.isdtype(xp.int32, "integral"), xp.isdtype(xp.float32, ("integral", "real floating"))
+    (True, True)
+    """
     if not isinstance(dtype, dt.DType):
         raise TypeError(f"isdtype: expected a dtype, got {type(dtype).__name__}")
     if isinstance(kind, tuple):

@@ -20,6 +20,15 @@ from ._common import resolve_device
 
 
 def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Tensor:
+    """An array sharing (or copying) the memory of a DLPack exporter: a numpy array, a torch tensor,
+    another Ember array. ``device`` moves it; ``copy=False`` refuses a copy.
+
+    >>> import numpy as np, ember.array_api as xp
+    >>> host = np.array([1.0, 2.0], dtype=np.float32)
+    >>> x = xp.from_dlpack(host)
+    >>> x.tolist(), x.dtype
+    ([1.0, 2.0], ember.float32)
+    """
     b = resolve_device(device)
     if _holds_numpy(b) and dlpack.device_of(b) == (dlpack.KDL_CPU, 0):
         return _adopt(x, b, copy)
