@@ -102,3 +102,7 @@ def test_site_builds_strict(tmp_path):
     assert "WARNING" not in log, log
     assert (tmp_path / "site" / "index.html").is_file()
     assert (tmp_path / "site" / "api" / "nn" / "index.html").is_file()
+    # offline: every stylesheet, script, font and image comes from the site itself
+    external = re.compile(r'<(?:link|script|img)\b[^>]*\b(?:href|src)="(?:https?:)?//[^"]+"')
+    for page in (tmp_path / "site").rglob("*.html"):
+        assert not external.findall(page.read_text()), (page, external.findall(page.read_text()))
