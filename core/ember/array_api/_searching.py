@@ -25,6 +25,12 @@ from ._statistical import _axes
 
 
 def argmax(x: Tensor, /, *, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the first maximum along ``axis`` (flattened when None).
+
+    >>> import ember.array_api as xp
+    >>> xp.argmax(xp.asarray([[1, 9], [7, 2]]), axis=1).tolist()
+    [1, 0]
+    """
     x = check_array(x, "argmax")
     if axis is None:
         out = ops.argmax(x.reshape(-1), 0)
@@ -33,6 +39,12 @@ def argmax(x: Tensor, /, *, axis: int | None = None, keepdims: bool = False) -> 
 
 
 def argmin(x: Tensor, /, *, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the first minimum along ``axis`` (flattened when None).
+
+    >>> import ember.array_api as xp
+    >>> xp.argmin(xp.asarray([[1, 9], [7, 2]]), axis=0).tolist()
+    [0, 1]
+    """
     x = check_array(x, "argmin")
     if axis is None:
         out = ops.argmin(x.reshape(-1), 0)
@@ -41,6 +53,12 @@ def argmin(x: Tensor, /, *, axis: int | None = None, keepdims: bool = False) -> 
 
 
 def count_nonzero(x: Tensor, /, *, axis=None, keepdims: bool = False) -> Tensor:
+    """The number of non-zero elements along ``axis`` (all when None).
+
+    >>> import ember.array_api as xp
+    >>> xp.count_nonzero(xp.asarray([[0, 1], [2, 3]]), axis=1).tolist()
+    [1, 2]
+    """
     x = check_array(x, "count_nonzero")
     axes = _axes(x, axis)
     nz = (x != 0).astype(dt.int64)
@@ -50,6 +68,12 @@ def count_nonzero(x: Tensor, /, *, axis=None, keepdims: bool = False) -> Tensor:
 
 
 def nonzero(x: Tensor, /) -> tuple[Tensor, ...]:
+    """The indices of the non-zero elements, one int64 array per axis.
+
+    >>> import ember.array_api as xp
+    >>> [a.tolist() for a in xp.nonzero(xp.asarray([[0, 1], [2, 0]]))]
+    [[0, 1], [1, 0]]
+    """
     x = check_array(x, "nonzero")
     if x.ndim == 0:
         raise ValueError("nonzero: a 0-d array has no dimension to index; reshape it to 1-d")
@@ -57,6 +81,12 @@ def nonzero(x: Tensor, /) -> tuple[Tensor, ...]:
 
 
 def where(condition: Tensor, x1, x2, /) -> Tensor:
+    """``x1`` where ``condition`` holds, else ``x2`` (broadcast together).
+
+    >>> import ember.array_api as xp
+    >>> xp.where(xp.asarray([True, False]), xp.asarray([1, 2]), 0).tolist()
+    [1, 0]
+    """
     condition = check_array(condition, "where")
     if not isinstance(x1, Tensor) and not isinstance(x2, Tensor):
         raise TypeError("where: at least one of x1, x2 must be an array")
@@ -67,7 +97,15 @@ def where(condition: Tensor, x1, x2, /) -> Tensor:
 
 def searchsorted(x1: Tensor, x2: Tensor, /, *, side: str = "left", sorter=None) -> Tensor:
     """Insertion points of ``x2`` in the sorted 1-D ``x1``: a count of the smaller (left)
-    or not larger (right) elements, one broadcast comparison on the backend."""
+    or not larger (right) elements, one broadcast comparison on the backend.
+
+    >>> import ember.array_api as xp
+    >>> edges = xp.asarray([1.0, 2.0, 3.0])
+    >>> xp.searchsorted(edges, xp.asarray([2.0, 2.5])).tolist()
+    [1, 2]
+    >>> xp.searchsorted(edges, xp.asarray([2.0]), side="right").tolist()
+    [2]
+    """
     x1 = check_array(x1, "searchsorted")
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
@@ -82,11 +120,24 @@ def searchsorted(x1: Tensor, x2: Tensor, /, *, side: str = "left", sorter=None) 
 
 
 def sort(x: Tensor, /, *, axis: int = -1, descending: bool = False, stable: bool = True):
+    """``x`` sorted along ``axis`` (stable by default; ``descending=True`` reverses).
+
+    >>> import ember.array_api as xp
+    >>> x = xp.asarray([3, 1, 2])
+    >>> xp.sort(x).tolist(), xp.sort(x, descending=True).tolist()
+    ([1, 2, 3], [3, 2, 1])
+    """
     x = check_array(x, "sort")
     return ops.sort(x, axis, descending=descending, stable=stable).values
 
 
 def argsort(x: Tensor, /, *, axis: int = -1, descending: bool = False, stable: bool = True):
+    """The int64 indices that sort ``x`` along ``axis`` (stable by default).
+
+    >>> import ember.array_api as xp
+    >>> xp.argsort(xp.asarray([3, 1, 2])).tolist()
+    [1, 2, 0]
+    """
     x = check_array(x, "argsort")
     if descending and x.ndim:
         # a stable descending sort keeps equal elements in their original order: sort the
@@ -144,6 +195,13 @@ def _array(values, shape, d: dt.DType, like: Tensor) -> Tensor:
 
 
 def unique_all(x: Tensor, /) -> UniqueAllResult:
+    """Unique values with, for each, its first index, the inverse map and its count.
+
+    >>> import ember.array_api as xp
+    >>> r = xp.unique_all(xp.asarray([3, 1, 3, 2]))
+    >>> r.values.tolist(), r.indices.tolist(), r.inverse_indices.tolist(), r.counts.tolist()
+    ([1, 2, 3], [1, 3, 0], [2, 0, 2, 1], [1, 1, 2])
+    """
     x = check_array(x, "unique_all")
     values, first, inverse, counts = _unique(x)
     n = len(values)
@@ -152,15 +210,35 @@ def unique_all(x: Tensor, /) -> UniqueAllResult:
 
 
 def unique_counts(x: Tensor, /) -> UniqueCountsResult:
+    """Unique values and how often each occurs.
+
+    >>> import ember.array_api as xp
+    >>> r = xp.unique_counts(xp.asarray([3, 1, 3]))
+    >>> r.values.tolist(), r.counts.tolist()
+    ([1, 3], [1, 2])
+    """
     r = unique_all(x)
     return UniqueCountsResult(r.values, r.counts)
 
 
 def unique_inverse(x: Tensor, /) -> UniqueInverseResult:
+    """Unique values and, per element of ``x``, the index of its value among them.
+
+    >>> import ember.array_api as xp
+    >>> r = xp.unique_inverse(xp.asarray([3, 1, 3]))
+    >>> r.values.tolist(), r.inverse_indices.tolist()
+    ([1, 3], [1, 0, 1])
+    """
     r = unique_all(x)
     return UniqueInverseResult(r.values, r.inverse_indices)
 
 
 def unique_values(x: Tensor, /) -> Tensor:
+    """The unique values of ``x``, sorted.
+
+    >>> import ember.array_api as xp
+    >>> xp.unique_values(xp.asarray([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
     return unique_all(x).values
 

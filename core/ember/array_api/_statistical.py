@@ -44,46 +44,101 @@ def _accumulator(x: Tensor, dtype) -> dt.DType:
 
 
 def max(x: Tensor, /, *, axis=None, keepdims: bool = False) -> Tensor:
+    """The largest value along ``axis`` (all when None); NaN propagates.
+
+    >>> import ember.array_api as xp
+    >>> xp.max(xp.asarray([[1, 5], [3, 2]]), axis=0).tolist()
+    [3, 5]
+    """
     return _reduce(ops.amax, x, axis, keepdims, "max")
 
 
 def min(x: Tensor, /, *, axis=None, keepdims: bool = False) -> Tensor:
+    """The smallest value along ``axis`` (all when None); NaN propagates.
+
+    >>> import ember.array_api as xp
+    >>> xp.min(xp.asarray([[1, 5], [3, 2]]), axis=1).tolist()
+    [1, 2]
+    """
     return _reduce(ops.amin, x, axis, keepdims, "min")
 
 
 def sum(x: Tensor, /, *, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
+    """The sum along ``axis`` (all when None); integers sum in int64 unless ``dtype`` is given.
+
+    >>> import ember.array_api as xp
+    >>> xp.sum(xp.asarray([[1, 2], [3, 4]]), axis=0).tolist(), xp.sum(xp.asarray([1.5, 2.5])).item()
+    ([4, 6], 4.0)
+    """
     x = check_array(x, "sum")
     d = _accumulator(x, dtype)
     return _reduce(ops.sum, x.astype(d), axis, keepdims, "sum").astype(d)
 
 
 def prod(x: Tensor, /, *, axis=None, dtype=None, keepdims: bool = False) -> Tensor:
+    """The product along ``axis`` (all when None).
+
+    >>> import ember.array_api as xp
+    >>> xp.prod(xp.asarray([1, 2, 3, 4])).item()
+    24
+    """
     x = check_array(x, "prod")
     d = _accumulator(x, dtype)
     return _reduce(ops.prod, x.astype(d), axis, keepdims, "prod").astype(d)
 
 
 def mean(x: Tensor, /, *, axis=None, keepdims: bool = False) -> Tensor:
+    """The arithmetic mean along ``axis`` (float arrays).
+
+    >>> import ember.array_api as xp
+    >>> xp.mean(xp.asarray([[1.0, 2.0], [3.0, 5.0]]), axis=1).tolist()
+    [1.5, 4.0]
+    """
     require(check_array(x, "mean"), "mean", "f")
     return _reduce(ops.mean, x, axis, keepdims, "mean")
 
 
 def var(x: Tensor, /, *, axis=None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
+    """The variance along ``axis``, dividing by ``N - correction`` (0: the population variance).
+
+    >>> import ember.array_api as xp
+    >>> x = xp.asarray([1.0, 2.0, 3.0, 4.0])
+    >>> xp.var(x).item(), round(xp.var(x, correction=1).item(), 4)
+    (1.25, 1.6667)
+    """
     require(check_array(x, "var"), "var", "f")
     return _reduce(ops.var, x, axis, keepdims, "var", correction=correction)
 
 
 def std(x: Tensor, /, *, axis=None, correction: float = 0.0, keepdims: bool = False) -> Tensor:
+    """The standard deviation along ``axis``, dividing by ``N - correction``.
+
+    >>> import ember.array_api as xp
+    >>> xp.std(xp.asarray([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0])).item()
+    2.0
+    """
     require(check_array(x, "std"), "std", "f")
     return _reduce(ops.std, x, axis, keepdims, "std", correction=correction)
 
 
 def all(x: Tensor, /, *, axis=None, keepdims: bool = False) -> Tensor:
+    """Whether every element along ``axis`` is true (non-zero).
+
+    >>> import ember.array_api as xp
+    >>> xp.all(xp.asarray([[True, False], [True, True]]), axis=1).tolist()
+    [False, True]
+    """
     x = check_array(x, "all")
     return _reduce(ops.all, x != 0 if not x.dtype.is_bool else x, axis, keepdims, "all")
 
 
 def any(x: Tensor, /, *, axis=None, keepdims: bool = False) -> Tensor:
+    """Whether any element along ``axis`` is true (non-zero).
+
+    >>> import ember.array_api as xp
+    >>> xp.any(xp.asarray([[0, 0], [0, 3]]), axis=1).tolist()
+    [False, True]
+    """
     x = check_array(x, "any")
     return _reduce(ops.any, x != 0 if not x.dtype.is_bool else x, axis, keepdims, "any")
 
@@ -108,14 +163,33 @@ def _cumulative(fn, name: str, x: Tensor, axis, dtype, include_initial: bool, in
 
 
 def cumulative_sum(x: Tensor, /, *, axis=None, dtype=None, include_initial: bool = False):
+    """Running sums along ``axis``; ``include_initial=True`` starts with 0.
+
+    >>> import ember.array_api as xp
+    >>> xp.cumulative_sum(xp.asarray([1, 2, 3]), include_initial=True).tolist()
+    [0, 1, 3, 6]
+    """
     return _cumulative(ops.cumsum, "cumulative_sum", x, axis, dtype, include_initial, 0)
 
 
 def cumulative_prod(x: Tensor, /, *, axis=None, dtype=None, include_initial: bool = False):
+    """Running products along ``axis``; ``include_initial=True`` starts with 1.
+
+    >>> import ember.array_api as xp
+    >>> xp.cumulative_prod(xp.asarray([1, 2, 3, 4])).tolist()
+    [1, 2, 6, 24]
+    """
     return _cumulative(ops.cumprod, "cumulative_prod", x, axis, dtype, include_initial, 1)
 
 
 def diff(x: Tensor, /, *, axis: int = -1, n: int = 1, prepend=None, append=None) -> Tensor:
+    """The ``n``-th discrete difference along ``axis``, after ``prepend``/``append``.
+
+    >>> import ember.array_api as xp
+    >>> squares = xp.asarray([1, 4, 9, 16])
+    >>> xp.diff(squares).tolist(), xp.diff(squares, n=2).tolist()
+    ([3, 5, 7], [2, 2])
+    """
     x = check_array(x, "diff")
     axis = normalize_dim(axis, x.ndim, "diff")
     parts = [p for p in (prepend, x, append) if p is not None]
