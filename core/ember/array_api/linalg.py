@@ -32,10 +32,22 @@ from ._statistical import sum as _sum
 
 
 def matmul(x1: Tensor, x2: Tensor, /) -> Tensor:
+    """The matrix product (``x1 @ x2``), batched over leading axes; 1-d operands are vectors.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.matmul(xp.asarray([[1, 2], [3, 4]]), xp.asarray([[1], [1]])).tolist()
+    [[3], [7]]
+    """
     return ops.matmul(check_array(x1, "matmul"), check_array(x2, "matmul"))
 
 
 def matrix_transpose(x: Tensor, /) -> Tensor:
+    """``x`` with its last two axes swapped.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.matrix_transpose(xp.zeros((5, 2, 3))).shape
+    (5, 3, 2)
+    """
     x = check_array(x, "matrix_transpose")
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose: expected at least 2 dims, got shape {x.shape}")
@@ -43,6 +55,13 @@ def matrix_transpose(x: Tensor, /) -> Tensor:
 
 
 def tensordot(x1: Tensor, x2: Tensor, /, *, axes=2) -> Tensor:
+    """The sum of products over ``axes`` (an int: the last of ``x1`` with the first of ``x2``).
+
+    >>> import ember.array_api as xp
+    >>> a = xp.asarray([[1, 2], [3, 4]])
+    >>> xp.linalg.tensordot(a, a, axes=1).tolist(), xp.linalg.tensordot(a, a, axes=2).item()
+    ([[7, 10], [15, 22]], 30)
+    """
     if isinstance(axes, int):
         a1 = list(range(x1.ndim - axes, x1.ndim))
         a2 = list(range(axes))
@@ -59,15 +78,33 @@ def tensordot(x1: Tensor, x2: Tensor, /, *, axes=2) -> Tensor:
 
 
 def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
+    """The dot product of vectors along ``axis``, batched over the others.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.vecdot(xp.asarray([[1, 2, 3]]), xp.asarray([4, 5, 6])).tolist()
+    [32]
+    """
     a, b = ops.broadcast_tensors(x1, x2)
     return ops.sum(a * b, dim=normalize_dim(axis, a.ndim, "vecdot"))
 
 
 def outer(x1: Tensor, x2: Tensor, /) -> Tensor:
+    """``out[i, j] = x1[i] * x2[j]`` for 1-d arrays.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.outer(xp.asarray([1, 2]), xp.asarray([3, 4])).tolist()
+    [[3, 4], [6, 8]]
+    """
     return ops.outer(x1, x2)
 
 
 def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
+    """The cross product of 3-element vectors along ``axis``.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.cross(xp.asarray([1, 0, 0]), xp.asarray([0, 1, 0])).tolist()
+    [0, 0, 1]
+    """
     a, b = ops.broadcast_tensors(x1, x2)
     axis = normalize_dim(axis, a.ndim, "cross")
     if a.shape[axis] != 3:
@@ -80,14 +117,34 @@ def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
 
 
 def diagonal(x: Tensor, /, *, offset: int = 0) -> Tensor:
+    """Diagonal ``offset`` of the last two axes (positive: above the main one).
+
+    >>> import ember.array_api as xp
+    >>> a = xp.asarray([[1, 2], [3, 4]])
+    >>> xp.linalg.diagonal(a).tolist(), xp.linalg.diagonal(a, offset=1).tolist()
+    ([1, 4], [2])
+    """
     return ops.diagonal(check_array(x, "diagonal"), offset, -2, -1)
 
 
 def trace(x: Tensor, /, *, offset: int = 0, dtype=None) -> Tensor:
+    """The sum of diagonal ``offset`` of the last two axes.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.trace(xp.asarray([[1, 2], [3, 4]])).item()
+    5
+    """
     return _sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
 
 
 def vector_norm(x: Tensor, /, *, axis=None, keepdims: bool = False, ord=2) -> Tensor:
+    """The ``ord``-norm of vectors along ``axis`` (all elements when None): 2, 1, inf, -inf, 0...
+
+    >>> import ember.array_api as xp, math
+    >>> v = xp.asarray([3.0, -4.0])
+    >>> [xp.linalg.vector_norm(v, ord=o).item() for o in (2, 1, math.inf, 0)]
+    [5.0, 7.0, 4.0, 2.0]
+    """
     x = check_array(x, "vector_norm")
     require(x, "vector_norm", "f")
     axes = _axes(x, axis)
@@ -115,6 +172,13 @@ def vector_norm(x: Tensor, /, *, axis=None, keepdims: bool = False, ord=2) -> Te
 
 
 def matrix_norm(x: Tensor, /, *, keepdims: bool = False, ord="fro") -> Tensor:
+    """The ``ord``-norm of the matrices in the last two axes: ``"fro"``, ``"nuc"``, 1, 2, inf...
+
+    >>> import ember.array_api as xp, math
+    >>> m = xp.asarray([[3.0, 0.0], [0.0, -4.0]])
+    >>> [xp.linalg.matrix_norm(m, ord=o).item() for o in ("fro", 1, math.inf)]
+    [5.0, 4.0, 4.0]
+    """
     x = check_array(x, "matrix_norm")
     require(x, "matrix_norm", "f")
     a = ops.abs(x)
@@ -136,6 +200,12 @@ def matrix_norm(x: Tensor, /, *, keepdims: bool = False, ord="fro") -> Tensor:
 
 
 def matrix_power(x: Tensor, n: int, /) -> Tensor:
+    """``x`` multiplied by itself ``n`` times (``n < 0``: powers of the inverse; 0: identity).
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.matrix_power(xp.asarray([[1, 1], [0, 1]]), 3).tolist()
+    [[1, 3], [0, 1]]
+    """
     x = check_array(x, "matrix_power")
     if n < 0:
         x, n = inv(x), -n
@@ -181,6 +251,12 @@ def _flatten(mats) -> list:
 
 
 def inv(x: Tensor, /) -> Tensor:
+    """The inverse of each square matrix (an error for a singular one).
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.inv(xp.asarray([[2.0, 0.0], [0.0, 4.0]], dtype=xp.float64)).tolist()
+    [[0.5, 0.0], [0.0, 0.25]]
+    """
     batch, mats = _square(x, "inv")
     n = x.shape[-1]
     eye = [[float(i == j) for j in range(n)] for i in range(n)]
@@ -194,7 +270,13 @@ def inv(x: Tensor, /) -> Tensor:
 
 
 def solve(x1: Tensor, x2: Tensor, /) -> Tensor:
-    """``x1 @ out = x2``; a 1-d ``x2`` is one right-hand side vector."""
+    """``x1 @ out = x2``; a 1-d ``x2`` is one right-hand side vector.
+
+    >>> import ember.array_api as xp
+    >>> a = xp.asarray([[2.0, 0.0], [0.0, 4.0]], dtype=xp.float64)
+    >>> xp.linalg.solve(a, xp.asarray([1.0, 1.0], dtype=xp.float64)).tolist()
+    [0.5, 0.25]
+    """
     vector = x2.ndim == 1
     rhs = x2.reshape(x2.shape + (1,)) if vector else x2
     batch = ops.broadcast_tensors(x1[..., 0, 0], rhs[..., 0, 0])[0].shape
@@ -213,17 +295,37 @@ def solve(x1: Tensor, x2: Tensor, /) -> Tensor:
 
 
 class SlogdetResult(NamedTuple):
+    """``(sign, logabsdet)`` of :func:`slogdet`: ``det = sign * exp(logabsdet)``.
+
+    >>> import ember.array_api as xp
+    >>> r = xp.linalg.slogdet(xp.asarray([[-2.0, 0.0], [0.0, 1.0]], dtype=xp.float64))
+    >>> r.sign.item(), round(r.logabsdet.item(), 12) == round(0.6931471805599453, 12)
+    (-1.0, True)
+    """
     sign: Tensor
     logabsdet: Tensor
 
 
 def slogdet(x: Tensor, /) -> SlogdetResult:
+    """The sign and the log of the absolute determinant (no overflow for large matrices).
+
+    >>> import ember.array_api as xp, math
+    >>> sign, logabsdet = xp.linalg.slogdet(xp.asarray([[2.0, 0.0], [0.0, 3.0]], dtype=xp.float64))
+    >>> sign.item(), abs(logabsdet.item() - math.log(6.0)) < 1e-12
+    (1.0, True)
+    """
     batch, mats = _square(x, "slogdet")
     pairs = [host.slogdet(m) for m in mats]
     return SlogdetResult(_put([p[0] for p in pairs], batch, x), _put([p[1] for p in pairs], batch, x))
 
 
 def det(x: Tensor, /) -> Tensor:
+    """The determinant of each square matrix.
+
+    >>> import ember.array_api as xp
+    >>> round(xp.linalg.det(xp.asarray([[1.0, 2.0], [3.0, 4.0]], dtype=xp.float64)).item(), 10)
+    -2.0
+    """
     batch, mats = _square(x, "det")
     vals = []
     for m in mats:
@@ -233,6 +335,14 @@ def det(x: Tensor, /) -> Tensor:
 
 
 def cholesky(x: Tensor, /, *, upper: bool = False) -> Tensor:
+    """The lower factor ``L`` with ``x = L @ L.T`` of a symmetric positive-definite ``x``
+    (``upper=True``: ``U = L.T``).
+
+    >>> import ember.array_api as xp
+    >>> low = xp.linalg.cholesky(xp.asarray([[4.0, 2.0], [2.0, 2.0]], dtype=xp.float64))
+    >>> low.tolist()
+    [[2.0, 0.0], [1.0, 1.0]]
+    """
     batch, mats = _square(x, "cholesky")
     out = []
     for m in mats:
@@ -244,11 +354,26 @@ def cholesky(x: Tensor, /, *, upper: bool = False) -> Tensor:
 
 
 class QRResult(NamedTuple):
+    """``(Q, R)`` of :func:`qr`.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.qr(xp.eye(2))._fields
+    ('Q', 'R')
+    """
     Q: Tensor
     R: Tensor
 
 
 def qr(x: Tensor, /, *, mode: str = "reduced") -> QRResult:
+    """``Q`` with orthonormal columns and upper-triangular ``R``, ``x = Q @ R`` (``"reduced"``
+    or ``"complete"``).
+
+    >>> import ember.array_api as xp
+    >>> a = xp.asarray([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=xp.float64)
+    >>> q, r = xp.linalg.qr(a)
+    >>> q.shape, r.shape, bool(xp.max(xp.abs(q @ r - a)) < 1e-12), r[1, 0].item()
+    ((3, 2), (2, 2), True, 0.0)
+    """
     if mode not in ("reduced", "complete"):
         raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
     batch, mats = _matrices(x, "qr")
@@ -261,11 +386,24 @@ def qr(x: Tensor, /, *, mode: str = "reduced") -> QRResult:
 
 
 class EighResult(NamedTuple):
+    """``(eigenvalues, eigenvectors)`` of :func:`eigh`.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.eigh(xp.eye(2))._fields
+    ('eigenvalues', 'eigenvectors')
+    """
     eigenvalues: Tensor
     eigenvectors: Tensor
 
 
 def eigh(x: Tensor, /) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices.
+
+    >>> import ember.array_api as xp
+    >>> w, v = xp.linalg.eigh(xp.asarray([[2.0, 1.0], [1.0, 2.0]], dtype=xp.float64))
+    >>> [round(x, 12) for x in w.tolist()], v.shape
+    ([1.0, 3.0], (2, 2))
+    """
     batch, mats = _square(x, "eigh")
     n = x.shape[-1]
     pairs = [host.jacobi_eigh(m) for m in mats]
@@ -274,17 +412,36 @@ def eigh(x: Tensor, /) -> EighResult:
 
 
 def eigvalsh(x: Tensor, /) -> Tensor:
+    """The eigenvalues (ascending) of symmetric matrices.
+
+    >>> import ember.array_api as xp
+    >>> [round(x, 12) for x in xp.linalg.eigvalsh(xp.asarray([[2.0, 1.0], [1.0, 2.0]])).tolist()]
+    [1.0, 3.0]
+    """
     return eigh(x).eigenvalues
 
 
 class SVDResult(NamedTuple):
+    """``(U, S, Vh)`` of :func:`svd`: ``x = U @ diag(S) @ Vh``.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.svd(xp.eye(2))._fields
+    ('U', 'S', 'Vh')
+    """
     U: Tensor
     S: Tensor
     Vh: Tensor
 
 
 def svd(x: Tensor, /, *, full_matrices: bool = True) -> SVDResult:
-    """The reduced SVD (``full_matrices=True`` is answered with it only for square input)."""
+    """The reduced SVD (``full_matrices=True`` is answered with it only for square input).
+
+    >>> import ember.array_api as xp
+    >>> a = xp.asarray([[3.0, 0.0], [0.0, -4.0]], dtype=xp.float64)
+    >>> u, s, vh = xp.linalg.svd(a)
+    >>> s.tolist(), bool(xp.max(xp.abs((u * s) @ vh - a)) < 1e-12)
+    ([4.0, 3.0], True)
+    """
     batch, mats = _matrices(x, "svd")
     m, n = x.shape[-2:]
     if full_matrices and m != n:
@@ -298,10 +455,22 @@ def svd(x: Tensor, /, *, full_matrices: bool = True) -> SVDResult:
 
 
 def svdvals(x: Tensor, /) -> Tensor:
+    """The singular values, in descending order.
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.svdvals(xp.asarray([[3.0, 0.0], [0.0, -4.0]], dtype=xp.float64)).tolist()
+    [4.0, 3.0]
+    """
     return svd(x, full_matrices=False).S
 
 
 def pinv(x: Tensor, /, *, rtol=None) -> Tensor:
+    """The Moore-Penrose pseudo-inverse (singular values below ``rtol * largest`` count as 0).
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.pinv(xp.asarray([[2.0, 0.0], [0.0, 0.0]], dtype=xp.float64)).tolist()
+    [[0.5, 0.0], [0.0, 0.0]]
+    """
     u, s, vh = svd(x, full_matrices=False)
     if rtol is None:
         rtol = max(x.shape[-2:]) * _eps(x.dtype)
@@ -311,6 +480,12 @@ def pinv(x: Tensor, /, *, rtol=None) -> Tensor:
 
 
 def matrix_rank(x: Tensor, /, *, rtol=None) -> Tensor:
+    """The number of singular values above ``rtol * largest`` (default: eps times the size).
+
+    >>> import ember.array_api as xp
+    >>> xp.linalg.matrix_rank(xp.asarray([[1.0, 2.0], [2.0, 4.0]])).item()
+    1
+    """
     s = svdvals(x)
     if rtol is None:
         rtol = max(x.shape[-2:]) * _eps(x.dtype)
