@@ -9,7 +9,10 @@ quantized twin, a Loop/If recurrent cell, a CNN with SiLU and "SAME" max pooling
 Runs alternate between the two runtimes so both see the same machine load; each row gives the
 median time per call and the ratio ember / onnxruntime (lower is better for ember), plus the
 largest output difference relative to the output's magnitude (against ``onnx.reference`` for
-the int8 model: onnxruntime's u8 x s8 kernels saturate on CPUs without VNNI). ``--threads``
+the int8 model: onnxruntime's u8 x s8 kernels saturate on CPUs without VNNI). The CPU-time
+ratio divides the median CPU time of the calling thread (``time.thread_time``; both run on
+it with one thread) and moves less than wall time when other processes share the cores.
+``--threads``
 (default 1) bounds both onnxruntime's intra-op threads and numpy's BLAS threads.
 """
 
@@ -107,15 +110,15 @@ def bench(path, shape, repeat, threads):
     if "int8" in os.path.basename(path):
         want = _reference(path, feeds)
     err = float(np.abs(got - want).max() / (np.abs(want).max() or 1.0))
-    te, to = [], []
+    te, to, ce, co = [], [], [], []
     for _ in range(repeat):
-        t = time.perf_counter()
-        run_ember()
-        te.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        run_ort()
-        to.append(time.perf_counter() - t)
-    return statistics.median(te), statistics.median(to), err
+        for run, wall, cpu in ((run_ember, te, ce), (run_ort, to, co)):
+            t, c = time.perf_counter(), time.thread_time()
+            run()
+            cpu.append(time.thread_time() - c)
+            wall.append(time.perf_counter() - t)
+    med = statistics.median
+    return med(te), med(to), med(ce) / med(co), err
 
 
 def main() -> int:
@@ -131,19 +134,19 @@ def main() -> int:
     print(f"ember.onnx (numpy backend, numpy {np.__version__}) vs onnxruntime "
           f"{ort.__version__} CPU — {datetime.date.today()}, {platform.machine()}, "
           f"{os.cpu_count()} cores, {args.threads} thread(s), median of {args.repeat}\n")
-    print("| model | input | ember ms | onnxruntime ms | ratio | max rel. diff |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("| model | input | ember ms | onnxruntime ms | ratio | CPU-time ratio | max rel. diff |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for label, path, shape in _cases(args.batch):
         if args.only and not any(k == label or k in label.split() for k in args.only):
             continue
         try:
-            te, to, err = bench(path, shape, args.repeat, args.threads)
+            te, to, cpu, err = bench(path, shape, args.repeat, args.threads)
         except Exception as e:  # noqa: BLE001 - one broken row shouldn't hide the others
-            print(f"| {label} | | failed: {type(e).__name__}: {e} | | | |")
+            print(f"| {label} | | failed: {type(e).__name__}: {e} | | | | |")
             continue
         dims = "×".join(map(str, shape)) if shape else "declared"
-        print(f"| {label} | {dims} | {te * 1e3:.2f} | {to * 1e3:.2f} | {te / to:.1f} | "
-              f"{err:.1e} |", flush=True)
+        print(f"| {label} | {dims} | {te * 1e3:.2f} | {to * 1e3:.2f} | {te / to:.2f} | "
+              f"{cpu:.2f} | {err:.1e} |", flush=True)
     return 0
 
 

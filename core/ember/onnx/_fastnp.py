@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ..backends.numpy.blocks import blocked
 from ..backends.numpy.nn import _pad
 from ..backends.numpy.ops import _matmul
 from ..tensor import Tensor
@@ -341,19 +342,20 @@ class _Builder:
         dt = self.dtype(x)
         if dt not in _FLOATS:
             return None
+        sigmoid = self.backend.float_sigmoid
         if not self.reusable(x):
-            return self.backend.float_sigmoid
+            return lambda v: blocked(sigmoid, v)
         one = dt.type(1)
 
-        def f(v):  # the backend's four passes, on v itself
+        def in_place(v):  # the backend's four passes, on v itself
             if type(v) is not np.ndarray:
-                return self.backend.float_sigmoid(v)
+                return sigmoid(v)
             np.negative(v, out=v)
             np.exp(v, out=v)
             v += one
             return np.reciprocal(v, out=v)
 
-        return f
+        return lambda v: blocked(in_place, v)
 
     def _op_Erf(self, node, opset):
         return self.backend.float_erf if self.dtype(node.inputs[0]) in _FLOATS else None
@@ -410,7 +412,7 @@ class _Builder:
             y += beta
             return clamp(y)
 
-        return f
+        return lambda v: blocked(f, v)
 
     def _op_HardSwish(self, node, opset):
         dt = self.dtype(node.inputs[0])
@@ -426,7 +428,7 @@ class _Builder:
             y *= v
             return y
 
-        return f
+        return lambda v: blocked(f, v)
 
     def _op_Pow(self, node, opset):
         x, y = node.inputs
@@ -443,7 +445,19 @@ class _Builder:
         softmax = self.backend.softmax
         if opset >= 13:
             axis = node.attrs.get("axis", -1)
-            return lambda v: softmax(v, axis % v.ndim)
+            if not self.reusable(node.inputs[0]):
+                return lambda v: softmax(v, axis % v.ndim)
+
+            def in_place(v):  # the backend's passes, on v itself
+                if type(v) is not np.ndarray:
+                    return softmax(v, axis % v.ndim)
+                a = axis % v.ndim
+                np.subtract(v, v.max(axis=a, keepdims=True), out=v)
+                np.exp(v, out=v)
+                v /= v.sum(axis=a, keepdims=True)
+                return v
+
+            return in_place
         axis = node.attrs.get("axis", 1)
 
         def flat(v):  # opsets < 13: over the dims from axis on, flattened
@@ -634,17 +648,30 @@ class _Builder:
         dt = self.dtype(x)
         if dt not in _FLOATS or len(node.outputs) != 1 or self.dtype(scale) != dt:
             return None
-        axis, eps = node.attrs.get("axis", -1), node.attrs.get("epsilon", 1e-5)
+        axis, eps = node.attrs.get("axis", -1), dt.type(node.attrs.get("epsilon", 1e-5))
         layer_norm = self.backend.layer_norm
+        reuse = self.reusable(x)
 
         def f(v, s, b=None):
             a = axis % v.ndim
             if s.shape != v.shape[a:] or (b is not None and b.shape != v.shape[a:]):
-                raise ValueError("LayerNormalization: scale/bias shape differs from the "
-                                 "normalized dims")
-            return layer_norm(v, v.ndim - a, s, b, eps)
+                raise _Unplanned
+            if a != v.ndim - 1 or type(v) is not np.ndarray:
+                return layer_norm(v, v.ndim - a, s, b, eps)
+            # over the last dim: the variance as one dot per row (no squared temporary), the
+            # centred values scaled in place
+            d = np.subtract(v, v.mean(axis=-1, keepdims=True), out=v if reuse else None)
+            var = np.einsum("...i,...i->...", d, d)[..., None]
+            var /= dt.type(v.shape[-1])
+            var += eps
+            np.sqrt(var, out=var)
+            d /= var
+            d *= s
+            if b is not None:
+                d += b
+            return d
 
-        return f
+        return self._or_generic(f, node)
 
     # ------------------------------------------------------------------ layout
     def _op_Reshape(self, node, opset):
@@ -718,9 +745,13 @@ class _Builder:
 
     def _op_Gather(self, node, opset):
         idx = self.const(node.inputs[1])
-        if idx is None or idx.dtype.kind not in "iu":
-            return None
         axis = node.attrs.get("axis", 0)
+        if idx is None:  # indices computed at run time (token ids into an embedding)
+            if self.dtype(node.inputs[1]) is None or self.dtype(node.inputs[1]).kind not in "iu":
+                return None
+            return lambda v, i: np.take(v, i, axis=axis % v.ndim)
+        if idx.dtype.kind not in "iu":
+            return None
         if idx.ndim == 0:
             i = int(idx)
 

@@ -16,6 +16,7 @@ from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ...contract.windows import avg_pool_divisors
 from ...shape import pool_geometry
+from .blocks import blocked
 from .quiet import quiet
 
 
@@ -255,6 +256,9 @@ class NumpyNNOps:
         return np.maximum(x, x.dtype.type(0))
 
     def gelu(self, x, approximate="none"):
+        return blocked(lambda b: self._gelu(b, approximate), x)
+
+    def _gelu(self, x, approximate):
         # in place on one fresh array after the first step (each temporary costs a pass)
         t = x.dtype.type
         with quiet():

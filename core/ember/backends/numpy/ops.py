@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ...contract import Backend, float_math, int_bool, reductions
+from .blocks import blocked
 from .quiet import quiet, quietly
 
 
@@ -57,7 +58,7 @@ class NumpyOps(Backend):
             return np.power(a, b)
 
     def float_erf(self, x):
-        return _erf(x)
+        return blocked(_erf, x)
 
     def float_sigmoid(self, x):
         # 1 / (1 + exp(-x)) in four in-place passes (the composite allocates at each step);
