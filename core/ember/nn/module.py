@@ -112,9 +112,9 @@ class Module:
     >>> names = []
     >>> net.apply(lambda m: names.append(type(m).__name__)) is net, names
     (True, ['Linear', 'Linear', 'ModuleList', 'Net'])
-    >>> handle = net.register_forward_hook(lambda m, inputs, out: out * 0)
+    >>> handle = net.register_forward_hook(lambda m, inputs, out: out * 0 + 1)
     >>> net(ember.ones(1, 2)).tolist(); handle.remove()
-    [[0.0]]
+    [[1.0]]
     >>> net.register_parameter("scale", nn.Parameter(ember.ones(1)))
     >>> net.add_module("head", nn.ReLU())
     >>> net.num_params(), net.head
