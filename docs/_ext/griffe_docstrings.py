@@ -5,16 +5,20 @@ reST-flavoured plain text, and mkdocstrings renders docstrings as Markdown. With
 - a doctest example (a ``>>>`` line up to the next blank line) becomes a ```pycon fence;
 - a reST literal block (a paragraph ending in ``::`` and the indented lines after it) becomes
   a ```python fence;
-- a reST role (``:func:`~ember.nn.Linear```) becomes inline code of its target's last name.
+- a reST role (``:func:`~ember.nn.Linear```) becomes inline code of its target's last name;
+- a function made by a factory call that takes its name and docstring
+  (``exp = _float_unary("exp", "e ** x ...")``) gets that docstring: static analysis sees only
+  an attribute.
 
 mkdocs.yml loads it by path (``extensions: [docs/_ext/griffe_docstrings.py]``).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 
-from griffe import Extension, Object
+from griffe import Docstring, Extension, Object
 
 ROLE = re.compile(r":(?:func|class|mod|meth|attr|data|exc|obj|ref):`~?([^`]+)`")
 
@@ -60,8 +64,26 @@ def to_markdown(text: str) -> str:
     return "\n".join(out)
 
 
+def factory_docstring(node, name: str) -> str | None:
+    """The docstring a ``name = factory("name", "doc", ...)`` assignment gives its result."""
+    call = getattr(node, "value", None)
+    if not isinstance(call, ast.Call) or len(call.args) < 2:
+        return None
+    first, second = call.args[:2]
+    if (isinstance(first, ast.Constant) and first.value == name
+            and isinstance(second, ast.Constant) and isinstance(second.value, str)):
+        return second.value
+    return None
+
+
 class DoctestFences(Extension):
     """Rewrites every docstring of the loaded objects with :func:`to_markdown`."""
+
+    def on_instance(self, *, node, obj: Object, **kwargs) -> None:
+        if obj.is_attribute and obj.docstring is None:
+            doc = factory_docstring(node, obj.name)
+            if doc is not None:
+                obj.docstring = Docstring(doc, parent=obj)
 
     def on_object(self, *, obj: Object, **kwargs) -> None:
         if obj.docstring is not None:
