@@ -4,8 +4,9 @@ What "public" means here (the API reference is generated from exactly these docs
 
 - **modules**: ``ember`` and the user-facing subpackages in ``MODULES`` below. A module's public
   names are its ``__all__`` when it has one, else its globals not starting with ``_`` (plus the
-  lazily loaded names it lists in ``_LAZY``/``__dir__``); names that are modules, or objects
-  defined outside ``ember`` (re-exported ``math.pi``, ``typing`` helpers), are not its API.
+  lazily loaded names it lists in ``_LAZY``/``__dir__``); names that are modules, objects
+  defined outside ``ember`` (re-exported ``math.pi``, ``typing`` helpers) or, without an
+  ``__all__``, helpers imported from another package's private module are not its API.
   Only functions and classes are checked; constants (``ember.float32``, ``INSTALL``) are data.
 - **classes**: a public class's own public methods and properties (names not starting with
   ``_``, defined in an ``ember`` module), for ``ember.Tensor``, ``nn.Module`` and every layer,
@@ -70,6 +71,14 @@ def _is_ours(obj) -> bool:
     return module.split(".")[0] == "ember" and not module.startswith(EXCLUDED)
 
 
+def _private_helper(obj, modname: str) -> bool:
+    """Imported from a private module outside ``modname`` (``linalg``'s ``check_array`` from
+    ``array_api._common``): a helper the module uses, not one it exports."""
+    module = getattr(obj, "__module__", "")
+    private = any(part.startswith("_") for part in module.split("."))
+    return private and not module.startswith(modname + ".")
+
+
 def _defined_members(cls):
     """(name, object) of a class's own public methods and properties."""
     for name, raw in vars(cls).items():
@@ -102,6 +111,8 @@ def public_api():
         for name in _module_names(module):
             obj = getattr(module, name)
             if isinstance(obj, types.ModuleType) or not callable(obj) or not _is_ours(obj):
+                continue
+            if not hasattr(module, "__all__") and _private_helper(obj, modname):
                 continue
             if inspect.isclass(obj):
                 add(f"{modname}.{name}", obj, "class")
