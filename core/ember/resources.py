@@ -1,27 +1,28 @@
 """Where ember's non-Python runtime files are: inside the installed package (the wheel carries
 them under ``ember/_data/``) or, when ember runs from a checkout, in the repository folders
-they come from. Every lookup of these files goes through :func:`resource_dir`.
+they come from. Every lookup of these files goes through :func:`resource_dir`; by name, in
+the wheel or in the checkout:
 
-=============  ==============================  ===========================================
-name           in the wheel                    in the checkout
-=============  ==============================  ===========================================
-``micro``      ``ember/_data/micro``           ``embedded/``: ``ember_micro/``,
-                                               ``run_batch.py``, ``build/native/<arch>/``
-``web``        ``ember/_data/web``             ``web/``: ``ember.js``, ``ember-worker.js``,
-                                               ``index.html``, ``build_dist.py`` …
-``mnist-page`` ``ember/_data/pages/mnist``     ``demos/mnist/web/``: the drawing page
-=============  ==============================  ===========================================
+- ``micro``: ``ember/_data/micro`` or ``embedded/`` (``ember_micro/``, ``run_batch.py``,
+  ``build/native/<arch>/ember_kernels.mpy``);
+- ``web``: ``ember/_data/web`` or ``web/`` (``ember.js``, ``ember-worker.js``, ``index.html``,
+  ``build_dist.py``, ``devserver.py`` …);
+- ``mnist-page``, ``classify-page``, ``embed-page``: ``ember/_data/pages/{mnist,classify,embed}``
+  or ``demos/mnist/web/``, ``demos/image_classification/web/``, ``demos/embed/web/``.
+
+Files ember derives once and keeps (a page's exported model) go to :func:`work_dir`.
 
 >>> resource_dir("micro").joinpath("ember_micro", "__init__.py").is_file()
 True
->>> resource_dir("disk")
+>>> resource_dir("disk")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
     ...
-ember.errors.EmberError: resource_dir: unknown resource 'disk'; one of: micro, web, mnist-page
+ember.errors.EmberError: resource_dir: unknown resource 'disk'; one of: micro, web, mnist-page, ...
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .errors import EmberError
@@ -33,17 +34,9 @@ _PLACES = {
     "micro": ("_data/micro", "embedded", "ember_micro/__init__.py"),
     "web": ("_data/web", "web", "ember.js"),
     "mnist-page": ("_data/pages/mnist", "demos/mnist/web", "index.html"),
+    "classify-page": ("_data/pages/classify", "demos/image_classification/web", "index.html"),
+    "embed-page": ("_data/pages/embed", "demos/embed/web", "index.html"),
 }
-
-
-def from_checkout() -> bool:
-    """True when ember is imported from a repository checkout (``pip install -e .``), not from
-    an installed wheel.
-
-    >>> isinstance(from_checkout(), bool)
-    True
-    """
-    return not (PACKAGE / "_data").is_dir() and (_CHECKOUT / "pyproject.toml").is_file()
 
 
 def resource_dir(name: str) -> Path:
@@ -64,3 +57,16 @@ def resource_dir(name: str) -> Path:
         f"resource_dir: ember's {name!r} files are neither in the installed package "
         f"({PACKAGE / installed}) nor in a checkout ({_CHECKOUT / checkout}); reinstall ember "
         f"from its wheel or run it from the repository")
+
+
+def work_dir(name: str) -> Path:
+    """A folder for files ember derives once and reuses wherever it runs from: ``runs/<name>``
+    of the checkout, or for an installed ember ``$XDG_CACHE_HOME/ember/<name>`` (default
+    ``~/.cache/ember/<name>``). Not created here.
+
+    >>> work_dir("classify-web").name
+    'classify-web'
+    """
+    if not (PACKAGE / "_data").is_dir() and (_CHECKOUT / "pyproject.toml").is_file():
+        return _CHECKOUT / "runs" / name
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ember" / name

@@ -27,6 +27,7 @@ from pathlib import Path
 from .. import nn
 from ..tensordata import TensorData
 from ..errors import DatasetError
+from ..resources import resource_dir, work_dir
 from .efficientnet import BN_EPS, IMAGE_SIZE, efficientnet_lite0
 
 WEIGHTS = "efficientnet_lite0.safetensors"
@@ -175,14 +176,12 @@ def classify_rgba(model, rgba: bytes, size: int, labels: list[str], top: int = 5
             "backend": backend.name}
 
 
-PAGE = Path(__file__).resolve().parents[3] / "demos" / "image_classification" / "web"
-
-
 def serve_classifier(host: str = "127.0.0.1", port: int = 8000, block: bool = True,
                      model_dir: str | os.PathLike | None = None):
     """Serve the classifier page on ``http://host:port/classify/`` with the web runtime
     (``web/dist``, rebuilt when stale) and the model folder (written on first use; default
-    ``runs/classify-web`` of the checkout, never the current directory, so serving from
+    ``runs/classify-web`` of the checkout, or ~/.cache/ember/classify-web for an installed ember
+    (:func:`ember.resources.work_dir`), never the current directory, so serving from
     anywhere reuses one folder).
 
     Blocks until Ctrl-C when ``block``; otherwise returns the running server (``.url``,
@@ -190,10 +189,7 @@ def serve_classifier(host: str = "127.0.0.1", port: int = 8000, block: bool = Tr
     """
     from .serve import serve_mounts
 
-    if not (PAGE / "index.html").is_file():
-        raise RuntimeError(f"serve_classifier: the page lives in the repository checkout "
-                           f"({PAGE} is missing): run ember from a checkout (pip install -e .)")
-    model_dir = export_web_model(Path(model_dir or PAGE.parents[2] / "runs" / "classify-web")
-                                 .resolve())
-    return serve_mounts({"/classify/model/": model_dir, "/classify/": PAGE}, "classify/",
+    page = resource_dir("classify-page")
+    model_dir = export_web_model(Path(model_dir or work_dir("classify-web")).resolve())
+    return serve_mounts({"/classify/model/": model_dir, "/classify/": page}, "classify/",
                         "image classifier", model_dir, host=host, port=port, block=block)

@@ -21,12 +21,12 @@ import shutil
 import time
 from pathlib import Path
 
+from ..resources import resource_dir, work_dir
 from .minilm import MAX_LENGTH, MiniLM
 
 WEIGHTS = "minilm.safetensors"
 VOCAB = "vocab.txt"
 FORMAT = "ember.all-minilm-l6-v2/1"
-PAGE = Path(__file__).resolve().parents[3] / "demos" / "embed" / "web"
 
 
 def export_web_model(folder: str | os.PathLike) -> Path:
@@ -96,17 +96,15 @@ def serve_embed(host: str = "127.0.0.1", port: int = 8000, block: bool = True,
                 model_dir: str | os.PathLike | None = None):
     """Serve the semantic-search page on ``http://host:port/embed/`` with the web runtime
     (``web/dist``, rebuilt when stale) and the model folder (written on first use; default
-    ``runs/embed-web`` of the checkout, whatever the current directory).
+    ``runs/embed-web`` of the checkout, or ~/.cache/ember/embed-web for an installed ember:
+    :func:`ember.resources.work_dir`, whatever the current directory).
 
     Blocks until Ctrl-C when ``block``; otherwise returns the running server (``.url``,
     ``.page_url``, ``.close()``). A taken port falls back to a free one; ``port=0`` picks one.
     """
     from .serve import serve_mounts
 
-    if not (PAGE / "index.html").is_file():
-        raise RuntimeError(f"serve_embed: the page lives in the repository checkout "
-                           f"({PAGE} is missing): run ember from a checkout (pip install -e .)")
-    model_dir = export_web_model(Path(model_dir or PAGE.parents[2] / "runs" / "embed-web")
-                                 .resolve())
-    return serve_mounts({"/embed/model/": model_dir, "/embed/": PAGE}, "embed/",
+    page = resource_dir("embed-page")
+    model_dir = export_web_model(Path(model_dir or work_dir("embed-web")).resolve())
+    return serve_mounts({"/embed/model/": model_dir, "/embed/": page}, "embed/",
                         "semantic search", model_dir, host=host, port=port, block=block)
