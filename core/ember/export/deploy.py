@@ -19,9 +19,11 @@ On the board: ``import ember_micro; ember_micro.load("model.emb").predict(image_
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -75,21 +77,40 @@ def deploy_to_folder(model: str | os.PathLike, folder: str | os.PathLike,
     return written
 
 
+def mpremote_command() -> list[str]:
+    """How to run mpremote: the ``mpremote`` command on PATH, else this Python's
+    ``-m mpremote`` (installed in the same environment, not activated). Raises
+    :class:`~ember.errors.EmberError` naming ``pip install mpremote`` when neither exists.
+
+    >>> try:
+    ...     command = mpremote_command()
+    ... except EmberError as e:
+    ...     command = str(e)
+    >>> "mpremote" in " ".join(command)
+    True
+    """
+    exe = shutil.which("mpremote")
+    if exe is not None:
+        return [exe]
+    if importlib.util.find_spec("mpremote") is not None:
+        return [sys.executable, "-m", "mpremote"]
+    raise EmberError("micro deploy: mpremote is not installed; it copies files to a board: "
+                     "pip install mpremote (or use --folder DIR)")
+
+
 def deploy_to_board(model: str | os.PathLike, port: str, arch: str | None = None,
-                    mpremote: str = "mpremote", log=print) -> None:
+                    log=print) -> None:
     """Copy the runtime and ``model`` to the board on serial ``port`` (``/dev/ttyACM0``,
-    ``COM3``; ``auto`` lets mpremote find it) with ``mpremote``, in one connection.
+    ``COM3``; ``auto`` lets mpremote find it) with :func:`mpremote_command`, in one
+    connection.
 
     Raises :class:`~ember.errors.EmberError` naming ``pip install mpremote`` when it is not
     installed, and ``subprocess.CalledProcessError`` when mpremote fails.
     """
-    exe = shutil.which(mpremote)
-    if exe is None:
-        raise EmberError(f"micro deploy: {mpremote!r} is not installed; it copies files to a "
-                         f"board: pip install mpremote (or use --folder DIR)")
+    mpremote = mpremote_command()
     with tempfile.TemporaryDirectory(prefix="ember-deploy-") as stage:
         written = deploy_to_folder(model, stage, arch)
         names = sorted({p.relative_to(stage).parts[0] for p in written})
-        command = [exe, "connect", port, "fs", "cp", "-r", *names, ":"]
+        command = [*mpremote, "connect", port, "fs", "cp", "-r", *names, ":"]
         log("$ " + " ".join(command))
         subprocess.run(command, cwd=stage, check=True)
