@@ -26,12 +26,14 @@ fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 // zeros where the window hangs over the padding or the image, so the taps need no bounds
 // checks — then each lane sums a BY × BX block of adjacent outputs from it. One barrier per
 // workgroup. The output is contiguous (N, C_out, OH, OW); the weight contiguous
-// (C_out, 1, KH, KW); the input a strided view.
+// (C_out, 1, KH, KW); the input a strided view. The int8 conv (wgpu/quant.py) runs it on
+// codes: the input quantized as it is staged, int8 weights (WEIGHT_T u32), the sums rescaled
+// as they are stored (the launcher's QUANT key: its extra bindings).
 // meta: [planes, C_out, multiplier, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
 //        x_off, sN, sC, sH, sW, has_bias]
 
 @group(0) @binding(1) var<storage, read> src: array<{{IN_T}}>;
-@group(0) @binding(2) var<storage, read> weight: array<{{IN_T}}>;
+@group(0) @binding(2) var<storage, read> weight: array<{{WEIGHT_T}}>;
 @group(0) @binding(3) var<storage, read> bias: array<{{IN_T}}>;
 // OUT_T u32 (PAIRS): a float16 output, two neighbouring outputs per word (BX and OW even)
 @group(0) @binding(4) var<storage, read_write> out: array<{{OUT_T}}>;
@@ -90,6 +92,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     if (prm[16] == 1u) { b = read_bias(co); }
 {{STORES}}
 }
+{{QUANT}}
 
 //! weight_grad_partial
 // The weight gradient's first pass: workgroup (co, chunk) sums, over one chunk of PER_CHUNK of

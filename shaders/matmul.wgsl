@@ -10,13 +10,15 @@
 // float16 operands stay packed (two per u32 word, the low half first) and are converted to
 // f32 as the tiles load; a float16 result is stored as pairs of columns, one word each (the
 // launcher makes sure each pair is a word of this output alone).
+// Other element types come with their own read_a / read_b (IN_A, IN_B: the int8 matmul of
+// wgpu/quant.py reads int8 codes and quantizes float32 inputs as the tiles load).
 // Split-K: workgroup z covers batch z / splits and the k range of part z % splits (kc long),
 // writing its partial sums at o_ss · part (the launcher adds the parts), so a product with
 // few output tiles and a long k still fills the device.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
-@group(0) @binding(1) var<storage, read> a: array<{{IN_T}}>;
-@group(0) @binding(2) var<storage, read> b: array<{{IN_T}}>;
+@group(0) @binding(1) var<storage, read> a: array<{{IN_A}}>;
+@group(0) @binding(2) var<storage, read> b: array<{{IN_B}}>;
 @group(0) @binding(3) var<storage, read_write> out: array<{{OUT_T}}>;
 
 const BM: u32 = {{BM}}u;

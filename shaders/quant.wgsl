@@ -7,22 +7,10 @@
 // - gemm: (G, M, K4) codes times (G·NC, K4) weight codes, four int8 products per word
 //   ({{DOT}}: the built-in dot4I8Packed where the adapter has packed_4x8_integer_dot_product,
 //   else dot4_unpacked below), int32 sums, rescaled with the bias as they are stored;
-// - depthwise: one lane per output (groups == C == C_out), the input quantized as it is read.
-// Launched from core/ember/backends/wgpu/quant.py.
+// code() and byte_of() come from shaders/lib_quant.wgsl. Launched from
+// core/ember/backends/wgpu/quant.py.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
-
-// the int8 code of x at scale s: rounded half away from zero, clamped to ±127
-fn code(x: f32, s: f32) -> i32 {
-    let v = x / s;
-    let q = i32(min(floor(abs(v) + 0.5), 127.0));
-    return select(q, -q, v < 0.0);
-}
-
-// byte j (sign-extended) of a packed word
-fn byte_of(word: u32, j: u32) -> i32 {
-    return extractBits(bitcast<i32>(word), j * 8u, 8u);
-}
 
 fn dot4_unpacked(a: u32, b: u32) -> i32 {
     return byte_of(a, 0u) * byte_of(b, 0u) + byte_of(a, 1u) * byte_of(b, 1u)
@@ -195,44 +183,4 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             out[(r / p) * cout * p + ch * p + r % p] = v;
         }
     }
-}
-
-//! depthwise
-// meta: [N, C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, x_off, has_bias, w_off (bytes)]
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
-@group(0) @binding(3) var<storage, read> w_scale: array<f32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
-@group(0) @binding(5) var<storage, read> in_scale: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;
-
-fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = lane(gid, nwg);
-    let oh = prm[12];
-    let ow = prm[13];
-    if (i >= prm[0] * prm[1] * oh * ow) { return; }
-    let ox = i32(i % ow);
-    let oy = i32((i / ow) % oh);
-    let plane = i / (ow * oh);  // n · C + c
-    let c = plane % prm[1];
-    let taps = prm[4] * prm[5];
-    let s = in_scale[0];
-    let base = prm[14] + plane * prm[2] * prm[3];
-    var acc = 0;
-    for (var t = 0u; t < taps; t++) {
-        let iy = oy * si(6) - si(8) + i32(t / prm[5]) * si(10);
-        let ix = ox * si(7) - si(9) + i32(t % prm[5]) * si(11);
-        if (iy >= 0 && iy < si(2) && ix >= 0 && ix < si(3)) {
-            let b = prm[16] + c * taps + t;
-            let wq = byte_of(w[b >> 2u], b & 3u);
-            acc = acc + code(x[base + u32(iy) * prm[3] + u32(ix)], s) * wq;
-        }
-    }
-    var v = f32(acc) * (s * w_scale[c]);
-    if (prm[15] != 0u) { v = v + bias[c]; }
-    out[i] = v;
 }

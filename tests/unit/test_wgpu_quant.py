@@ -38,7 +38,10 @@ def _t(a, dtype=None):
     return ember.tensor(a, dtype=dtype, backend="wgpu")
 
 
-@pytest.mark.parametrize("m,k,n", [(1, 3, 1), (33, 70, 65), (64, 256, 40), (5, 1031, 7)])
+# K <= quant._EXACT_K: the float matmul on codes in one part; (3, 1100, 9): in two exact
+# halves; (2, 2100, 5): past quant._LONGEST_K, the integer gemm
+@pytest.mark.parametrize("m,k,n", [(1, 3, 1), (33, 70, 65), (64, 256, 40), (5, 1031, 7),
+                                   (3, 1100, 9), (2, 2100, 5)])
 def test_qlinear_matches_the_float64_product(dot, m, k, n):
     s = 0.25
     x = _inputs((m, k), s)
@@ -50,10 +53,24 @@ def test_qlinear_matches_the_float64_product(dot, m, k, n):
     np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-5)
 
 
+def test_the_longest_float_sum_of_extreme_codes_is_exact():
+    k = quant._EXACT_K  # every product 127 · 127: the largest sum the float path takes
+    s = 0.5
+    x = np.full((2, k), 127 * s, np.float32)
+    x[1] *= -1
+    w = np.full((3, k), 127, np.int8)
+    y = qlinear(_t(x), _t(w, ember.int8), _t(np.full(3, 2.0, np.float32)),
+                _t(np.zeros(3, np.float32)), _t(np.float32([s]))).numpy()
+    # sum · in_scale · w_scale = k · 127² · 0.5 · 2: exact when the sum is
+    np.testing.assert_array_equal(y, [[k * 127 * 127] * 3, [-k * 127 * 127] * 3])
+    assert k * 127 * 127 < 2 ** 24
+
+
 CONVS = [
     # x shape, (c_out, kh, kw), stride, padding, groups
     ((2, 3, 9, 9), (5, 3, 3), (2, 2), ((0, 1), (0, 1)), 1),  # K = 27: repacked weight
-    ((1, 16, 6, 6), (40, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),
+    ((1, 16, 6, 6), (40, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1: the float matmul
+    ((1, 1100, 2, 3), (6, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1 in two exact halves
     ((1, 8, 7, 7), (8, 3, 3), (1, 1), ((1, 1), (1, 1)), 2),
     ((2, 12, 8, 8), (12, 5, 5), (2, 2), ((1, 2), (1, 2)), 12),  # depthwise
 ]

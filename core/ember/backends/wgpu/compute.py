@@ -317,28 +317,34 @@ def _copy_into(rt, src, out, out_view, batch_shape):
     return out
 
 
-def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epilogue=None):
+def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epilogue=None,
+                    reads=None):
     """One matmul dispatch per 65535 batch entries. float16 operands are read from their
     packed words into f32 (f32 accumulators); a float16 ``out`` gets them packed in pairs of
     columns (its offset, strides and width even). ``epilogue``: ``(key, code(), value,
     blocks, access, meta)`` of a fused epilogue: WGSL appended to the kernel (bindings from
     4 on), the stored ``value`` (see :func:`_unrolled`), its buffers, their access modes and
-    the meta words after the matmul's."""
+    the meta words after the matmul's. ``reads``: ``(code(), IN_A, IN_B)``, the operands' own
+    element types and ``read_a``/``read_b`` functions returning f32 (in the pipeline's key
+    through the epilogue's)."""
     half = a.dtype is dt.float16
-    ct = "f32" if half else _ct(a)
+    ct = "f32" if half or reads else _ct(a)
     pairs = out.dtype is dt.float16
     n, k = a.shape[-2:]
     m = b.shape[-1]
     zero = "0.0" if ct == "f32" else "0"
     key, code, value, blocks, access, extra = epilogue or ((), str, "{acc}", [], (), [])
+    in_t = "u32" if half else ct
+    read_code, in_a, in_b = reads or (None, in_t, in_t)
 
     def build():
-        helpers = [rt.lib.snippet("matmul", "read_f16" if half else "read", CT=ct)]
+        helpers = [read_code() if read_code else
+                   rt.lib.snippet("matmul", "read_f16" if half else "read", CT=ct)]
         if half or pairs:
             helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
         if pairs:
             helpers.append(rt.lib.snippet("matmul", "pack_f16"))
-        return (render(rt.lib.source("matmul"), CT=ct, ZERO=zero, IN_T="u32" if half else ct,
+        return (render(rt.lib.source("matmul"), CT=ct, ZERO=zero, IN_A=in_a, IN_B=in_b,
                        OUT_T="u32" if pairs else ct, HELPERS="\n".join(helpers),
                        **_unrolled(ct, tile, value, pairs), **tile) + code(),
                 ("read", "read", "read", "read_write") + access)

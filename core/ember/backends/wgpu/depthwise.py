@@ -164,7 +164,9 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
             body += [f"      a{by}_{bx} = a{by}_{bx} + v{bx * c['SW'] + kx * c['DW']} * w{ky}_{kx};"
                      for kx in kxs for bx in bxs]
             body.append("    }")
-    stores = []
+    # int8 codes (Q8): the exact integer sums rescaled by the input and channel scales
+    stores = ["    let qs = q_in_scale[0] * q_w_scale[co];"] if c.get("Q8") else []
+    scaled = " * qs" if c.get("Q8") else ""
     pairs = c.get("PAIRS", 0)  # float16 out, BX and OW even: outputs bx, bx + 1 share a word
     for by in bys:
         stores.append(f"    {{ let oy = oy0 + ly * BY + {by}u;")
@@ -174,7 +176,8 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
                        f"a{by}_{bx + 1} + b); }}" for bx in bxs[::2]]
         else:
             stores += [f"      if (oy < oh && ox0 + lx * BX + {bx}u < ow) {{ out[(plane * oh + oy)"
-                       f" * ow + ox0 + lx * BX + {bx}u] = a{by}_{bx} + b; }}" for bx in bxs]
+                       f" * ow + ox0 + lx * BX + {bx}u] = a{by}_{bx}{scaled} + b; }}"
+                       for bx in bxs]
         stores.append("    }")
     return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body), "STORES": "\n".join(stores)}
 
@@ -210,21 +213,33 @@ _STAGED = ("conv", "conv_transpose")
 
 
 def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: bool = False):
-    """The section's pipeline; ``half``: its inputs are float16, read packed."""
+    """The section's pipeline; ``half``: its inputs are float16, read packed; ``cfg["Q8"]``:
+    the forward on int8 codes (the input quantized as it is staged, int8 weights, two more
+    bindings: the weight scales and the input scale)."""
     key = ("depthwise", section, half, tuple(sorted(cfg.items())))
-    access = ("read",) * (n_buffers + 1) + ("read_write",)  # meta, inputs, output
+    q8 = bool(cfg.get("Q8"))
+    access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8)
     code = _UNROLLED.get(section, lambda c: {})
 
     def build():
         helpers = [rt.lib.snippet("depthwise", "read_f16" if half else "read", NAME=name)
-                   for name in _READS[section]]
+                   for name in _READS[section] if not (q8 and name in ("src", "weight"))]
+        quant = ""
+        if q8:
+            helpers += [rt.lib.snippet("lib_quant", "code"),
+                        rt.lib.snippet("lib_quant", "read_quantized", NAME="src"),
+                        rt.lib.snippet("lib_quant", "read_codes", NAME="weight")]
+            quant = rt.lib.snippet("lib_quant", "scales", W_AT=n_buffers + 2,
+                                   IN_AT=n_buffers + 3)
         if section in _STAGED:
             helpers.append(rt.lib.snippet("depthwise", "stage_plane"))
         if half or cfg.get("PAIRS"):
             helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
         if cfg.get("PAIRS"):
             helpers.append(rt.lib.snippet("matmul", "pack_f16"))
-        return (render(rt.lib.source("depthwise", section), IN_T="u32" if half else "f32",
+        in_t = "u32" if half else "f32"
+        return (render(rt.lib.source("depthwise", section), IN_T=in_t,
+                       WEIGHT_T="u32" if q8 else in_t, QUANT=quant,
                        OUT_T="u32" if cfg.get("PAIRS") else "f32", HELPERS="\n".join(helpers),
                        **cfg, **code(cfg)), access)
 
@@ -261,10 +276,12 @@ def _hw(x: WgpuTensor) -> tuple[int, int]:
 
 
 def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride, padding,
-                   dilation) -> WgpuTensor:
+                   dilation, scales=None) -> WgpuTensor:
     """``conv(x, weight, bias, stride, padding, dilation, groups=C_in)`` for a depthwise conv
     that :func:`supports` accepts (``padding`` as ``((lo, hi), ...)`` pairs); float32 sums,
-    float16 inputs read packed, the result narrowed. Returns a contiguous ``(N, C_out, *out)``."""
+    float16 inputs read packed, the result narrowed. Returns a contiguous ``(N, C_out, *out)``.
+    ``scales = (w_scale, in_scale)``: int8 ``weight`` codes and a float32 ``x`` quantized at
+    ``in_scale`` (``ember.contract.quantized``'s qconv; contiguous scales, a bias)."""
     dtype = x.dtype
     nd = len(x.shape) - 2
     plan = _plan(rt, x.shape, weight.shape, tuple(stride), tuple(padding), tuple(dilation))
@@ -273,8 +290,12 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
                          f"{x.shape}, weight {weight.shape}, stride {stride}, dilation "
                          f"{dilation}; check depthwise.supports() first")
     out, pad, cfg = plan
-    half, x, weight, b = _inputs(rt, x, weight, bias)
-    cfg = _paired(cfg, out, half)
+    if scales is None:
+        half, x, weight, b = _inputs(rt, x, weight, bias)
+        cfg, extra = _paired(cfg, out, half), []
+    else:
+        half, weight, b = False, contiguous(rt, weight), bias
+        cfg, extra = {**cfg, "Q8": 1}, [t.block for t in scales]
     n, c_out = x.shape[0], weight.shape[0]
     y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
     planes = n * c_out
@@ -285,7 +306,7 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
                 tiles_x, tiles, *_x_words(x), int(b is not None)]
         rt.engine.dispatch(_pipe(rt, "conv", 3, cfg, half), meta,
                            [x.block, weight.block, (b if b is not None else weight).block,
-                            y.block], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
+                            y.block, *extra], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
     return narrow(rt, y, dtype)
 
 

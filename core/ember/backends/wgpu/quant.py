@@ -1,10 +1,15 @@
-"""The quantized ops on wgpu (shaders/quant.wgsl): the float input quantized into int8 code
-words (im2col in the same pass for a conv), an int8 GEMM with int32 sums — the built-in
-``dot4I8Packed`` where the adapter has WGSL's ``packed_4x8_integer_dot_product``, else the
-bytes unpacked in the kernel — rescaled with the bias as it is stored; depthwise convs run
-one lane per output. float32 inputs (others take the contract's default body). Semantics:
-:mod:`ember.contract.quantized` (WGSL's division is not correctly rounded: an input exactly
-between two codes may round either way).
+"""The quantized ops on wgpu: Linear and 1×1 convolutions with sums shorter than
+``_EXACT_K`` run the tuned float matmul (shaders/matmul.wgsl) on int8 codes held in f32 — the
+int8 weight read byte by byte, the float32 input quantized as its tiles load, exact integer
+sums (K·127² < 2²⁴), the rescale and bias stored by its epilogue (shaders/lib_quant.wgsl): one
+dispatch. The other convolutions and longer sums (shaders/quant.wgsl): the input quantized
+into int8 code words (im2col in the same pass for a conv), an int8 GEMM with int32 sums — the
+built-in ``dot4I8Packed`` where the adapter has WGSL's ``packed_4x8_integer_dot_product``,
+else the bytes unpacked in the kernel — rescaled with the bias as it is stored. Depthwise
+convs run the tuned depthwise kernel of shaders/depthwise.wgsl on codes the same way (the input
+quantized as it is staged). float32 inputs (others take the contract's default body).
+Semantics: :mod:`ember.contract.quantized` (WGSL's division is not correctly rounded: an
+input exactly between two codes may round either way).
 
 >>> import ember
 >>> from ember.quantize.functional import qlinear
@@ -21,12 +26,16 @@ import weakref
 
 from ... import dtype as dt
 from ...contract import registry
-from ...shape import conv_output_size
+from ...shape import conv_output_size, numel
+from . import compute, depthwise, tuning
+from .conv import _pointwise
 from .kernels import render
-from .launch import Runtime, contiguous
-from .primitive import WgpuTensor
+from .launch import Runtime, contiguous, map_op
+from .primitive import WgpuTensor, contiguous_strides
 
 _TILE = 32  # the gemm section's output tile (rows and columns)
+_EXACT_K = 1040  # the longest sum of int8 products that float32 holds exactly: K·127² < 2²⁴
+_LONGEST_K = 2048  # on the float matmul in two parts (each ≤ 1024, a multiple of any tile's BK)
 _PROBE = """@group(0) @binding(0) var<storage, read> prm: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<i32>;
 @compute @workgroup_size(1) fn main() { out[0] = dot4I8Packed(prm[0], prm[1]); }
@@ -50,7 +59,8 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, dot: str = ""):
     access = ("read",) * n_buffers + ("read_write",)
 
     def build():
-        return render(rt.lib.source("quant", section), DOT=dot), access
+        code = rt.lib.source("quant", section) + rt.lib.snippet("lib_quant", "code")
+        return render(code, DOT=dot), access
 
     return rt.lib.pipeline(("quant", section, dot), build)
 
@@ -81,6 +91,68 @@ def _gemm(rt: Runtime, codes, m: int, k4: int, groups: int, words, nc: int, w_sc
                        (-(-nc // _TILE), -(-m // _TILE), groups))
 
 
+def _exact_parts(k: int, tile: dict[str, int]) -> tuple[int, int]:
+    """``(splits, kc)``: the sum over k in one part, or two of at most ``_EXACT_K`` each."""
+    if k <= _EXACT_K:
+        return 1, k
+    kc = -(-(-(-k // 2)) // tile["BK"]) * tile["BK"]
+    return 2, kc
+
+
+def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, per_row: bool,
+                w_scale, bias, in_scale) -> WgpuTensor:
+    """``a @ b`` per batch entry as a contiguous ``shape`` tensor, one operand int8 codes
+    (``codes``: ``"a"`` or ``"b"``), the other float32 quantized as it loads, rescaled by the
+    channel of each row (``per_row``) or column, plus its bias: the tuned float matmul, one
+    dispatch; for k past ``_EXACT_K`` (up to ``_LONGEST_K``) two exact halves, then one pass adds
+    them (one rounding, as the int32 sum's conversion) and rescales."""
+    n, k = a.shape[-2:]
+    m = b.shape[-1]
+    batch = a.shape[0]
+    ch = "{r}" if per_row else "{col}"
+    quantized = "b" if codes == "a" else "a"
+
+    def reads():
+        return "\n".join([rt.lib.snippet("lib_quant", "code"),
+                          rt.lib.snippet("lib_quant", "read_codes", NAME=codes),
+                          rt.lib.snippet("lib_quant", "read_quantized", NAME=quantized)])
+
+    def bindings():
+        return (rt.lib.snippet("lib_quant", "scales", W_AT=4, IN_AT=6)
+                + rt.lib.snippet("lib_quant", "bias", AT=5))
+
+    types = ("u32", "f32") if codes == "a" else ("f32", "u32")
+    blocks = [w_scale.block, bias.block, in_scale.block]
+
+    def launch(option):
+        tile, splits, kc = option
+        value = (f"{{acc}} * (q_in_scale[0] * q_w_scale[{ch}]) + q_bias[{ch}]"
+                 if splits == 1 else "{acc}")
+        epilogue = (("int8", codes, per_row, splits), bindings, value, blocks, ("read",) * 3, [])
+        if splits == 1:
+            out = rt.empty(shape, dt.float32, "qmatmul")
+            compute.matmul_dispatch(rt, a, b, sa, sb, out, (0, n * m, m), 1, k, 0, tile,
+                                    epilogue, (reads, *types))
+            return out
+        parts = rt.empty((2, batch, n, m), dt.float32, "qmatmul")
+        compute.matmul_dispatch(rt, a, b, sa, sb, parts, (0, n * m, m), 2, kc, batch * n * m,
+                                tile, epilogue, (reads, *types))
+        full = (batch, n, m)
+        chan = (0, 1, 0) if per_row else (0, 0, 1)
+        views = [parts.view(full, (n * m, m, 1)), parts.view(full, (n * m, m, 1), batch * n * m),
+                 in_scale.view(full, (0, 0, 0)), w_scale.view(full, chan), bias.view(full, chan)]
+        y = map_op(rt, views, dt.float32, "(x0 + x1) * (x2 * x3) + x4")
+        return y.view(shape, contiguous_strides(shape))
+
+    def options():
+        return {name: (t, *_exact_parts(k, t))
+                for name, (t, _, _) in compute._options(rt, n, m, k, batch).items()}
+
+    chosen = tuning.TUNER.choose(rt, (n, m, k, batch), "int8", options, launch)
+    tile = compute.choose_tile(rt, n, m, batch)
+    return launch(chosen or (tile, *_exact_parts(k, tile)))
+
+
 class WgpuQuant:
     """``qlinear`` and ``qconv`` (a mixin of the wgpu backend); ``self.rt`` is the Runtime."""
 
@@ -91,6 +163,11 @@ class WgpuQuant:
         k, n = x.shape[-1], weight.shape[0]
         m = x.size // k
         x, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, w_scale, bias, in_scale))
+        if bias is not None and k <= _LONGEST_K:
+            weight = _dense(rt, weight)
+            return _float_gemm(rt, x.view((1, m, k), (0, k, 1)),
+                               weight.view((1, k, n), (0, 1, k)), 0, 0, x.shape[:-1] + (n,), "b",
+                               False, w_scale, bias, in_scale)
         words, k4 = _weight_words(rt, weight, n, k)
         codes = rt.empty((m * k4,), dt.int32, "qcodes")
         rt.engine.dispatch(_pipe(rt, "pack_rows", 3), [m, k, k4, x.offset],
@@ -108,18 +185,23 @@ class WgpuQuant:
         c_out, cg, kh, kw = weight.shape
         out = tuple(conv_output_size(*a) for a in zip((h, w), (kh, kw), stride, padding,
                                                       dilation))
-        y = rt.empty((n, c_out) + out, dt.float32, "qconv")
-        if y.size == 0:
-            return y
+        shape = (n, c_out) + out
+        if numel(shape) == 0:
+            return rt.empty(shape, dt.float32, "qconv")
         x, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, w_scale, bias, in_scale))
-        geo = [kh, kw, *stride, padding[0][0], padding[1][0], *dilation, *out]
-        if groups == c == c_out:
+        pads = [p for pair in padding for p in pair]
+        if bias is not None and c <= _LONGEST_K and _pointwise((kh, kw), stride, pads, groups):
+            p = h * w
             weight = _dense(rt, weight)
-            meta = [n, c, h, w, *geo, x.offset, int(bias is not None), weight.offset]
-            bufs = [x.block, weight.block, w_scale.block,
-                    (bias if bias is not None else w_scale).block, in_scale.block, y.block]
-            rt.engine.dispatch(_pipe(rt, "depthwise", 6), meta, bufs, rt.groups(y.size, 64))
-            return y
+            return _float_gemm(rt, weight.view((n, c_out, c), (0, c, 1)),
+                               x.view((n, c, p), (c * p, p, 1)), 0, c * p, shape, "a", True,
+                               w_scale, bias, in_scale)
+        if groups == c == c_out and depthwise.supports(rt, x.shape, weight.shape, groups,
+                                                        stride, padding, dilation):
+            return depthwise.depthwise_conv(rt, x, weight, bias, stride, padding, dilation,
+                                            (w_scale, in_scale))
+        y = rt.empty(shape, dt.float32, "qconv")
+        geo = [kh, kw, *stride, padding[0][0], padding[1][0], *dilation, *out]
         kg, positions = cg * kh * kw, out[0] * out[1]
         words, k4 = _weight_words(rt, weight, c_out, kg)
         np_ = n * positions
