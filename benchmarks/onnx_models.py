@@ -9,6 +9,9 @@
   If on the step's parity and a Tanh (a small recurrent cell).
 - ``same_pool_cnn``: a small CNN with SiLU (Sigmoid * x) and TF-style "SAME" max pooling
   (asymmetric pads).
+- ``efficientnet_lite0``: EfficientNet-Lite0 with its pretrained weights (``ember.demos.
+  efficientnet``, from a registry package), written by ``ember.onnx.export``, 1x3x224x224;
+  left out when the weights are not installed.
 """
 
 from __future__ import annotations
@@ -102,14 +105,29 @@ def _same_pool_cnn(path: str) -> None:
     save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
+def _efficientnet_lite0(path: str) -> None:
+    import ember
+    import ember.onnx
+    from ember.demos import efficientnet
+
+    x = ember.tensor(np.random.default_rng(0).uniform(-1, 1, (1, 3, 224, 224)).astype("f4"))
+    ember.onnx.export(efficientnet.pretrained(), x, path)
+
+
 def built(folder: str) -> dict[str, str]:
     """name -> path of each model, building what is missing in ``folder``."""
     os.makedirs(folder, exist_ok=True)
-    paths = {k: os.path.join(folder, f"{k}.onnx")
-             for k in ("encoder", "encoder_int8", "loop_rnn", "same_pool_cnn")}
+    from ember.errors import DatasetError
+
+    paths = {k: os.path.join(folder, f"{k}.onnx") for k in (
+        "encoder", "encoder_int8", "loop_rnn", "same_pool_cnn", "efficientnet_lite0")}
     makers = {"encoder": _encoder, "loop_rnn": _loop_rnn, "same_pool_cnn": _same_pool_cnn,
-              "encoder_int8": lambda p: _encoder_int8(p, paths["encoder"])}
-    for name, path in paths.items():
+              "encoder_int8": lambda p: _encoder_int8(p, paths["encoder"]),
+              "efficientnet_lite0": _efficientnet_lite0}
+    for name, path in list(paths.items()):
         if not os.path.exists(path):
-            makers[name](path)
+            try:
+                makers[name](path)
+            except DatasetError:  # pretrained weights not installed
+                del paths[name]
     return paths

@@ -31,11 +31,11 @@ from ember.onnx import _fastnp
 PASSING = sorted(n for n in suite.cases() if n not in KNOWN_FAILURES["numpy"])
 
 
-def _same(got, want, where: str) -> None:
+def _same(got, want, where: str, rtol: float = 2e-6) -> None:
     if isinstance(want, list):
         assert isinstance(got, list) and len(got) == len(want), where
         for i, (g, w) in enumerate(zip(got, want)):
-            _same(g, w, f"{where}[{i}]")
+            _same(g, w, f"{where}[{i}]", rtol)
         return
     if want is None:
         assert got is None, where
@@ -44,21 +44,24 @@ def _same(got, want, where: str) -> None:
     assert g.dtype == w.dtype and g.shape == w.shape, f"{where}: {g.dtype}{g.shape} vs " \
                                                       f"{w.dtype}{w.shape}"
     if w.dtype.kind == "f":
-        np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6, equal_nan=True, err_msg=where)
+        atol = max(1e-6, rtol * float(np.nanmax(np.abs(w), initial=0.0)))
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
     else:
         np.testing.assert_array_equal(g, w, err_msg=where)
 
 
-def _generic_then_fast(m, feeds: dict) -> bool:
+def _generic_then_fast(m, feeds: dict, rtol: float = 2e-6) -> bool:
     """Outputs of the generic path and of the fast plan for ``feeds`` must agree; returns
-    whether a fast plan ran (a graph with Scan, say, has none and runs generically)."""
+    whether a fast plan ran (a graph with Scan, say, has none and runs generically). Real
+    models compare with ``rtol`` of the output's magnitude: the conv fusions fold constants
+    into weights, which rounds differently."""
     m.fast = False
     want = m.run(feeds)
     m.fast = True
     m.run(feeds)  # records dtypes, builds the plan
     got = m.run(feeds)
     for name in want:
-        _same(got[name], want[name], f"output {name}")
+        _same(got[name], want[name], f"output {name}", rtol)
     return any(p is not None for p in m._fast.values())
 
 
@@ -96,17 +99,20 @@ def test_most_node_cases_get_a_fast_plan():
     assert planned > len(PASSING[::10]) * 0.8
 
 
+def _plan(m):
+    return next(p for p in m._fast.values() if p is not None)
+
+
 def _fast_steps(m) -> int:
-    """How many of the main graph's nodes run a numpy closure (not the generic wrapper)."""
-    plan = next(p for p in m._fast.values() if p is not None)
-    return sum(getattr(fn, "__name__", "") != "step" for fn, _, _ in plan.steps)
+    """How many of the main graph's steps run a numpy closure (not the generic wrapper)."""
+    return sum(getattr(fn, "__name__", "") != "step" for fn, _, _ in _plan(m).steps)
 
 
 def _real(path: str, shape=None) -> None:
     feeds = inputs_for(path, shape)
     m = ember.onnx.load(path, backend="numpy")
-    assert _generic_then_fast(m, feeds)
-    assert _fast_steps(m) > 0.9 * len(m.graph.nodes)
+    assert _generic_then_fast(m, feeds, rtol=1e-5)
+    assert _fast_steps(m) > 0.9 * len(_plan(m).steps)
 
 
 RAPID = rapidocr_models()
@@ -136,13 +142,25 @@ def built():
     return build(os.path.join(tempfile.gettempdir(), "ember-bench-onnx-models"))
 
 
-@pytest.mark.parametrize("name", ["loop_rnn", "same_pool_cnn", "encoder"])
+@pytest.mark.parametrize("name", ["loop_rnn", "same_pool_cnn", "encoder",
+                                  "efficientnet_lite0"])
 def test_built_models_fast_plan_matches_generic(name, built):
-    """A Loop whose body holds an If (both compiled), SiLU + SAME pooling, a transformer."""
+    """A Loop whose body holds an If (both compiled), SiLU + SAME pooling, a transformer,
+    and EfficientNet-Lite0 as ember exports it (Pad -> Conv and the arithmetic batch norm
+    after each Conv fused)."""
     pytest.importorskip("onnxruntime")
     if name == "encoder":
         pytest.importorskip("torch")
+    if name not in built:
+        pytest.skip(f"{name}: pretrained weights not installed")
     path = built[name]
+    if name == "efficientnet_lite0":
+        _real(path)
+        m = ember.onnx.load(path, backend="numpy")
+        m.run(inputs_for(path))
+        kinds = [n.op_type for n in _plan(m).nodes]
+        assert "Pad" not in kinds and "Sub" not in kinds  # all fused into the convs
+        return
     if name == "encoder":
         feeds = {"input_ids": np.random.default_rng(0).integers(0, 1000, (1, 128))}
         m = ember.onnx.load(path, backend="numpy")

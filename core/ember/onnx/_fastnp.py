@@ -25,6 +25,7 @@ from ..backends.numpy.blocks import blocked
 from ..backends.numpy.nn import _pad
 from ..backends.numpy.ops import _matmul
 from ..tensor import Tensor
+from ._fastfuse import fuse_convs
 from ._graph import Function
 from .ops import CallCtx
 from .ops.nn_conv import _pool_geometry, resolve_pads
@@ -54,12 +55,13 @@ class _Unplanned(Exception):
 
 
 class FastPlan:
-    """A graph's steps as ``(function, input names, output name or names)``."""
+    """A graph's steps as ``(function, input names, output name or names)``, and the node
+    each one runs (after the fusions)."""
 
-    __slots__ = ("steps", "consts", "free", "inputs", "outputs")
+    __slots__ = ("steps", "nodes", "consts", "free", "inputs", "outputs")
 
-    def __init__(self, steps, consts, free, inputs, outputs):
-        self.steps, self.consts, self.free = steps, consts, free
+    def __init__(self, steps, nodes, consts, free, inputs, outputs):
+        self.steps, self.nodes, self.consts, self.free = steps, nodes, consts, free
         self.inputs, self.outputs = inputs, outputs
 
     def run(self, inputs: list, outer: dict | None = None) -> list:
@@ -101,15 +103,18 @@ def compile_graph(module, graph, seen: dict) -> FastPlan | None:
     for o in graph.outputs:
         uses[o] = uses.get(o, 0) + 2
     fresh: set[str] = set()
+    resolved, chains = fuse_convs(plan.steps, consts, types, uses)
     b = _Builder(module, types, consts, fresh, uses, seen)
+    b.chains = chains
     steps = []
-    for node, fn, opset in plan.steps:
+    for node, fn, opset in resolved:
         step = b.build(node, fn, opset)
         if step is None:
             return None
         steps.append(step)
     consts[""] = None
-    return FastPlan(steps, consts, plan.free, list(graph.inputs), list(graph.outputs))
+    return FastPlan(steps, [n for n, _, _ in resolved], consts, plan.free, list(graph.inputs),
+                    list(graph.outputs))
 
 
 def wrap(a, backend):
@@ -134,6 +139,7 @@ class _Builder:
         self.module, self.types, self.consts = module, types, consts
         self.fresh, self.uses, self.seen = fresh, uses, seen
         self.backend = module.backend
+        self.chains: dict = {}  # id(fused Conv node) -> (weight, bias, chain): _fastfuse
 
     def build(self, node, fn, opset):
         """One node's step; None when the node cannot run in a fast plan at all."""
@@ -522,6 +528,11 @@ class _Builder:
         bias = self.const(bname)
         if bname and (bias is None or bias.dtype != dt):
             return None
+        w0, b0 = wc, bias
+        wc, bias, chain = self.chains.get(id(node), (wc, bias, ()))
+        # constants stored at full activation size must not enlarge the conv's output
+        spatial = [((1,) * (wc.ndim - c.ndim) + c.shape)[2:] for _, c in chain]
+        sized = [shape for shape in spatial if any(d != 1 for d in shape)]
         at = node.attrs
         nd = wc.ndim - 2
         kernel = list(wc.shape[2:])
@@ -536,7 +547,13 @@ class _Builder:
             if pairs is None:
                 p = resolve_pads(auto_pad, pads, v.shape[2:], kernel, strides, dil)
                 pairs = cache[v.shape[2:]] = tuple(zip(p[:nd], p[nd:]))
-            return conv(v, wc, bias, strides, pairs, dil, group)
+            y = conv(v, wc, bias, strides, pairs, dil, group)
+            if sized and any(any(a not in (1, b) for a, b in zip(shape, y.shape[2:]))
+                             for shape in sized):
+                y = conv(v, w0, b0, strides, pairs, dil, group)  # the chain as written
+                for op, c in chain:
+                    y = _ARITH[op](y, c)
+            return y
 
         return f
 
