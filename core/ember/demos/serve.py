@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from ..errors import EmberError
-from ..resources import resource_dir
+from ..resources import resource_dir, work_dir
 
 
 def load_source(name: str, path: Path):
@@ -37,15 +37,14 @@ def load_source(name: str, path: Path):
 
 def default_dist(build_dist) -> Path:
     """Where the web distribution is built: web/dist in a checkout; for an installed ember
-    ``$EMBER_WEB_DIST``, else a folder per installation under ``$XDG_CACHE_HOME/ember`` (or
-    ~/.cache/ember)."""
+    ``$EMBER_WEB_DIST``, else a folder per installation in :func:`ember.resources.work_dir`
+    (under ``$XDG_CACHE_HOME/ember`` or ~/.cache/ember)."""
     if build_dist.CHECKOUT:
         return build_dist.WEB / "dist"
     if os.environ.get("EMBER_WEB_DIST"):
         return Path(os.environ["EMBER_WEB_DIST"])
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ember"
     tag = hashlib.sha256(str(build_dist.PACKAGE).encode()).hexdigest()[:10]
-    return cache / f"web-dist-{tag}"
+    return work_dir(f"web-dist-{tag}")
 
 
 def ensure_web_dist(log=print, out: Path | None = None) -> Path:
