@@ -30,14 +30,32 @@ def _fmt_scalar(v, dtype: dt.DType) -> str:
     return str(v)
 
 
-def _layout(nested, dtype: dt.DType, depth: int, summarise: bool, width: int) -> str:
+def _aligner(strings: list[str]):
+    """A function padding each formatted number to one width, decimal points aligned (as
+    numpy: ``[0.0625, 2.    ]``); right-aligned where one of them is in scientific notation."""
+    scientific = any("e" in s for s in strings if s not in ("nan", "inf", "-inf"))
+    fixed = [] if scientific else [s.split(".") for s in strings if "." in s]
+    left = max((len(a) for a, _ in fixed), default=0)
+    right = max((len(b) for _, b in fixed), default=0)
+    width = max([len(s) for s in strings] + [left + 1 + right if fixed else 1])
+
+    def pad(s: str) -> str:
+        if fixed and "." in s:
+            a, b = s.split(".")
+            s = a.rjust(left) + "." + b.ljust(right)
+        return s.rjust(width)
+
+    return pad
+
+
+def _layout(nested, dtype: dt.DType, depth: int, summarise: bool, pad) -> str:
     if not isinstance(nested, list):
-        return _fmt_scalar(nested, dtype).rjust(width)
+        return pad(_fmt_scalar(nested, dtype))
     items = nested
     skip = summarise and len(items) > 2 * _EDGE
     if skip:
         items = items[:_EDGE] + [...] + items[-_EDGE:]
-    parts = ["..." if it is ... else _layout(it, dtype, depth + 1, summarise, width) for it in items]
+    parts = ["..." if it is ... else _layout(it, dtype, depth + 1, summarise, pad) for it in items]
     if nested and isinstance(nested[0], list):
         sep = "," + "\n" * max(1, 1) + " " * (depth + 1 + len("tensor("))
         return "[" + sep.join(parts) + "]"
@@ -53,8 +71,8 @@ def _flat(nested) -> list:
 def format_tensor(t) -> str:
     values = t.tolist()
     summarise = t.numel() > _SUMMARY_AT
-    width = max((len(_fmt_scalar(v, t.dtype)) for v in _flat(values)[:2000]), default=1)
-    body = _layout(values, t.dtype, 0, summarise, width)
+    pad = _aligner([_fmt_scalar(v, t.dtype) for v in _flat(values)[:2000]])
+    body = _layout(values, t.dtype, 0, summarise, pad)
     extras = []
     if not (t.dtype is dt.default_float or t.dtype is dt.default_int or t.dtype.is_bool):
         extras.append(f"dtype={t.dtype.name}")
