@@ -359,16 +359,6 @@ def test_autodiff_over_fusion_gradients_equal_numpy():
         np.testing.assert_allclose(f, r, rtol=2e-5, atol=1e-6)
 
 
-def test_the_docs_example_runs():
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[2] / "docs" / "fusion.md").read_text()
-    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
-    assert blocks
-    for code in blocks:
-        exec(compile(code, "docs/fusion.md", "exec"), {})  # noqa: S102 - our own docs
-
-
 @pytest.mark.parametrize("inner", INNERS)
 def test_training_steps_give_the_eager_weights_bit_for_bit(inner):
     """Adam steps of a small MLP: Autodiff(Fusion(inner)) ends with the weights of

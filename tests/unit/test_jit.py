@@ -7,8 +7,6 @@ after an error. On numpy, python and wgpu (Mesa lavapipe), and over Fusion where
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
 
 import pytest
 
@@ -410,9 +408,3 @@ def test_training_tape_holds_feeds_random_draws_and_in_place_updates():
     assert kinds.count("random") == 1  # the Dropout mask
     assert kinds.count("assign") == 4 * 3  # 4 parameters, their two Adam moments
     assert kinds.count("feed") >= 4 and tape.hooks
-
-
-def test_docs_example_runs():
-    text = (Path(__file__).resolve().parents[2] / "docs" / "jit.md").read_text()
-    (example,) = re.findall(r"```python\n(.*?)```", text, re.S)[:1]
-    exec(compile(example, "docs/jit.md", "exec"), {})

@@ -447,9 +447,13 @@ def test_softplus_vs_float64(b, beta, threshold):
 def test_docs_example_prints_what_it_says(capsys):
     from pathlib import Path
     import re
+    import sys
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "wasm.md").read_text()
-    example = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root))
+    from tests.docs.blocks import python_blocks
+
+    example = python_blocks(root / "docs" / "wasm.md")[0]
     exec(compile(example, "docs/wasm.md", "exec"), {})
     printed = capsys.readouterr().out.strip()
     assert printed == re.search(r"# (\[.*\])", example).group(1)
