@@ -10,6 +10,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import threading
 
 from ...errors import EmberError
 
@@ -34,6 +35,7 @@ def _wgpu():
 # Mesa's EGL prints this on stderr for every OpenGL adapter probe where no Wayland session can
 # exist (libwayland, from C: Python's sys.stderr never sees it); it says nothing about ember.
 _PROBE_NOISE = b"XDG_RUNTIME_DIR is invalid or not set"
+_PROBING = threading.Lock()  # one redirection of fd 2 at a time: each restores what it saved
 
 
 @contextlib.contextmanager
@@ -41,25 +43,26 @@ def _quiet_probe():
     """Drop :data:`_PROBE_NOISE` lines that native code writes to file descriptor 2 inside the
     block; every other line is written back to stderr afterwards. The environment is left
     alone (setting XDG_RUNTIME_DIR would also change it for child processes and other code)."""
-    sys.stderr.flush()
-    try:
-        saved = os.dup(2)
-    except OSError:  # no stderr at all: nothing to keep quiet
-        yield
-        return
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
+    with _PROBING:
+        sys.stderr.flush()
         try:
+            saved = os.dup(2)
+        except OSError:  # no stderr at all: nothing to keep quiet
             yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            kept = [line for line in captured.read().splitlines(keepends=True)
-                    if _PROBE_NOISE not in line]
-            if kept:
-                os.write(2, b"".join(kept))
+            return
+        with tempfile.TemporaryFile() as captured:
+            os.dup2(captured.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+                os.close(saved)
+                captured.seek(0)
+                kept = [line for line in captured.read().splitlines(keepends=True)
+                        if _PROBE_NOISE not in line]
+                if kept:
+                    os.write(2, b"".join(kept))
 
 
 def _adapters(wgpu) -> list:
