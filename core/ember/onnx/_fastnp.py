@@ -31,10 +31,10 @@ from .ops import CallCtx
 from .ops.nn_conv import _pool_geometry, resolve_pads
 
 # the ops with a closure whose output is a new array no input aliases (so it may be reused)
-_FRESH = {"BatchNormalization", "Sum", "AveragePool", "Conv", "MatMul", "Gemm", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
-          "Exp", "Sqrt", "Erf", "Gelu", "Clip", "HardSigmoid", "HardSwish", "Softmax",
-          "LayerNormalization", "GlobalAveragePool", "MaxPool", "Concat", "LeakyRelu", "Neg",
-          "Abs", "Reciprocal", "Pow", "Log", "Where"}
+_FRESH = {"BatchNormalization", "Sum", "AveragePool", "Conv", "MatMul", "Gemm", "Add", "Sub",
+          "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Erf", "Gelu", "Clip",
+          "HardSigmoid", "HardSwish", "Softmax", "LayerNormalization", "GlobalAveragePool",
+          "MaxPool", "Concat", "LeakyRelu", "Neg", "Abs", "Reciprocal", "Pow", "Log", "Where"}
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _ARITH = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
 _COMPARE = {"Equal": np.equal, "Less": np.less, "Greater": np.greater,
@@ -377,6 +377,9 @@ class _Builder:
         lo = None if lo is None else dt.type(lo)
         hi = None if hi is None else dt.type(hi)
 
+        if lo is None and hi is None:  # no bounds: still a fresh array (Clip is in _FRESH)
+            return np.copy
+
         def f(v):
             out = v if reuse and type(v) is np.ndarray else None
             if lo is not None:
@@ -632,7 +635,7 @@ class _Builder:
 
         def f(*xs):
             if len(xs) == 1:
-                return xs[0]
+                return np.copy(xs[0])  # Sum is in _FRESH: never the input itself
             acc = np.add(xs[0], xs[1], out=xs[0] if first and type(xs[0]) is np.ndarray
                          and xs[0].shape == np.broadcast_shapes(xs[0].shape, xs[1].shape)
                          else None)
