@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-import re
+import sys
+from pathlib import Path
 
 import ember
 import numpy as np
@@ -47,9 +48,10 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
 
 
 def readme_training_block() -> str:
-    with open(README, encoding="utf-8") as f:
-        text = f.read()
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if "ember.save(" in b]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.docs.blocks import python_blocks
+
+    blocks = [b for b in python_blocks(Path(README)) if "ember.save(" in b]
     assert blocks, "README.md lost its training example (a python block calling ember.save)"
     return blocks[0]
 

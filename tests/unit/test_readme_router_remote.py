@@ -4,7 +4,7 @@ claim (tests/unit/test_readme.py runs every block too, in one namespace)."""
 import contextlib
 import io
 import os
-import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,14 +13,17 @@ pytest.importorskip("websockets")
 pytest.importorskip("wgpu")
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+sys.path.insert(0, str(ROOT))
+from tests.docs.blocks import python_blocks
 
 
 def test_router_and_remote_examples():
     text = README.read_text()
     section = text[text.index("## Router and Remote"):]
     section = section[:section.index("\n## ", 3)]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    blocks = [b for b in python_blocks(README) if b in section]
     assert len(blocks) == 2
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
