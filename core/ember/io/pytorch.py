@@ -583,15 +583,9 @@ def read_pytorch(path: str | os.PathLike) -> dict[str, TensorData]:
     >>> weights["fc.weight"].shape               # doctest: +SKIP
     (1000, 512)
 
-    A tiny checkpoint made by hand (see :class:`PyTorchFile`):
+    The tiny checkpoint of :class:`PyTorchFile`'s example (``_tiny_checkpoint()`` writes it):
 
-    >>> import os, struct, tempfile, zipfile
-    >>> pkl = (b"(dVw\nctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\nV0\n"
-    ...        b"Vcpu\nI2\ntQI0\n(I2\nt(I1\ntI00\nccollections\nOrderedDict\n)RtRs.")
-    >>> path = os.path.join(tempfile.mkdtemp(), "w.pt")
-    >>> with zipfile.ZipFile(path, "w") as z:
-    ...     z.writestr("archive/data.pkl", pkl)
-    ...     z.writestr("archive/data/0", struct.pack("<2f", 1.0, 2.0))
+    >>> path = _tiny_checkpoint()
     >>> {name: data.tolist() for name, data in read_pytorch(path).items()}
     {'w': [1.0, 2.0]}
     """
@@ -599,16 +593,25 @@ def read_pytorch(path: str | os.PathLike) -> dict[str, TensorData]:
         return dict(f.items())
 
 
+def _tiny_checkpoint() -> str:
+    """The checkpoint of :class:`PyTorchFile`'s example, for the other examples: its path."""
+    import struct
+    import tempfile
+    import zipfile
+
+    pkl = (b"(dVw\nctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\nV0\n"
+           b"Vcpu\nI2\ntQI0\n(I2\nt(I1\ntI00\nccollections\nOrderedDict\n)RtRs.")
+    path = os.path.join(tempfile.mkdtemp(), "w.pt")
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("archive/data.pkl", pkl)
+        z.writestr("archive/data/0", struct.pack("<2f", 1.0, 2.0))
+    return path
+
+
 def load_pytorch(path: str | os.PathLike, backend=None) -> dict:
     r"""Every tensor of a PyTorch checkpoint as ember Tensors (on ``backend``).
 
-    >>> import os, struct, tempfile, zipfile
-    >>> pkl = (b"(dVw\nctorch._utils\n_rebuild_tensor_v2\n((Vstorage\nctorch\nFloatStorage\nV0\n"
-    ...        b"Vcpu\nI2\ntQI0\n(I2\nt(I1\ntI00\nccollections\nOrderedDict\n)RtRs.")
-    >>> path = os.path.join(tempfile.mkdtemp(), "w.pt")
-    >>> with zipfile.ZipFile(path, "w") as z:
-    ...     z.writestr("archive/data.pkl", pkl)
-    ...     z.writestr("archive/data/0", struct.pack("<2f", 1.0, 2.0))
+    >>> path = _tiny_checkpoint()  # PyTorchFile's example: {"w": tensor([1.0, 2.0])}
     >>> load_pytorch(path, backend="python")["w"].tolist()
     [1.0, 2.0]
     """
