@@ -86,5 +86,14 @@ class DoctestFences(Extension):
                 obj.docstring = Docstring(doc, parent=obj)
 
     def on_object(self, *, obj: Object, **kwargs) -> None:
-        if obj.docstring is not None:
-            obj.docstring.value = to_markdown(obj.docstring.value)
+        self._rewrite(obj)
+
+    def on_package(self, *, pkg: Object, **kwargs) -> None:
+        self._rewrite(pkg)  # a top-level package gets this event, not on_object
+
+    @staticmethod
+    def _rewrite(obj: Object) -> None:
+        doc = obj.docstring
+        if doc is not None and not getattr(doc, "ember_markdown", False):
+            doc.value = to_markdown(doc.value)
+            doc.ember_markdown = True  # once: a fenced doctest must not be fenced again

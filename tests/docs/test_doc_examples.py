@@ -99,6 +99,8 @@ def test_site_builds_strict(tmp_path):
     assert "WARNING" not in log, log
     assert (tmp_path / "site" / "index.html").is_file()
     assert (tmp_path / "site" / "api" / "nn" / "index.html").is_file()
+    for page in (tmp_path / "site" / "api").rglob("*.html"):  # every doctest became code
+        assert "<blockquote>" not in page.read_text(), f"{page}: a '>>>' rendered as a quote"
     # offline: every stylesheet, script, font and image comes from the site itself
     external = re.compile(r'<(?:link|script|img)\b[^>]*\b(?:href|src)="(?:https?:)?//[^"]+"')
     for page in (tmp_path / "site").rglob("*.html"):
