@@ -22,6 +22,7 @@ import types
 from .convert import META_KEY, load, quantize, save, size_bytes
 from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
 from .observers import Observer
+from .qat import QATConv2d, QATLinear, convert_qat, prepare_qat
 from .scheme import PRESETS, Scheme
 
 
@@ -35,6 +36,7 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
-    "META_KEY", "PRESETS", "Observer", "QuantConv2d", "QuantLinear", "Scheme",
+    "META_KEY", "PRESETS", "Observer", "QATConv2d", "QATLinear", "QuantConv2d", "QuantLinear",
+    "Scheme", "convert_qat", "prepare_qat",
     "WeightOnlyConv2d", "WeightOnlyLinear", "load", "quantize", "save", "size_bytes",
 ]
