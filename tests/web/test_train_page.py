@@ -2,14 +2,16 @@
 Learner trains the demo CNN in ember's Web Worker, then the page's drawing pad and its
 Download button use the trained weights.
 
-One short epoch per backend, on WebGPU (SwiftShader) and, in a Chromium with WebGPU disabled,
-on the wasm kernels: ``TRAIN_DIGITS`` training digits in batches of ``BATCH`` (24 steps: on
+One short epoch per backend: on WebGPU (SwiftShader), the page as ``serve_train`` serves it;
+on the wasm kernels (a Chromium with WebGPU disabled), the static build (``build_static``) on
+a plain static server. ``TRAIN_DIGITS`` training digits in batches of ``BATCH`` (24 steps: on
 this 2-core machine SwiftShader takes ~12 s for the first, traced, step and ~1.3 s for each
-replay; the wasm kernels ~0.1 s), ``HELD_OUT`` held-out test digits. References are independent of the page: the dataset's
-labels (held-out accuracy measured in CPython on the downloaded weights) and CPython ember on
-the numpy backend running the downloaded record (``ember.load``) on the same digits and on
-the page's own 28×28 input of a drawn digit. Screenshots: ``$EMBER_ARTIFACTS`` (default
-runs/web-artifacts/) train-page.png (WebGPU) and train-page-wasm.png.
+replay, the wasm kernels ~0.2 s a step), ``HELD_OUT`` held-out test digits. References are
+independent of the page: the dataset's labels (held-out accuracy measured in CPython on the
+downloaded weights) and CPython ember on the numpy backend running the downloaded record
+(``ember.load``) on the same digits and on the page's own 28×28 input of a drawn digit.
+Screenshots: ``$EMBER_ARTIFACTS`` (default runs/web-artifacts/) train-page.png (WebGPU) and
+train-page-wasm.png.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ TRAIN_DIGITS, BATCH, LR, HELD_OUT = 384, 16, 4e-3, 500
 MIN_ACCURACY = 0.65
 COMPARED = 20  # held-out digits whose probabilities the page reports for the comparison
 
-VARIANTS = {  # (browser fixture, backend the page must choose, screenshot)
-    "webgpu": ("browser", "wgpu", "train-page.png"),
-    "wasm": ("browser_without_webgpu", "wasm", "train-page-wasm.png"),
+VARIANTS = {  # (browser fixture, site fixture, backend the page must choose, screenshot)
+    "webgpu": ("browser", "train_server", "wgpu", "train-page.png"),
+    "wasm": ("browser_without_webgpu", "static_site", "wasm", "train-page-wasm.png"),
 }
 
 
@@ -39,6 +41,22 @@ def train_server(server):
     from ember.demos.train_web import serve_train
 
     srv = serve_train(port=0, block=False)
+    yield srv
+    srv.close()
+
+
+@pytest.fixture(scope="module")
+def static_site(server, tmp_path_factory):
+    """The static build (``python -m ember.demos.train_web --build DIR``) on a plain static
+    server."""
+    from ember.demos.train_web import build_static
+
+    from .harness import Server
+
+    out = tmp_path_factory.mktemp("train-site")
+    build_static(out)
+    srv = Server(out)
+    srv.page_url = srv.url + "mnist/train/"
     yield srv
     srv.close()
 
@@ -70,12 +88,12 @@ def _held_out(count: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_the_page_trains_and_its_download_loads_in_cpython(request, server, train_server,
-                                                           variant, tmp_path):
-    fixture, want_backend, screenshot = VARIANTS[variant]
+def test_the_page_trains_and_its_download_loads_in_cpython(request, server, variant,
+                                                           tmp_path):
+    fixture, site, want_backend, screenshot = VARIANTS[variant]
     page = blank_page(request.getfixturevalue(fixture), server)
     try:
-        page.goto(train_server.page_url + f"?train={TRAIN_DIGITS}&test={HELD_OUT}&epochs=1"
+        page.goto(request.getfixturevalue(site).page_url + f"?train={TRAIN_DIGITS}&test={HELD_OUT}&epochs=1"
                   f"&batch={BATCH}&lr={LR}&every=4&autostart=1")
         page.wait_for_function("window.trainDemo && (window.trainDemo.done || "
                                "window.trainDemo.error)", timeout=240_000)
