@@ -217,9 +217,11 @@ class Learner:
                         resume: bool = False, max_steps: int | None = None,
                         pause: Callable[[], Awaitable] | None = None) -> FitResult:
         """:meth:`fit` for an event loop: the same loop and result, but it awaits ``pause()``
-        (default ``asyncio.sleep(0)``) after every step and reads the device with
-        ``await tensor.to_data_async()``, so a browser page stays responsive and needs no
-        JSPI (Pyodide's synchronous reads). :meth:`request_stop` ends it like a Ctrl-C.
+        (default ``asyncio.sleep(0)``) after every step and reads each step's loss and
+        outputs with ``await tensor.to_data_async()``, so a browser page stays responsive and
+        the steps need no JSPI (Pyodide's synchronous reads; the checkpoints written at the end
+        of each epoch and on a stop still read synchronously). :meth:`request_stop` ends it
+        like a Ctrl-C.
 
         >>> import asyncio, tempfile, ember
         >>> from ember import nn
