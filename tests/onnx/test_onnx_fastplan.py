@@ -215,3 +215,30 @@ def test_wrap_keeps_sequences_and_absent_values():
     seq = _fastnp.wrap([np.ones(2), None], backend)
     assert isinstance(seq, list) and seq[1] is None and seq[0].shape == (2,)
     assert _fastnp.unwrap(seq)[0].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("n,c,h,w,kh,kw,stride,pads,dil", [
+    (2, 5, 7, 9, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1)),
+    (1, 4, 6, 5, 5, 3, (1, 1), ((2, 1), (0, 2)), (1, 1)),
+    (3, 6, 11, 8, 3, 3, (1, 1), ((2, 2), (2, 2)), (2, 2)),
+    (1, 7, 2, 9, 5, 5, (1, 1), ((2, 2), (2, 2)), (1, 1)),  # kernel rows reading only padding
+    (1, 3, 1, 1, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1)),
+    (1, 2, 2, 2, 3, 3, (1, 1), ((3, 3), (1, 1)), (2, 1)),
+    (2, 4, 7, 6, 5, 5, (2, 1), ((2, 2), (2, 2)), (1, 1)),
+    (1, 8, 5, 5, 1, 1, (2, 2), ((0, 0), (0, 0)), (1, 1)),  # strided 1x1: one GEMM
+])
+def test_numpy_conv_fast_paths_match_torch(n, c, h, w, kh, kw, stride, pads, dil):
+    """The numpy conv paths the ONNX models lean on (depthwise stride 1 on a flat padded
+    image, 1x1 as one GEMM) against PyTorch."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    depthwise = kh > 1
+    wt = rng.standard_normal((c, 1 if depthwise else c, kh, kw)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    got = ember.get_backend("numpy").conv(x, wt, b, stride, pads, dil, c if depthwise else 1)
+    xp = torch.nn.functional.pad(torch.tensor(x), (*pads[1], *pads[0]))
+    want = torch.nn.functional.conv2d(xp, torch.tensor(wt), torch.tensor(b), stride=stride,
+                                      dilation=dil, groups=c if depthwise else 1).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -131,14 +131,29 @@ def _depthwise_stride1(x, weight, padding, dilation) -> np.ndarray:
     flat = np.zeros((n * c, hp * wp + dw * (kw - 1)), dtype=x.dtype)
     flat[:, : hp * wp].reshape(n * c, hp, wp)[:, pt : pt + h, pl : pl + w] = x.reshape(
         n * c, h, w)
+    # kernel rows/columns that only ever read padding add zeros: left out (a 5x5 kernel over
+    # a 2-row map reads real rows with 3 of its 5 rows)
+    i0, i1 = _reaching(kh, dh, ho, pt, h)
+    j0, j1 = _reaching(kw, dw, wo, pl, w)
+    kh, kw = max(i1 - i0, 0), max(j1 - j0, 0)
+    if not kh or not kw:
+        return np.zeros((n, c, ho, wo), dtype=x.dtype)
     rs, es = flat.strides
-    taps = as_strided(flat, (n * c, kh, kw, length), (rs, dh * wp * es, dw * es, es),
-                      writeable=False)
+    taps = as_strided(flat[:, i0 * dh * wp + j0 * dw:], (n * c, kh, kw, length),
+                      (rs, dh * wp * es, dw * es, es), writeable=False)
     cols = taps.reshape(n * c, kh * kw, length)  # the one copy
-    wt = weight.reshape(1, c, 1, kh * kw)
+    wt = weight[:, :, i0:i1, j0:j1].reshape(1, c, 1, kh * kw)
     wt = np.broadcast_to(wt, (n, c, 1, kh * kw)).reshape(n * c, 1, kh * kw)
     y = np.matmul(wt, cols).reshape(n, c, ho, wp)
     return np.ascontiguousarray(y[..., :wo])
+
+
+def _reaching(k, d, out, pad, size) -> tuple[int, int]:
+    """The kernel taps ``[first, last)`` along one dim (stride 1) that read at least one
+    real (unpadded) input for some output position."""
+    # tap t reads padded positions t*d .. t*d + out - 1; real ones are pad .. pad + size - 1
+    hits = [t for t in range(k) if t * d < pad + size and t * d + out - 1 >= pad]
+    return (hits[0], hits[-1] + 1) if hits else (0, 0)
 
 
 class NumpyNNOps:
