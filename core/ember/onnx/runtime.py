@@ -6,6 +6,11 @@ from the op registry with its inputs and attributes. Nodes whose inputs are all 
 folded once at load time, which also resolves most shape arithmetic (Shape -> Gather -> Concat
 -> Reshape chains) before the first call; a node whose outputs could pass
 ``ember.limits.current().max_folded_elements`` is left to run at call time (see ``_fold``).
+
+On the numpy backend, calls after the first with the same input dtypes run a fast plan
+(``_fastnp``): each node resolved once to a closure over raw numpy arrays, with in-place
+reuse of fresh single-use values and Conv fusions (``_fastfuse``). The path above stays the
+reference (``module.fast = False`` runs it); the tests hold the two to the same outputs.
 """
 
 from __future__ import annotations
