@@ -12,6 +12,9 @@
  *   as they are packed), else from a zero-padded plane of codes through offset tables (no
  *   bounds checks). Depthwise (groups == C == C_out): a direct kernel on a padded plane of
  *   codes, 8 outputs per step (i16 x i16 -> i32 multiply-adds), whole rows in SIMD.
+ * Unsigned input codes (the *_u8 ops, argument `u`): clamped to 0..255 and kept as uint8
+ * (zero-extended where the signed path sign-extends); em_qlinear runs them through the
+ * signed GEMM as q - 128 and adds back 128 x each weight row's sum.
  * Geometry: the 16 words of conv.c's cv_geom, in the same order. */
 #include <stdlib.h>
 #include <string.h>
@@ -42,15 +45,22 @@ static void *qt_grow(qt_buf *b, size_t bytes) {
 }
 
 /* ================================================================ quantization */
-static inline int32_t qt_code(float x, float s) {
+static inline int32_t qt_code(float x, float s, int u) {
     float v = x / s, a = __builtin_floorf(__builtin_fabsf(v) + 0.5f);
-    int32_t q = a < 127.0f ? (int32_t)a : 127; /* NaN gives 127, as the SIMD path does */
-    return v < 0 ? -q : q;
+    const int32_t top = u ? 255 : 127;
+    int32_t q = a < (float)top ? (int32_t)a : top; /* NaN gives the top, as in SIMD */
+    return v < 0 ? (u ? 0 : -q) : q;
 }
 
-/* codes of four floats, as i32 lanes */
-static inline v128_t qt_q4(v128_t x, v128_t vs) {
+/* codes of four floats, as i32 lanes (u: unsigned, 0..255; NaN gives the top code, as
+ * qt_code does) */
+static inline __attribute__((always_inline)) v128_t qt_q4(v128_t x, v128_t vs, int u) {
     v128_t v = wasm_f32x4_div(x, vs);
+    if (u) {
+        v128_t a = wasm_f32x4_floor(wasm_f32x4_add(v, wasm_f32x4_splat(0.5f)));
+        a = wasm_f32x4_pmax(wasm_f32x4_splat(0.0f), wasm_f32x4_pmin(wasm_f32x4_splat(255.0f), a));
+        return wasm_i32x4_trunc_sat_f32x4(a);
+    }
     v128_t a = wasm_f32x4_floor(wasm_f32x4_add(wasm_f32x4_abs(v), wasm_f32x4_splat(0.5f)));
     v128_t r = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_pmin(wasm_f32x4_splat(127.0f), a));
     v128_t neg = wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f));
@@ -58,17 +68,24 @@ static inline v128_t qt_q4(v128_t x, v128_t vs) {
 }
 
 /* codes of eight floats, as i16 lanes */
-static inline v128_t qt_q8(const float *x, v128_t vs) {
-    return wasm_i16x8_narrow_i32x4(qt_q4(wasm_v128_load(x), vs), qt_q4(wasm_v128_load(x + 4), vs));
+static inline __attribute__((always_inline)) v128_t qt_q8(const float *x, v128_t vs, int u) {
+    return wasm_i16x8_narrow_i32x4(qt_q4(wasm_v128_load(x), vs, u),
+                                   qt_q4(wasm_v128_load(x + 4), vs, u));
 }
 
-/* codes of n floats into int8 */
-static void qt_quantize(const float *x, int8_t *q, size_t n, float s) {
+/* codes of n floats into bytes: int8, or uint8 when u */
+static void qt_quantize(const float *x, int8_t *q, size_t n, float s, int u) {
     const v128_t vs = wasm_f32x4_splat(s);
     size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        wasm_v128_store(q + i, wasm_i8x16_narrow_i16x8(qt_q8(x + i, vs), qt_q8(x + i + 8, vs)));
-    for (; i < n; i++) q[i] = (int8_t)qt_code(x[i], s);
+    if (u)
+        for (; i + 16 <= n; i += 16)
+            wasm_v128_store(q + i, wasm_u8x16_narrow_i16x8(qt_q8(x + i, vs, 1),
+                                                           qt_q8(x + i + 8, vs, 1)));
+    else
+        for (; i + 16 <= n; i += 16)
+            wasm_v128_store(q + i, wasm_i8x16_narrow_i16x8(qt_q8(x + i, vs, 0),
+                                                           qt_q8(x + i + 8, vs, 0)));
+    for (; i < n; i++) q[i] = (int8_t)qt_code(x[i], s, u);
 }
 
 static float *qt_out_scales(const float *w_scale, float s, int32_t n) {
@@ -79,16 +96,45 @@ static float *qt_out_scales(const float *w_scale, float s, int32_t n) {
 }
 
 /* ================================================================ Linear */
-/* y (m, n) = codes(x (m, k)) @ w^T * (in_scale * w_scale) + bias; w (n, k) int8 */
+/* the sum of each of the n rows of w (n, k) int8 */
+static void qt_row_sums(const int8_t *w, int32_t n, int32_t k, int32_t *out) {
+    for (int32_t j = 0; j < n; j++) {
+        const int8_t *r = w + (size_t)j * k;
+        v128_t acc = wasm_i32x4_splat(0);
+        int32_t p = 0;
+        for (; p + 16 <= k; p += 16)
+            acc = wasm_i32x4_add(acc, wasm_i32x4_extadd_pairwise_i16x8(
+                                          wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(r + p))));
+        int32_t t = wasm_i32x4_extract_lane(acc, 0) + wasm_i32x4_extract_lane(acc, 1) +
+                    wasm_i32x4_extract_lane(acc, 2) + wasm_i32x4_extract_lane(acc, 3);
+        for (; p < k; p++) t += r[p];
+        out[j] = t;
+    }
+}
+
+/* y (m, n) = codes(x (m, k)) @ w^T * (in_scale * w_scale) + bias; w (n, k) int8; u: unsigned
+ * codes, multiplied as q - 128 (int8) with 128 x the row sums added back */
 int32_t EXPORT(em_qlinear)(const float *x, const int8_t *w, const float *w_scale,
                            const float *bias, const float *in_scale, float *y, int32_t m,
-                           int32_t k, int32_t n) {
+                           int32_t k, int32_t n, int32_t u) {
     int8_t *q = qt_grow(&qt_codes, (size_t)m * k);
-    int32_t *acc = qt_grow(&qt_acc, (size_t)m * n * sizeof(int32_t));
+    int32_t *acc = qt_grow(&qt_acc, (size_t)(m + 1) * n * sizeof(int32_t));
     float *sc = qt_out_scales(w_scale, *in_scale, n);
     if (!q || !acc || !sc) return 2;
-    qt_quantize(x, q, (size_t)m * k, *in_scale);
+    qt_quantize(x, q, (size_t)m * k, *in_scale, u);
+    if (u) {
+        const v128_t flip = wasm_i8x16_splat((int8_t)0x80);
+        size_t i = 0, mk = (size_t)m * k;
+        for (; i + 16 <= mk; i += 16)
+            wasm_v128_store(q + i, wasm_v128_xor(wasm_v128_load(q + i), flip));
+        for (; i < mk; i++) q[i] = (int8_t)(q[i] ^ 0x80);
+    }
     em_gemm_i8_i32(q, w, acc, m, n, k);
+    if (u) {
+        int32_t *sums = acc + (size_t)m * n;
+        qt_row_sums(w, n, k, sums);
+        for (size_t i = 0; i < (size_t)m * n; i++) acc[i] += 128 * sums[i % n];
+    }
     for (int32_t r = 0; r < m; r++) {
         const int32_t *a = acc + (size_t)r * n;
         float *o = y + (size_t)r * n;
@@ -187,7 +233,7 @@ static inline void qt_store_pairs(int16_t *dst, v128_t r0, v128_t r1) {
 /* 1x1 stride-1 convs: B[k][j] = code(x[k * pos + j]), quantized as it is packed */
 typedef struct {
     const float *x;
-    int32_t k, kp, pos;
+    int32_t k, kp, pos, u;
     float s;
 } qt_pw_ctx;
 
@@ -200,12 +246,15 @@ static void qt_fill_pointwise(const void *vctx, int16_t *dst, int32_t j0, int32_
             const int32_t k0 = 2 * p, k1 = k0 + 1;
             const float *x0 = cx->x + (size_t)k0 * cx->pos + j, *x1 = x0 + cx->pos;
             if (w == QNR) {
-                qt_store_pairs(dst, qt_q8(x0, vs), k1 < cx->k ? qt_q8(x1, vs) : zero);
+                if (cx->u)
+                    qt_store_pairs(dst, qt_q8(x0, vs, 1), k1 < cx->k ? qt_q8(x1, vs, 1) : zero);
+                else
+                    qt_store_pairs(dst, qt_q8(x0, vs, 0), k1 < cx->k ? qt_q8(x1, vs, 0) : zero);
                 continue;
             }
             for (int32_t t = 0; t < QNR; t++) {
-                dst[2 * t] = t < w ? qt_code(x0[t], cx->s) : 0;
-                dst[2 * t + 1] = t < w && k1 < cx->k ? qt_code(x1[t], cx->s) : 0;
+                dst[2 * t] = t < w ? qt_code(x0[t], cx->s, cx->u) : 0;
+                dst[2 * t + 1] = t < w && k1 < cx->k ? qt_code(x1[t], cx->s, cx->u) : 0;
             }
         }
     }
@@ -216,24 +265,35 @@ static void qt_fill_pointwise(const void *vctx, int16_t *dst, int32_t j0, int32_
 typedef struct {
     const int8_t *plane;
     const int32_t *koff, *joff;
-    int32_t k, kp;
+    int32_t k, kp, u;
 } qt_cols_ctx;
+
+/* T: int8_t, or uint8_t for unsigned codes */
+#define QT_FILL_COLUMNS(NAME, T)                                                            \
+    static void NAME(const qt_cols_ctx *cx, int16_t *dst, int32_t j0, int32_t nc) {         \
+        for (int32_t jr = 0; jr < nc; jr += QNR) {                                          \
+            const int32_t w = nc - jr < QNR ? nc - jr : QNR;                                \
+            const int32_t *jo = cx->joff + j0 + jr;                                         \
+            for (int32_t p = 0; p < cx->kp; p++, dst += 2 * QNR) {                          \
+                const int32_t k0 = 2 * p, k1 = k0 + 1;                                      \
+                const T *b0 = (const T *)cx->plane + cx->koff[k0];                          \
+                const T *b1 = k1 < cx->k ? (const T *)cx->plane + cx->koff[k1] : NULL;      \
+                for (int32_t t = 0; t < QNR; t++) {                                         \
+                    dst[2 * t] = t < w ? b0[jo[t]] : 0;                                     \
+                    dst[2 * t + 1] = t < w && b1 ? b1[jo[t]] : 0;                           \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    }
+QT_FILL_COLUMNS(qt_fill_columns_i8, int8_t)
+QT_FILL_COLUMNS(qt_fill_columns_u8, uint8_t)
 
 static void qt_fill_columns(const void *vctx, int16_t *dst, int32_t j0, int32_t nc) {
     const qt_cols_ctx *cx = vctx;
-    for (int32_t jr = 0; jr < nc; jr += QNR) {
-        const int32_t w = nc - jr < QNR ? nc - jr : QNR;
-        const int32_t *jo = cx->joff + j0 + jr;
-        for (int32_t p = 0; p < cx->kp; p++, dst += 2 * QNR) {
-            const int32_t k0 = 2 * p, k1 = k0 + 1;
-            const int8_t *b0 = cx->plane + cx->koff[k0];
-            const int8_t *b1 = k1 < cx->k ? cx->plane + cx->koff[k1] : NULL;
-            for (int32_t t = 0; t < QNR; t++) {
-                dst[2 * t] = t < w ? b0[jo[t]] : 0;
-                dst[2 * t + 1] = t < w && b1 ? b1[jo[t]] : 0;
-            }
-        }
-    }
+    if (cx->u)
+        qt_fill_columns_u8(cx, dst, j0, nc);
+    else
+        qt_fill_columns_i8(cx, dst, j0, nc);
 }
 
 /* ================================================================ convolution */
@@ -247,32 +307,32 @@ static void qt_padded(const qt_geom *g, int32_t extra_w, int32_t *hp, int32_t *w
 
 /* channels [0, cn) of x (one sample's, planes of h x w) quantized into zero-padded planes */
 static void qt_pad_codes(const qt_geom *g, const float *x, int32_t cn, int8_t *dst, int32_t hp,
-                         int32_t wp, float s) {
+                         int32_t wp, float s, int u) {
     memset(dst, 0, (size_t)cn * hp * wp);
     for (int32_t c = 0; c < cn; c++)
         for (int32_t iy = 0; iy < g->h; iy++)
             qt_quantize(x + ((size_t)c * g->h + iy) * g->w,
-                        dst + ((size_t)c * hp + iy + g->ph) * wp + g->pw, (size_t)g->w, s);
+                        dst + ((size_t)c * hp + iy + g->ph) * wp + g->pw, (size_t)g->w, s, u);
 }
 
 /* eight codes of a row as i16 lanes, from every `sw`-th byte at src (SW: compile-time
- * stride 1 or 2; 0: any) */
+ * stride 1 or 2; 0: any; U: unsigned bytes) */
 static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src, int32_t sw,
-                                                               int SW) {
-    if (SW == 1) return wasm_i16x8_load8x8(src);
+                                                               int SW, int U) {
+    if (SW == 1) return U ? wasm_u16x8_load8x8(src) : wasm_i16x8_load8x8(src);
     if (SW == 2) { /* the even bytes of 16 */
         v128_t b = wasm_v128_load(src);
-        return wasm_i16x8_extend_low_i8x16(
-            wasm_i8x16_shuffle(b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14));
+        b = wasm_i8x16_shuffle(b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+        return U ? wasm_u16x8_extend_low_u8x16(b) : wasm_i16x8_extend_low_i8x16(b);
     }
     int16_t tmp[8] __attribute__((aligned(16)));
-    for (int q = 0; q < 8; q++) tmp[q] = src[q * sw];
+    for (int q = 0; q < 8; q++) tmp[q] = U ? (uint8_t)src[q * sw] : src[q * sw];
     return wasm_v128_load(tmp);
 }
 
 /* one output row of a depthwise plane: 8 outputs per step, the even and odd taps summed
  * apart (four add chains, not two: the loop is bound by the adds' latency) */
-#define QT_DW_ROW(NAME, SW)                                                                 \
+#define QT_DW_ROW(NAME, SW, U)                                                              \
     static void NAME(const int8_t *base, int32_t sw, const int32_t *offs, const v128_t *wt,  \
                      int32_t taps, int32_t ow8, v128_t vs, v128_t vb, float *row) {          \
         for (int32_t ox = 0; ox < ow8; ox += 8) {                                           \
@@ -280,15 +340,15 @@ static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src
             const int8_t *src = base + ox * (SW ? SW : sw);                                 \
             int32_t t = 0;                                                                  \
             for (; t + 1 < taps; t += 2) {                                                  \
-                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW);                        \
-                const v128_t v1 = qt_dw_load(src + offs[t + 1], sw, SW);                    \
+                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW, U);                        \
+                const v128_t v1 = qt_dw_load(src + offs[t + 1], sw, SW, U);                    \
                 lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v0, wt[t]));            \
                 hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v0, wt[t]));           \
                 lo1 = wasm_i32x4_add(lo1, wasm_i32x4_extmul_low_i16x8(v1, wt[t + 1]));      \
                 hi1 = wasm_i32x4_add(hi1, wasm_i32x4_extmul_high_i16x8(v1, wt[t + 1]));     \
             }                                                                               \
             if (t < taps) {                                                                 \
-                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW);                        \
+                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW, U);                        \
                 lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v0, wt[t]));            \
                 hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v0, wt[t]));           \
             }                                                                               \
@@ -300,12 +360,15 @@ static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src
             wasm_v128_store(row + ox + 4, wasm_f32x4_add(f1, vb));                          \
         }                                                                                   \
     }
-QT_DW_ROW(qt_dw_row1, 1)
-QT_DW_ROW(qt_dw_row2, 2)
-QT_DW_ROW(qt_dw_rown, 0)
+QT_DW_ROW(qt_dw_row1, 1, 0)
+QT_DW_ROW(qt_dw_row2, 2, 0)
+QT_DW_ROW(qt_dw_rown, 0, 0)
+QT_DW_ROW(qt_dw_row1u, 1, 1)
+QT_DW_ROW(qt_dw_row2u, 2, 1)
+QT_DW_ROW(qt_dw_rownu, 0, 1)
 
 static int qt_depthwise(const qt_geom *g, const float *x, const int8_t *w, const float *sc,
-                        const float *bias, float *y, float s) {
+                        const float *bias, float *y, float s, int u) {
     const int32_t taps = g->kh * g->kw, pos = g->oh * g->ow, ow8 = (g->ow + 7) & ~7;
     const size_t plane_in = (size_t)g->h * g->w, nx = (size_t)g->n * g->c * plane_in;
     int32_t hp, wp;
@@ -318,9 +381,10 @@ static int qt_depthwise(const qt_geom *g, const float *x, const int8_t *w, const
     float *row = (float *)(wt + taps);
     void (*dw_row)(const int8_t *, int32_t, const int32_t *, const v128_t *, int32_t, int32_t,
                    v128_t, v128_t, float *) =
-        g->sw == 1 ? qt_dw_row1 : g->sw == 2 ? qt_dw_row2 : qt_dw_rown;
+        u ? (g->sw == 1 ? qt_dw_row1u : g->sw == 2 ? qt_dw_row2u : qt_dw_rownu)
+          : (g->sw == 1 ? qt_dw_row1 : g->sw == 2 ? qt_dw_row2 : qt_dw_rown);
     for (int32_t t = 0; t < taps; t++) offs[t] = (t / g->kw) * g->dh * wp + (t % g->kw) * g->dw;
-    qt_quantize(x, codes, nx, s);
+    qt_quantize(x, codes, nx, s, u);
     memset(plane, 0, (size_t)hp * wp);
     for (int32_t n = 0; n < g->n; n++)
         for (int32_t c = 0; c < g->c; c++) {
@@ -340,15 +404,15 @@ static int qt_depthwise(const qt_geom *g, const float *x, const int8_t *w, const
 }
 
 /* y = codes(x) (*) w * (in_scale * w_scale) + bias: x (N, C, H, W) f32, w (C_out, C/groups,
- * KH, KW) int8, y (N, C_out, OH, OW) f32 */
+ * KH, KW) int8, y (N, C_out, OH, OW) f32; u: unsigned codes */
 int32_t EXPORT(em_qconv)(const float *x, const int8_t *w, const float *w_scale,
-                         const float *bias, const float *in_scale, float *y) {
+                         const float *bias, const float *in_scale, float *y, int32_t u) {
     qt_geom g;
     memcpy(&g, em_meta_words(), sizeof g);
     const float s = *in_scale;
     float *sc = qt_out_scales(w_scale, s, g.c_out);
     if (!sc) return 2;
-    if (g.groups == g.c && g.c_out == g.c) return qt_depthwise(&g, x, w, sc, bias, y, s);
+    if (g.groups == g.c && g.c_out == g.c) return qt_depthwise(&g, x, w, sc, bias, y, s, u);
     const int32_t cg = g.c / g.groups, og = g.c_out / g.groups, taps = g.kh * g.kw;
     const int32_t k = cg * taps, kp = (k + 1) / 2, pos = g.oh * g.ow;
     const int pointwise = taps == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 &&
@@ -382,12 +446,12 @@ int32_t EXPORT(em_qconv)(const float *x, const int8_t *w, const float *w_scale,
             float *ys = y + ((size_t)n * g.c_out + (size_t)gi * og) * pos;
             const float *bg = bias ? bias + (size_t)gi * og : NULL;
             if (pointwise) {
-                qt_pw_ctx ctx = {xs, k, kp, pos, s};
+                qt_pw_ctx ctx = {xs, k, kp, pos, u, s};
                 qt_gemm(og, pos, kp, ap, qt_fill_pointwise, &ctx, bp, ncap, ys, pos,
                         sc + (size_t)gi * og, bg);
             } else {
-                qt_pad_codes(&g, xs, cg, plane, hp, wp, s);
-                qt_cols_ctx ctx = {plane, koff, joff, k, kp};
+                qt_pad_codes(&g, xs, cg, plane, hp, wp, s, u);
+                qt_cols_ctx ctx = {plane, koff, joff, k, kp, u};
                 qt_gemm(og, pos, kp, ap, qt_fill_columns, &ctx, bp, ncap, ys, pos,
                         sc + (size_t)gi * og, bg);
             }

@@ -17,6 +17,15 @@ a NaN input gives an unspecified code. Backends override the defaults with integ
 The default bodies use primitives only: ``qlinear`` an int32 matmul (exact),
 ``qconv`` the float ``conv`` on the integer values (exact while
 ``C_in / groups * prod(kernel) * 127**2 < 2**24`` in float32; numpy splits larger sums).
+
+``qlinear_u8`` and ``qconv_u8`` are the same ops with *unsigned* input codes, for inputs that
+are never negative (after ReLU/ReLU6; ``ember.quantize`` picks them from the calibration)::
+
+    q[i] = clamp(sign(v) * floor(|v| + 0.5), 0, 255)
+
+twice the resolution of ±127 over the same range (negative inputs give code 0; zero, the
+convolutions' padding, is still code 0, so no zero point is needed). Products are
+``0..255 x -127..127``; float32 sums of them are exact while ``K * 255 * 127 < 2**24``.
 """
 
 from __future__ import annotations
@@ -27,6 +36,12 @@ from .registry import Kind, Spec, declare
 from .windows import along, trailing
 
 LEVELS = 127  # codes are -127..127: the range is symmetric, so -x quantizes to -q
+U_LEVELS = 255  # unsigned codes (``*_u8`` ops): 0..255
+
+
+def code_range(unsigned: bool) -> tuple[int, int]:
+    """The input codes' ``(lowest, highest)``: ``(-127, 127)``, or ``(0, 255)`` unsigned."""
+    return (0, U_LEVELS) if unsigned else (-LEVELS, LEVELS)
 
 
 def _qlinear_shape(x, weight, w_scale, bias, in_scale):
@@ -47,33 +62,41 @@ qconv = declare(
     tensors=_Q, differentiable=False,
     doc="Quantized conv (PyTorch's cross-correlation; ``padding`` as in ``conv``).",
 )
+qlinear_u8 = declare(
+    "qlinear_u8", Kind.MODULE, _Q, _qlinear_shape, tensors=_Q, differentiable=False,
+    doc="``qlinear`` with unsigned input codes 0..255 (for non-negative inputs).",
+)
+qconv_u8 = declare(
+    "qconv_u8", Kind.MODULE, _Q + ", stride, padding, dilation, groups", _qconv_shape,
+    tensors=_Q, differentiable=False,
+    doc="``qconv`` with unsigned input codes 0..255 (for non-negative inputs).",
+)
 
 
-def quantize_codes(b, x, in_scale):
-    """``x / in_scale`` rounded half away from zero and clamped to ±127, as integer-valued
-    floats of ``x``'s dtype (primitives only)."""
+def quantize_codes(b, x, in_scale, unsigned: bool = False):
+    """``x / in_scale`` rounded half away from zero and clamped to ±127 (``unsigned``:
+    0..255), as integer-valued floats of ``x``'s dtype (primitives only)."""
     shape = tuple(b.shape(x))
     v = b.float_div(x, b.expand(b.reshape(in_scale, (1,) * len(shape)), shape))
     half = b.full(shape, 0.5, b.dtype(x))
     mag = b.float_floor(b.float_add(b.float_abs(v), half))
     q = b.float_mul(b.float_sign(v), mag)
-    top = b.full(shape, float(LEVELS), b.dtype(x))
-    return b.float_maximum(b.float_minimum(q, top), b.float_neg(top))
+    lo, hi = code_range(unsigned)
+    top = b.full(shape, float(hi), b.dtype(x))
+    return b.float_maximum(b.float_minimum(q, top), b.full(shape, float(lo), b.dtype(x)))
 
 
 def _out_scale(b, w_scale, in_scale):
     return b.float_mul(w_scale, b.expand(in_scale, tuple(b.shape(w_scale))))
 
 
-@qlinear.implements
-def qlinear(self, x, weight, w_scale, bias, in_scale):
-    """Quantized Linear (see the module doc): an exact int32 matmul of the codes."""
+def _linear_body(self, x, weight, w_scale, bias, in_scale, unsigned: bool):
     shape = tuple(self.shape(x))
     n, k = tuple(self.shape(weight))
     rows = 1
     for s in shape[:-1]:
         rows *= s
-    q = self.cast(self.reshape(quantize_codes(self, x, in_scale), (rows, k)), dt.int32)
+    q = self.cast(self.reshape(quantize_codes(self, x, in_scale, unsigned), (rows, k)), dt.int32)
     w = self.permute(self.cast(weight, dt.int32), (1, 0))
     y = self.cast(self.int_matmul(q, w), self.dtype(x))
     y = self.float_mul(y, trailing(self, _out_scale(self, w_scale, in_scale), (rows, n)))
@@ -81,11 +104,9 @@ def qlinear(self, x, weight, w_scale, bias, in_scale):
     return self.reshape(y, shape[:-1] + (n,))
 
 
-@qconv.implements
-def qconv(self, x, weight, w_scale, bias, in_scale, stride: tuple, padding: tuple,
-          dilation: tuple, groups: int):
-    """Quantized conv (see the module doc): the float conv of the integer codes."""
-    q = quantize_codes(self, x, in_scale)
+def _conv_body(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
+               unsigned: bool):
+    q = quantize_codes(self, x, in_scale, unsigned)
     y = self.conv(q, self.cast(weight, self.dtype(x)), None, stride, padding, dilation, groups)
     shape = tuple(self.shape(y))
     y = self.float_mul(y, along(self, _out_scale(self, w_scale, in_scale), shape, 1,
@@ -93,3 +114,31 @@ def qconv(self, x, weight, w_scale, bias, in_scale, stride: tuple, padding: tupl
     if bias is not None:
         y = self.float_add(y, along(self, bias, shape, 1, self.dtype(y)))
     return y
+
+
+@qlinear.implements
+def qlinear(self, x, weight, w_scale, bias, in_scale):
+    """Quantized Linear (see the module doc): an exact int32 matmul of the codes."""
+    return _linear_body(self, x, weight, w_scale, bias, in_scale, False)
+
+
+@qlinear_u8.implements
+def qlinear_u8(self, x, weight, w_scale, bias, in_scale):
+    """``qlinear`` with unsigned input codes (see the module doc)."""
+    return _linear_body(self, x, weight, w_scale, bias, in_scale, True)
+
+
+@qconv.implements
+def qconv(self, x, weight, w_scale, bias, in_scale, stride: tuple, padding: tuple,
+          dilation: tuple, groups: int):
+    """Quantized conv (see the module doc): the float conv of the integer codes."""
+    return _conv_body(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation,
+                      groups, False)
+
+
+@qconv_u8.implements
+def qconv_u8(self, x, weight, w_scale, bias, in_scale, stride: tuple, padding: tuple,
+             dilation: tuple, groups: int):
+    """``qconv`` with unsigned input codes (see the module doc)."""
+    return _conv_body(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation,
+                      groups, True)

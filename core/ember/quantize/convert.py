@@ -95,11 +95,11 @@ def _batches(calibration, size: int = 64):
         yield from calibration
 
 
-def _calibrate(model: Module, targets, calibration, scheme: Scheme) -> dict[int, float]:
+def _calibrate(model: Module, targets, calibration, scheme: Scheme) -> dict[int, Observer]:
     observers = {id(layer): Observer(scheme.observer, scheme.percentile)
                  for _, _, layer in targets}
     if calibration is None:
-        return {k: 0.0 for k in observers}
+        return observers
     hooks = [layer.register_forward_hook(
         lambda m, inputs, out: observers[id(m)].observe(inputs[0].numpy()))
         for _, _, layer in targets]
@@ -113,7 +113,7 @@ def _calibrate(model: Module, targets, calibration, scheme: Scheme) -> dict[int,
     finally:
         for h in hooks:
             h.remove()
-    return {k: obs.amax() for k, obs in observers.items()}
+    return observers
 
 
 def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int8") -> Module:
@@ -139,11 +139,15 @@ def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int
     q.eval()
     _fold_batchnorms(q)
     targets = _targets(q, scheme)
-    amax = _calibrate(q, targets, calibration, scheme) if scheme.activations else {}
+    seen = _calibrate(q, targets, calibration, scheme) if scheme.activations else {}
     for parent, name, layer in targets:
         conv = isinstance(layer, Conv2d)
         if scheme.activations:
-            new = (QuantConv2d if conv else QuantLinear).from_float(layer, amax[id(layer)])
+            obs = seen[id(layer)]
+            unsigned = scheme.unsigned and obs.low >= 0 and calibration is not None
+            mean = obs.means() if scheme.bias_correction else None
+            new = (QuantConv2d if conv else QuantLinear).from_float(
+                layer, obs.amax(255 if unsigned else 127), unsigned, mean)
         else:
             k = layer.weight.numel() // layer.weight.shape[0]
             block = scheme.block or k
@@ -212,4 +216,7 @@ def load(model: Module, path: str | os.PathLike) -> Module:
     scheme = Scheme.named(fields)
     skeleton = quantize(model, None, scheme)
     load_record(skeleton, path)
+    for m in skeleton.modules():
+        if isinstance(m, (QuantConv2d, QuantLinear)):
+            m.sync()
     return skeleton

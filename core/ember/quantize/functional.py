@@ -34,9 +34,10 @@ def _check(op: str, x: Tensor, weight: Tensor, w_scale: Tensor, bias, in_scale: 
 
 
 def qlinear(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None,
-            in_scale: Tensor) -> Tensor:
+            in_scale: Tensor, unsigned: bool = False) -> Tensor:
     """Quantized ``x @ weight.T + bias``: ``x`` (..., K) float, ``weight`` (N, K) int8 codes,
-    ``w_scale`` (N,) and ``in_scale`` (1,) their scales (the input is quantized here)."""
+    ``w_scale`` (N,) and ``in_scale`` (1,) their scales (the input is quantized here, to
+    codes 0..255 when ``unsigned``)."""
     _check("qlinear", x, weight, w_scale, bias, in_scale)
     if bias is None:  # the op takes tensors only
         bias = zeros(weight.shape[0], dtype=x.dtype, backend=x.backend)
@@ -44,15 +45,17 @@ def qlinear(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None,
         raise ShapeError(f"qlinear: input {x.shape} and weight {weight.shape} don't fit "
                          "(need (..., K) and (N, K))")
     b = x.backend
-    prim = b.qlinear(x._prim, weight._prim, w_scale._prim, bias._prim, in_scale._prim)
+    op = b.qlinear_u8 if unsigned else b.qlinear
+    prim = op(x._prim, weight._prim, w_scale._prim, bias._prim, in_scale._prim)
     return Tensor(prim, b)
 
 
 def qconv2d(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_scale: Tensor,
             stride: tuple[int, int], padding: tuple[tuple[int, int], ...],
-            dilation: tuple[int, int], groups: int) -> Tensor:
+            dilation: tuple[int, int], groups: int, unsigned: bool = False) -> Tensor:
     """Quantized 2-d convolution: ``x`` (N, C, H, W) float, ``weight`` (C_out, C / groups,
-    kh, kw) int8 codes; ``padding`` is one ``(before, after)`` pair per spatial dim."""
+    kh, kw) int8 codes; ``padding`` is one ``(before, after)`` pair per spatial dim;
+    ``unsigned``: input codes 0..255."""
     _check("qconv2d", x, weight, w_scale, bias, in_scale)
     if x.ndim != 4 or weight.ndim != 4 or weight.shape[1] * groups != x.shape[1]:
         raise ShapeError(f"qconv2d: input {x.shape} and weight {weight.shape} with "
@@ -63,7 +66,8 @@ def qconv2d(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_
             raise ShapeError(f"qconv2d: input {x.shape} padded by {padding} is smaller than "
                              f"the kernel {weight.shape[2:]}")
     b = x.backend
-    prim = b.qconv(x._prim, weight._prim, w_scale._prim, None if bias is None else bias._prim,
-                   in_scale._prim, tuple(stride), tuple(tuple(p) for p in padding),
-                   tuple(dilation), groups)
+    op = b.qconv_u8 if unsigned else b.qconv
+    prim = op(x._prim, weight._prim, w_scale._prim, None if bias is None else bias._prim,
+              in_scale._prim, tuple(stride), tuple(tuple(p) for p in padding),
+              tuple(dilation), groups)
     return Tensor(prim, b)

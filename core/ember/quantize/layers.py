@@ -8,7 +8,8 @@ so ``ember.save``/``ember.load`` keep it.
   activations; the weight is dequantized when the layer runs.
 
 Zero points are recorded for the file's readers (ONNX's QuantizeLinear takes them); the
-schemes are symmetric, so they are 0.
+schemes are symmetric, so they are 0. A layer whose input is never negative may take
+unsigned input codes (0..255, the ``*_u8`` ops): its ``input_unsigned`` buffer is 1.
 
 >>> import ember
 >>> from ember import nn
@@ -40,22 +41,52 @@ def _on(values, like: Tensor, dtype) -> Tensor:
     return tensor(np.ascontiguousarray(values), dtype=dtype, backend=like.backend)
 
 
+def _bias_shift(w, codes, scale, groups: int, mean):
+    """(W - dequantized codes) applied to the input's channel means: the mean error of the
+    int8 weights on each output (added to the bias, it cancels that error on average)."""
+    import numpy as np
+
+    err = w - codes.astype(np.float64) * scale.astype(np.float64).reshape(
+        (-1,) + (1,) * (w.ndim - 1))
+    if w.ndim == 2:
+        return err @ mean
+    c_out, cg = w.shape[:2]
+    per_in = err.reshape(c_out, cg, -1).sum(axis=2)  # (C_out, C_in / groups)
+    means = np.asarray(mean).reshape(groups, cg)
+    return np.einsum("goc,gc->go", per_in.reshape(groups, c_out // groups, cg), means).ravel()
+
+
 class _Static(Module):
     """The buffers and conversion shared by QuantLinear and QuantConv2d."""
 
-    def _quantize(self, layer, amax: float) -> None:
+    unsigned = False  # unsigned input codes (the ``*_u8`` ops); follows ``input_unsigned``
+
+    def _quantize(self, layer, amax: float, unsigned: bool = False, mean=None) -> None:
+        """``amax``: the input range; ``unsigned``: codes 0..255 for a never-negative input;
+        ``mean``: the input's channel means, for bias correction (None: none)."""
         import numpy as np
 
         w = layer.weight
-        codes, scale = per_channel(_np(w))
+        wf = _np(w)
+        codes, scale = per_channel(wf)
+        levels = 255 if unsigned else 127
+        self.unsigned = unsigned
         self.register_buffer("weight", _on(codes, w, dt.int8))
         self.register_buffer("weight_scale", _on(scale, w, w.dtype))
         self.register_buffer("weight_zero_point", _on(np.zeros(len(codes)), w, dt.int8))
-        self.register_buffer("input_scale", _on([amax / 127 if amax > 0 else 1.0], w, w.dtype))
+        self.register_buffer("input_scale",
+                             _on([amax / levels if amax > 0 else 1.0], w, w.dtype))
         self.register_buffer("input_zero_point", _on([0], w, dt.int8))
+        self.register_buffer("input_unsigned", _on([int(unsigned)], w, dt.uint8))
         # a zero bias rather than None: the layer then has one code path on every backend
         bias = np.zeros(len(codes)) if layer.bias is None else _np(layer.bias)
+        if mean is not None:
+            bias = bias + _bias_shift(wf, codes, scale, getattr(layer, "groups", 1), mean)
         self.register_buffer("bias", _on(bias, w, w.dtype))
+
+    def sync(self) -> None:
+        """Read ``unsigned`` from the ``input_unsigned`` buffer (after a record is loaded)."""
+        self.unsigned = bool(self.input_unsigned.tolist()[0])
 
 
 class QuantLinear(_Static):
@@ -76,17 +107,19 @@ class QuantLinear(_Static):
         self.in_features, self.out_features = in_features, out_features
 
     @classmethod
-    def from_float(cls, linear, amax: float) -> QuantLinear:
-        """Quantize ``linear`` (an ``nn.Linear``); ``amax`` is its input's calibrated range."""
+    def from_float(cls, linear, amax: float, unsigned: bool = False, mean=None) -> QuantLinear:
+        """Quantize ``linear`` (an ``nn.Linear``); ``amax`` is its input's calibrated range
+        (``unsigned``, ``mean``: see ``_Static._quantize``)."""
         q = cls(linear.in_features, linear.out_features)
-        q._quantize(linear, amax)
+        q._quantize(linear, amax, unsigned, mean)
         return q
 
     def forward(self, x: Tensor) -> Tensor:
-        return QF.qlinear(x, self.weight, self.weight_scale, self.bias, self.input_scale)
+        return QF.qlinear(x, self.weight, self.weight_scale, self.bias, self.input_scale,
+                          self.unsigned)
 
     def extra_repr(self) -> str:
-        return f"{self.in_features}, {self.out_features}, int8"
+        return f"{self.in_features}, {self.out_features}, int8{'/u8' * self.unsigned}"
 
 
 def _pairs(conv) -> tuple[tuple[int, int], ...]:
@@ -120,20 +153,21 @@ class QuantConv2d(_Static):
         self.padding, self.groups = padding, groups
 
     @classmethod
-    def from_float(cls, conv, amax: float) -> QuantConv2d:
-        """Quantize ``conv`` (an ``nn.Conv2d``); ``amax`` is its input's calibrated range."""
+    def from_float(cls, conv, amax: float, unsigned: bool = False, mean=None) -> QuantConv2d:
+        """Quantize ``conv`` (an ``nn.Conv2d``); ``amax`` is its input's calibrated range
+        (``unsigned``, ``mean``: see ``_Static._quantize``)."""
         q = cls(conv.in_channels, conv.out_channels, tuple(conv.kernel_size),
                 tuple(conv.stride), _pairs(conv), tuple(conv.dilation), conv.groups)
-        q._quantize(conv, amax)
+        q._quantize(conv, amax, unsigned, mean)
         return q
 
     def forward(self, x: Tensor) -> Tensor:
         return QF.qconv2d(x, self.weight, self.weight_scale, self.bias, self.input_scale,
-                          self.stride, self.padding, self.dilation, self.groups)
+                          self.stride, self.padding, self.dilation, self.groups, self.unsigned)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}, groups={self.groups}, int8")
+                f"stride={self.stride}, groups={self.groups}, int8{'/u8' * self.unsigned}")
 
 
 class _WeightOnly(Module):

@@ -32,13 +32,23 @@ class Observer:
     def __init__(self, kind: str = "minmax", percentile: float = 99.99):
         self.kind, self.percentile = kind, percentile
         self.peak = 0.0
+        self.low = 0.0  # the least value seen: 0 when never negative (unsigned codes fit)
         self.samples: list = []
+        self.sums, self.count = None, 0
 
     def observe(self, x) -> None:
         """Add the magnitudes of one batch of values (a tensor, array or list; NaN/inf ignored)."""
         import numpy as np
 
-        a = np.abs(np.asarray(x, dtype=np.float32)).ravel()
+        x = np.asarray(x, dtype=np.float32)
+        if x.size and x.ndim >= 2:  # per-channel sums, for bias correction
+            axes = tuple(i for i in range(x.ndim) if i != self.channel_axis(x))
+            sums = x.sum(axis=axes, dtype=np.float64)
+            self.sums = sums if self.sums is None else self.sums + sums
+            self.count += x.size // len(sums)
+        if x.size:
+            self.low = min(self.low, float(np.nanmin(x)))
+        a = np.abs(x).ravel()
         a = a[np.isfinite(a)]
         if not a.size:
             return
@@ -47,8 +57,18 @@ class Observer:
             step = max(1, a.size // SAMPLES)  # strided, so calibration is deterministic
             self.samples.append(a[::step])
 
-    def amax(self) -> float:
-        """The magnitude the int8 range covers (0 when nothing non-zero was seen)."""
+    @staticmethod
+    def channel_axis(x) -> int:
+        """Conv inputs (N, C, H, W): axis 1; Linear inputs (..., K): the last."""
+        return 1 if x.ndim == 4 else x.ndim - 1
+
+    def means(self):
+        """The mean of each channel over the calibration data (float64), or None."""
+        return None if self.sums is None else self.sums / max(self.count, 1)
+
+    def amax(self, levels: int = 127) -> float:
+        """The magnitude the code range covers (0 when nothing non-zero was seen); ``levels``
+        is the highest code (127, or 255 for unsigned codes: the MSE search depends on it)."""
         import numpy as np
 
         if self.kind == "minmax" or not self.samples:
@@ -56,10 +76,10 @@ class Observer:
         a = np.concatenate(self.samples)
         if self.kind == "percentile":
             return min(self.peak, float(np.percentile(a, self.percentile)))
-        return _mse_amax(a, self.peak)
+        return _mse_amax(a, self.peak, levels)
 
 
-def _mse_amax(a, peak: float) -> float:
+def _mse_amax(a, peak: float, levels: int) -> float:
     """The clip among 100 candidates in (0, peak] with the least squared error on ``a``."""
     import numpy as np
 
@@ -67,8 +87,8 @@ def _mse_amax(a, peak: float) -> float:
         return 0.0
     best, best_err = peak, np.inf
     for c in np.linspace(peak / 100, peak, 100):
-        s = c / 127
-        err = float(np.mean((np.clip(np.floor(a / s + 0.5), 0, 127) * s - a) ** 2))
+        s = c / levels
+        err = float(np.mean((np.clip(np.floor(a / s + 0.5), 0, levels) * s - a) ** 2))
         if err < best_err:
             best, best_err = float(c), err
     return best

@@ -2,7 +2,7 @@
 
 >>> from ember.quantize import Scheme
 >>> Scheme.named("int4")
-Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024)
+Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False)
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ class Scheme:
     weights only (dequantized when the layer runs: smaller, not faster). ``block``: None is
     one scale per output channel; an int is one scale per ``block`` consecutive weights of a
     channel (weight-only). Layers with fewer than ``min_params`` weights stay float
-    (weight-only schemes; they hardly count in the size).
+    (weight-only schemes; they hardly count in the size). ``unsigned``: layers whose input
+    was never negative in calibration (after ReLU/ReLU6) get unsigned codes 0..255, twice
+    the resolution (the ``*_u8`` ops). ``bias_correction``: each layer's bias absorbs the mean
+    error of its int8 weights on the calibration inputs' channel means (Nagel et al., 2019).
 
     >>> s = Scheme(weights="int4", activations=False, block=32)
     >>> s.bits, s.to_dict()["block"], Scheme.named("int8").activations
@@ -37,6 +40,8 @@ class Scheme:
     observer: str = "minmax"
     percentile: float = 99.99
     min_params: int = 1024
+    unsigned: bool = False
+    bias_correction: bool = False
 
     def __post_init__(self):
         if self.weights not in ("int8", "int4"):

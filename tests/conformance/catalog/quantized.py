@@ -19,14 +19,16 @@ OP = "ember.quantize.functional."
 EXACT = 1e-6  # x the float32 tolerances: < 1e-4 absolute on these sums, so exact integers
 
 
-def _codes(x, s):
+def _codes(x, s, unsigned=False):
     v = np.asarray(x, np.float64) / s
-    return np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5), -127, 127)
+    lo, hi = (0, 255) if unsigned else (-127, 127)
+    return np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5), lo, hi)
 
 
-def _inputs(shape, s, spread=140):
-    """Floats whose codes are integers in [-spread, spread] (beyond ±127: clamped)."""
-    ints = g.integers(-spread, spread, size=shape, endpoint=True)
+def _inputs(shape, s, spread=140, low=None):
+    """Floats whose codes are integers in [low, spread] (default low: -spread; beyond the
+    code range: clamped)."""
+    ints = g.integers(-spread if low is None else low, spread, size=shape, endpoint=True)
     return ((ints + g.uniform(-0.4, 0.4, size=shape)) * s).astype(np.float32)
 
 
@@ -37,13 +39,14 @@ def _scale(acc, w_scale, in_scale, bias, axis):
     return y if bias is None else y + bias.astype(np.float64).reshape(shape)
 
 
-def ref_qlinear(x, w, w_scale, bias, in_scale):
-    acc = _codes(x, np.float64(in_scale[0])) @ w.astype(np.float64).T
+def ref_qlinear(x, w, w_scale, bias, in_scale, unsigned=False):
+    acc = _codes(x, np.float64(in_scale[0]), unsigned) @ w.astype(np.float64).T
     return _scale(acc, w_scale, in_scale, bias, acc.ndim - 1)
 
 
-def ref_qconv(x, w, w_scale, bias, in_scale, stride, padding, dilation, groups):
-    q = _codes(x, np.float64(in_scale[0]))
+def ref_qconv(x, w, w_scale, bias, in_scale, stride, padding, dilation, groups,
+              unsigned=False):
+    q = _codes(x, np.float64(in_scale[0]), unsigned)
     lo = [p[0] for p in padding]
     hi = [p[1] for p in padding]
     q = np.pad(q, [(0, 0), (0, 0)] + list(zip(lo, hi)))
@@ -97,3 +100,37 @@ x = g.integers(-127, 127, size=(1, 8, 5, 5), endpoint=True).astype(np.float32)
 case("qconv2d/f32/exact", OP + "qconv2d", t(x), t(_weights((3, 8, 3, 3))),
      t(np.ones(3, np.float32)), None, t(np.ones(1, np.float32)), (1, 1), ((1, 1), (1, 1)),
      (1, 1), 1, ref=ref_qconv, tol=EXACT)
+
+# ---------------------------------------------------------------------- unsigned codes (*_u8)
+# inputs mostly >= 0 with a few negatives (clamped to code 0) and some past 255 (clamped)
+U8 = {"unsigned": True}
+
+
+def _u8(ref):
+    return lambda *args: ref(*args, unsigned=True)
+
+
+for name, lead, k, n in [("2d", (5,), 12, 7), ("long_k", (3,), 600, 5)]:
+    s = 0.25
+    case(f"qlinear_u8/f32/{name}", OP + "qlinear",
+         t(_inputs(lead + (k,), s, 270, -10)), t(_weights((n, k))),
+         t(rand(g, (n,), "float32", 0.001, 0.02)), t(rand(g, (n,), "float32", -1, 1)),
+         t(np.array([s], np.float32)), ref=_u8(ref_qlinear), kwargs=U8, tol=3)
+
+x = g.integers(0, 255, size=(4, 64), endpoint=True).astype(np.float32)
+case("qlinear_u8/f32/exact", OP + "qlinear", t(x), t(_weights((6, 64))),
+     t(np.ones(6, np.float32)), None, t(np.ones(1, np.float32)), ref=_u8(ref_qlinear),
+     kwargs=U8, tol=EXACT)
+
+for name, xs, (c_out, kh, kw), stride, pad, dil, groups in CONVS:
+    s = 0.125
+    case(f"qconv2d_u8/f32/{name}", OP + "qconv2d",
+         t(_inputs(xs, s, 270, -10)), t(_weights((c_out, xs[1] // groups, kh, kw))),
+         t(rand(g, (c_out,), "float32", 0.001, 0.02)), t(rand(g, (c_out,), "float32", -1, 1)),
+         t(np.array([s], np.float32)), stride, pad, dil, groups, ref=_u8(ref_qconv),
+         kwargs=U8, tol=3)
+
+x = g.integers(0, 255, size=(1, 8, 5, 5), endpoint=True).astype(np.float32)
+case("qconv2d_u8/f32/exact", OP + "qconv2d", t(x), t(_weights((3, 8, 3, 3))),
+     t(np.ones(3, np.float32)), None, t(np.ones(1, np.float32)), (1, 1), ((1, 1), (1, 1)),
+     (1, 1), 1, ref=_u8(ref_qconv), kwargs=U8, tol=EXACT)

@@ -24,25 +24,42 @@ def _addr(t) -> int:
 
 
 class WasmQuant:
-    """``qlinear`` and ``qconv`` (a mixin of the wasm backend); ``self.rt`` is the Runtime."""
+    """``qlinear``, ``qconv`` and their unsigned twins ``*_u8`` (a mixin of the wasm backend);
+    ``self.rt`` is the Runtime."""
 
     def qlinear(self, x, weight, w_scale, bias, in_scale):
+        return self._qlinear("qlinear", x, weight, w_scale, bias, in_scale)
+
+    def qlinear_u8(self, x, weight, w_scale, bias, in_scale):
+        return self._qlinear("qlinear_u8", x, weight, w_scale, bias, in_scale)
+
+    def qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups):
+        return self._qconv("qconv", x, weight, w_scale, bias, in_scale, stride, padding,
+                           dilation, groups)
+
+    def qconv_u8(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups):
+        return self._qconv("qconv_u8", x, weight, w_scale, bias, in_scale, stride, padding,
+                           dilation, groups)
+
+    def _qlinear(self, op, x, weight, w_scale, bias, in_scale):
         if x.dtype != dt.float32:
-            return registry.REGISTRY["qlinear"].default(self, x, weight, w_scale, bias, in_scale)
+            return registry.REGISTRY[op].default(self, x, weight, w_scale, bias, in_scale)
         rt = self.rt
         k, n = x.shape[-1], weight.shape[0]
         m = x.numel // k if k else 0
         y = rt.empty(x.shape[:-1] + (n,), x.dtype, "qlinear")
         if y.numel == 0 or k == 0:
-            return registry.REGISTRY["qlinear"].default(self, x, weight, w_scale, bias, in_scale)
+            return registry.REGISTRY[op].default(self, x, weight, w_scale, bias, in_scale)
         xc, wc, sc, bc, ic = self._dense(x, weight, w_scale, bias, in_scale)
-        rt.call("em_qlinear", xc.ptr, wc.ptr, sc.ptr, _addr(bc), ic.ptr, y.ptr, m, k, n)
+        rt.call("em_qlinear", xc.ptr, wc.ptr, sc.ptr, _addr(bc), ic.ptr, y.ptr, m, k, n,
+                int(op.endswith("_u8")))
         return y
 
-    def qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups):
+    def _qconv(self, op, x, weight, w_scale, bias, in_scale, stride, padding, dilation,
+               groups):
         args = (x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups)
         if x.dtype != dt.float32 or len(stride) != 2 or any(lo < 0 for lo, _ in padding):
-            return registry.REGISTRY["qconv"].default(self, *args)
+            return registry.REGISTRY[op].default(self, *args)
         kernel = weight.shape[2:]
         out = tuple(conv_output_size(*a) for a in zip(x.shape[2:], kernel, stride, padding,
                                                       dilation))
@@ -53,5 +70,6 @@ class WasmQuant:
         xc, wc, sc, bc, ic = self._dense(x, weight, w_scale, bias, in_scale)
         self._conv_geometry(x.shape[0], x.shape[1], x.shape[2:], weight.shape[0], kernel,
                             stride, tuple(lo for lo, _ in padding), dilation, groups, out)
-        rt.call("em_qconv", xc.ptr, wc.ptr, sc.ptr, _addr(bc), ic.ptr, y.ptr)
+        rt.call("em_qconv", xc.ptr, wc.ptr, sc.ptr, _addr(bc), ic.ptr, y.ptr,
+                int(op.endswith("_u8")))
         return y
