@@ -185,6 +185,40 @@ def test_save_and_load_keep_codes_scales_and_zero_points(tmp_path):
     assert skeleton(x).tolist() == q(x).tolist()
 
 
+def test_unsigned_codes_and_bias_correction_survive_a_record(tmp_path):
+    model, x = _cnn(), _x(16)
+    plain = ember.quantize(model, x)
+    q = ember.quantize(model, x, Scheme(unsigned=True, bias_correction=True))
+    # the depthwise conv (after ReLU) and the 1x1 conv (after ReLU6) see no negative input,
+    # the Linear neither (after ReLU and pooling); the first conv does
+    assert [m.unsigned for m in q if hasattr(m, "input_unsigned")] == [False, True, True, True]
+    assert float(q[3].input_scale.numpy()[0]) < float(plain[3].input_scale.numpy()[0]) / 1.9
+    yf = model(x).numpy()
+    err = [np.abs(m(x).numpy() - yf).mean() for m in (plain, q)]
+    assert err[1] < err[0]
+    ember.quantize.save(q, tmp_path / "u8")
+    twin = ember.quantize.load(_cnn(), tmp_path / "u8")
+    assert twin(x).tolist() == q(x).tolist()
+    skeleton = ember.quantize(_cnn(), None, "int8")  # a plain ember.load reads the flags too
+    ember.load(skeleton, tmp_path / "u8")
+    assert skeleton(x).tolist() == q(x).tolist()
+
+
+def test_unsigned_layer_is_the_float64_product_of_its_codes():
+    model, x = _cnn(), _x(4)
+    q = ember.quantize(model, x, Scheme(unsigned=True))
+    layer, h = q[6], q[:6](x)
+    s_in = float(layer.input_scale.numpy()[0])
+    codes = np.clip(np.floor(h.numpy().astype(np.float64) / s_in + 0.5), 0, 255)
+    assert codes.max() > 127  # the unsigned range is used
+    acc = np.einsum("ncyx,oc->noyx", codes, layer.weight.numpy()[:, :, 0, 0].astype(np.float64))
+    scale = s_in * layer.weight_scale.numpy().astype(np.float64)
+    want = acc * scale.reshape(1, -1, 1, 1) + layer.bias.numpy().reshape(1, -1, 1, 1)
+    for backend in ("numpy", "python", "wasm"):
+        got = layer.to(backend)(h.to(backend)).numpy()
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6, err_msg=backend)
+
+
 def test_int4_record_is_smaller_and_loads(tmp_path):
     ember.seed(2)
     model = nn.Sequential(nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))

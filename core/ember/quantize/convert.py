@@ -95,25 +95,58 @@ def _batches(calibration, size: int = 64):
         yield from calibration
 
 
-def _calibrate(model: Module, targets, calibration, scheme: Scheme) -> dict[int, Observer]:
-    observers = {id(layer): Observer(scheme.observer, scheme.percentile)
-                 for _, _, layer in targets}
-    if calibration is None:
-        return observers
-    hooks = [layer.register_forward_hook(
-        lambda m, inputs, out: observers[id(m)].observe(inputs[0].numpy()))
-        for _, _, layer in targets]
-    backend = next(iter(model.parameters())).backend
+def _run(model: Module, batches, hook, layers) -> None:
+    """``model`` on each batch with ``hook`` on ``layers`` (removed afterwards)."""
+    hooks = [layer.register_forward_hook(hook) for layer in layers]
+    backend = next(iter(model.state_dict().values())).backend  # quantized: buffers only
     try:
         with no_grad():
-            for batch in _batches(calibration):
+            for batch in batches:
                 if not isinstance(batch, Tensor):
                     batch = tensor(batch, backend=backend)
                 model(batch)
     finally:
         for h in hooks:
             h.remove()
-    return observers
+
+
+def _calibrate(model: Module, targets, calibration, scheme: Scheme):
+    """``(inputs, outputs)``: an Observer of each target layer's input and (for bias
+    correction) of its output, by ``id(layer)``."""
+    inputs = {id(layer): Observer(scheme.observer, scheme.percentile)
+              for _, _, layer in targets}
+    outputs = {id(layer): Observer() for _, _, layer in targets}
+    if calibration is None:
+        return inputs, outputs
+
+    def observe(m, args, out):
+        inputs[id(m)].observe(args[0].numpy())
+        if scheme.bias_correction:
+            outputs[id(m)].observe(out.numpy())
+
+    _run(model, _batches(calibration), observe, [layer for _, _, layer in targets])
+    return inputs, outputs
+
+
+def _correct_biases(model: Module, float_means: dict, calibration) -> None:
+    """Empirical bias correction: on the first calibration batch, each quantized layer (in
+    the order they run) adds to its bias the difference between the float model's mean
+    output per channel and its own, and passes the corrected output on, so later layers
+    are corrected for what the earlier ones still get wrong (weights and activations)."""
+    import numpy as np
+
+    def correct(m, args, out):
+        y = out.numpy()
+        axis = Observer.channel_axis(y)
+        axes = tuple(i for i in range(y.ndim) if i != axis)
+        shift = (float_means[id(m)] - y.mean(axis=axes, dtype=np.float64)).astype(y.dtype)
+        m.bias = tensor(m.bias.numpy() + shift, dtype=m.bias.dtype, backend=m.bias.backend)
+        view = [1] * y.ndim
+        view[axis] = -1
+        return tensor(y + shift.reshape(view), dtype=out.dtype, backend=out.backend)
+
+    first = next(iter(_batches(calibration)))
+    _run(model, [first], correct, [m for m in model.modules() if id(m) in float_means])
 
 
 def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int8") -> Module:
@@ -139,21 +172,25 @@ def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int
     q.eval()
     _fold_batchnorms(q)
     targets = _targets(q, scheme)
-    seen = _calibrate(q, targets, calibration, scheme) if scheme.activations else {}
+    seen, outs = _calibrate(q, targets, calibration, scheme) if scheme.activations else ({}, {})
+    float_means = {}  # id(quantized layer) -> its float original's mean output per channel
     for parent, name, layer in targets:
         conv = isinstance(layer, Conv2d)
         if scheme.activations:
             obs = seen[id(layer)]
             unsigned = scheme.unsigned and obs.low >= 0 and calibration is not None
-            mean = obs.means() if scheme.bias_correction else None
             new = (QuantConv2d if conv else QuantLinear).from_float(
-                layer, obs.amax(255 if unsigned else 127), unsigned, mean)
+                layer, obs.amax(255 if unsigned else 127), unsigned)
+            if outs[id(layer)].means() is not None:
+                float_means[id(new)] = outs[id(layer)].means()
         else:
             k = layer.weight.numel() // layer.weight.shape[0]
             block = scheme.block or k
             new = (WeightOnlyConv2d if conv else WeightOnlyLinear).from_float(
                 layer, scheme.bits, block)
         setattr(parent, name, new)
+    if float_means:
+        _correct_biases(q, float_means, calibration)
     q.scheme = scheme
     return q
 
@@ -216,7 +253,4 @@ def load(model: Module, path: str | os.PathLike) -> Module:
     scheme = Scheme.named(fields)
     skeleton = quantize(model, None, scheme)
     load_record(skeleton, path)
-    for m in skeleton.modules():
-        if isinstance(m, (QuantConv2d, QuantLinear)):
-            m.sync()
     return skeleton

@@ -41,36 +41,16 @@ def _on(values, like: Tensor, dtype) -> Tensor:
     return tensor(np.ascontiguousarray(values), dtype=dtype, backend=like.backend)
 
 
-def _bias_shift(w, codes, scale, groups: int, mean):
-    """(W - dequantized codes) applied to the input's channel means: the mean error of the
-    int8 weights on each output (added to the bias, it cancels that error on average)."""
-    import numpy as np
-
-    err = w - codes.astype(np.float64) * scale.astype(np.float64).reshape(
-        (-1,) + (1,) * (w.ndim - 1))
-    if w.ndim == 2:
-        return err @ mean
-    c_out, cg = w.shape[:2]
-    per_in = err.reshape(c_out, cg, -1).sum(axis=2)  # (C_out, C_in / groups)
-    means = np.asarray(mean).reshape(groups, cg)
-    return np.einsum("goc,gc->go", per_in.reshape(groups, c_out // groups, cg), means).ravel()
-
-
 class _Static(Module):
     """The buffers and conversion shared by QuantLinear and QuantConv2d."""
 
-    unsigned = False  # unsigned input codes (the ``*_u8`` ops); follows ``input_unsigned``
-
-    def _quantize(self, layer, amax: float, unsigned: bool = False, mean=None) -> None:
-        """``amax``: the input range; ``unsigned``: codes 0..255 for a never-negative input;
-        ``mean``: the input's channel means, for bias correction (None: none)."""
+    def _quantize(self, layer, amax: float, unsigned: bool = False) -> None:
+        """``amax``: the input range; ``unsigned``: codes 0..255 for a never-negative input."""
         import numpy as np
 
         w = layer.weight
-        wf = _np(w)
-        codes, scale = per_channel(wf)
+        codes, scale = per_channel(_np(w))
         levels = 255 if unsigned else 127
-        self.unsigned = unsigned
         self.register_buffer("weight", _on(codes, w, dt.int8))
         self.register_buffer("weight_scale", _on(scale, w, w.dtype))
         self.register_buffer("weight_zero_point", _on(np.zeros(len(codes)), w, dt.int8))
@@ -80,13 +60,18 @@ class _Static(Module):
         self.register_buffer("input_unsigned", _on([int(unsigned)], w, dt.uint8))
         # a zero bias rather than None: the layer then has one code path on every backend
         bias = np.zeros(len(codes)) if layer.bias is None else _np(layer.bias)
-        if mean is not None:
-            bias = bias + _bias_shift(wf, codes, scale, getattr(layer, "groups", 1), mean)
         self.register_buffer("bias", _on(bias, w, w.dtype))
 
-    def sync(self) -> None:
-        """Read ``unsigned`` from the ``input_unsigned`` buffer (after a record is loaded)."""
-        self.unsigned = bool(self.input_unsigned.tolist()[0])
+    @property
+    def unsigned(self) -> bool:
+        """Unsigned input codes (the ``*_u8`` ops): the ``input_unsigned`` buffer, read once
+        per buffer (a loaded record replaces it)."""
+        flag = self.input_unsigned
+        cached = self.__dict__.get("_unsigned")
+        if cached is None or cached[0] is not flag:
+            cached = (flag, bool(flag.tolist()[0]))
+            self.__dict__["_unsigned"] = cached
+        return cached[1]
 
 
 class QuantLinear(_Static):
@@ -107,11 +92,11 @@ class QuantLinear(_Static):
         self.in_features, self.out_features = in_features, out_features
 
     @classmethod
-    def from_float(cls, linear, amax: float, unsigned: bool = False, mean=None) -> QuantLinear:
+    def from_float(cls, linear, amax: float, unsigned: bool = False) -> QuantLinear:
         """Quantize ``linear`` (an ``nn.Linear``); ``amax`` is its input's calibrated range
-        (``unsigned``, ``mean``: see ``_Static._quantize``)."""
+        (``unsigned``: codes 0..255, for an input never negative)."""
         q = cls(linear.in_features, linear.out_features)
-        q._quantize(linear, amax, unsigned, mean)
+        q._quantize(linear, amax, unsigned)
         return q
 
     def forward(self, x: Tensor) -> Tensor:
@@ -153,12 +138,12 @@ class QuantConv2d(_Static):
         self.padding, self.groups = padding, groups
 
     @classmethod
-    def from_float(cls, conv, amax: float, unsigned: bool = False, mean=None) -> QuantConv2d:
+    def from_float(cls, conv, amax: float, unsigned: bool = False) -> QuantConv2d:
         """Quantize ``conv`` (an ``nn.Conv2d``); ``amax`` is its input's calibrated range
-        (``unsigned``, ``mean``: see ``_Static._quantize``)."""
+        (``unsigned``: codes 0..255, for an input never negative)."""
         q = cls(conv.in_channels, conv.out_channels, tuple(conv.kernel_size),
                 tuple(conv.stride), _pairs(conv), tuple(conv.dilation), conv.groups)
-        q._quantize(conv, amax, unsigned, mean)
+        q._quantize(conv, amax, unsigned)
         return q
 
     def forward(self, x: Tensor) -> Tensor:

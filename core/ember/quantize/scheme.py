@@ -24,8 +24,9 @@ class Scheme:
     channel (weight-only). Layers with fewer than ``min_params`` weights stay float
     (weight-only schemes; they hardly count in the size). ``unsigned``: layers whose input
     was never negative in calibration (after ReLU/ReLU6) get unsigned codes 0..255, twice
-    the resolution (the ``*_u8`` ops). ``bias_correction``: each layer's bias absorbs the mean
-    error of its int8 weights on the calibration inputs' channel means (Nagel et al., 2019).
+    the resolution (the ``*_u8`` ops). ``bias_correction``: each layer's bias absorbs the
+    mean difference of its output from the float model's, per channel, on the first
+    calibration batch, layer after layer (empirical bias correction; Nagel et al., 2019).
 
     >>> s = Scheme(weights="int4", activations=False, block=32)
     >>> s.bits, s.to_dict()["block"], Scheme.named("int8").activations
