@@ -138,6 +138,24 @@ def test_converted_model_computes_what_the_fake_quant_model_computes(name):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
+def test_unsigned_inputs_as_ptq_picks_them():
+    model = _cnn().to(AD)
+    x = ember.tensor(rng.normal(0, 1, (4, 3, 10, 10)).astype(np.float32), backend=AD)
+    scheme = Scheme(unsigned=True)
+    qat = prepare_qat(model, x, scheme)
+    ptq = ember.quantize(model, x, scheme)
+    flags = [m.unsigned for m in qat if isinstance(m, (QATConv2d, QATLinear))]
+    assert flags == [m.unsigned for m in ptq if isinstance(m, (QuantConv2d, QuantLinear))]
+    assert flags == [False, True, True, True]  # the image may be negative; after ReLUs not
+    _train_steps(qat, x)
+    q = convert_qat(qat)
+    assert [m.unsigned for m in q if isinstance(m, (QuantConv2d, QuantLinear))] == flags
+    with ember.no_grad():
+        want = qat.eval()(x).numpy()
+        got = q(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
 def test_input_range_follows_a_moving_average_while_training():
     lin = nn.Linear(3, 2).to(AD)
     qat = prepare_qat(nn.Sequential(lin), momentum=0.25)  # no calibration
@@ -198,7 +216,7 @@ def digits():
     train, test = order[:1200], order[1200:]
     ember.seed(0)
     model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10)).to(AD)
-    _fit(model, x[train], y[train], epochs=20, lr=1e-2)
+    _fit(model, x[train], y[train], epochs=8, lr=1e-2)
     model = model.to("numpy")
     w0, b0, w1 = model[0].weight.numpy(), model[0].bias.numpy(), model[2].weight.numpy()
     w0[0] *= OUTLIER

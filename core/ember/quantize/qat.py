@@ -190,7 +190,7 @@ def prepare_qat(model: Module, calibration=None, scheme: str | dict | Scheme = "
     qat = _copy(model)
     _fold_batchnorms(qat)
     targets = _targets(qat, scheme)
-    seen = _calibrate(qat, targets, calibration, scheme)
+    seen = _calibrate(qat, targets, calibration, scheme)[0]  # (inputs, outputs)
     for parent, name, layer in targets:
         obs = seen[id(layer)]
         # PTQ's rule (ember.quantize.convert.quantize): unsigned codes need the calibration
