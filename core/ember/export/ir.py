@@ -272,6 +272,8 @@ class _Lowering:
         layer.w_q = np.asarray(m.weight.numpy(), dtype=np.int8)
         layer.w_scale = _array(m.weight_scale)
         layer.in_scale = float(_array(m.input_scale)[0])
+        if m.unsigned:  # the boards quantize to +-127 only: the same range, half the steps
+            layer.in_scale *= 255 / 127
         layer.weight = layer.w_q * layer.w_scale.reshape((-1,) + (1,) * (layer.w_q.ndim - 1))
         return layer.out_shape
 

@@ -77,9 +77,11 @@ def _fold_batchnorms(model: Module) -> None:
 def _targets(model: Module, scheme: Scheme) -> list[tuple[Module, str, Module]]:
     """``(parent, attribute, layer)`` for each Linear/Conv2d the scheme quantizes."""
     out = []
-    for parent in model.modules():
+    for path, parent in model.named_modules():
         for name, child in list(parent._own_modules()):
-            if not isinstance(child, (Linear, Conv2d)):
+            full = f"{path}.{name}" if path else name
+            if not isinstance(child, (Linear, Conv2d)) or any(
+                    full == k or full.startswith(k + ".") for k in scheme.keep_float):
                 continue
             if not scheme.activations and child.weight.numel() < scheme.min_params:
                 continue

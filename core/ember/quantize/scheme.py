@@ -2,7 +2,7 @@
 
 >>> from ember.quantize import Scheme
 >>> Scheme.named("int4")
-Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False)
+Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False, keep_float=())
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ class Scheme:
     the resolution (the ``*_u8`` ops). ``bias_correction``: each layer's bias absorbs the
     mean difference of its output from the float model's, per channel, on the first
     calibration batch, layer after layer (empirical bias correction; Nagel et al., 2019).
+    ``keep_float``: names of layers (``"stem.conv"``) or of parts holding them (``"stem"``)
+    that stay float (mixed precision, for the layers int8 hurts most).
 
     >>> s = Scheme(weights="int4", activations=False, block=32)
     >>> s.bits, s.to_dict()["block"], Scheme.named("int8").activations
@@ -43,8 +45,10 @@ class Scheme:
     min_params: int = 1024
     unsigned: bool = False
     bias_correction: bool = False
+    keep_float: tuple[str, ...] = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "keep_float", tuple(self.keep_float))  # a record's list
         if self.weights not in ("int8", "int4"):
             raise ValueError(f"Scheme: weights must be 'int8' or 'int4', got {self.weights!r}")
         if self.observer not in OBSERVERS:
