@@ -105,7 +105,7 @@ def _plan(m):
 
 def _fast_steps(m) -> int:
     """How many of the main graph's steps run a numpy closure (not the generic wrapper)."""
-    return sum(getattr(fn, "__name__", "") != "step" for fn, _, _ in _plan(m).steps)
+    return sum(getattr(fn, "__name__", "") != "step" for fn, *_ in _plan(m).steps)
 
 
 def _real(path: str, shape=None) -> None:
@@ -242,3 +242,26 @@ def test_numpy_conv_fast_paths_match_torch(n, c, h, w, kh, kw, stride, pads, dil
                                       dilation=dil, groups=c if depthwise else 1).numpy()
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_errors_inside_the_fast_plan_are_reported_by_the_generic_path():
+    """Same dtypes, a shape the graph cannot take: the error is the generic path's."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("shape", TensorProto.INT64, [2], [2, 3])])
+    m = ember.onnx.load(helper.make_model(graph), backend="numpy")
+    ok = np.arange(6, dtype=np.float32)
+    m(ok)
+    assert m(ok).shape == (2, 3)  # through the fast plan
+    m.fast = False
+    with pytest.raises(Exception) as generic:
+        m(np.arange(5, dtype=np.float32))
+    m.fast = True
+    with pytest.raises(Exception) as fast:
+        m(np.arange(5, dtype=np.float32))
+    assert type(fast.value) is type(generic.value)
+    assert str(fast.value) == str(generic.value)

@@ -55,8 +55,8 @@ class _Unplanned(Exception):
 
 
 class FastPlan:
-    """A graph's steps as ``(function, input names, output name or names)``, and the node
-    each one runs (after the fusions)."""
+    """A graph's steps as ``(function, input names, output name or names, names read for
+    the last time)``, and the node each one runs (after the fusions)."""
 
     __slots__ = ("steps", "nodes", "consts", "free", "inputs", "outputs")
 
@@ -72,7 +72,7 @@ class FastPlan:
                     env[name] = outer[name]
         env.update(zip(self.inputs, inputs))
         env[ENV] = env
-        for fn, ins, out in self.steps:
+        for fn, ins, out, dead in self.steps:
             r = fn(*[env[i] for i in ins])
             if out.__class__ is str:
                 env[out] = r
@@ -80,6 +80,8 @@ class FastPlan:
                 for name, v in zip(out, r):
                     if name:
                         env[name] = v
+            for name in dead:  # last read: its memory goes back while it is still in cache
+                del env[name]
         return [env[n] if n else None for n in self.outputs]
 
 
@@ -112,6 +114,18 @@ def compile_graph(module, graph, seen: dict) -> FastPlan | None:
         if step is None:
             return None
         steps.append(step)
+    # each intermediate is dropped after the step that reads it last (subgraph steps read
+    # their bodies' outer names); graph outputs stay
+    last: dict[str, int] = {}
+    made = {o for n, _, _ in resolved for o in n.outputs if o} - set(graph.outputs)
+    for k, (node, _, _) in enumerate(resolved):
+        for name in [*node.inputs, *(f for g in node.subgraphs() for f in plan_of(g).free)]:
+            if name in made:
+                last[name] = k
+    dead: list[list[str]] = [[] for _ in steps]
+    for name, k in last.items():
+        dead[k].append(name)
+    steps = [(*step, tuple(d)) for step, d in zip(steps, dead)]
     consts[""] = None
     return FastPlan(steps, [n for n, _, _ in resolved], consts, plan.free, list(graph.inputs),
                     list(graph.outputs))
