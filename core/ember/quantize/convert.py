@@ -16,7 +16,7 @@ from ..nn.layers.conv import Conv2d
 from ..nn.layers.linear import Identity, Linear
 from ..nn.layers.norm import BatchNorm1d, BatchNorm2d
 from ..nn.module import Module
-from ..ops.creation import tensor
+from ..ops.creation import tensor, zeros
 from ..tensor import Tensor
 from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
 from .observers import Observer
@@ -44,11 +44,10 @@ def _copy(model: Module) -> Module:
     return copy.deepcopy(model, memo)
 
 
-def _fold_batchnorms(model: Module) -> None:
+def _fold_batchnorms(model: Module, values: bool = True) -> None:
     """Fold every BatchNorm that follows a Conv2d/Linear in a Sequential into its weights
-    (eval statistics), replacing it by Identity."""
-    import numpy as np
-
+    (eval statistics), replacing it by Identity. ``values=False``: the structure only (the
+    layer gets a bias; no numpy: a record is loaded into it)."""
     for seq in [m for m in model.modules() if isinstance(m, Sequential)]:
         items = list(seq._own_modules())
         for (_, layer), (name, bn) in zip(items, items[1:]):
@@ -56,6 +55,15 @@ def _fold_batchnorms(model: Module) -> None:
                     and isinstance(bn, (BatchNorm1d, BatchNorm2d))
                     and bn.running_mean is not None and layer.weight.shape[0] == bn.num_features):
                 continue
+            setattr(seq, name, Identity())
+            if not values:
+                if layer.bias is None:
+                    layer.bias = type(layer.weight)(zeros(layer.weight.shape[0],
+                                                          dtype=layer.weight.dtype,
+                                                          backend=layer.weight.backend))
+                continue
+            import numpy as np
+
             var, mean = bn.running_var.numpy().astype(np.float64), bn.running_mean.numpy()
             scale = 1.0 / np.sqrt(var + bn.eps)
             shift = -mean.astype(np.float64) * scale
@@ -71,7 +79,6 @@ def _fold_batchnorms(model: Module) -> None:
                                           backend=w.backend))
             layer.bias = type(w)(tensor((bias * scale + shift).astype(np.float32),
                                         dtype=w.dtype, backend=w.backend))
-            setattr(seq, name, Identity())
 
 
 def _targets(model: Module, scheme: Scheme) -> list[tuple[Module, str, Module]]:
@@ -169,10 +176,15 @@ def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int
     >>> type(q[0]).__name__, float((q(x) - model(x)).abs().max()) < 0.1
     ('QuantLinear', True)
     """
-    scheme = Scheme.named(scheme)
+    return _build(model, calibration, Scheme.named(scheme), values=True)
+
+
+def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
+    """:func:`quantize`; ``values=False``: the int8 structure only, zero placeholders made
+    without numpy (for :func:`load`, in a web page too)."""
     q = _copy(model)
     q.eval()
-    _fold_batchnorms(q)
+    _fold_batchnorms(q, values)
     targets = _targets(q, scheme)
     seen, outs = _calibrate(q, targets, calibration, scheme) if scheme.activations else ({}, {})
     float_means = {}  # id(quantized layer) -> its float original's mean output per channel
@@ -181,8 +193,8 @@ def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int
         if scheme.activations:
             obs = seen[id(layer)]
             unsigned = scheme.unsigned and obs.low >= 0 and calibration is not None
-            new = (QuantConv2d if conv else QuantLinear).from_float(
-                layer, obs.amax(255 if unsigned else 127), unsigned)
+            amax = obs.amax(255 if unsigned else 127) if values else None
+            new = (QuantConv2d if conv else QuantLinear).from_float(layer, amax, unsigned)
             if outs[id(layer)].means() is not None:
                 float_means[id(new)] = outs[id(layer)].means()
         else:
@@ -253,6 +265,6 @@ def load(model: Module, path: str | os.PathLike) -> Module:
         raise RecordError(f"quantize.load: {os.fspath(path)} has no quantization scheme in "
                           "its metadata (write it with ember.quantize.save)")
     scheme = Scheme.named(fields)
-    skeleton = quantize(model, None, scheme)
+    skeleton = _build(model, None, scheme, values=not scheme.activations)
     load_record(skeleton, path)
     return skeleton

@@ -44,8 +44,13 @@ def _on(values, like: Tensor, dtype) -> Tensor:
 class _Static(Module):
     """The buffers and conversion shared by QuantLinear and QuantConv2d."""
 
-    def _quantize(self, layer, amax: float, unsigned: bool = False) -> None:
-        """``amax``: the input range; ``unsigned``: codes 0..255 for a never-negative input."""
+    def _quantize(self, layer, amax: float | None, unsigned: bool = False) -> None:
+        """``amax``: the input range (None: zero placeholders for a record to be loaded into,
+        made without numpy, as in a web page); ``unsigned``: codes 0..255 for a never-negative
+        input."""
+        if amax is None:
+            self._placeholders(layer)
+            return
         import numpy as np
 
         w = layer.weight
@@ -61,6 +66,19 @@ class _Static(Module):
         # a zero bias rather than None: the layer then has one code path on every backend
         bias = np.zeros(len(codes)) if layer.bias is None else _np(layer.bias)
         self.register_buffer("bias", _on(bias, w, w.dtype))
+
+    def _placeholders(self, layer) -> None:
+        from ..ops.creation import ones, zeros
+
+        w = layer.weight
+        n, on = w.shape[0], {"backend": w.backend}
+        for name, shape, dtype in (("weight", w.shape, dt.int8), ("weight_scale", (n,), w.dtype),
+                                   ("weight_zero_point", (n,), dt.int8),
+                                   ("input_scale", (1,), w.dtype),
+                                   ("input_zero_point", (1,), dt.int8),
+                                   ("input_unsigned", (1,), dt.uint8), ("bias", (n,), w.dtype)):
+            make = ones if name.endswith("scale") else zeros
+            self.register_buffer(name, make(tuple(shape), dtype=dtype, **on))
 
     @property
     def unsigned(self) -> bool:
@@ -92,7 +110,7 @@ class QuantLinear(_Static):
         self.in_features, self.out_features = in_features, out_features
 
     @classmethod
-    def from_float(cls, linear, amax: float, unsigned: bool = False) -> QuantLinear:
+    def from_float(cls, linear, amax: float | None, unsigned: bool = False) -> QuantLinear:
         """Quantize ``linear`` (an ``nn.Linear``); ``amax`` is its input's calibrated range
         (``unsigned``: codes 0..255, for an input never negative)."""
         q = cls(linear.in_features, linear.out_features)
@@ -138,7 +156,7 @@ class QuantConv2d(_Static):
         self.padding, self.groups = padding, groups
 
     @classmethod
-    def from_float(cls, conv, amax: float, unsigned: bool = False) -> QuantConv2d:
+    def from_float(cls, conv, amax: float | None, unsigned: bool = False) -> QuantConv2d:
         """Quantize ``conv`` (an ``nn.Conv2d``); ``amax`` is its input's calibrated range
         (``unsigned``: codes 0..255, for an input never negative)."""
         q = cls(conv.in_channels, conv.out_channels, tuple(conv.kernel_size),
