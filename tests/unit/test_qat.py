@@ -12,6 +12,7 @@ import pytest
 import ember
 from ember import nn, optim
 from ember.autodiff import Autodiff
+from ember.errors import EmberError
 from ember.quantize import QATConv2d, QATLinear, QuantConv2d, QuantLinear, Scheme
 from ember.quantize import convert_qat, prepare_qat
 from ember.quantize.fake_quant import fake_quantize, fake_quantize_weight
@@ -33,7 +34,7 @@ def _backend(name):
         pytest.importorskip("wgpu")
         try:
             ember.get_backend("wgpu")
-        except Exception as e:  # no adapter (no lavapipe)
+        except (EmberError, ImportError, RuntimeError) as e:  # no adapter (no lavapipe)
             pytest.skip(f"no wgpu adapter: {e}")
     return Autodiff(ember.get_backend(name))
 

@@ -17,8 +17,9 @@ microcontroller format like any ``quantize()`` result.
 
 >>> import ember
 >>> from ember import nn, optim
->>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).to("autodiff-numpy")
->>> x, y = ember.randn(32, 4, backend="autodiff-numpy"), ember.randn(32, 2, backend="autodiff-numpy")
+>>> ad = "autodiff-numpy"
+>>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).to(ad)
+>>> x, y = ember.randn(32, 4, backend=ad), ember.randn(32, 2, backend=ad)
 >>> qat = prepare_qat(model, x)
 >>> opt = optim.SGD(qat.parameters(), lr=0.01)
 >>> for _ in range(3):
@@ -33,6 +34,7 @@ True
 from __future__ import annotations
 
 from ..autodiff import no_grad
+from ..contract.quantized import code_range
 from ..nn import functional as F
 from ..nn.layers.conv import Conv2d
 from ..nn.layers.linear import Linear
@@ -41,7 +43,6 @@ from ..ops.creation import tensor
 from ..ops.where import where
 from ..tensor import Tensor
 from .convert import _calibrate, _copy, _fold_batchnorms, _targets
-from ..contract.quantized import code_range
 from .fake_quant import fake_quantize, fake_quantize_weight
 from .layers import QuantConv2d, QuantLinear
 from .scheme import Scheme
