@@ -2,7 +2,7 @@
 values and straight-through gradients against numpy float64, the converted int8 model against
 the fake-quant model it came from, the moving-average input ranges, records and the MCU
 export of a converted model, and a short fine-tune that wins back what aggressive PTQ lost
-(held-out digits) on numpy, wasm and wgpu (lavapipe)."""
+(held-out digits) on numpy and wasm; training steps and conversion on wgpu (lavapipe) too."""
 
 from __future__ import annotations
 
@@ -247,7 +247,7 @@ def _accuracy(model, x, y):
         return float((model.eval()(ember.tensor(x, backend=b)).numpy().argmax(1) == y).mean())
 
 
-@pytest.mark.parametrize("name", ["numpy", "wasm", "wgpu"])
+@pytest.mark.parametrize("name", ["numpy", "wasm"])  # wgpu trains in the conversion test
 def test_two_epochs_of_qat_win_back_what_ptq_lost(digits, name):
     model, x_train, y_train, x_test, y_test = digits
     b = _backend(name)
