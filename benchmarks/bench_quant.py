@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 import ember
 
 SECTIONS = ("size", "mnist", "effnet-accuracy", "speed")
+CALIBRATION = 64  # crops for the larger calibration rows
 
 
 def _effnet(backend: str = "numpy", fold: bool = True):
@@ -57,10 +58,10 @@ def _effnet(backend: str = "numpy", fold: bool = True):
     return pretrained(backend=backend, fold=fold)
 
 
-def _calibration(backend: str):
+def _calibration(backend: str, n: int = 16):
     from ember.demos.classify import calibration_images
 
-    return ember.tensor(calibration_images(16), backend=backend)
+    return ember.tensor(calibration_images(n), backend=backend)
 
 
 def bench_size() -> list[str]:
@@ -152,11 +153,22 @@ def bench_effnet_accuracy() -> list[str]:
              "them with float32's top-1 probability ahead of the second by more than 0.1:", "",
              "| model | top-1 agreement | on the confident inputs | max abs probability diff |",
              "|---|---:|---:|---:|"]
-    for name, q in (("weight-only int8 (float activations)",
-                     ember.quantize(model, None, "int8-weights")),
-                    ("int8, min-max observer", ember.quantize(model, calib)),
-                    ("int8, MSE observer", ember.quantize(model, calib, Scheme(observer="mse")))):
-        pq = probs(q)
+    fine = Scheme.named("int8-u8")
+    variants = (
+        ("weight-only int8 (float activations)", lambda: ember.quantize(model, None,
+                                                                         "int8-weights")),
+        ("int8, min-max observer", lambda: ember.quantize(model, calib)),
+        ("int8, MSE observer", lambda: ember.quantize(model, calib, Scheme(observer="mse"))),
+        ("int8 u8 (`\"int8-u8\"`: unsigned codes, MSE, bias correction), 16 crops",
+         lambda: ember.quantize(model, calib, fine)),
+        (f"int8 u8, {CALIBRATION} crops", lambda: ember.quantize(
+            model, _calibration("numpy", CALIBRATION), fine)),
+        (f"int8 u8, {CALIBRATION} crops, stem conv float", lambda: ember.quantize(
+            model, _calibration("numpy", CALIBRATION),
+            Scheme(**{**fine.to_dict(), "keep_float": ("stem",)}))),
+    )
+    for name, make in variants:
+        pq = probs(make())
         same = pf.argmax(1) == pq.argmax(1)
         lines.append(f"| {name} | {same.mean():.1%} | {same[sure].mean():.1%} | "
                      f"{np.abs(pf - pq).max():.3f} |")
@@ -167,7 +179,7 @@ def bench_effnet_accuracy() -> list[str]:
 def bench_speed(backends: list[str], batch: int, repeat: int) -> list[str]:
     from ember.demos.mnist_model import mnist_cnn
 
-    lines = ["| backend | model | batch | float32 | int8 | int8 speed-up | max abs diff |",
+    lines = ["| backend | model | batch | float32 | scheme, time | speed-up | max abs diff |",
              "|---|---|---:|---:|---:|---:|---:|"]
     rng = np.random.default_rng(0)
     for be in backends:
@@ -180,14 +192,15 @@ def bench_speed(backends: list[str], batch: int, repeat: int) -> list[str]:
                                 backend=be)),
                   ("MNIST CNN", mnist, mnist_x, mnist_x)]
         for name, model, calib, x in models:
-            q = ember.quantize(model, calib)
+            q, qu = ember.quantize(model, calib), ember.quantize(model, calib, "int8-u8")
             with ember.no_grad():
-                yf, yq = model(x).numpy(), q(x).numpy()
-                tf, tq = median_times([lambda: model(x).numpy(), lambda: q(x).numpy()], repeat)
-            diff = float(np.abs(yf - yq).max())
-            lines.append(f"| {be} | {name} | {batch} | {tf * 1e3:.1f} ms | {tq * 1e3:.1f} ms | "
-                         f"{tf / tq:.2f}x | {diff:.3g} |")
-            print(lines[-1], flush=True)
+                yf, yq, yu = model(x).numpy(), q(x).numpy(), qu(x).numpy()
+                tf, tq, tu = median_times([lambda: model(x).numpy(), lambda: q(x).numpy(),
+                                           lambda: qu(x).numpy()], repeat)
+            for label, t, y in (("int8", tq, yq), ("int8-u8", tu, yu)):
+                lines.append(f"| {be} | {name} | {batch} | {tf * 1e3:.1f} ms | {label} "
+                             f"{t * 1e3:.1f} ms | {tf / t:.2f}x | {np.abs(yf - y).max():.3g} |")
+                print(lines[-1], flush=True)
     return lines
 
 

@@ -162,8 +162,9 @@ def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int
     """A quantized copy of ``model`` (which is left as it is).
 
     ``scheme`` is a :class:`Scheme` or a preset: ``"int8"`` (int8 weights per channel, int8
-    activations calibrated on ``calibration``: integer kernels), ``"int8-weights"`` and
-    ``"int4"`` (weight-only, per block). ``calibration`` is a batch of inputs (Tensor or
+    activations calibrated on ``calibration``: integer kernels), ``"int8-u8"`` (the same
+    with unsigned codes for inputs never negative, MSE ranges and bias correction: more
+    accurate), ``"int8-weights"`` and ``"int4"`` (weight-only, per block). ``calibration`` is a batch of inputs (Tensor or
     numpy, run in batches of 64) or an iterable of batches, a few hundred representative
     inputs; weight-only schemes don't need it. ``calibration=None`` with ``"int8"`` gives the
     structure only (scales 1), e.g. to :func:`load` a record into.
@@ -267,4 +268,7 @@ def load(model: Module, path: str | os.PathLike) -> Module:
     scheme = Scheme.named(fields)
     skeleton = _build(model, None, scheme, values=not scheme.activations)
     load_record(skeleton, path)
+    for m in skeleton.modules():
+        if isinstance(m, (QuantConv2d, QuantLinear)):
+            m.unsigned  # noqa: B018 (read the flag now, not first inside an ember.jit trace)
     return skeleton

@@ -25,18 +25,23 @@ def _backend():
     return REMOTE if REMOTE is not None else ember.default_backend()
 
 
-def load_model(config_json, weights, jit: bool = True) -> dict:
-    """The model from its files' bytes (Uint8Arrays the page fetched while ember started)."""
+def load_model(config_json, weights, jit: bool = True, int8: bool = False) -> dict:
+    """The model from its files' bytes (Uint8Arrays the page fetched while ember started);
+    ``int8``: the weights are an ``ember.quantize`` record (int8 codes and scales)."""
     global MODEL, FORWARD
     config = json.loads(config_json.to_bytes())
     Path("/tmp/mnist.safetensors").write_bytes(weights.to_bytes())  # Pyodide's in-memory FS
     backend = _backend()
     with no_init():  # the weights are loaded right after: no random numbers drawn
         model = mnist_cnn(tuple(config["channels"]), config["hidden"]).to(backend)
-    model.load_state_dict(load_file("/tmp/mnist.safetensors", backend=backend))
+    if int8:
+        model = ember.quantize.load(model, "/tmp/mnist.safetensors")
+    else:
+        model.load_state_dict(load_file("/tmp/mnist.safetensors", backend=backend))
     MODEL = model.eval()
     FORWARD = ember.jit(_probabilities) if jit else _probabilities
-    return {"backend": backend.name, "dataset": config.get("dataset", "mnist"), "jit": jit}
+    return {"backend": backend.name, "dataset": config.get("dataset", "mnist"), "jit": jit,
+            "int8": bool(int8)}
 
 
 def _probabilities(x):
