@@ -21,18 +21,18 @@ import math
 
 import numpy as np
 
-from ..backends.numpy.blocks import blocked
+from ..backends.numpy.blocks import blocked, blocked_into
 from ..backends.numpy.nn import _pad
 from ..backends.numpy.ops import _matmul
 from ..tensor import Tensor
-from ._fastfuse import fuse_convs
+from ._fastfuse import fuse_activations, fuse_convs
 from ._graph import Function
 from .ops import CallCtx
 from .ops.nn_conv import _pool_geometry, resolve_pads
 
 # the ops with a closure whose output is a new array no input aliases (so it may be reused)
-_FRESH = {"BatchNormalization", "Sum", "AveragePool", "Conv", "MatMul", "Gemm", "Add", "Sub",
-          "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Erf", "Gelu", "Clip",
+_FRESH = {"Swish", "BatchNormalization", "Sum", "AveragePool", "Conv", "MatMul", "Gemm", "Add",
+          "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Erf", "Gelu", "Clip",
           "HardSigmoid", "HardSwish", "Softmax", "LayerNormalization", "GlobalAveragePool",
           "MaxPool", "Concat", "LeakyRelu", "Neg", "Abs", "Reciprocal", "Pow", "Log", "Where"}
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -106,6 +106,7 @@ def compile_graph(module, graph, seen: dict) -> FastPlan | None:
         uses[o] = uses.get(o, 0) + 2
     fresh: set[str] = set()
     resolved, chains = fuse_convs(plan.steps, consts, types, uses)
+    resolved = fuse_activations(resolved, consts, types, uses)
     b = _Builder(module, types, consts, fresh, uses, seen)
     b.chains = chains
     steps = []
@@ -377,6 +378,21 @@ class _Builder:
 
         return lambda v: blocked(in_place, v)
 
+    def _op_Swish(self, node, opset):
+        dt = self.dtype(node.inputs[0])
+        if dt not in _FLOATS or node.attrs.get("alpha", 1.0) != 1.0:
+            return None
+        one = dt.type(1)
+
+        def silu(x, s):  # x / (1 + exp(-x))
+            np.negative(x, out=s)
+            np.exp(s, out=s)
+            s += one
+            np.divide(x, s, out=s)
+
+        return lambda v: blocked_into(silu, v) if type(v) is np.ndarray else v / (
+            one + np.exp(-v))
+
     def _op_Erf(self, node, opset):
         return self.backend.float_erf if self.dtype(node.inputs[0]) in _FLOATS else None
 
@@ -441,17 +457,17 @@ class _Builder:
         dt = self.dtype(node.inputs[0])
         if dt not in _FLOATS:
             return None
-        six, half = dt.type(6), dt.type(0.5)
-        clamp = self._clamp(dt, 0.0, 1.0, True)
+        six, half, zero, one = dt.type(6), dt.type(0.5), dt.type(0), dt.type(1)
 
-        def f(v):  # x * clamp(x / 6 + 0.5, 0, 1) in one fresh array
-            y = v / six
+        def f(x, y):  # x * clamp(x / 6 + 0.5, 0, 1)
+            np.divide(x, six, out=y)
             y += half
-            y = clamp(y)
-            y *= v
-            return y
+            np.maximum(y, zero, out=y)
+            np.minimum(y, one, out=y)
+            y *= x
 
-        return lambda v: blocked(f, v)
+        return lambda v: blocked_into(f, v) if type(v) is np.ndarray else v * np.minimum(
+            np.maximum(v / six + half, zero), one)
 
     def _op_Pow(self, node, opset):
         x, y = node.inputs
