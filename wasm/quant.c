@@ -56,12 +56,13 @@ static inline int32_t qt_code(float x, float s, int u) {
  * qt_code does) */
 static inline __attribute__((always_inline)) v128_t qt_q4(v128_t x, v128_t vs, int u) {
     v128_t v = wasm_f32x4_div(x, vs);
+    /* truncating |v| + 0.5 (never negative) is its floor */
     if (u) {
-        v128_t a = wasm_f32x4_floor(wasm_f32x4_add(v, wasm_f32x4_splat(0.5f)));
+        v128_t a = wasm_f32x4_add(v, wasm_f32x4_splat(0.5f));
         a = wasm_f32x4_pmax(wasm_f32x4_splat(0.0f), wasm_f32x4_pmin(wasm_f32x4_splat(255.0f), a));
         return wasm_i32x4_trunc_sat_f32x4(a);
     }
-    v128_t a = wasm_f32x4_floor(wasm_f32x4_add(wasm_f32x4_abs(v), wasm_f32x4_splat(0.5f)));
+    v128_t a = wasm_f32x4_add(wasm_f32x4_abs(v), wasm_f32x4_splat(0.5f));
     v128_t r = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_pmin(wasm_f32x4_splat(127.0f), a));
     v128_t neg = wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f));
     return wasm_i32x4_sub(wasm_v128_xor(r, neg), neg);
@@ -85,6 +86,11 @@ static void qt_quantize(const float *x, int8_t *q, size_t n, float s, int u) {
         for (; i + 16 <= n; i += 16)
             wasm_v128_store(q + i, wasm_i8x16_narrow_i16x8(qt_q8(x + i, vs, 0),
                                                            qt_q8(x + i + 8, vs, 0)));
+    for (; i + 8 <= n; i += 8) { /* rows of 56, 28, 14 floats: the last 8 in SIMD too */
+        const v128_t h = qt_q8(x + i, vs, u);
+        wasm_v128_store64_lane(q + i, u ? wasm_u8x16_narrow_i16x8(h, h)
+                                        : wasm_i8x16_narrow_i16x8(h, h), 0);
+    }
     for (; i < n; i++) q[i] = (int8_t)qt_code(x[i], s, u);
 }
 
@@ -247,9 +253,11 @@ static void qt_fill_pointwise(const void *vctx, int16_t *dst, int32_t j0, int32_
             const float *x0 = cx->x + (size_t)k0 * cx->pos + j, *x1 = x0 + cx->pos;
             if (w == QNR) {
                 if (cx->u)
-                    qt_store_pairs(dst, qt_q8(x0, vs, 1), k1 < cx->k ? qt_q8(x1, vs, 1) : zero);
+                    qt_store_pairs(dst, qt_q8(x0, vs, 1),
+                                   k1 < cx->k ? qt_q8(x1, vs, 1) : zero);
                 else
-                    qt_store_pairs(dst, qt_q8(x0, vs, 0), k1 < cx->k ? qt_q8(x1, vs, 0) : zero);
+                    qt_store_pairs(dst, qt_q8(x0, vs, 0),
+                                   k1 < cx->k ? qt_q8(x1, vs, 0) : zero);
                 continue;
             }
             for (int32_t t = 0; t < QNR; t++) {
@@ -367,18 +375,70 @@ QT_DW_ROW(qt_dw_row1u, 1, 1)
 QT_DW_ROW(qt_dw_row2u, 2, 1)
 QT_DW_ROW(qt_dw_rownu, 0, 1)
 
+/* one output row of a depthwise plane at stride 1 or 2 (SW), dilation 1: horizontally
+ * adjacent taps in pairs, (w[dx], w[dx + 1]) in each i32 lane of pw[p] (0 past the kernel),
+ * so one i32x4.dot_i16x8 adds two taps into four outputs: stride 2 reads the pairs in order
+ * (outputs ox .. ox+7 from 16 bytes); stride 1 sums even and odd outputs apart (the odd
+ * ones from the bytes one further) and interleaves them once per 8 outputs */
+#define QT_DW_PAIRS(NAME, SW, U)                                                            \
+    static void NAME(const int8_t *base, const int32_t *poffs, const v128_t *pw, int32_t np, \
+                     int32_t ow8, v128_t vs, v128_t vb, float *row) {                       \
+        for (int32_t ox = 0; ox < ow8; ox += 8) {                                           \
+            v128_t lo = wasm_i32x4_splat(0), hi = lo;                                       \
+            const int8_t *src = base + ox * SW;                                             \
+            for (int32_t p = 0; p < np; p++) {                                              \
+                const int8_t *sp = src + poffs[p];                                          \
+                v128_t a0, a1;                                                              \
+                if (SW == 1) {                                                              \
+                    a0 = U ? wasm_u16x8_load8x8(sp) : wasm_i16x8_load8x8(sp);               \
+                    a1 = U ? wasm_u16x8_load8x8(sp + 1) : wasm_i16x8_load8x8(sp + 1);       \
+                } else {                                                                    \
+                    const v128_t b = wasm_v128_load(sp);                                    \
+                    a0 = U ? wasm_u16x8_extend_low_u8x16(b) : wasm_i16x8_extend_low_i8x16(b);   \
+                    a1 = U ? wasm_u16x8_extend_high_u8x16(b) : wasm_i16x8_extend_high_i8x16(b); \
+                }                                                                           \
+                lo = wasm_i32x4_add(lo, wasm_i32x4_dot_i16x8(a0, pw[p]));                   \
+                hi = wasm_i32x4_add(hi, wasm_i32x4_dot_i16x8(a1, pw[p]));                   \
+            }                                                                               \
+            if (SW == 1) { /* lo: outputs ox, ox+2, ..; hi: ox+1, ox+3, .. */               \
+                const v128_t e = lo;                                                        \
+                lo = wasm_i32x4_shuffle(e, hi, 0, 4, 1, 5);                                 \
+                hi = wasm_i32x4_shuffle(e, hi, 2, 6, 3, 7);                                 \
+            }                                                                               \
+            v128_t f0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(lo), vs);                   \
+            v128_t f1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(hi), vs);                   \
+            wasm_v128_store(row + ox, wasm_f32x4_add(f0, vb));                              \
+            wasm_v128_store(row + ox + 4, wasm_f32x4_add(f1, vb));                          \
+        }                                                                                   \
+    }
+QT_DW_PAIRS(qt_dwp_row1, 1, 0)
+QT_DW_PAIRS(qt_dwp_row2, 2, 0)
+QT_DW_PAIRS(qt_dwp_row1u, 1, 1)
+QT_DW_PAIRS(qt_dwp_row2u, 2, 1)
+
+typedef void (*qt_dwp_fn)(const int8_t *, const int32_t *, const v128_t *, int32_t, int32_t,
+                          v128_t, v128_t, float *);
+
 static int qt_depthwise(const qt_geom *g, const float *x, const int8_t *w, const float *sc,
                         const float *bias, float *y, float s, int u) {
     const int32_t taps = g->kh * g->kw, pos = g->oh * g->ow, ow8 = (g->ow + 7) & ~7;
     const size_t plane_in = (size_t)g->h * g->w, nx = (size_t)g->n * g->c * plane_in;
     int32_t hp, wp;
-    qt_padded(g, (ow8 - g->ow) * g->sw + 16, &hp, &wp);
+    qt_padded(g, (ow8 - g->ow) * g->sw + 32, &hp, &wp);
+    const int pairs = g->dw == 1 && (g->sw == 1 || g->sw == 2);
+    const int32_t pkw = (g->kw + 1) / 2, np = g->kh * pkw; /* tap pairs per row, in all */
     int8_t *codes = qt_grow(&qt_codes, nx);
     int8_t *plane = qt_grow(&qt_plane, (size_t)hp * wp);
-    int32_t *offs = qt_grow(&qt_offs, (size_t)taps * sizeof(int32_t));
-    v128_t *wt = qt_grow(&qt_row, (size_t)taps * sizeof(v128_t) + (size_t)ow8 * sizeof(float));
+    int32_t *offs = qt_grow(&qt_offs, (size_t)(taps + np) * sizeof(int32_t));
+    v128_t *wt = qt_grow(&qt_row, (size_t)(taps + np) * sizeof(v128_t) +
+                                      (size_t)ow8 * sizeof(float));
     if (!codes || !plane || !offs || !wt) return 2;
-    float *row = (float *)(wt + taps);
+    int32_t *poffs = offs + taps;
+    v128_t *pw = wt + taps;
+    float *row = (float *)(pw + np);
+    const qt_dwp_fn dwp_row = u ? (g->sw == 1 ? qt_dwp_row1u : qt_dwp_row2u)
+                                : (g->sw == 1 ? qt_dwp_row1 : qt_dwp_row2);
+    for (int32_t p = 0; p < np; p++) poffs[p] = (p / pkw) * g->dh * wp + (p % pkw) * 2;
     void (*dw_row)(const int8_t *, int32_t, const int32_t *, const v128_t *, int32_t, int32_t,
                    v128_t, v128_t, float *) =
         u ? (g->sw == 1 ? qt_dw_row1u : g->sw == 2 ? qt_dw_row2u : qt_dw_rownu)
@@ -392,11 +452,22 @@ static int qt_depthwise(const qt_geom *g, const float *x, const int8_t *w, const
             for (int32_t iy = 0; iy < g->h; iy++) /* the borders stay zero */
                 memcpy(plane + (size_t)(iy + g->ph) * wp + g->pw, src + (size_t)iy * g->w,
                        (size_t)g->w);
-            for (int32_t t = 0; t < taps; t++) wt[t] = wasm_i16x8_splat(w[(size_t)c * taps + t]);
+            const int8_t *wc = w + (size_t)c * taps;
+            for (int32_t t = 0; t < taps; t++) wt[t] = wasm_i16x8_splat(wc[t]);
+            for (int32_t p = 0; p < np; p++) {
+                const int32_t ky = p / pkw, kx = (p % pkw) * 2;
+                const uint16_t wa = (uint16_t)wc[ky * g->kw + kx];
+                const uint16_t wb = kx + 1 < g->kw ? (uint16_t)wc[ky * g->kw + kx + 1] : 0;
+                pw[p] = wasm_i32x4_splat((int32_t)(wa | ((uint32_t)wb << 16)));
+            }
             const v128_t vs = wasm_f32x4_splat(sc[c]), vb = wasm_f32x4_splat(bias ? bias[c] : 0);
             float *yc = y + ((size_t)n * g->c + c) * pos;
             for (int32_t oy = 0; oy < g->oh; oy++) {
-                dw_row(plane + (size_t)oy * g->sh * wp, g->sw, offs, wt, taps, ow8, vs, vb, row);
+                const int8_t *base = plane + (size_t)oy * g->sh * wp;
+                if (pairs)
+                    dwp_row(base, poffs, pw, np, ow8, vs, vb, row);
+                else
+                    dw_row(base, g->sw, offs, wt, taps, ow8, vs, vb, row);
                 memcpy(yc + (size_t)oy * g->ow, row, (size_t)g->ow * sizeof(float));
             }
         }
