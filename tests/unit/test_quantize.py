@@ -295,7 +295,7 @@ def test_errors_name_the_problem():
     with pytest.raises(ShapeError, match="smaller than the kernel"):
         qconv2d(ember.randn(1, 2, 2, 2), wc, one, None, s, (1, 1), ((0, 0), (0, 0)),
                 (1, 1), 1)
-    with pytest.raises(ValueError, match="presets: int8, int8-weights, int4"):
+    with pytest.raises(ValueError, match="presets: int8, int8-u8, int8-weights, int4"):
         ember.quantize(nn.Linear(2, 2), None, "int3")
     with pytest.raises(ValueError, match="weight-only"):
         Scheme(weights="int4", activations=True)
