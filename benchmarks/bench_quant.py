@@ -132,7 +132,7 @@ def _views(img: np.ndarray) -> list[np.ndarray]:
     return [load_image(c) for c in crops] + [load_image(c[:, ::-1]) for c in crops]
 
 
-def bench_effnet_accuracy() -> list[str]:
+def bench_effnet_accuracy(rows: set[int] | None = None) -> list[str]:
     from ember.quantize import Scheme
 
     model = _effnet()
@@ -167,7 +167,9 @@ def bench_effnet_accuracy() -> list[str]:
             model, _calibration("numpy", CALIBRATION),
             Scheme(**{**fine.to_dict(), "keep_float": ("stem",)}))),
     )
-    for name, make in variants:
+    for i, (name, make) in enumerate(variants, 1):
+        if rows and i not in rows:
+            continue
         pq = probs(make())
         same = pf.argmax(1) == pq.argmax(1)
         lines.append(f"| {name} | {same.mean():.1%} | {same[sure].mean():.1%} | "
@@ -211,6 +213,8 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--skip", default="")
+    p.add_argument("--rows", default="", help="effnet-accuracy: only these rows (1-based, "
+                   "comma-separated)")
     p.add_argument("--threads", default="1", help="BLAS threads (numpy)")
     args = p.parse_args()
     skip = {s for s in args.skip.split(",") if s}
@@ -225,7 +229,8 @@ def main() -> None:
     if "mnist" not in skip:
         print("\n".join(bench_mnist(args.epochs)) + "\n", flush=True)
     if "effnet-accuracy" not in skip:
-        print("\n".join(bench_effnet_accuracy()) + "\n", flush=True)
+        rows = {int(r) for r in args.rows.split(",") if r}
+        print("\n".join(bench_effnet_accuracy(rows)) + "\n", flush=True)
     if "speed" not in skip:
         lines = bench_speed(args.backend.split(","), args.batch, args.repeat)
         print("\n" + "\n".join(lines))

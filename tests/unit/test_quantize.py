@@ -253,6 +253,24 @@ def test_export_writes_the_codes_as_they_are(tmp_path):
     np.testing.assert_allclose(run_reference(program, x.numpy()), q(x).numpy(), atol=1e-4)
 
 
+def test_export_of_unsigned_layers_keeps_their_range(tmp_path):
+    """The boards quantize to +-127 only: an unsigned layer exports with the same range at
+    twice the step (input scale x 255/127), its codes and biases as they are."""
+    from ember.export import export, load, run_reference
+
+    model, x = _cnn(), _x(8)
+    q = ember.quantize(model, x, "int8-u8")
+    export(q, tmp_path / "u8.emb", (3, 10, 10))
+    program = load(tmp_path / "u8.emb")
+    layer = q[3]
+    assert layer.unsigned
+    scale = float(layer.input_scale.numpy()[0])
+    assert program.layers[1].in_scale == pytest.approx(scale * 255 / 127, rel=1e-6)
+    got, yq, yf = run_reference(program, x.numpy()), q(x).numpy(), model(x).numpy()
+    # a coarser input step on the board: near the int8 model, as near the float one
+    assert np.abs(got - yq).max() < 0.05 * np.abs(yf).max()
+
+
 def test_exported_quantized_model_runs_on_micropython(tmp_path):
     from ember.export import find_micropython, run_on_micropython
 
@@ -267,9 +285,10 @@ def test_exported_quantized_model_runs_on_micropython(tmp_path):
 
 
 # ---------------------------------------------------------------------- jit, errors
-def test_a_quantized_model_jits():
+@pytest.mark.parametrize("scheme", ["int8", "int8-u8"])
+def test_a_quantized_model_jits(scheme):
     model, x = _cnn(), _x(2)
-    q = ember.quantize(model, x)
+    q = ember.quantize(model, x, scheme)
     fast = ember.jit(q)
     want = q(x).numpy()
     for _ in range(2):
