@@ -12,8 +12,9 @@ largest output difference relative to the output's magnitude (against ``onnx.ref
 the int8 model: onnxruntime's u8 x s8 kernels saturate on CPUs without VNNI). The CPU-time
 ratio divides the median CPU time of the calling thread (``time.thread_time``; both run on
 it with one thread) and moves less than wall time when other processes share the cores.
-``--threads``
-(default 1) bounds both onnxruntime's intra-op threads and numpy's BLAS threads.
+The process opts into
+``ember.backends.numpy.tune_malloc`` (glibc keeps freed blocks; both runtimes share it).
+``--threads`` (default 1) bounds both onnxruntime's intra-op threads and numpy's BLAS threads.
 """
 
 from __future__ import annotations
@@ -121,7 +122,19 @@ def bench(path, shape, repeat, threads):
     return med(te), med(to), med(ce) / med(co), err
 
 
+def _tune_malloc() -> None:
+    """Opt into ember's glibc malloc tuning (as the training benchmarks do): it covers the
+    whole process, so onnxruntime gets it too. Commits before ``tune_malloc`` existed applied
+    it by default, so before/after runs compare alike."""
+    try:
+        from ember.backends.numpy import tune_malloc
+    except ImportError:
+        return
+    tune_malloc()
+
+
 def main() -> int:
+    _tune_malloc()
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
