@@ -2,7 +2,7 @@
 against the ``ember.quantize`` int8 layer that replaces it, GPU kernel time from timestamp
 queries (the adapter needs ``timestamp-query``: the H200 has it, lavapipe does not).
 
-    .venv/bin/python benchmarks/bench_quant_layers.py [--batch 32] [--repeat 10]
+    .venv/bin/python benchmarks/bench_quant_layers.py [--batch 32] [--repeat 10] [--scheme int8]
 
 Each layer's input shape is recorded by running the float32 model once; the layer and its
 quantized twin then run ``--repeat`` times each on that shape, alternating, and the table
@@ -77,6 +77,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--scheme", default="int8", help="ember.quantize's preset (int8, int8-u8)")
     args = p.parse_args()
     from ember.demos.efficientnet import pretrained
 
@@ -84,7 +85,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     model = pretrained(backend=be, fold=True)
     calib = ember.tensor(rng.uniform(-1, 1, (4, 3, 224, 224)).astype(np.float32), backend=be)
-    q = ember.quantize(model, calib)
+    q = ember.quantize(model, calib, args.scheme)
     x = ember.tensor(rng.uniform(-1, 1, (args.batch, 3, 224, 224)).astype(np.float32),
                      backend=be)
     backend = x.backend
@@ -106,7 +107,8 @@ def main() -> None:
                 row[3 + i] += d // args.repeat
             row[2] += 1
     print(f"## bench_quant_layers {date.today()} on {platform.node()} "
-          f"(load {os.getloadavg()[0]:.1f}), batch {args.batch}, EfficientNet-Lite0 224 px\n")
+          f"(load {os.getloadavg()[0]:.1f}), batch {args.batch}, EfficientNet-Lite0 224 px, "
+          f"scheme {args.scheme}\n")
     print("| layers | count | float32 GPU ms | int8 GPU ms | int8 speed-up | dispatches f32 / int8 |")
     print("|---|---:|---:|---:|---:|---:|")
     sums = [0.0, 0.0]

@@ -24,9 +24,10 @@ def dot(request, monkeypatch):
     return request.param
 
 
-def _codes(x, s):
+def _codes(x, s, unsigned=False):
     v = np.asarray(x, np.float64) / s
-    return np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5), -127, 127)
+    return np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5), 0 if unsigned else -127,
+                   255 if unsigned else 127)
 
 
 def _inputs(shape, s):
@@ -53,17 +54,20 @@ def test_qlinear_matches_the_float64_product(dot, m, k, n):
     np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-5)
 
 
-def test_the_longest_float_sum_of_extreme_codes_is_exact():
-    k = quant._EXACT_K  # every product 127 · 127: the largest sum the float path takes
+@pytest.mark.parametrize("unsigned", [False, True])
+def test_the_longest_float_sum_of_extreme_codes_is_exact(unsigned):
+    # every product at its largest (127 · 127, unsigned 255 · 127): the longest sum the float
+    # path takes in one part
+    k, top = quant._EXACT_K[unsigned], 255 if unsigned else 127
     s = 0.5
-    x = np.full((2, k), 127 * s, np.float32)
-    x[1] *= -1
+    x = np.full((2, k), top * s, np.float32)
+    x[1] *= -1  # unsigned: clamped to code 0
     w = np.full((3, k), 127, np.int8)
     y = qlinear(_t(x), _t(w, ember.int8), _t(np.full(3, 2.0, np.float32)),
-                _t(np.zeros(3, np.float32)), _t(np.float32([s]))).numpy()
-    # sum · in_scale · w_scale = k · 127² · 0.5 · 2: exact when the sum is
-    np.testing.assert_array_equal(y, [[k * 127 * 127] * 3, [-k * 127 * 127] * 3])
-    assert k * 127 * 127 < 2 ** 24
+                _t(np.zeros(3, np.float32)), _t(np.float32([s])), unsigned=unsigned).numpy()
+    # sum · in_scale · w_scale = k · top · 127 · 0.5 · 2: exact when the sum is
+    np.testing.assert_array_equal(y, [[k * top * 127] * 3, [0 if unsigned else -k * top * 127] * 3])
+    assert k * top * 127 < 2 ** 24
 
 
 CONVS = [
@@ -92,6 +96,42 @@ def test_qconv_matches_the_float64_conv(dot, xs, wk, stride, pad, groups):
     y = qconv2d(xv, _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s])), stride, pad, (1, 1),
                 groups).numpy()
     q = np.pad(_codes(x, s), ((0, 0), (0, 0), pad[0], pad[1]))
+    acc = torch.nn.functional.conv2d(torch.from_numpy(q), torch.from_numpy(w.astype(np.float64)),
+                                     stride=stride, groups=groups).numpy()
+    want = acc * (s * ws.astype(np.float64)).reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-5)
+
+
+# unsigned input codes: K <= 518 one float part, <= 1024 two, longer: the contract's body
+@pytest.mark.parametrize("m,k,n", [(4, 300, 6), (3, 700, 5), (2, 1100, 3)])
+def test_qlinear_u8_matches_the_float64_product(m, k, n):
+    s = 0.25
+    x = _inputs((m, k), s) + np.float32(120 * s)  # mostly codes 0..255, some clamped
+    w = rng.integers(-127, 128, (n, k)).astype(np.int8)
+    ws = rng.uniform(0.001, 0.02, n).astype(np.float32)
+    b = rng.uniform(-1, 1, n).astype(np.float32)
+    y = qlinear(_t(x), _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s])),
+                unsigned=True).numpy()
+    want = (_codes(x, s, True) @ w.T.astype(np.float64)) * (s * ws.astype(np.float64)) + b
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("xs,wk,stride,pad,groups", [
+    ((2, 600, 3, 2), (7, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1 in two float parts
+    ((2, 6, 7, 7), (6, 3, 3), (2, 2), ((1, 1), (1, 1)), 6),  # depthwise kernel
+    ((1, 4, 5, 5), (3, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # the contract's body
+])
+def test_qconv_u8_matches_the_float64_conv(xs, wk, stride, pad, groups):
+    torch = pytest.importorskip("torch")
+    s = 0.125
+    x = _inputs(xs, s) + np.float32(100 * s)
+    c_out, kh, kw = wk
+    w = rng.integers(-127, 128, (c_out, xs[1] // groups, kh, kw)).astype(np.int8)
+    ws = rng.uniform(0.001, 0.02, c_out).astype(np.float32)
+    b = rng.uniform(-1, 1, c_out).astype(np.float32)
+    y = qconv2d(_t(x), _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s])), stride, pad,
+                (1, 1), groups, unsigned=True).numpy()
+    q = np.pad(_codes(x, s, True), ((0, 0), (0, 0), pad[0], pad[1]))
     acc = torch.nn.functional.conv2d(torch.from_numpy(q), torch.from_numpy(w.astype(np.float64)),
                                      stride=stride, groups=groups).numpy()
     want = acc * (s * ws.astype(np.float64)).reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)

@@ -214,8 +214,8 @@ _STAGED = ("conv", "conv_transpose")
 
 def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: bool = False):
     """The section's pipeline; ``half``: its inputs are float16, read packed; ``cfg["Q8"]``:
-    the forward on int8 codes (the input quantized as it is staged, int8 weights, two more
-    bindings: the weight scales and the input scale)."""
+    the forward on int8 codes (the input quantized as it is staged — 1: signed codes, 2:
+    unsigned —, int8 weights, two more bindings: the weight scales and the input scale)."""
     key = ("depthwise", section, half, tuple(sorted(cfg.items())))
     q8 = bool(cfg.get("Q8"))
     access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8)
@@ -227,7 +227,8 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: 
         quant = ""
         if q8:
             helpers += [rt.lib.snippet("lib_quant", "code"),
-                        rt.lib.snippet("lib_quant", "read_quantized", NAME="src"),
+                        rt.lib.snippet("lib_quant", "read_quantized", NAME="src",
+                                       CODE="code_u8" if cfg["Q8"] == 2 else "code"),
                         rt.lib.snippet("lib_quant", "read_codes", NAME="weight")]
             quant = rt.lib.snippet("lib_quant", "scales", W_AT=n_buffers + 2,
                                    IN_AT=n_buffers + 3)
@@ -280,8 +281,9 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
     """``conv(x, weight, bias, stride, padding, dilation, groups=C_in)`` for a depthwise conv
     that :func:`supports` accepts (``padding`` as ``((lo, hi), ...)`` pairs); float32 sums,
     float16 inputs read packed, the result narrowed. Returns a contiguous ``(N, C_out, *out)``.
-    ``scales = (w_scale, in_scale)``: int8 ``weight`` codes and a float32 ``x`` quantized at
-    ``in_scale`` (``ember.contract.quantized``'s qconv; contiguous scales, a bias)."""
+    ``scales = (w_scale, in_scale, unsigned)``: int8 ``weight`` codes and a float32 ``x``
+    quantized at ``in_scale`` (``ember.contract.quantized``'s qconv, or qconv_u8's codes 0..255
+    where ``unsigned``; contiguous scales, a bias)."""
     dtype = x.dtype
     nd = len(x.shape) - 2
     plan = _plan(rt, x.shape, weight.shape, tuple(stride), tuple(padding), tuple(dilation))
@@ -295,7 +297,7 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
         cfg, extra = _paired(cfg, out, half), []
     else:
         half, weight, b = False, contiguous(rt, weight), bias
-        cfg, extra = {**cfg, "Q8": 1}, [t.block for t in scales]
+        cfg, extra = {**cfg, "Q8": 1 + bool(scales[2])}, [t.block for t in scales[:2]]
     n, c_out = x.shape[0], weight.shape[0]
     y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
     planes = n * c_out

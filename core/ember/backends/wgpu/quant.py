@@ -7,7 +7,9 @@ into int8 code words (im2col in the same pass for a conv), an int8 GEMM with int
 built-in ``dot4I8Packed`` where the adapter has WGSL's ``packed_4x8_integer_dot_product``,
 else the bytes unpacked in the kernel — rescaled with the bias as it is stored. Depthwise
 convs run the tuned depthwise kernel of shaders/depthwise.wgsl on codes the same way (the input
-quantized as it is staged). float32 inputs (others take the contract's default body).
+quantized as it is staged). ``qlinear_u8``/``qconv_u8`` (unsigned input codes 0..255) take
+the same float paths with shorter exact sums (K·255·127 < 2²⁴), else the contract's default
+body. float32 inputs (others take the contract's default body).
 Semantics: :mod:`ember.contract.quantized` (WGSL's division is not correctly rounded: an
 input exactly between two codes may round either way).
 
@@ -34,8 +36,11 @@ from .launch import Runtime, contiguous, map_op
 from .primitive import WgpuTensor, contiguous_strides
 
 _TILE = 32  # the gemm section's output tile (rows and columns)
-_EXACT_K = 1040  # the longest sum of int8 products that float32 holds exactly: K·127² < 2²⁴
-_LONGEST_K = 2048  # on the float matmul in two parts (each ≤ 1024, a multiple of any tile's BK)
+# the longest sum of code products float32 holds exactly (K·127² < 2²⁴; unsigned input
+# codes: K·255·127 < 2²⁴), and the longest the float matmul takes, in two parts of at most
+# half of it each (a multiple of any tile's BK, within the exact length)
+_EXACT_K = {False: 1040, True: 518}
+_LONGEST_K = {False: 2048, True: 1024}
 _PROBE = """@group(0) @binding(0) var<storage, read> prm: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<i32>;
 @compute @workgroup_size(1) fn main() { out[0] = dot4I8Packed(prm[0], prm[1]); }
@@ -91,19 +96,20 @@ def _gemm(rt: Runtime, codes, m: int, k4: int, groups: int, words, nc: int, w_sc
                        (-(-nc // _TILE), -(-m // _TILE), groups))
 
 
-def _exact_parts(k: int, tile: dict[str, int]) -> tuple[int, int]:
+def _exact_parts(k: int, tile: dict[str, int], unsigned: bool) -> tuple[int, int]:
     """``(splits, kc)``: the sum over k in one part, or two of at most ``_EXACT_K`` each."""
-    if k <= _EXACT_K:
+    if k <= _EXACT_K[unsigned]:
         return 1, k
     kc = -(-(-(-k // 2)) // tile["BK"]) * tile["BK"]
     return 2, kc
 
 
 def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, per_row: bool,
-                w_scale, bias, in_scale) -> WgpuTensor:
+                w_scale, bias, in_scale, unsigned: bool) -> WgpuTensor:
     """``a @ b`` per batch entry as a contiguous ``shape`` tensor, one operand int8 codes
     (``codes``: ``"a"`` or ``"b"``), the other float32 quantized as it loads, rescaled by the
-    channel of each row (``per_row``) or column, plus its bias: the tuned float matmul, one
+    channel of each row (``per_row``) or column, plus its bias (``unsigned``: input codes
+    0..255, qlinear_u8/qconv_u8): the tuned float matmul, one
     dispatch; for k past ``_EXACT_K`` (up to ``_LONGEST_K``) two exact halves, then one pass adds
     them (one rounding, as the int32 sum's conversion) and rescales."""
     n, k = a.shape[-2:]
@@ -115,7 +121,8 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
     def reads():
         return "\n".join([rt.lib.snippet("lib_quant", "code"),
                           rt.lib.snippet("lib_quant", "read_codes", NAME=codes),
-                          rt.lib.snippet("lib_quant", "read_quantized", NAME=quantized)])
+                          rt.lib.snippet("lib_quant", "read_quantized", NAME=quantized,
+                                         CODE="code_u8" if unsigned else "code")])
 
     def bindings():
         return (rt.lib.snippet("lib_quant", "scales", W_AT=4, IN_AT=6)
@@ -128,7 +135,8 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
         tile, splits, kc = option
         value = (f"{{acc}} * (q_in_scale[0] * q_w_scale[{ch}]) + q_bias[{ch}]"
                  if splits == 1 else "{acc}")
-        epilogue = (("int8", codes, per_row, splits), bindings, value, blocks, ("read",) * 3, [])
+        epilogue = (("int8", codes, per_row, splits, unsigned), bindings, value, blocks,
+                    ("read",) * 3, [])
         if splits == 1:
             out = rt.empty(shape, dt.float32, "qmatmul")
             compute.matmul_dispatch(rt, a, b, sa, sb, out, (0, n * m, m), 1, k, 0, tile,
@@ -145,29 +153,50 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
         return y.view(shape, contiguous_strides(shape))
 
     def options():
-        return {name: (t, *_exact_parts(k, t))
+        return {name: (t, *_exact_parts(k, t, unsigned))
                 for name, (t, _, _) in compute._options(rt, n, m, k, batch).items()}
 
-    chosen = tuning.TUNER.choose(rt, (n, m, k, batch), "int8", options, launch)
+    chosen = tuning.TUNER.choose(rt, (n, m, k, batch), "uint8" if unsigned else "int8",
+                                 options, launch)
     tile = compute.choose_tile(rt, n, m, batch)
-    return launch(chosen or (tile, *_exact_parts(k, tile)))
+    return launch(chosen or (tile, *_exact_parts(k, tile, unsigned)))
 
 
 class WgpuQuant:
-    """``qlinear`` and ``qconv`` (a mixin of the wgpu backend); ``self.rt`` is the Runtime."""
+    """``qlinear``, ``qconv`` and their unsigned-input ``_u8`` forms (a mixin of the wgpu
+    backend); ``self.rt`` is the Runtime. The ``_u8`` forms run the float paths where they
+    apply, else the contract's default body (the integer kernels take signed codes)."""
 
     def qlinear(self, x, weight, w_scale, bias, in_scale):
+        return self._qlinear(x, weight, w_scale, bias, in_scale, False)
+
+    def qlinear_u8(self, x, weight, w_scale, bias, in_scale):
+        return self._qlinear(x, weight, w_scale, bias, in_scale, True)
+
+    def qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups):
+        return self._qconv(x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
+                           False)
+
+    def qconv_u8(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups):
+        return self._qconv(x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
+                           True)
+
+    def _qlinear(self, x, weight, w_scale, bias, in_scale, unsigned: bool):
+        op = "qlinear_u8" if unsigned else "qlinear"
+        default = registry.REGISTRY[op].default
         if x.dtype != dt.float32 or x.size == 0 or x.shape[-1] == 0:
-            return registry.REGISTRY["qlinear"].default(self, x, weight, w_scale, bias, in_scale)
+            return default(self, x, weight, w_scale, bias, in_scale)
         rt = self.rt
         k, n = x.shape[-1], weight.shape[0]
         m = x.size // k
         x, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, w_scale, bias, in_scale))
-        if bias is not None and k <= _LONGEST_K:
+        if bias is not None and k <= _LONGEST_K[unsigned]:
             weight = _dense(rt, weight)
             return _float_gemm(rt, x.view((1, m, k), (0, k, 1)),
                                weight.view((1, k, n), (0, 1, k)), 0, 0, x.shape[:-1] + (n,), "b",
-                               False, w_scale, bias, in_scale)
+                               False, w_scale, bias, in_scale, unsigned)
+        if unsigned:
+            return default(self, x, weight, w_scale, bias, in_scale)
         words, k4 = _weight_words(rt, weight, n, k)
         codes = rt.empty((m * k4,), dt.int32, "qcodes")
         rt.engine.dispatch(_pipe(rt, "pack_rows", 3), [m, k, k4, x.offset],
@@ -176,10 +205,12 @@ class WgpuQuant:
         _gemm(rt, codes, m, k4, 1, words, n, w_scale, bias, in_scale, y, 1, n)
         return y
 
-    def qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups):
+    def _qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
+               unsigned: bool):
         args = (x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups)
+        default = registry.REGISTRY["qconv_u8" if unsigned else "qconv"].default
         if x.dtype != dt.float32 or len(stride) != 2 or any(lo < 0 for lo, _ in padding):
-            return registry.REGISTRY["qconv"].default(self, *args)
+            return default(self, *args)
         rt = self.rt
         n, c, h, w = x.shape
         c_out, cg, kh, kw = weight.shape
@@ -190,16 +221,19 @@ class WgpuQuant:
             return rt.empty(shape, dt.float32, "qconv")
         x, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, w_scale, bias, in_scale))
         pads = [p for pair in padding for p in pair]
-        if bias is not None and c <= _LONGEST_K and _pointwise((kh, kw), stride, pads, groups):
+        if bias is not None and c <= _LONGEST_K[unsigned] and _pointwise((kh, kw), stride, pads,
+                                                                         groups):
             p = h * w
             weight = _dense(rt, weight)
             return _float_gemm(rt, weight.view((n, c_out, c), (0, c, 1)),
                                x.view((n, c, p), (c * p, p, 1)), 0, c * p, shape, "a", True,
-                               w_scale, bias, in_scale)
+                               w_scale, bias, in_scale, unsigned)
         if groups == c == c_out and depthwise.supports(rt, x.shape, weight.shape, groups,
                                                         stride, padding, dilation):
             return depthwise.depthwise_conv(rt, x, weight, bias, stride, padding, dilation,
-                                            (w_scale, in_scale))
+                                            (w_scale, in_scale, unsigned))
+        if unsigned:
+            return default(self, *args)
         y = rt.empty(shape, dt.float32, "qconv")
         geo = [kh, kw, *stride, padding[0][0], padding[1][0], *dilation, *out]
         kg, positions = cg * kh * kw, out[0] * out[1]
