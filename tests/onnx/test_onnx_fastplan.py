@@ -265,3 +265,41 @@ def test_errors_inside_the_fast_plan_are_reported_by_the_generic_path():
         m(np.arange(5, dtype=np.float32))
     assert type(fast.value) is type(generic.value)
     assert str(fast.value) == str(generic.value)
+
+
+def test_conv_affine_fusion_and_its_full_size_guard():
+    """Conv -> Mul by a per-channel constant stored at full 4x4 size -> Add per-channel:
+    folded into the conv; an input whose conv output is not 4x4 cannot broadcast with it,
+    and the fused step must not hide that (the generic path's error, not a result)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    scale = np.broadcast_to(np.array([0.5, 2.0, -1.0], np.float32).reshape(1, 3, 1, 1),
+                            (1, 3, 4, 4)).copy()
+    shift = np.array([1.0, 0.0, -2.0], np.float32).reshape(3, 1, 1)
+    inits = [numpy_helper.from_array(a, n) for a, n in ((w, "w"), (scale, "s"), (shift, "t"))]
+    nodes = [helper.make_node("Pad", ["x", "p"], ["xp"]),
+             helper.make_node("Conv", ["xp", "w"], ["c"]),
+             helper.make_node("Mul", ["c", "s"], ["m"]),
+             helper.make_node("Add", ["m", "t"], ["y"])]
+    inits.append(numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "p"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, None)], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], inits)
+    m = ember.onnx.load(helper.make_model(graph), backend="numpy")
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    m.fast = False
+    want = m(x).numpy()
+    m.fast = True
+    m(x)
+    np.testing.assert_allclose(m(x).numpy(), want, rtol=1e-5, atol=1e-5)
+    assert [n.op_type for n in _plan(m).nodes] == ["Conv"]  # Pad, Mul and Add folded in
+    small = rng.standard_normal((1, 2, 2, 2)).astype(np.float32)  # conv output 2x2
+    m.fast = False
+    with pytest.raises(Exception) as generic:
+        m(small)
+    m.fast = True
+    with pytest.raises(Exception) as fast:
+        m(small)
+    assert type(fast.value) is type(generic.value)
