@@ -88,7 +88,8 @@ def _targets(model: Module, scheme: Scheme) -> list[tuple[Module, str, Module]]:
         for name, child in list(parent._own_modules()):
             full = f"{path}.{name}" if path else name
             if not isinstance(child, (Linear, Conv2d)) or any(
-                    full == k or full.startswith(k + ".") for k in scheme.keep_float):
+                    full == k or full.startswith(k + ".") or full.endswith("." + k)
+                    for k in scheme.keep_float):
                 continue
             if not scheme.activations and child.weight.numel() < scheme.min_params:
                 continue

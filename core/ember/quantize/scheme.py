@@ -27,8 +27,9 @@ class Scheme:
     the resolution (the ``*_u8`` ops). ``bias_correction``: each layer's bias absorbs the
     mean difference of its output from the float model's, per channel, on the first
     calibration batch, layer after layer (empirical bias correction; Nagel et al., 2019).
-    ``keep_float``: names of layers (``"stem.conv"``) or of parts holding them (``"stem"``)
-    that stay float (mixed precision, for the layers int8 hurts most).
+    ``keep_float``: layers that stay float (mixed precision, for the layers int8 hurts most),
+    by path (``"stem.conv"``), by a part holding them (``"stem"``) or by their own name
+    (``"depthwise_conv"``: every layer of that name).
 
     >>> s = Scheme(weights="int4", activations=False, block=32)
     >>> s.bits, s.to_dict()["block"], Scheme.named("int8").activations
