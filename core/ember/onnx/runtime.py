@@ -263,14 +263,20 @@ class OnnxModule(Module):
         if not isinstance(self.backend, NumpyBackend) or not all(
                 t is None or isinstance(t, Tensor) for t in inputs):
             return None  # sequences run generically
-        key = tuple(t if t is None else (t._prim.dtype, t._prim.ndim) for t in inputs)
+        # id(self): a copy of the module (whose plans would read the original's constants)
+        # builds its own
+        key = (id(self), *(t if t is None else (t._prim.dtype, t._prim.ndim) for t in inputs))
         if key not in self._fast:
-            object.__setattr__(self, "_seen", {})
+            # a concurrent first call may swap the recorder: a value it misses only makes
+            # its node a generic step
+            seen: dict = {}
+            object.__setattr__(self, "_seen", seen)
             try:
                 outs = self._run(self.graph, inputs, None)
-                self._fast[key] = compile_graph(self, self.graph, self._seen)
+                self._fast[key] = compile_graph(self, self.graph, seen)
             finally:
-                object.__setattr__(self, "_seen", None)
+                if self._seen is seen:
+                    object.__setattr__(self, "_seen", None)
             return outs
         plan = self._fast[key]
         if plan is None:
@@ -307,8 +313,9 @@ class OnnxModule(Module):
             for name, value in zip(node.outputs, outs):
                 if name:
                     env[name] = value
-        if self._seen is not None:  # a recording run for the numpy fast plan
-            self._seen.setdefault(id(graph), {}).update(
+        seen = self._seen
+        if seen is not None:  # a recording run for the numpy fast plan
+            seen.setdefault(id(graph), {}).update(
                 (k, v._prim.dtype) for k, v in env.items()
                 if isinstance(v, Tensor) and hasattr(v._prim, "dtype"))
         return [env[n] if n else None for n in graph.outputs]
