@@ -107,6 +107,7 @@ def test_the_page_trains_and_its_download_loads_in_cpython(request, server, vari
         steps = -(-TRAIN_DIGITS // BATCH)
         assert [p["total"] for p in demo["points"]] == list(range(4, steps, 4)) + [steps]
         assert demo["points"][-1]["loss"] < demo["points"][0]["loss"]
+        assert all(0 <= p["accuracy"] <= 1 for p in demo["points"])  # the live curve's
         label = page.text_content("#backend")
         assert ("WebGPU" in label) if want_backend == "wgpu" else label == "CPU (wasm kernels)"
 

@@ -39,6 +39,13 @@ def store_digits(files) -> dict:
     return {split: len(MnistDataset(split, root=DIGITS)) for split in ("train", "test")}
 
 
+class LiveAccuracy(Accuracy):
+    """The epoch's training accuracy so far, passed to the renderer after every step (the
+    curves); ``Accuracy`` itself is computed at the end of each split (the held-out one)."""
+
+    name, per_step, tracked = "live_accuracy", True, False
+
+
 class PageRenderer(Renderer):
     """The Learner's progress as messages: a point of the curves every ``every`` steps."""
 
@@ -56,7 +63,7 @@ class PageRenderer(Renderer):
         if step % self.every == 0 or step == steps:
             post("step", epoch=epoch, step=step, steps=steps, total=self.steps_done,
                  seconds=time.perf_counter() - self.started,
-                 loss=live.get("loss"), accuracy=live.get("accuracy"))
+                 loss=live.get("loss"), accuracy=live.get("live_accuracy"))
 
     def on_epoch_end(self, epoch, split, metrics, best) -> None:
         post("epoch", epoch=epoch, split=split, seconds=time.perf_counter() - self.started,
@@ -88,7 +95,7 @@ async def train(options) -> dict:
                       nn.loss.cross_entropy, folder=RUN, monitor="accuracy", prepare=prepare,
                       # what the curves show (the default set also reads the process's
                       # memory, which Pyodide has no module for)
-                      metrics=[Loss(), Accuracy()],
+                      metrics=[Loss(), Accuracy(), LiveAccuracy()],
                       renderer=PageRenderer(int(o["every"])), jit=jit)
     loader = DataLoader(train_set, batch_size=int(o["batch"]), shuffle=True,
                         seed=int(o.get("seed", 0)))
