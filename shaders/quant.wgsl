@@ -1,12 +1,11 @@
-// Quantized Linear and convolution (ember.contract.quantized), int8 codes packed four per u32
-// word (the low byte first, as the int8 tensors are stored):
-// - pack_rows: a float32 (M, K) input quantized into (M, K4) code words, K4 = ceil(K / 4);
+// Quantized convolutions other than 1×1 and depthwise (ember.contract.quantized), int8 codes
+// packed four per u32 word (the low byte first, as the int8 tensors are stored):
 // - pack_patches: im2col and quantization in one pass: (G, N·OH·OW, K4) words per group;
 // - pack_weight: an int8 (R, K) weight whose rows are not word-aligned (K % 4 != 0) into
 //   (R, K4) words;
 // - gemm: (G, M, K4) codes times (G·NC, K4) weight codes, four int8 products per word
 //   ({{DOT}}: the built-in dot4I8Packed where the adapter has packed_4x8_integer_dot_product,
-//   else dot4_unpacked below), int32 sums, rescaled with the bias as they are stored;
+//   else dot4_unpacked below), int32 sums, rescaled with the bias as they are stored.
 // code() and byte_of() come from shaders/lib_quant.wgsl. Launched from
 // core/ember/backends/wgpu/quant.py.
 
@@ -19,32 +18,6 @@ fn dot4_unpacked(a: u32, b: u32) -> i32 {
 
 fn lane(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 64u;
-}
-
-//! pack_rows
-// meta: [M, K, K4, x_off]
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> in_scale: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = lane(gid, nwg);
-    let k = prm[1];
-    let k4 = prm[2];
-    if (i >= prm[0] * k4) { return; }
-    let row = i / k4;
-    let first = (i % k4) * 4u;
-    let s = in_scale[0];
-    var word = 0u;
-    for (var t = 0u; t < 4u; t++) {
-        if (first + t < k) {
-            let q = code(x[prm[3] + row * k + first + t], s);
-            word = word | ((bitcast<u32>(q) & 0xffu) << (8u * t));
-        }
-    }
-    out[i] = word;
 }
 
 //! pack_patches

@@ -39,8 +39,7 @@ def _t(a, dtype=None):
     return ember.tensor(a, dtype=dtype, backend="wgpu")
 
 
-# K <= quant._EXACT_K: the float matmul on codes in one part; (3, 1100, 9): in two exact
-# halves; (2, 2100, 5): past quant._LONGEST_K, the integer gemm
+# K <= quant._EXACT_K: the float matmul on codes in one part; longer: in exact parts
 @pytest.mark.parametrize("m,k,n", [(1, 3, 1), (33, 70, 65), (64, 256, 40), (5, 1031, 7),
                                    (3, 1100, 9), (2, 2100, 5)])
 def test_qlinear_matches_the_float64_product(dot, m, k, n):
@@ -74,7 +73,7 @@ CONVS = [
     # x shape, (c_out, kh, kw), stride, padding, groups
     ((2, 3, 9, 9), (5, 3, 3), (2, 2), ((0, 1), (0, 1)), 1),  # K = 27: repacked weight
     ((1, 16, 6, 6), (40, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1: the float matmul
-    ((1, 1100, 2, 3), (6, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1 in two exact halves
+    ((1, 1100, 2, 3), (6, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1 in two exact parts
     ((1, 8, 7, 7), (8, 3, 3), (1, 1), ((1, 1), (1, 1)), 2),
     ((2, 12, 8, 8), (12, 5, 5), (2, 2), ((1, 2), (1, 2)), 12),  # depthwise
 ]
@@ -102,7 +101,21 @@ def test_qconv_matches_the_float64_conv(dot, xs, wk, stride, pad, groups):
     np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-5)
 
 
-# unsigned input codes: K <= 518 one float part, <= 1024 two, longer: the contract's body
+@pytest.mark.parametrize("kernel,groups", [(1, 1), (3, 1), (3, 4)])
+def test_qconv_without_a_bias(kernel, groups):
+    s = 0.5
+    x = _inputs((1, 4, 5, 5), s)
+    w = rng.integers(-127, 128, (4, 4 // groups, kernel, kernel)).astype(np.int8)
+    ws = rng.uniform(0.01, 0.02, 4).astype(np.float32)
+    y = qconv2d(_t(x), _t(w, ember.int8), _t(ws), None, _t(np.float32([s])), (1, 1),
+                ((0, 0), (0, 0)), (1, 1), groups).numpy()
+    want = qconv2d(ember.tensor(x), ember.tensor(w, dtype=ember.int8), ember.tensor(ws), None,
+                   ember.tensor(np.float32([s])), (1, 1), ((0, 0), (0, 0)), (1, 1),
+                   groups).numpy()  # numpy's integer kernels
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-6)
+
+
+# unsigned input codes: K <= 518 one float part, longer: two and three parts
 @pytest.mark.parametrize("m,k,n", [(4, 300, 6), (3, 700, 5), (2, 1100, 3)])
 def test_qlinear_u8_matches_the_float64_product(m, k, n):
     s = 0.25
@@ -119,7 +132,7 @@ def test_qlinear_u8_matches_the_float64_product(m, k, n):
 @pytest.mark.parametrize("xs,wk,stride,pad,groups", [
     ((2, 600, 3, 2), (7, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1 in two float parts
     ((2, 6, 7, 7), (6, 3, 3), (2, 2), ((1, 1), (1, 1)), 6),  # depthwise kernel
-    ((1, 4, 5, 5), (3, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # the contract's body
+    ((1, 4, 5, 5), (3, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # the contract's body (3x3)
 ])
 def test_qconv_u8_matches_the_float64_conv(xs, wk, stride, pad, groups):
     torch = pytest.importorskip("torch")

@@ -1,15 +1,17 @@
-"""The quantized ops on wgpu: Linear and 1×1 convolutions with sums shorter than
-``_EXACT_K`` run the tuned float matmul (shaders/matmul.wgsl) on int8 codes held in f32 — the
-int8 weight read byte by byte, the float32 input quantized as its tiles load, exact integer
-sums (K·127² < 2²⁴), the rescale and bias stored by its epilogue (shaders/lib_quant.wgsl): one
-dispatch. The other convolutions and longer sums (shaders/quant.wgsl): the input quantized
-into int8 code words (im2col in the same pass for a conv), an int8 GEMM with int32 sums — the
-built-in ``dot4I8Packed`` where the adapter has WGSL's ``packed_4x8_integer_dot_product``,
-else the bytes unpacked in the kernel — rescaled with the bias as it is stored. Depthwise
-convs run the tuned depthwise kernel of shaders/depthwise.wgsl on codes the same way (the input
-quantized as it is staged). ``qlinear_u8``/``qconv_u8`` (unsigned input codes 0..255) take
-the same float paths with shorter exact sums (K·255·127 < 2²⁴), else the contract's default
-body. float32 inputs (others take the contract's default body).
+"""The quantized ops on wgpu. Linear and 1×1 convolutions run the tuned float matmul
+(shaders/matmul.wgsl) on int8 codes held in f32 — the int8 weight read byte by byte, the
+float32 input quantized as its tiles load, the rescale and bias stored by its epilogue
+(shaders/lib_quant.wgsl): one dispatch, the integer sum exact while K·127² < 2²⁴
+(``_EXACT_K``); longer sums in exact parts added in float32. Depthwise convs run the tuned
+depthwise kernel of shaders/depthwise.wgsl on codes the same way (the input quantized as it is
+staged). The other convolutions (shaders/quant.wgsl): im2col and quantization into int8 code
+words in one pass, then an int8 GEMM with int32 sums — the built-in ``dot4I8Packed`` where the
+adapter has WGSL's ``packed_4x8_integer_dot_product``, else the bytes unpacked in the kernel —
+rescaled with the bias as it is stored. (On the H200 the float matmul on codes is 3.5× faster
+than that GEMM on EfficientNet's 1×1 convs: benchmarks/RESULTS.md.) ``qlinear_u8`` /
+``qconv_u8`` (unsigned input codes 0..255) take the float paths with shorter exact parts
+(K·255·127 < 2²⁴), else the contract's default body. float32 inputs (others take the
+contract's default body).
 Semantics: :mod:`ember.contract.quantized` (WGSL's division is not correctly rounded: an
 input exactly between two codes may round either way).
 
@@ -36,11 +38,9 @@ from .launch import Runtime, contiguous, map_op
 from .primitive import WgpuTensor, contiguous_strides
 
 _TILE = 32  # the gemm section's output tile (rows and columns)
-# the longest sum of code products float32 holds exactly (K·127² < 2²⁴; unsigned input
-# codes: K·255·127 < 2²⁴), and the longest the float matmul takes, in two parts of at most
-# half of it each (a multiple of any tile's BK, within the exact length)
+# the longest sum of code products float32 holds exactly: K·127² < 2²⁴ (unsigned input codes:
+# K·255·127 < 2²⁴); longer sums run in parts of at most this length
 _EXACT_K = {False: 1040, True: 518}
-_LONGEST_K = {False: 2048, True: 1024}
 _PROBE = """@group(0) @binding(0) var<storage, read> prm: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<i32>;
 @compute @workgroup_size(1) fn main() { out[0] = dot4I8Packed(prm[0], prm[1]); }
@@ -97,11 +97,12 @@ def _gemm(rt: Runtime, codes, m: int, k4: int, groups: int, words, nc: int, w_sc
 
 
 def _exact_parts(k: int, tile: dict[str, int], unsigned: bool) -> tuple[int, int]:
-    """``(splits, kc)``: the sum over k in one part, or two of at most ``_EXACT_K`` each."""
+    """``(splits, kc)``: the sum over k in one part, or in parts of ``kc`` (a multiple of the
+    tile's BK) no longer than ``_EXACT_K``."""
     if k <= _EXACT_K[unsigned]:
         return 1, k
-    kc = -(-(-(-k // 2)) // tile["BK"]) * tile["BK"]
-    return 2, kc
+    kc = _EXACT_K[unsigned] // tile["BK"] * tile["BK"]
+    return -(-k // kc), kc
 
 
 def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, per_row: bool,
@@ -110,8 +111,8 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
     (``codes``: ``"a"`` or ``"b"``), the other float32 quantized as it loads, rescaled by the
     channel of each row (``per_row``) or column, plus its bias (``unsigned``: input codes
     0..255, qlinear_u8/qconv_u8): the tuned float matmul, one
-    dispatch; for k past ``_EXACT_K`` (up to ``_LONGEST_K``) two exact halves, then one pass adds
-    them (one rounding, as the int32 sum's conversion) and rescales."""
+    dispatch, the sum exact; for k past ``_EXACT_K``, exact parts added up in float32 (a sum
+    then within a few float32 roundings of the exact one), then rescaled: three dispatches."""
     n, k = a.shape[-2:]
     m = b.shape[-1]
     batch = a.shape[0]
@@ -142,14 +143,15 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
             compute.matmul_dispatch(rt, a, b, sa, sb, out, (0, n * m, m), 1, k, 0, tile,
                                     epilogue, (reads, *types))
             return out
-        parts = rt.empty((2, batch, n, m), dt.float32, "qmatmul")
-        compute.matmul_dispatch(rt, a, b, sa, sb, parts, (0, n * m, m), 2, kc, batch * n * m,
-                                tile, epilogue, (reads, *types))
+        parts = rt.empty((splits, batch, n, m), dt.float32, "qmatmul")
+        compute.matmul_dispatch(rt, a, b, sa, sb, parts, (0, n * m, m), splits, kc,
+                                batch * n * m, tile, epilogue, (reads, *types))
         full = (batch, n, m)
         chan = (0, 1, 0) if per_row else (0, 0, 1)
-        views = [parts.view(full, (n * m, m, 1)), parts.view(full, (n * m, m, 1), batch * n * m),
-                 in_scale.view(full, (0, 0, 0)), w_scale.view(full, chan), bias.view(full, chan)]
-        y = map_op(rt, views, dt.float32, "(x0 + x1) * (x2 * x3) + x4")
+        sums = compute.reduce(rt, parts, (0,), "sum")
+        views = [sums.view(full, (n * m, m, 1)), in_scale.view(full, (0, 0, 0)),
+                 w_scale.view(full, chan), bias.view(full, chan)]
+        y = map_op(rt, views, dt.float32, "x0 * (x1 * x2) + x3")
         return y.view(shape, contiguous_strides(shape))
 
     def options():
@@ -182,28 +184,19 @@ class WgpuQuant:
                            True)
 
     def _qlinear(self, x, weight, w_scale, bias, in_scale, unsigned: bool):
-        op = "qlinear_u8" if unsigned else "qlinear"
-        default = registry.REGISTRY[op].default
         if x.dtype != dt.float32 or x.size == 0 or x.shape[-1] == 0:
-            return default(self, x, weight, w_scale, bias, in_scale)
+            op = registry.REGISTRY["qlinear_u8" if unsigned else "qlinear"]
+            return op.default(self, x, weight, w_scale, bias, in_scale)
         rt = self.rt
         k, n = x.shape[-1], weight.shape[0]
         m = x.size // k
-        x, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, w_scale, bias, in_scale))
-        if bias is not None and k <= _LONGEST_K[unsigned]:
-            weight = _dense(rt, weight)
-            return _float_gemm(rt, x.view((1, m, k), (0, k, 1)),
-                               weight.view((1, k, n), (0, 1, k)), 0, 0, x.shape[:-1] + (n,), "b",
-                               False, w_scale, bias, in_scale, unsigned)
-        if unsigned:
-            return default(self, x, weight, w_scale, bias, in_scale)
-        words, k4 = _weight_words(rt, weight, n, k)
-        codes = rt.empty((m * k4,), dt.int32, "qcodes")
-        rt.engine.dispatch(_pipe(rt, "pack_rows", 3), [m, k, k4, x.offset],
-                           [x.block, in_scale.block, codes.block], rt.groups(m * k4, 64))
-        y = rt.empty(x.shape[:-1] + (n,), dt.float32, "qlinear")
-        _gemm(rt, codes, m, k4, 1, words, n, w_scale, bias, in_scale, y, 1, n)
-        return y
+        if bias is None:
+            bias = self.full((n,), 0.0, dt.float32)
+        x, weight, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, weight, w_scale, bias,
+                                                                       in_scale))
+        return _float_gemm(rt, x.view((1, m, k), (0, k, 1)), weight.view((1, k, n), (0, 1, k)),
+                           0, 0, x.shape[:-1] + (n,), "b", False, w_scale, bias, in_scale,
+                           unsigned)
 
     def _qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
                unsigned: bool):
@@ -219,10 +212,11 @@ class WgpuQuant:
         shape = (n, c_out) + out
         if numel(shape) == 0:
             return rt.empty(shape, dt.float32, "qconv")
+        if bias is None:
+            bias = self.full((c_out,), 0.0, dt.float32)
         x, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, w_scale, bias, in_scale))
         pads = [p for pair in padding for p in pair]
-        if bias is not None and c <= _LONGEST_K[unsigned] and _pointwise((kh, kw), stride, pads,
-                                                                         groups):
+        if _pointwise((kh, kw), stride, pads, groups):
             p = h * w
             weight = _dense(rt, weight)
             return _float_gemm(rt, weight.view((n, c_out, c), (0, c, 1)),
