@@ -258,7 +258,8 @@ class OnnxModule(Module):
         import numpy as np
 
         from ..backends.numpy.backend import NumpyBackend
-        from ._fastnp import compile_graph, wrap
+        from ._fastbase import wrap
+        from ._fastnp import compile_graph
 
         if not isinstance(self.backend, NumpyBackend) or not all(
                 t is None or isinstance(t, Tensor) for t in inputs):
