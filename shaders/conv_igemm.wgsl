@@ -19,10 +19,12 @@
 // col_off: the first column of this dispatch (a grid wider than the device's limit is split).
 // float16 (IN_T u32): x, w and bias are read from their packed words into f32 registers (the
 // read_f16 section), the sums stay f32; OUT_T u32: fwd stores pairs of columns as one word.
+// W_T is w's element type: IN_T, or u32 for the int8 conv's weight codes (wgpu/quant.py: the
+// float32 x quantized as it loads, read through HELPERS' read_x / read_w).
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
 @group(0) @binding(1) var<storage, read> x: array<{{IN_T}}>;
-@group(0) @binding(2) var<storage, read> w: array<{{IN_T}}>;
+@group(0) @binding(2) var<storage, read> w: array<{{W_T}}>;
 @group(0) @binding(3) var<storage, read> bias: array<{{IN_T}}>;
 @group(0) @binding(4) var<storage, read_write> out: array<{{OUT_T}}>;
 
@@ -254,11 +256,12 @@ fn read_w(e: u32) -> f32 { return half_at(w[e >> 1u], e); }
 fn read_bias(e: u32) -> f32 { return half_at(bias[e >> 1u], e); }
 
 //! fwd_store
-// the fwd sum at (row r, column col) of a float32 output, plus the bias
+// the fwd sum at (row r, column col) of a float32 output (times the launcher's SCALE: the
+// int8 conv's code sums rescaled, wgpu/quant.py), plus the bias
 fn store(r: u32, col: u32, v: f32) {
     if (r < prm[0] && col < prm[1]) {
         let co = grp * prm[0] + r;
-        var y = v;
+        var y = v{{SCALE}};
         if (prm[8] == 1u) { y = y + read_bias(co); }
         out[((col / PP) * prm[9] + co) * PP + col % PP] = y;
     }

@@ -71,9 +71,10 @@ def test_the_longest_float_sum_of_extreme_codes_is_exact(unsigned):
 
 CONVS = [
     # x shape, (c_out, kh, kw), stride, padding, groups
-    ((2, 3, 9, 9), (5, 3, 3), (2, 2), ((0, 1), (0, 1)), 1),  # K = 27: repacked weight
+    ((2, 3, 9, 9), (5, 3, 3), (2, 2), ((0, 1), (0, 1)), 1),  # the implicit GEMM on codes
     ((1, 16, 6, 6), (40, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1: the float matmul
     ((1, 1100, 2, 3), (6, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1 in two exact parts
+    ((1, 117, 4, 4), (3, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # K = 1053: integer, repacked
     ((1, 8, 7, 7), (8, 3, 3), (1, 1), ((1, 1), (1, 1)), 2),
     ((2, 12, 8, 8), (12, 5, 5), (2, 2), ((1, 2), (1, 2)), 12),  # depthwise
 ]
@@ -132,7 +133,8 @@ def test_qlinear_u8_matches_the_float64_product(m, k, n):
 @pytest.mark.parametrize("xs,wk,stride,pad,groups", [
     ((2, 600, 3, 2), (7, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1 in two float parts
     ((2, 6, 7, 7), (6, 3, 3), (2, 2), ((1, 1), (1, 1)), 6),  # depthwise kernel
-    ((1, 4, 5, 5), (3, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # the contract's body (3x3)
+    ((1, 4, 5, 5), (3, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # the implicit GEMM on codes
+    ((1, 60, 3, 3), (2, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # K = 540: the contract's body
 ])
 def test_qconv_u8_matches_the_float64_conv(xs, wk, stride, pad, groups):
     torch = pytest.importorskip("torch")

@@ -115,11 +115,13 @@ def _stores(tile: dict[str, int], pairs: bool = False) -> str:
 def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, k: int,
            groups: int, cin_g: int, taps: int, positions: int, c_out: int, w_strides, geometry,
            tile: dict[str, int], transposed: bool = False, splits: int = 1, kc: int = 0,
-           o_ss: int = 0) -> None:
+           o_ss: int = 0, scales=None) -> None:
     """One conv_igemm.wgsl dispatch per ``max_groups_per_dim`` column tiles (meta: see there).
     float16 ``x``/``w``/``bias`` (all of them) are read packed; a float16 ``out`` (fwd, with
-    an even pixel count) gets pairs of columns per word."""
+    an even pixel count) gets pairs of columns per word; ``scales``: see
+    :func:`igemm_forward`."""
     half = x.dtype is dt.float16
+    q8 = None if scales is None else ("code_u8" if scales[2] else "code")
     pairs = out.dtype is dt.float16
     nd = len(geometry) // 7
     unit = all(geometry[7 * d + 3] == 1 for d in range(nd))
@@ -133,24 +135,33 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
     def build():
         keys = compute._unrolled("f32", tile)
         keys["STORE"] = _stores(tile, pairs)
-        helpers = [rt.lib.snippet("conv_igemm", "read_f16" if half else "read")]
+        if q8:  # int8 codes as f32: x quantized as it loads, the weight's bytes, two scales
+            helpers = [rt.lib.snippet("lib_quant", "code"),
+                       rt.lib.snippet("lib_quant", "read_quantized", NAME="x", CODE=q8),
+                       rt.lib.snippet("lib_quant", "read_codes", NAME="w"),
+                       rt.lib.snippet("depthwise", "read", NAME="bias"),
+                       rt.lib.snippet("lib_quant", "scales", W_AT=5, IN_AT=6)]
+        else:
+            helpers = [rt.lib.snippet("conv_igemm", "read_f16" if half else "read")]
         if half or pairs:
             helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
         if pairs:
             helpers.append(rt.lib.snippet("matmul", "pack_f16"))
         if section == "fwd":
             helpers.append(rt.lib.snippet("conv_igemm", "fwd_store_pairs" if pairs else
-                                          "fwd_store"))
+                                          "fwd_store",
+                                          SCALE=" * (q_in_scale[0] * q_w_scale[co])" if q8
+                                          else ""))
         code = render(rt.lib.source("conv_igemm", section), ND=nd,
                       TRANSPOSED=str(transposed).lower(), UNIT_STRIDE=str(unit).lower(),
                       TAP_MAJOR=str(tap_major).lower(), TAPS=taps, KSIZE=ksize,
                       OSIZE=osize, PP=positions, IN_T="u32" if half else "f32",
-                      OUT_T="u32" if pairs else "f32", HELPERS="\n".join(helpers), **keys,
-                      **tile)
-        return code, ("read",) * 4 + ("read_write",)
+                      W_T="u32" if half or q8 else "f32", OUT_T="u32" if pairs else "f32",
+                      HELPERS="\n".join(helpers), **keys, **tile)
+        return code, ("read",) * 4 + ("read_write",) + ("read",) * (2 * bool(q8))
 
     pipe = rt.lib.pipeline(("conv_igemm", section, transposed, unit, tap_major, kernel, grid,
-                            half, pairs, tuple(tile.items())), build)
+                            half, pairs, tuple(tile.items()), q8), build)
     gx, gy = -(-cols // tile["BN"]), -(-rows // tile["BM"])
     top = rt.info.max_groups_per_dim
     b = bias if bias is not None else w
@@ -158,7 +169,8 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
         meta = [rows, cols, k, splits, kc or k, x.offset, x.strides[0], x.strides[1],
                 int(bias is not None), c_out, cin_g, taps, positions, o_ss, *w_strides,
                 x0 * tile["BN"], *geometry]
-        rt.engine.dispatch(pipe, meta, [x.block, w.block, b.block, out.block],
+        rt.engine.dispatch(pipe, meta, [x.block, w.block, b.block, out.block,
+                                        *(t.block for t in (scales or ())[:2])],
                            (min(top, gx - x0), gy, groups * splits))
 
 
@@ -208,7 +220,7 @@ def conv(rt: Runtime, x, weight, bias, stride, padding, dilation, groups):
     spatial, kernel = x.shape[2:], weight.shape[2:]
     c_out = weight.shape[0]
     out = tuple(conv_output_size(*a) for a in zip(spatial, kernel, stride, padding, dilation))
-    cg, cog = c // groups, c_out // groups
+    cg = c // groups
     pads = [lo for lo, _ in padding]
     direct = _direct(groups, cg)
     pointwise = not direct and c and \
@@ -220,16 +232,28 @@ def conv(rt: Runtime, x, weight, bias, stride, padding, dilation, groups):
     elif pointwise:
         y = _pointwise_matmul(rt, x, weight.view((c_out, c), (c, 1)), b)
     else:
-        taps, positions = numel(kernel), numel(out)
-        y = _igemm_out(rt, (n, c_out) + out, half, positions, "conv")
+        y = _igemm_out(rt, (n, c_out) + out, half, numel(out), "conv")
         if numel(y.shape):
-            _igemm(rt, "fwd", x, weight, b, y, rows=cog, cols=n * positions, k=cg * taps,
-                   groups=groups, cin_g=cg, taps=taps, positions=positions, c_out=c_out,
-                   w_strides=(cog * cg * taps, cg * taps, taps),
-                   geometry=_geometry(spatial, out, kernel, stride, dilation, pads,
-                                      x.strides[2:]),
-                   tile=_tile(rt, cog, n * positions, cg * taps, groups))
+            igemm_forward(rt, x, weight, b, y, stride, pads, dilation, groups)
     return narrow(rt, y, dtype)
+
+
+def igemm_forward(rt: Runtime, x, weight, b, y, stride, pads, dilation, groups: int,
+                  scales=None) -> None:
+    """The implicit-GEMM forward conv into ``y`` (N, C_out, *out); ``pads``: the low pad per
+    dim. ``scales = (w_scale, in_scale, unsigned)``: int8 ``weight`` codes and a float32 ``x``
+    quantized as it loads (qconv / qconv_u8; the caller keeps the sum within float32's exact
+    integers), the sums rescaled as they are stored."""
+    n, c = x.shape[:2]
+    spatial, kernel, out = x.shape[2:], weight.shape[2:], y.shape[2:]
+    c_out = weight.shape[0]
+    cg, cog = c // groups, c_out // groups
+    taps, positions = numel(kernel), numel(out)
+    _igemm(rt, "fwd", x, weight, b, y, rows=cog, cols=n * positions, k=cg * taps,
+           groups=groups, cin_g=cg, taps=taps, positions=positions, c_out=c_out,
+           w_strides=(cog * cg * taps, cg * taps, taps),
+           geometry=_geometry(spatial, out, kernel, stride, dilation, pads, x.strides[2:]),
+           tile=_tile(rt, cog, n * positions, cg * taps, groups), scales=scales)
 
 
 def _conv_direct(rt: Runtime, x, weight, b, stride, pads, dilation, groups, out):

@@ -4,12 +4,14 @@ float32 input quantized as its tiles load, the rescale and bias stored by its ep
 (shaders/lib_quant.wgsl): one dispatch, the integer sum exact while K·127² < 2²⁴
 (``_EXACT_K``); longer sums in exact parts added in float32. Depthwise convs run the tuned
 depthwise kernel of shaders/depthwise.wgsl on codes the same way (the input quantized as it is
-staged). The other convolutions (shaders/quant.wgsl): im2col and quantization into int8 code
-words in one pass, then an int8 GEMM with int32 sums — the built-in ``dot4I8Packed`` where the
-adapter has WGSL's ``packed_4x8_integer_dot_product``, else the bytes unpacked in the kernel —
-rescaled with the bias as it is stored. (On the H200 the float matmul on codes is 3.5× faster
+staged), and the other convolutions the implicit GEMM of shaders/conv_igemm.wgsl (the input
+quantized as it loads, the sums rescaled as they are stored) while the sum over
+C_in/groups·kh·kw is exact. Longer ones (shaders/quant.wgsl): im2col and quantization into
+int8 code words in one pass, then an int8 GEMM with int32 sums — the built-in
+``dot4I8Packed`` where the adapter has WGSL's ``packed_4x8_integer_dot_product``, else the
+bytes unpacked in the kernel — rescaled with the bias as it is stored. (On the H200 the float matmul on codes is 3.5× faster
 than that GEMM on EfficientNet's 1×1 convs: benchmarks/RESULTS.md.) ``qlinear_u8`` /
-``qconv_u8`` (unsigned input codes 0..255) take the float paths with shorter exact parts
+``qconv_u8`` (unsigned input codes 0..255) take the float paths with shorter exact sums
 (K·255·127 < 2²⁴), else the contract's default body. float32 inputs (others take the
 contract's default body).
 Semantics: :mod:`ember.contract.quantized` (WGSL's division is not correctly rounded: an
@@ -31,8 +33,7 @@ import weakref
 from ... import dtype as dt
 from ...contract import registry
 from ...shape import conv_output_size, numel
-from . import compute, depthwise, tuning
-from .conv import _pointwise
+from . import compute, conv, depthwise, tuning
 from .kernels import render
 from .launch import Runtime, contiguous, map_op
 from .primitive import WgpuTensor, contiguous_strides
@@ -216,7 +217,7 @@ class WgpuQuant:
             bias = self.full((c_out,), 0.0, dt.float32)
         x, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, w_scale, bias, in_scale))
         pads = [p for pair in padding for p in pair]
-        if _pointwise((kh, kw), stride, pads, groups):
+        if conv._pointwise((kh, kw), stride, pads, groups):
             p = h * w
             weight = _dense(rt, weight)
             return _float_gemm(rt, weight.view((n, c_out, c), (0, c, 1)),
@@ -226,6 +227,11 @@ class WgpuQuant:
                                                         stride, padding, dilation):
             return depthwise.depthwise_conv(rt, x, weight, bias, stride, padding, dilation,
                                             (w_scale, in_scale, unsigned))
+        if cg * kh * kw <= _EXACT_K[unsigned]:
+            y = rt.empty(shape, dt.float32, "qconv")
+            conv.igemm_forward(rt, x, _dense(rt, weight), bias, y, stride, pads[::2], dilation,
+                               groups, (w_scale, in_scale, unsigned))
+            return y
         if unsigned:
             return default(self, *args)
         y = rt.empty(shape, dt.float32, "qconv")
