@@ -156,3 +156,25 @@ def test_serve_train_serves_the_page_the_digits_and_nothing_outside(train_server
     for outside in ("data/../../../README.md", "data/%2e%2e/train.py/../../..%2fpyproject.toml"):
         with pytest.raises(HTTPError):
             urlopen(train_server.page_url + outside)
+
+
+def test_stop_ends_the_training_after_the_current_step(browser_without_webgpu, server,
+                                                       static_site):
+    """Stop is handled by the worker while ``fit_async`` awaits between steps: the run ends
+    early, says so, and the pad and the download are ready with the weights reached."""
+    page = blank_page(browser_without_webgpu, server)
+    try:
+        page.goto(static_site.page_url + f"?train={TRAIN_DIGITS}&test=100&epochs=50"
+                  f"&batch={BATCH}&every=1&autostart=1")
+        page.wait_for_function("window.trainDemo.points.length >= 3 || window.trainDemo.error",
+                               timeout=120_000)
+        page.click("#stop")
+        page.wait_for_function("window.trainDemo.done || window.trainDemo.error",
+                               timeout=60_000)
+        demo = page.evaluate("window.trainDemo")
+        assert demo["error"] is None, page.console_lines[-20:]
+        assert demo["result"]["interrupted"] and demo["result"]["epochs_run"] < 50
+        assert page.text_content("#status").startswith("stopped:")
+        assert page.is_enabled("#download") and page.is_enabled("#train")
+    finally:
+        page.close()
