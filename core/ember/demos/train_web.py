@@ -74,7 +74,8 @@ def serve_train(host: str = "127.0.0.1", port: int = 8000, block: bool = True):
     data = data_folder()
     return serve_mounts({"/mnist/train/data/": data, "/mnist/": resource_dir("mnist-page")},
                         "mnist/train/",
-                        "MNIST training page", data, host=host, port=port, block=block)
+                        f"MNIST training page (digits: {data})", None, host=host, port=port,
+                        block=block)
 
 
 def build_static(out: str | os.PathLike) -> Path:
