@@ -303,3 +303,18 @@ def test_conv_affine_fusion_and_its_full_size_guard():
     with pytest.raises(Exception) as fast:
         m(small)
     assert type(fast.value) is type(generic.value)
+
+
+@pytest.mark.parametrize("c,co,h,k,s,p", [(16, 32, 112, 3, 1, 1), (3, 64, 224, 7, 2, 3),
+                                          (96, 24, 80, 3, 1, 1), (8, 8, 33, 3, 1, 0)])
+def test_numpy_dense_conv_in_row_tiles_matches_torch(c, co, h, k, s, p):
+    """Convs whose im2col passes 4 MB run in tiles of output rows (the last one short);
+    the small case stays one GEMM."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, c, h, h)).astype(np.float32)
+    w = rng.standard_normal((co, c, k, k)).astype(np.float32)
+    got = ember.get_backend("numpy").conv(x, w, None, (s, s), ((p, p), (p, p)), (1, 1), 1)
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), stride=s,
+                                      padding=p).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
