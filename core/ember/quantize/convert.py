@@ -138,25 +138,47 @@ def _calibrate(model: Module, targets, calibration, scheme: Scheme):
     return inputs, outputs
 
 
-def _correct_biases(model: Module, float_means: dict, calibration) -> None:
-    """Empirical bias correction: on the first calibration batch, each quantized layer (in
-    the order they run) adds to its bias the difference between the float model's mean
-    output per channel and its own, and passes the corrected output on, so later layers
-    are corrected for what the earlier ones still get wrong (weights and activations)."""
+def _refine(model: Module, refs: dict, calibration, scheme: Scheme) -> None:
+    """The calibration pass over the quantized model (first calibration batch; each layer in
+    the order they run, its corrected output passed on, so later layers are refined for what
+    the earlier ones still get wrong):
+
+    - ``range_search``: the input range among the observer's candidates (largest value, MSE
+      clip, 99.99th and 99.9th percentiles) whose output is nearest the float layer's on the
+      same input (least squared error);
+    - ``bias_correction``: the bias absorbs the float model's mean output per channel minus
+      the layer's own (empirical bias correction).
+
+    ``refs``: id(quantized layer) -> (its float layer, input Observer, float mean output)."""
     import numpy as np
 
-    def correct(m, args, out):
+    def refine(m, args, out):
+        layer, obs, mean = refs[id(m)]
+        if scheme.range_search:
+            levels = 255 if m.unsigned else 127
+            want = layer(args[0]).numpy()
+            best = None
+            for amax in obs.candidates(levels):
+                m.input_scale = tensor([amax / levels if amax > 0 else 1.0],
+                                       dtype=m.input_scale.dtype, backend=m.input_scale.backend)
+                y = m.forward(args[0])
+                err = float(np.mean((y.numpy() - want) ** 2))
+                if best is None or err < best[0]:
+                    best = (err, m.input_scale, y)
+            m.input_scale, out = best[1], best[2]
+        if not scheme.bias_correction:
+            return out
         y = out.numpy()
         axis = Observer.channel_axis(y)
         axes = tuple(i for i in range(y.ndim) if i != axis)
-        shift = (float_means[id(m)] - y.mean(axis=axes, dtype=np.float64)).astype(y.dtype)
+        shift = (mean - y.mean(axis=axes, dtype=np.float64)).astype(y.dtype)
         m.bias = tensor(m.bias.numpy() + shift, dtype=m.bias.dtype, backend=m.bias.backend)
         view = [1] * y.ndim
         view[axis] = -1
         return tensor(y + shift.reshape(view), dtype=out.dtype, backend=out.backend)
 
     first = next(iter(_batches(calibration)))
-    _run(model, [first], correct, [m for m in model.modules() if id(m) in float_means])
+    _run(model, [first], refine, [m for m in model.modules() if id(m) in refs])
 
 
 def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int8") -> Module:
@@ -189,7 +211,7 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
     _fold_batchnorms(q, values)
     targets = _targets(q, scheme)
     seen, outs = _calibrate(q, targets, calibration, scheme) if scheme.activations else ({}, {})
-    float_means = {}  # id(quantized layer) -> its float original's mean output per channel
+    refs = {}  # id(quantized layer) -> (float layer, input observer, float mean output)
     for parent, name, layer in targets:
         conv = isinstance(layer, Conv2d)
         if scheme.activations:
@@ -197,16 +219,16 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
             unsigned = scheme.unsigned and obs.low >= 0 and calibration is not None
             amax = obs.amax(255 if unsigned else 127) if values else None
             new = (QuantConv2d if conv else QuantLinear).from_float(layer, amax, unsigned)
-            if outs[id(layer)].means() is not None:
-                float_means[id(new)] = outs[id(layer)].means()
+            if calibration is not None and (scheme.bias_correction or scheme.range_search):
+                refs[id(new)] = (layer, obs, outs[id(layer)].means())
         else:
             k = layer.weight.numel() // layer.weight.shape[0]
             block = scheme.block or k
             new = (WeightOnlyConv2d if conv else WeightOnlyLinear).from_float(
                 layer, scheme.bits, block)
         setattr(parent, name, new)
-    if float_means:
-        _correct_biases(q, float_means, calibration)
+    if refs:
+        _refine(q, refs, calibration, scheme)
     q.scheme = scheme
     return q
 

@@ -66,6 +66,18 @@ class Observer:
         """The mean of each channel over the calibration data (float64), or None."""
         return None if self.sums is None else self.sums / max(self.count, 1)
 
+    def candidates(self, levels: int = 127) -> list[float]:
+        """Input ranges worth trying (``Scheme.range_search``): the largest value, and with
+        samples the MSE clip and the 99.99th and 99.9th percentiles of |x|."""
+        import numpy as np
+
+        out = [self.peak]
+        if self.samples:
+            a = np.concatenate(self.samples)
+            out += [_mse_amax(a, self.peak, levels)] + [
+                min(self.peak, float(np.percentile(a, p))) for p in (99.99, 99.9)]
+        return sorted(set(out))
+
     def amax(self, levels: int = 127) -> float:
         """The magnitude the code range covers (0 when nothing non-zero was seen); ``levels``
         is the highest code (127, or 255 for unsigned codes: the MSE search depends on it)."""

@@ -2,7 +2,7 @@
 
 >>> from ember.quantize import Scheme
 >>> Scheme.named("int4")
-Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False, keep_float=())
+Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False, keep_float=(), range_search=False)
 """
 
 from __future__ import annotations
@@ -29,7 +29,10 @@ class Scheme:
     calibration batch, layer after layer (empirical bias correction; Nagel et al., 2019).
     ``keep_float``: layers that stay float (mixed precision, for the layers int8 hurts most),
     by path (``"stem.conv"``), by a part holding them (``"stem"``) or by their own name
-    (``"depthwise_conv"``: every layer of that name).
+    (``"depthwise_conv"``: every layer of that name). ``range_search``: each layer's input
+    range is the observer's candidate (largest, MSE, 99.99th/99.9th percentile) whose
+    output is nearest the float layer's on the first calibration batch, layer after layer
+    (the observer must keep samples: not ``"minmax"``).
 
     >>> s = Scheme(weights="int4", activations=False, block=32)
     >>> s.bits, s.to_dict()["block"], Scheme.named("int8").activations
@@ -47,6 +50,7 @@ class Scheme:
     unsigned: bool = False
     bias_correction: bool = False
     keep_float: tuple[str, ...] = ()
+    range_search: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "keep_float", tuple(self.keep_float))  # a record's list
