@@ -204,6 +204,20 @@ def test_unsigned_codes_and_bias_correction_survive_a_record(tmp_path):
     assert skeleton(x).tolist() == q(x).tolist()
 
 
+def test_range_search_picks_an_observer_candidate_per_layer():
+    model, x = _cnn(), _x(16)
+    base = Scheme(observer="mse", unsigned=True)
+    q = ember.quantize(model, x, Scheme(**{**base.to_dict(), "range_search": True}))
+    plain = ember.quantize(model, x, base)
+    # the first layer sees the input itself: its candidates are the observer's on x
+    obs = Observer("mse")
+    obs.observe(x.numpy())
+    scale = float(q[0].input_scale.numpy()[0])
+    assert min(abs(scale - c / 127) for c in obs.candidates(127)) < 1e-6 * scale
+    yf = model(x).numpy()
+    assert np.abs(q(x).numpy() - yf).mean() <= np.abs(plain(x).numpy() - yf).mean() * 1.05
+
+
 def test_unsigned_layer_is_the_float64_product_of_its_codes():
     model, x = _cnn(), _x(4)
     q = ember.quantize(model, x, Scheme(unsigned=True))
