@@ -106,3 +106,32 @@ def test_request_stop_interrupts_like_ctrl_c(tmp_path):
     assert result.interrupted and result.epochs_run == 1
     assert (tmp_path / "checkpoints" / "interrupted.ckpt").exists()
     learner.request_stop()  # no fit running: nothing to stop, and no error
+
+
+def test_fit_async_never_reads_synchronously(tmp_path, monkeypatch):
+    # a browser without JSPI has no synchronous read of a WebGPU tensor: here no tensor of
+    # the model's backend may be read synchronously, checkpoints included (the batches come
+    # from the loader's host tensors)
+    model, learner, train, valid = _setup(tmp_path / "run")
+    originals = {name: getattr(ember.Tensor, name) for name in ("to_data", "tolist", "numpy",
+                                                                "item")}
+
+    def refusing(name):
+        def read(self, *args, **kwargs):
+            if self.backend is learner.backend:
+                raise AssertionError(f"a synchronous {name}() inside fit_async")
+            return originals[name](self, *args, **kwargs)
+        return read
+
+    async def to_data_async(self):
+        return originals["to_data"](self)
+
+    monkeypatch.setattr(ember.Tensor, "to_data_async", to_data_async)
+    for name in originals:
+        monkeypatch.setattr(ember.Tensor, name, refusing(name))
+    result = asyncio.run(learner.fit_async(train, valid, epochs=2))
+    monkeypatch.undo()
+    assert result.epochs_run == 2
+    saved = ember.load(learner.checkpoints / "epoch-2.ckpt")
+    for name, value in model.state_dict().items():  # the checkpoint holds the trained weights
+        np.testing.assert_array_equal(saved["model"][name].numpy(), value.numpy(), err_msg=name)

@@ -219,9 +219,9 @@ class Learner:
         """:meth:`fit` for an event loop: the same loop and result, but it awaits ``pause()``
         (default ``asyncio.sleep(0)``) after every step and reads each step's loss and
         outputs with ``await tensor.to_data_async()``, so a browser page stays responsive and
-        the steps need no JSPI (Pyodide's synchronous reads; the checkpoints written at the end
-        of each epoch and on a stop still read synchronously). :meth:`request_stop` ends it
-        like a Ctrl-C.
+        nothing needs JSPI (Pyodide's synchronous reads): the checkpoints written at the end of
+        each epoch and on a stop are copied to the host the same way first.
+        :meth:`request_stop` ends it like a Ctrl-C.
 
         >>> import asyncio, tempfile, ember
         >>> from ember import nn
@@ -248,6 +248,8 @@ class Learner:
             if request is None:
                 await pause()
                 values = None
+            elif isinstance(request, _Snapshot):
+                values = await request.on_host()
             else:
                 values = (await request.to_data_async()).tolist()
 
@@ -332,8 +334,9 @@ class Learner:
                 if stop.requested or (max_steps is not None and steps_done >= max_steps
                                       and step < steps_per_epoch):
                     interrupted = stop.requested
-                    self.save("interrupted", self._state(epoch, step, train_loader, best,
-                                                          bad_epochs, metrics, history, grads))
+                    state = yield _Snapshot(self._state(epoch, step, train_loader, best,
+                                                        bad_epochs, metrics, history, grads))
+                    self.save("interrupted", state)
                     renderer.on_message(
                         f"{'interrupted' if interrupted else 'stopped'} at epoch {epoch}, step "
                         f"{step}: checkpoint saved to {self.checkpoints / 'interrupted.ckpt'}"
@@ -361,7 +364,8 @@ class Learner:
                     history.append({"epoch": epoch, "split": split, **_scalars(values)})
                     renderer.on_epoch_end(epoch, split, values, best)
                 bad_epochs = 0 if improved else bad_epochs + 1
-                state = self._state(epoch, 0, train_loader, best, bad_epochs, None, history)
+                state = yield _Snapshot(self._state(epoch, 0, train_loader, best, bad_epochs,
+                                                    None, history))
                 self.save(f"epoch-{epoch}", state)
                 (self.checkpoints / "interrupted.ckpt").unlink(missing_ok=True)
                 if improved:
@@ -419,6 +423,32 @@ class Learner:
         return improved
 
 
+class _Snapshot:
+    """A checkpoint's state yielded by :meth:`Learner._loop` before it is saved: the
+    synchronous driver sends it back as it is (the save reads each tensor); ``fit_async``
+    sends back :meth:`on_host`'s copy, read with ``await to_data_async``: no synchronous read
+    of the model's backend (a browser without JSPI has none for WebGPU)."""
+
+    def __init__(self, state: dict):
+        self.state = state
+
+    async def on_host(self):
+        """The state with each tensor replaced by its host data (TensorData, which records
+        store as they store tensors)."""
+        from ..tensor import Tensor
+
+        async def copy(value):
+            if isinstance(value, Tensor):
+                return await value.to_data_async()
+            if isinstance(value, dict):
+                return {k: await copy(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)([await copy(v) for v in value])
+            return value
+
+        return await copy(self.state)
+
+
 def _read_synchronously(reads):
     """Run a generator of :meth:`Learner._loop`'s kind to its return value, answering each
     tensor it yields with that tensor's values (``tolist``): the synchronous driver."""
@@ -428,7 +458,8 @@ def _read_synchronously(reads):
             request = reads.send(values)
         except StopIteration as done:
             return done.value
-        values = None if request is None else request.tolist()
+        values = (None if request is None else request.state if isinstance(request, _Snapshot)
+                  else request.tolist())
 
 
 def _read_step(loss, out, y) -> tuple[float, list | None, list | None]:

@@ -336,7 +336,8 @@ class CpuUsage(Metric):
 
 
 class MemoryUsage(Metric):
-    """Resident memory of the process in MiB (Linux /proc; peak RSS elsewhere).
+    """Resident memory of the process in MiB (Linux /proc; peak RSS elsewhere; None where
+    neither exists, as in a browser).
 
     >>> m = MemoryUsage(); m.update(StepOutput(0.0, 1))
     >>> m.compute() > 1.0  # MiB: a Python process is bigger than that
@@ -357,9 +358,12 @@ class MemoryUsage(Metric):
                 pages = int(f.read().split()[1])
             return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
         except (OSError, ValueError, AttributeError):
+            pass
+        try:
             import resource
-
-            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        except ImportError:  # Pyodide: no process memory to read (the history leaves it out)
+            return None
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def classification_metrics(num_classes: int) -> list[Metric]:
