@@ -48,12 +48,28 @@ def _probabilities(x):
     return MODEL(x).softmax(dim=1)
 
 
-def predict(pixels) -> dict:
-    """784 uint8 values (28×28, white digit on black, MNIST-centred) → class probabilities."""
+def _forward(pixels):
+    """``(start time, backend, probabilities tensor)`` of one drawing."""
     t0 = time.perf_counter()
     backend = _backend()
     x = preprocess(ember.tensor([list(pixels)], dtype="uint8", backend=backend))
     with ember.no_grad():
-        probs = FORWARD(x).tolist()[0]
-    return {"probs": probs, "ms": (time.perf_counter() - t0) * 1000.0, "backend": backend.name}
+        return t0, backend, FORWARD(x)
+
+
+def _answer(t0, backend, probs) -> dict:
+    return {"probs": probs[0], "ms": (time.perf_counter() - t0) * 1000.0,
+            "backend": backend.name}
+
+
+def predict(pixels) -> dict:
+    """784 uint8 values (28×28, white digit on black, MNIST-centred) → class probabilities."""
+    t0, backend, probs = _forward(pixels)
+    return _answer(t0, backend, probs.tolist())
+
+
+async def predict_async(pixels) -> dict:
+    """:func:`predict` reading the result with ``await to_data_async`` (no JSPI needed)."""
+    t0, backend, probs = _forward(pixels)
+    return _answer(t0, backend, (await probs.to_data_async()).tolist())
 

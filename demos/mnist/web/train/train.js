@@ -101,7 +101,7 @@ async function predict() {
   if (!pixels) return;
   busy = true;
   try {
-    const result = await ember.run("predict(PIXELS)", { PIXELS: Array.from(pixels) });
+    const result = await ember.run("await predict_async(PIXELS)", { PIXELS: Array.from(pixels) });
     $("guess").textContent = result.probs.indexOf(Math.max(...result.probs));
     page.last = { ...result, input: Array.from(pixels) };
     page.predictions++;
@@ -160,7 +160,7 @@ async function train() {
 }
 
 async function download() {
-  const bytes = await ember.run("record()");
+  const bytes = await ember.run("await record()");
   const a = document.createElement("a");
   a.href = URL.createObjectURL(new Blob([bytes], { type: "application/octet-stream" }));
   a.download = "mnist-cnn.safetensors";

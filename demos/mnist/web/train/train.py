@@ -136,10 +136,17 @@ async def predictions(count: int) -> dict:
     return {"probs": probs, "labels": [test[i][1] for i in range(count)]}
 
 
-def record():
+async def record():
     """The trained model as an ember record (``ember.save``: safetensors, config in its
-    header): the bytes the Download button saves."""
+    header): the bytes the Download button saves. The weights are read with ``await
+    to_data_async`` into a twin on the python backend, which ``ember.save`` reads (no JSPI)."""
+    from ember.demos.classify_web import no_init
+
     path = Path("/tmp/mnist-cnn.safetensors")
-    ember.save(TRAINED, path, config=CONFIG, metadata={"trained_in": "browser",
-                                                      "backend": ember.default_backend().name})
+    with no_init():
+        twin = mnist_cnn(tuple(CONFIG["channels"]), CONFIG["hidden"]).to("python")
+    twin.load_state_dict({name: ember.tensor(await value.to_data_async(), backend="python")
+                          for name, value in TRAINED.state_dict().items()})
+    ember.save(twin, path, config=CONFIG, metadata={"trained_in": "browser",
+                                                   "backend": ember.default_backend().name})
     return to_js(path.read_bytes())  # a Uint8Array
