@@ -4,24 +4,15 @@ history), awaiting between steps so other tasks of the event loop run, reading t
 
 import asyncio
 import os
-import random
 
 import numpy as np
 
 import ember
 from ember import nn
-from ember.dataset import DataLoader, InMemoryDataset
+from ember.dataset import DataLoader
 from ember.optim import Adam
 from ember.train import Learner, PlainRenderer
-
-
-def _data(n, seed):
-    r = random.Random(seed)
-    items = []
-    for _ in range(n):
-        x = [r.uniform(-1, 1) for _ in range(4)]
-        items.append((x, int(x[0] * x[1] > 0) + (x[2] > 0.5)))
-    return InMemoryDataset(items)
+from test_train import _data  # the same four-feature, three-class problem
 
 
 def _setup(folder, seed=0):

@@ -15,7 +15,7 @@ import pytest
 
 from .harness import blank_page
 from .mnist_strokes import trace_strokes
-from .test_mnist_demo import _draw, held_out_digits
+from .test_mnist_demo import _draw, held_out_digits, open_drawing_page
 
 # variant: (browser fixture, query, the backend the page must use)
 VARIANTS = {
@@ -78,11 +78,7 @@ def test_the_page_runs_the_int8_model_like_cpython(request, server, int8_run, in
     fetched = []
     page.on("response", lambda r: r.url.startswith(int8_server.url) and fetched.append(r.url))
     try:
-        page.goto(int8_server.page_url + query)
-        page.wait_for_function("window.mnistDemo && (window.mnistDemo.ready || "
-                               "window.mnistDemo.error)", timeout=180_000)
-        assert page.evaluate("window.mnistDemo.error") is None, page.console_lines[-20:]
-        assert page.evaluate("window.mnistDemo.backend") == want_backend
+        open_drawing_page(page, int8_server.page_url + query, want_backend)
         assert page.evaluate("window.mnistDemo.int8") is True
         # the int8 record went over the network, the float32 weights did not
         assert any(u.endswith("/model/model_int8.safetensors") for u in fetched), fetched

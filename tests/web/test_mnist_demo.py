@@ -28,6 +28,16 @@ PER_CLASS = 2
 MIN_CORRECT = 16  # of 20 drawings (80%); the model reads ~96% of the undrawn test images
 
 
+
+def open_drawing_page(page, url: str, want_backend: str) -> None:
+    """Load the drawing page at ``url`` and wait until its model is ready on ``want_backend``
+    (the page's error, and its console's last lines, otherwise)."""
+    page.goto(url)
+    page.wait_for_function("window.mnistDemo && (window.mnistDemo.ready || "
+                           "window.mnistDemo.error)", timeout=180_000)
+    assert page.evaluate("window.mnistDemo.error") is None, page.console_lines[-20:]
+    assert page.evaluate("window.mnistDemo.backend") == want_backend
+
 def held_out_digits(per_class: int = PER_CLASS) -> list[tuple[int, int, np.ndarray]]:
     """The first ``per_class`` test-split images of each class: (index, label, 28×28 uint8)."""
     from ember.dataset import MnistDataset
@@ -134,11 +144,7 @@ def test_trained_model_reads_digits_drawn_with_the_mouse(request, server, traine
     samples = held_out_digits()
     page = blank_page(browser, server)
     try:
-        page.goto(demo_server.page_url + query)
-        page.wait_for_function("window.mnistDemo && (window.mnistDemo.ready || "
-                               "window.mnistDemo.error)", timeout=180_000)
-        assert page.evaluate("window.mnistDemo.error") is None, page.console_lines[-20:]
-        assert page.evaluate("window.mnistDemo.backend") == want_backend
+        open_drawing_page(page, demo_server.page_url + query, want_backend)
         assert page.evaluate("window.mnistDemo.jit") is True  # the forward replays a trace
         label = page.text_content("#backend")
         if variant == "webgpu":
