@@ -8,7 +8,9 @@ reST-flavoured plain text, and mkdocstrings renders docstrings as Markdown. With
 - a reST role (``:func:`~ember.nn.Linear```) becomes inline code of its target's last name;
 - a function made by a factory call that takes its name and docstring
   (``exp = _float_unary("exp", "e ** x ...")``) gets that docstring: static analysis sees only
-  an attribute.
+  an attribute; one whose docstring is set when its module runs (``abs = _unary(...)`` in
+  ``ember.array_api._elementwise``, documented from a table at import) gets the imported
+  object's ``__doc__``.
 
 mkdocs.yml loads it by path (``extensions: [docs/_ext/griffe_docstrings.py]``).
 """
@@ -76,12 +78,27 @@ def factory_docstring(node, name: str) -> str | None:
     return None
 
 
+def runtime_docstring(node, obj: Object) -> str | None:
+    """The ``__doc__`` of the object a ``name = factory(...)`` assignment made, read from
+    the imported module (None where the module does not import or sets none)."""
+    import importlib
+
+    if not isinstance(getattr(node, "value", None), ast.Call) or obj.parent is None:
+        return None
+    try:
+        made = getattr(importlib.import_module(obj.parent.path), obj.name)
+    except Exception:  # noqa: BLE001 - a docs build never fails for want of a docstring
+        return None
+    doc = getattr(made, "__doc__", None)
+    return doc if callable(made) and doc else None
+
+
 class DoctestFences(Extension):
     """Rewrites every docstring of the loaded objects with :func:`to_markdown`."""
 
     def on_instance(self, *, node, obj: Object, **kwargs) -> None:
         if obj.is_attribute and obj.docstring is None:
-            doc = factory_docstring(node, obj.name)
+            doc = factory_docstring(node, obj.name) or runtime_docstring(node, obj)
             if doc is not None:
                 obj.docstring = Docstring(doc, parent=obj)
 

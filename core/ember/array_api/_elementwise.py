@@ -30,7 +30,7 @@ def _unary(fn, *kinds: str):
             require(x, fn.__name__, *kinds)
         return fn(x)
 
-    f.__name__ = fn.__name__
+    f.__name__ = f.__qualname__ = fn.__name__  # its own name in help() and the API pages
     return f
 
 
@@ -39,7 +39,7 @@ def _binary(fn, name: str):
         a, b = pair(x1, x2, name)
         return fn(a, b)
 
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     return f
 
 
@@ -319,7 +319,7 @@ def _int_binary(name: str, fn):
         d = dt.promote_types(a.dtype, b.dtype)
         return host_map(lambda u, v: _wrap(fn(int(u), int(v)), d), d, a, b)
 
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     return f
 
 
