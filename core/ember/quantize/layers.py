@@ -83,7 +83,12 @@ class _Static(Module):
     @property
     def unsigned(self) -> bool:
         """Unsigned input codes (the ``*_u8`` ops): the ``input_unsigned`` buffer, read once
-        per buffer (a loaded record replaces it)."""
+        per buffer (a loaded record replaces it).
+
+        >>> from ember import nn
+        >>> QuantLinear.from_float(nn.Linear(4, 2), amax=1.0, unsigned=True).unsigned
+        True
+        """
         flag = self.input_unsigned
         cached = self.__dict__.get("_unsigned")
         if cached is None or cached[0] is not flag:

@@ -27,6 +27,17 @@ class Observer:
     >>> pct = Observer("percentile", percentile=50.0)
     >>> pct.observe([1.0, 2.0, 3.0, 100.0]); pct.amax()  # the median of |x|, not the outlier
     2.5
+
+    Batches of two or more dims also sum each channel (``channel_axis``: a Linear input's
+    last axis), for bias correction's ``means``; ``candidates`` are the ranges
+    ``Scheme.range_search`` tries:
+
+    >>> import numpy as np
+    >>> lin = Observer("mse"); lin.observe(np.array([[1.0, -2.0], [3.0, 4.0]]))
+    >>> Observer.channel_axis(np.zeros((2, 2))), lin.means().tolist()
+    (1, [2.0, 1.0])
+    >>> lin.candidates()[-1]  # the largest value seen comes last
+    4.0
     """
 
     def __init__(self, kind: str = "minmax", percentile: float = 99.99):
