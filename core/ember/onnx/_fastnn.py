@@ -59,17 +59,16 @@ class NNSteps:
                 or len(kernel) != 2):
             return None
         max_pool = self.backend.max_pool
-        cache: dict = {}
+
+        def plan(v):
+            strides, dil, begins, ends, _, extra = _geometry_of(v, kernel, at)
+            return tuple(strides), tuple(dil), [(b, e + x_) for b, e, x_ in
+                                                zip(begins, ends, extra)]
+
+        plan = _per_shape(plan)
 
         def f(v):
-            g = cache.get(v.shape)
-            if g is None:
-                strides, dil, begins, ends, _, extra = _pool_geometry(
-                    v, kernel, at.get("strides"), at.get("pads"), at.get("dilations"),
-                    at.get("ceil_mode", 0), at.get("auto_pad", "NOTSET"))
-                pairs = [(b, e + x_) for b, e, x_ in zip(begins, ends, extra)]
-                g = cache[v.shape] = (tuple(strides), tuple(dil), pairs)
-            strides, dil, pairs = g
+            strides, dil, pairs = plan(v)
             return max_pool(_pad(v, pairs, -np.inf), tuple(kernel), strides, (0, 0), dil, False)
 
         return f
@@ -80,17 +79,17 @@ class NNSteps:
         if self.dtype(node.inputs[0]) not in FLOATS or not kernel or len(kernel) != 2:
             return None
         avg_pool, include = self.backend.avg_pool, bool(at.get("count_include_pad", 0))
-        cache: dict = {}
+
+        def plan(v):
+            strides, dil, begins, ends, _, extra = _geometry_of(v, kernel, at)
+            return (tuple(strides), tuple(begins)) if (
+                begins == ends and not any(extra) and list(dil) == [1, 1]
+                and all(b <= k // 2 for b, k in zip(begins, kernel))) else False
+
+        plan = _per_shape(plan)
 
         def f(v):
-            g = cache.get(v.shape)
-            if g is None:
-                strides, dil, begins, ends, _, extra = _pool_geometry(
-                    v, kernel, at.get("strides"), at.get("pads"), at.get("dilations"),
-                    at.get("ceil_mode", 0), at.get("auto_pad", "NOTSET"))
-                g = cache[v.shape] = (tuple(strides), tuple(begins)) if (
-                    begins == ends and not any(extra) and list(dil) == [1, 1]
-                    and all(b <= k // 2 for b, k in zip(begins, kernel))) else False
+            g = plan(v)
             if g is False:  # the generic path's windowed sum and counts
                 raise Unplanned
             return avg_pool(v, tuple(kernel), g[0], g[1], False, include)
@@ -183,3 +182,22 @@ class NNSteps:
             return d
 
         return self._or_generic(f, node)
+
+
+def _geometry_of(v, kernel, at):
+    """A pooling node's geometry for input ``v`` (``_pool_geometry`` with the node's attributes)."""
+    return _pool_geometry(v, kernel, at.get("strides"), at.get("pads"), at.get("dilations"),
+                          at.get("ceil_mode", 0), at.get("auto_pad", "NOTSET"))
+
+
+def _per_shape(plan):
+    """``plan(v)`` computed once per input shape."""
+    cache: dict = {}
+
+    def planned(v):
+        found = cache.get(v.shape)
+        if found is None:
+            found = cache[v.shape] = plan(v)
+        return found
+
+    return planned
