@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 from .harness import blank_page
-from .mnist_strokes import trace_strokes
-from .test_mnist_demo import _draw, held_out_digits, open_drawing_page
+from .test_mnist_demo import draw_digit, held_out_digits, open_drawing_page
 
 # variant: (browser fixture, query, the backend the page must use)
 VARIANTS = {
@@ -91,12 +90,7 @@ def test_the_page_runs_the_int8_model_like_cpython(request, server, int8_run, in
         assert f32_bytes / int8_bytes > 3.5
 
         for index, digit, image in held_out_digits(per_class=1)[:6]:
-            page.click("#clear")
-            _draw(page, trace_strokes(image))
-            page.wait_for_function("window.mnistDemo.last && window.mnistDemo.idle()",
-                                   timeout=60_000)
-            last = page.evaluate("window.mnistDemo.last")
-            assert last["backend"] == want_backend
+            last = draw_digit(page, image, want_backend)
             want = reference(last["input"])
             # the same integer codes: only the float rescale and softmax may round apart
             np.testing.assert_allclose(last["probs"], want, rtol=1e-4, atol=1e-5,

@@ -38,6 +38,17 @@ def open_drawing_page(page, url: str, want_backend: str) -> None:
     assert page.evaluate("window.mnistDemo.error") is None, page.console_lines[-20:]
     assert page.evaluate("window.mnistDemo.backend") == want_backend
 
+
+def draw_digit(page, image, want_backend: str) -> dict:
+    """Draw ``image``'s strokes on the cleared pad and return the page's prediction
+    (``window.mnistDemo.last``), made on ``want_backend``."""
+    page.click("#clear")
+    _draw(page, trace_strokes(image))
+    page.wait_for_function("window.mnistDemo.last && window.mnistDemo.idle()", timeout=60_000)
+    last = page.evaluate("window.mnistDemo.last")
+    assert last["backend"] == want_backend
+    return last
+
 def held_out_digits(per_class: int = PER_CLASS) -> list[tuple[int, int, np.ndarray]]:
     """The first ``per_class`` test-split images of each class: (index, label, 28×28 uint8)."""
     from ember.dataset import MnistDataset
@@ -160,12 +171,7 @@ def test_trained_model_reads_digits_drawn_with_the_mouse(request, server, traine
 
         results = []
         for index, digit, image in samples:
-            page.click("#clear")
-            _draw(page, trace_strokes(image))
-            page.wait_for_function("window.mnistDemo.last && window.mnistDemo.idle()",
-                                   timeout=60_000)
-            last = page.evaluate("window.mnistDemo.last")
-            assert last["backend"] == want_backend
+            last = draw_digit(page, image, want_backend)
             _check_mnist_layout(last["input"])
             want = reference(last["input"])
             np.testing.assert_allclose(last["probs"], want, rtol=1e-4, atol=1e-5,
