@@ -91,12 +91,25 @@ def calibration_images(n: int = 16):
     return np.stack(crops)
 
 
+def quantize_int8(model, n: int = 16):
+    """The int8 model of ``--int8``: ``model`` (``pretrained(fold=True)``) quantized by
+    ``ember.quantize`` on its backend, calibrated on :func:`calibration_images` (``n``)."""
+    import ember
+
+    # unsigned codes after ReLU6, MSE ranges, bias correction; the depthwise convs stay
+    # float32: the most int8-sensitive layers, and int8 is no faster there on the CPU
+    # backends (benchmarks/RESULTS.md, issue 17)
+    scheme = ember.quantize.Scheme(observer="mse", unsigned=True, bias_correction=True,
+                                   keep_float=("depthwise_conv",))
+    calibration = ember.tensor(calibration_images(n), backend=model.classifier.weight.backend)
+    return ember.quantize(model, calibration, scheme)
+
+
 @lru_cache(maxsize=8)
 def _model(backend: str | None, jit: bool | None, int8: bool = False):
     """``(forward, backend, state bytes)``: the folded pretrained model's forward to
     probabilities on the backend :func:`~ember.demos.acceleration.demo_backend` picks (wgpu:
-    Fusion + jit); ``int8``: quantized by ``ember.quantize`` (:func:`calibration_images`,
-    MSE observer)."""
+    Fusion + jit); ``int8``: quantized by :func:`quantize_int8`."""
     # the model (and ember.nn) load when a photo is classified, not when the CLI starts
     import ember
 
@@ -106,13 +119,7 @@ def _model(backend: str | None, jit: bool | None, int8: bool = False):
     runs_on, use_jit = demo_backend(backend or ember.default_backend().name, jit)
     model = pretrained(backend=runs_on, fold=True)
     if int8:
-        # unsigned codes after ReLU6, MSE ranges, bias correction; the depthwise convs stay
-        # float32: the most int8-sensitive layers, and int8 is no faster there on the CPU
-        # backends (benchmarks/RESULTS.md, issue 17)
-        scheme = ember.quantize.Scheme(observer="mse", unsigned=True, bias_correction=True,
-                                       keep_float=("depthwise_conv",))
-        model = ember.quantize(model, ember.tensor(calibration_images(), backend=runs_on),
-                               scheme)
+        model = quantize_int8(model)
 
     def forward(x):
         return model(x).softmax(dim=1)
