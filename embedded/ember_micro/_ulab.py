@@ -137,6 +137,42 @@ def quantize(xq, x, n, inv_scale):
         qs -= t <= 0.0  # int8 minus a byte mask: no float temporary
 
 
+def dequant(wf, codes, c0, nrows, row_len, scales, s0, block, wdtype):
+    # weight-only rows to floats (layout in _pure.dequant): each row in pieces of at most
+    # STEP codes, converted by slice assignment (int8 or uint8 to float), int4 nibbles split
+    # in place (high = floor(byte / 16), low = byte - 16 * high), then each block scaled in
+    # place; STEP is even, so an int4 piece starts on a byte
+    nb = (row_len + block - 1) // block
+    rb = row_len if wdtype == 2 else (row_len + 1) >> 1
+    out = _f(wf, nrows * row_len)
+    for r in range(nrows):
+        o0 = r * row_len
+        for lo in range(0, row_len, STEP):
+            hi = lo + STEP if lo + STEP < row_len else row_len
+            o = out[o0 + lo:o0 + hi]
+            if wdtype == 2:
+                o[:] = _b(codes, hi - lo, c0 + r * rb + lo)
+                continue
+            u = np.frombuffer(codes, dtype=np.uint8, count=(hi - lo + 1) >> 1,
+                              offset=c0 + r * rb + (lo >> 1))
+            even, odd = o[0::2], o[1::2]
+            even[:] = u
+            if hi - lo > 1:
+                odd[:] = u[:(hi - lo) >> 1]
+                odd *= 0.0625
+                odd[:] = np.floor(odd)
+            t = np.floor(even * 0.0625)
+            t *= 16.0
+            even -= t
+            o -= 8.0
+        s = s0 + r * nb
+        for b in range(nb):
+            lo = o0 + b * block
+            hi = lo + block if b < nb - 1 else o0 + row_len
+            v = out[lo:hi]
+            v *= scales[s + b]
+
+
 # The views of one weighted layer, kept from its first chunk of rows to its last: a streamed
 # layer comes in dozens of chunks (the MNIST MLP's f32 hidden layer: 64 of 2 rows), and fresh
 # views per chunk were most of its garbage. Dropped after the layer's last row, so no buffer

@@ -8,12 +8,15 @@
 # buffer for quantised layer inputs, one buffer per open residual skip, small per-layer arrays
 # (bias, scales, geometry). Weights of up to `resident` bytes stay in RAM as compact arrays;
 # bigger ones are streamed from the open file in chunks of about `chunk` bytes per inference.
+# Weight-only layers (int8/int4 codes per block, float activations) keep their codes in RAM or
+# stream them the same way, and dequantize a few rows at a time (about `chunk` bytes of floats)
+# into one float buffer that the float kernels read: no whole float weight matrix is made.
 import struct
 from array import array
 
 from . import format as fmt
 from . import kernels
-from .format import ACT, AVGPOOL, CONV2D, GAP, LINEAR, MAXPOOL, SAVE, SOFTMAX
+from .format import ACT, AVGPOOL, CONV2D, F32, GAP, INT8, LINEAR, MAXPOOL, SAVE, SOFTMAX
 
 
 class ModelError(ValueError):
@@ -82,6 +85,9 @@ class _Layer:
         self.rows = 0
         self.row_len = 0
         self.rpc = 0
+        self.rb = 0  # bytes per weight row in the file
+        self.block = 0  # weight-only: weights per scale (the whole row when one block)
+        self.nb = 0  # weight-only: scales per row
         self.inv_scale = 0.0
         self.req = None  # int8 chain (pure tier, _chain.py): requantisation to the next layer
         self.chain_end = 0
@@ -170,12 +176,9 @@ class Model:
                 L.geom = array("i", [L.ic, L.ih, L.iw, L.oc, L.oh, L.ow, L.kh, L.kw, L.sh,
                                      L.sw, L.ph, L.pw, L.groups])
             if L.op == LINEAR or L.op == CONV2D:
-                need = self._load_weights(f, L, resident, chunk)
-                if need:
-                    if L.wdtype:
-                        cb = max(cb, need)
-                    else:
-                        cf = max(cf, need)
+                need_f, need_b = self._load_weights(f, L, resident, chunk)
+                cf = max(cf, need_f)
+                cb = max(cb, need_b)
             layers.append(L)
         check.finish()
         self.layers = layers
@@ -197,7 +200,7 @@ class Model:
         if need:
             self._q2 = _zeros_b(need)
         L = self.layers[0] if self.layers else None
-        if L is not None and (L.op == LINEAR or L.op == CONV2D) and L.wdtype:
+        if L is not None and (L.op == LINEAR or L.op == CONV2D) and L.wdtype == INT8:
             x = _zeros_f(256)
             self.k.load_u8(x, bytes(range(256)), 256, self.in_mul, self.in_add)
             self._lut = _zeros_b(256)
@@ -217,22 +220,32 @@ class Model:
         return a
 
     def _load_weights(self, f, L, resident, chunk):
+        # returns (floats, bytes) the shared chunk buffers need for this layer
         if L.boff:
             L.bias = self._read_f(f, L.boff, L.rows)
-        if L.wdtype:
+        L.rb = fmt.row_bytes(L.wdtype, L.row_len)
+        wonly = L.wdtype > INT8
+        if L.wdtype == INT8:
             L.mult = self._read_f(f, L.soff, L.rows)
             for r in range(L.rows):
                 L.mult[r] *= L.in_scale
             L.inv_scale = 1.0 / L.in_scale
+        elif wonly:
+            L.nb = fmt.n_blocks(L.row_len, L.slot)
+            L.block = L.row_len if L.nb == 1 else L.slot
+            L.mult = self._read_f(f, L.soff, L.rows * L.nb)
+        # rows per chunk: streamed rows, or (weight-only) rows dequantized at a time
+        L.rpc = max(1, min(L.rows, chunk // (4 * L.row_len if wonly else L.rb)))
+        floats = L.rpc * L.row_len if wonly else 0
         if L.wlen <= resident:
-            L.weights = _zeros_b(L.wlen) if L.wdtype else _zeros_f(L.wlen // 4)
+            L.weights = _zeros_f(L.wlen // 4) if L.wdtype == F32 else _zeros_b(L.wlen)
             f.seek(L.woff)
             if f.readinto(L.weights) != L.wlen:
                 raise self._err("truncated while reading weights at %d" % L.woff)
-            return 0
-        row_bytes = L.row_len * (1 if L.wdtype else 4)
-        L.rpc = max(1, min(L.rows, chunk // row_bytes))
-        return L.rpc * L.row_len
+            return floats, 0
+        if L.wdtype == F32:
+            return L.rpc * L.row_len, 0
+        return floats, L.rpc * L.rb
 
     def close(self):
         self._f.close()
@@ -242,26 +255,35 @@ class Model:
         k = self.k
         if xq is not None:
             x = xq
-        elif L.wdtype:
+        elif L.wdtype == INT8:
             k.quantize(self.q, x, L.n_in, L.inv_scale)
             x = self.q
-        if L.weights is not None:
+        wonly = L.wdtype > INT8
+        if L.weights is not None and not wonly:
             self._call(L, y, x, L.weights, 0, L.rows, req)
             return
-        buf = self._cb if L.wdtype else self._cf
-        mv = memoryview(buf)
-        item = 1 if L.wdtype else 4
+        buf = self._cf if L.wdtype == F32 else self._cb
         f = self._f
-        f.seek(L.woff)
+        if L.weights is None:
+            mv = memoryview(buf)
+            f.seek(L.woff)
         r = 0
         while r < L.rows:
             n = L.rows - r
             if n > L.rpc:
                 n = L.rpc
-            m = n * L.row_len
-            if f.readinto(mv[:m]) != m * item:
-                raise self._err("truncated while streaming weights")
-            self._call(L, y, x, buf, r, n, req)
+            if L.weights is not None:  # weight-only, codes in RAM
+                codes, c0 = L.weights, r * L.rb
+            else:  # memoryviews count items: floats, or bytes for codes
+                m = n * L.rb
+                if f.readinto(mv[:m // 4 if L.wdtype == F32 else m]) != m:
+                    raise self._err("truncated while streaming weights")
+                codes, c0 = buf, 0
+            if wonly:  # this chunk's rows as floats, into the float chunk buffer
+                k.dequant(self._cf, codes, c0, n, L.row_len, L.mult, r * L.nb, L.block,
+                          L.wdtype)
+                codes = self._cf
+            self._call(L, y, x, codes, r, n, req)
             r += n
 
     def _call(self, L, y, x, w, r0, n, req):
@@ -269,13 +291,13 @@ class Model:
         if L.op == LINEAR:
             if req is not None:
                 k.dense_q(y, r0, x, w, n, L.n_in, L.bias, L.mult, L.act, req)
-            elif L.wdtype:
+            elif L.wdtype == INT8:
                 k.dense_q(y, r0, x, w, n, L.n_in, L.bias, L.mult, L.act)
             else:
                 k.dense(y, r0, x, w, n, L.n_in, L.bias, L.act)
         elif req is not None:
             k.conv_q(y, x, w, L.bias, L.mult, L.geom, r0, n, L.act, req)
-        elif L.wdtype:
+        elif L.wdtype == INT8:
             k.conv_q(y, x, w, L.bias, L.mult, L.geom, r0, n, L.act)
         else:
             k.conv(y, x, w, L.bias, L.geom, r0, n, L.act)

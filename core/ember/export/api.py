@@ -36,6 +36,7 @@ class ExportReport:
     agreement: float | None = None
     max_abs_logit_diff: float | None = None
     memory: MemoryEstimate | None = None
+    weight_only: bool = False  # ember.quantize's weight-only codes (int4/int8 per block)
 
     @property
     def ram_bytes(self) -> int | None:
@@ -43,8 +44,9 @@ class ExportReport:
         return self.memory.ram_bytes if self.memory is not None else None
 
     def __str__(self) -> str:
+        kind = "int8" if self.int8 else "weight-only" if self.weight_only else ""
         lines = [f"{self.path}: {self.size_bytes:,} bytes, {len(self.layers)} layers"
-                 + (f" (int8; f32 would be {self.float_size_bytes:,})" if self.int8 else "")]
+                 + (f" ({kind}; f32 would be {self.float_size_bytes:,})" if kind else "")]
         if self.memory is not None:
             lines.append(f"  board memory: {self.memory}")
         lines += [f"  {d}" for d in self.layers]
@@ -100,7 +102,7 @@ def _unquantized(program: Program) -> Program:
     plain = copy.copy(program)
     plain.layers = [copy.copy(layer) for layer in program.layers]
     for layer in plain.layers:
-        layer.w_q = None
+        layer.w_q, layer.w_bits = None, 0
     return plain
 
 
@@ -116,8 +118,11 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
     change (labels may be None: then only agreement with f32). ``input_transform=(mul, add)``
     tells the board how to scale uint8 inputs: ``x = byte * mul + add``.
 
-    A model from ``ember.quantize`` (scheme ``"int8"``) is written with its own codes and
-    scales, not quantized again (no calibration needed).
+    A model from ``ember.quantize`` is written with its own codes and scales, not quantized
+    again (no calibration needed): scheme ``"int8"`` as int8 layers, the weight-only schemes
+    ``"int8-weights"`` and ``"int4"`` as int8/int4 codes per block with float activations
+    (the board dequantizes each weight row as it uses it). ``int8=True`` can't apply to a
+    weight-only model (its codes would be quantized again).
 
     ``budget_bytes`` (RAM) and ``flash_budget_bytes`` (the model file) state the board's
     memory: a model over either raises :class:`~ember.export.budget.BudgetError` naming what
@@ -134,8 +139,14 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
     """
     model.eval()
     program = lower(model, input_shape)
-    already = program.quantized  # an ember.quantize model: its codes are written as they are
-    int8 = int8 or already
+    # an ember.quantize model: its codes are written as they are
+    already = program.quantized or program.weight_only
+    if int8 and program.weight_only:
+        raise ValueError("export(int8=True): the model holds ember.quantize weight-only layers "
+                         "(int4/int8 codes per block), which are written as they are; export "
+                         "it without int8=True, or quantize the float model with "
+                         "ember.quantize(model, calibration, 'int8')")
+    int8 = int8 or program.quantized
     memory = estimate_memory(program, int8=int8)
     check_budget(memory, budget_bytes, flash_budget_bytes, tier)
     if input_transform is not None:
@@ -167,4 +178,4 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
             acc_q = float(np.mean(yq.argmax(1) == labels))
     return ExportReport(os.fspath(path), size, float_bytes,
                         [layer.describe() for layer in program.layers], int8, n_eval, acc_f,
-                        acc_q, agree, diff, memory)
+                        acc_q, agree, diff, memory, program.weight_only)

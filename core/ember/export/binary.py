@@ -10,7 +10,7 @@ from .. import limits
 from ..errors import RecordError, malformed_file
 from ..io import atomic_write
 from . import format as fmt
-from .ir import Layer, Program, _np
+from .ir import Layer, Program, _np, dequantize
 
 
 def _act_size(shape) -> int:
@@ -54,14 +54,16 @@ def encode(program: Program) -> bytes:
     for layer in program.layers:
         max_act = max(max_act, _act_size(layer.in_shape), _act_size(layer.out_shape))
         woff = wlen = boff = soff = 0
-        wdtype = fmt.F32
+        wdtype = layer.wdtype if layer.weighted else fmt.F32
+        slot = layer.slot
         if layer.weighted:
-            if layer.w_q is not None:
+            if wdtype == fmt.INT8:
                 raw = np.ascontiguousarray(layer.w_q, dtype="<i1").tobytes()
-                wdtype = fmt.INT8
                 max_qin = max(max_qin, _act_size(layer.in_shape))
-            else:
+            elif wdtype == fmt.F32:
                 raw = np.ascontiguousarray(layer.weight, dtype="<f4").tobytes()
+            else:
+                raw, slot = _weight_only(np, layer)
             woff, wlen = put(raw), len(raw)
             if layer.bias is not None:
                 boff = put(np.asarray(layer.bias, dtype="<f4").tobytes())
@@ -73,17 +75,33 @@ def encode(program: Program) -> bytes:
             | (fmt.LFLAG_PAD_BOTTOM if layer.extra_h else 0)
             | (fmt.LFLAG_PAD_RIGHT if layer.extra_w else 0),
             *layer.in_shape, *layer.out_shape,
-            layer.kh, layer.kw, layer.sh, layer.sw, layer.ph, layer.pw, layer.groups, layer.slot,
+            layer.kh, layer.kw, layer.sh, layer.sw, layer.ph, layer.pw, layer.groups, slot,
             woff, wlen, boff, soff, float(layer.in_scale),
         )
     payload = bytes(table) + bytes(blobs)
+    # files without weight-only layers stay version 2: older readers still run them
+    version = fmt.BLOCK_VERSION if program.weight_only else fmt.MIN_VERSION
     header = struct.pack(
-        fmt.HEADER_FMT, fmt.MAGIC, fmt.FORMAT_VERSION,
+        fmt.HEADER_FMT, fmt.MAGIC, version,
         fmt.FLAG_INT8 if program.quantized else 0, len(program.layers), program.n_slots,
         *program.input_shape, 0, max_act, max_qin, _act_size(program.output_shape),
         program.in_mul, program.in_add, len(payload), 0,
     )
     return _with_crc(header + payload)
+
+
+def _weight_only(np, layer: Layer) -> tuple[bytes, int]:
+    """A weight-only layer's code block and the record's block field (0: whole rows)."""
+    codes = np.asarray(layer.w_q, dtype=np.int16).reshape(len(layer.w_q), -1)
+    rows, row_len = codes.shape
+    block = 0 if layer.w_block >= row_len else layer.w_block
+    if layer.w_bits == 8:
+        return np.ascontiguousarray(codes, dtype="<i1").tobytes(), block
+    # int4: code + 8 in a nibble, low first, each row starting on a byte (odd rows padded
+    # with code 0, nibble 8)
+    nib = np.full((rows, row_len + row_len % 2), 8, dtype=np.uint8)
+    nib[:, :row_len] = codes + 8
+    return (nib[:, 0::2] | (nib[:, 1::2] << 4)).astype(np.uint8).tobytes(), block
 
 
 def save(program: Program, path: str | os.PathLike) -> int:
@@ -146,7 +164,10 @@ def _decode(data: bytes, source: str) -> Program:
                       extra_w=int(bool(lflags & fmt.LFLAG_PAD_RIGHT)), in_scale=float(rec[22]))
         if layer.weighted:
             with np.errstate(invalid="ignore"):  # signalling-NaN floats are data, not an error
-                _read_weights(np, data, layer, rec[18:22], rows, row_len, wdtype)
+                if wdtype in (fmt.INT8_BLOCK, fmt.INT4_BLOCK):
+                    _read_weight_only(np, data, layer, rec, rows, row_len)
+                else:
+                    _read_weights(np, data, layer, rec[18:22], rows, row_len, wdtype)
         layers.append(layer)
     check.finish()
     # after finish(): a max_act the layers don't need is reported as that, not as too large
@@ -154,23 +175,48 @@ def _decode(data: bytes, source: str) -> Program:
     return Program(layers, (c, h, w), n_slots, float(in_mul), float(in_add))
 
 
+def _wshape(layer: Layer, rows: int, row_len: int) -> tuple[int, ...]:
+    if layer.op == fmt.LINEAR:
+        return (rows, row_len)
+    return (rows, layer.in_shape[0] // layer.groups, layer.kh, layer.kw)
+
+
 def _read_weights(np, data, layer: Layer, offsets, rows: int, row_len: int, wdtype: int):
     """Fill ``layer``'s arrays from blocks the Checker has placed inside the file."""
     woff, _, boff, soff = offsets
-    if layer.op == fmt.LINEAR:
-        wshape = (rows, row_len)
-    else:
-        wshape = (rows, layer.in_shape[0] // layer.groups, layer.kh, layer.kw)
     arr = np.frombuffer(data, "<i1" if wdtype == fmt.INT8 else "<f4", rows * row_len, woff)
-    arr = arr.reshape(wshape)
-    if boff:
-        layer.bias = np.frombuffer(data, "<f4", rows, boff).astype(np.float64)
+    arr = arr.reshape(_wshape(layer, rows, row_len))
+    _read_bias(np, data, layer, boff, rows)
     if wdtype == fmt.INT8:
         layer.w_q = arr.copy()
         layer.w_scale = np.frombuffer(data, "<f4", rows, soff).astype(np.float64)
         layer.weight = layer.w_q * layer.w_scale.reshape((-1,) + (1,) * (arr.ndim - 1))
     else:
         layer.weight = arr.astype(np.float64)
+
+
+def _read_bias(np, data, layer: Layer, boff: int, rows: int) -> None:
+    if boff:
+        layer.bias = np.frombuffer(data, "<f4", rows, boff).astype(np.float64)
+
+
+def _read_weight_only(np, data, layer: Layer, rec, rows: int, row_len: int) -> None:
+    """Codes and block scales of a weight-only layer (placed by the Checker)."""
+    wdtype, block, (woff, wlen, boff, soff) = rec[2], rec[17], rec[18:22]
+    nb = fmt.n_blocks(row_len, block)
+    raw = np.frombuffer(data, np.uint8, wlen, woff).reshape(rows, -1)
+    if wdtype == fmt.INT4_BLOCK:
+        codes = np.stack([raw & 15, raw >> 4], axis=2).reshape(rows, -1)[:, :row_len]
+        codes = codes.astype(np.int16) - 8
+    else:
+        codes = raw.view(np.int8)
+    layer.w_bits = 4 if wdtype == fmt.INT4_BLOCK else 8
+    layer.w_block = row_len if nb == 1 else block
+    layer.w_q = codes.astype(np.int8).reshape(_wshape(layer, rows, row_len))
+    layer.w_scale = np.frombuffer(data, "<f4", rows * nb, soff).astype(np.float64)
+    layer.w_scale = layer.w_scale.reshape(rows, nb)
+    layer.weight = dequantize(layer.w_q, layer.w_scale, layer.w_block)
+    _read_bias(np, data, layer, boff, rows)
 
 
 def load(path: str | os.PathLike) -> Program:

@@ -7,7 +7,8 @@ The estimate follows what ``embedded/ember_micro`` allocates (see ``model.py`` t
   MicroPython heap needs beyond its live data): two ping-pong activation buffers of the largest activation (float32), one more per
   open residual skip, the int8 buffer for quantised layer inputs, weights kept resident (blocks
   of at most ``resident`` bytes) with biases and scales, the chunk buffer that streams the
-  larger weight blocks from flash, the output vector, and the runtime itself (its code and
+  larger weight blocks from flash (weight-only layers: also the float buffer their rows are
+  dequantized into, a few rows at a time), the output vector, and the runtime itself (its code and
   per-layer records: :data:`RUNTIME_BYTES` + :data:`LAYER_BYTES` per layer, measured on the
   MicroPython unix port with ember_micro precompiled to .mpy);
 - **per kernel tier** (``tier_bytes``): what one inference allocates on top, at its peak —
@@ -164,13 +165,21 @@ class MemoryEstimate:
                                     if t in self.tier_bytes) + ")" if self.tier_bytes else ""))
 
 
+def _stored(layer: Layer, int8: bool) -> int:
+    """The weight dtype the file stores for a weighted layer (``int8``: as if quantised)."""
+    return layer.wdtype if layer.w_q is not None else fmt.INT8 if int8 else fmt.F32
+
+
 def _weight_blocks(layer: Layer, int8: bool) -> tuple[int, int, int]:
     """(weight bytes, bias bytes, scale bytes) of a weighted layer as the file stores them."""
     rows, row_len = fmt.weight_rows(layer.op, layer.in_shape[0], _size(layer.in_shape),
                                     layer.out_shape[0], layer.kh, layer.kw, layer.groups)
-    q = int8 or layer.w_q is not None
-    return rows * row_len * (1 if q else 4), 4 * rows if layer.bias is not None else 0, \
-        4 * rows if q else 0
+    wdtype = _stored(layer, int8)
+    scales = 0 if wdtype == fmt.F32 else rows
+    if wdtype in (fmt.INT8_BLOCK, fmt.INT4_BLOCK):
+        scales *= fmt.n_blocks(row_len, layer.w_block)
+    return rows * fmt.row_bytes(wdtype, row_len), 4 * rows if layer.bias is not None else 0, \
+        4 * scales
 
 
 def estimate_memory(program: Program, *, int8: bool = False, resident: int = RESIDENT,
@@ -196,25 +205,31 @@ def estimate_memory(program: Program, *, int8: bool = False, resident: int = RES
                 largest, where = shape, layer.name.split("+")[0]
         if not layer.weighted:
             continue
-        quantized = int8 or layer.w_q is not None
+        wdtype = _stored(layer, int8)
         wbytes, bbytes, sbytes = _weight_blocks(layer, int8)
         for block in (wbytes, bbytes, sbytes):
             if block:
                 flash += -flash % 4 + block  # blocks are 4-byte aligned
         resident_bytes += bbytes + sbytes
         rows = layer.out_shape[0]
-        if quantized:
+        row_bytes = wbytes // rows
+        wonly = wdtype in (fmt.INT8_BLOCK, fmt.INT4_BLOCK)
+        if wdtype == fmt.INT8:
             max_qin = max(max_qin, _size(layer.in_shape))
             int8_rows += rows
+        # rows per chunk (ember_micro's rule): streamed rows of about `chunk` bytes, or for
+        # weight-only layers rows dequantized at a time into about `chunk` bytes of floats
+        row_len = fmt.weight_rows(layer.op, layer.in_shape[0], _size(layer.in_shape), rows,
+                                  layer.kh, layer.kw, layer.groups)[1]
+        rpc = max(1, min(rows, chunk // (4 * row_len if wonly else row_bytes)))
+        if wonly:
+            stream_f = max(stream_f, 4 * rpc * row_len)
         if wbytes <= resident:
             resident_bytes += wbytes
-        else:  # streamed: rows per chunk, at least one
-            row_bytes = wbytes // rows
-            rpc = max(1, min(rows, chunk // row_bytes))
-            if quantized:
-                stream_b = max(stream_b, rpc * row_bytes)
-            else:
-                stream_f = max(stream_f, rpc * row_bytes)
+        elif wdtype == fmt.F32:  # streamed
+            stream_f = max(stream_f, rpc * row_bytes)
+        else:
+            stream_b = max(stream_b, rpc * row_bytes)
     act = 4 * _size(largest)
     chains = _size(largest) + 256 + 32 * int8_rows + PURE_CHAIN_CODE if int8_rows else 0
     return MemoryEstimate(

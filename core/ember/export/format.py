@@ -6,7 +6,10 @@ aligned so a board can read them straight into ``array('f')``.
 Header (48 bytes, ``HEADER_FMT``)::
 
     magic      4s   b"EMBM"
-    version    H    FORMAT_VERSION (2; version 1 left the header outside the checksum)
+    version    H    2, or 3 when some layer holds weight-only codes (wdtype 2 or 3): version 2
+                    readers refuse such a file as too new instead of misreading it, and
+                    files without them stay readable there (version 1 left the header
+                    outside the checksum)
     flags      H    bit 0: some layer holds int8 weights
     n_layers   H    at least 1
     n_slots    H    extra activation buffers for residual skips (0 for plain chains)
@@ -22,15 +25,17 @@ Header (48 bytes, ``HEADER_FMT``)::
 
 Then ``n_layers`` records of ``LAYER_FMT`` (52 bytes), then the weight blocks::
 
-    op, act, wdtype, lflags   4×B   opcode, fused activation, 0 = f32 / 1 = int8; lflags
+    op, act, wdtype, lflags   4×B   opcode, fused activation, weight dtype (0 = f32, 1 = int8,
+                                    2 = int8 per block, 3 = int4 per block: see below); lflags
                                     bit 0: avg pool counts padding, bit 1 / bit 2: one more
                                     zero row after (bottom) / column after (right) than the
                                     ph / pw before (TensorFlow's lopsided "SAME" padding)
     in_c, in_h, in_w          3×H
     out_c, out_h, out_w       3×H
-    kh, kw, sh, sw, ph, pw, groups, slot   8×H   (conv/pool geometry; slot for SAVE/ADD)
+    kh, kw, sh, sw, ph, pw, groups, slot   8×H   (conv/pool geometry; slot: the residual
+                                    slot of SAVE/ADD, the block size of a weight-only layer)
     woff, wlen, boff, soff    4×I   weights, their byte length, f32 bias (0: none), f32
-                                    per-output-channel int8 weight scales (0: f32 weights)
+                                    weight scales (int8 and weight-only layers; 0: f32)
     in_scale                  f     int8 layers: the calibrated input activation scale
 
 Window geometry: ``out = (in + before + after - k) // stride + 1`` with ``before = ph`` and
@@ -41,6 +46,15 @@ mean ``w_q * scale[out]``; an int8 layer quantises its input as
 ``clamp(round_half_away(x / in_scale), -127, 127)`` and accumulates in int32. The blocks
 follow the layer table in layer order (weights, bias, scales), each at the next 4-byte
 boundary, and the file ends with the last block.
+
+Weight-only layers (``ember.quantize`` schemes ``"int4"``, ``"int8-weights"``) keep float
+activations: each weight row (``row_len`` weights) is cut into ``nb = ceil(row_len / block)``
+blocks of ``block`` weights (the record's ``slot``; 0: one block of the whole row), and the
+scales are float32 ``(rows, nb)``. wdtype 2 (INT8_BLOCK): int8 codes, ``rows * row_len``
+bytes; wdtype 3 (INT4_BLOCK): codes -7..7 stored as ``code + 8`` in a nibble, two per byte,
+low nibble first, each row starting on a byte (``ceil(row_len / 2)`` bytes a row, an odd row
+padded with code 0). A weight is ``code * scale[row, i // block]``; ``in_scale`` is 0. A file
+holds int8 layers or weight-only layers, not both.
 
 A reader trusts nothing it has not checked: :class:`Checker` holds every rule a file must
 satisfy, and both decoders (``ember.export.decode`` on CPython, ``ember_micro`` on MicroPython)
@@ -55,7 +69,9 @@ run it before they allocate what the file declares.
 import struct
 
 MAGIC = b"EMBM"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # the newest version this module reads
+MIN_VERSION = 2
+BLOCK_VERSION = 3  # the version a file with weight-only layers needs
 HEADER_FMT = "<4s8H3I2fII"
 HEADER_SIZE = struct.calcsize(HEADER_FMT)
 CRC_OFFSET = HEADER_SIZE - 4  # the checksum is the header's last field
@@ -72,7 +88,9 @@ OP_NAMES = {LINEAR: "linear", CONV2D: "conv2d", MAXPOOL: "maxpool", AVGPOOL: "av
 NONE, RELU, RELU6, SIGMOID, TANH, HARDSWISH = range(6)
 ACT_NAMES = {NONE: "none", RELU: "relu", RELU6: "relu6", SIGMOID: "sigmoid", TANH: "tanh",
              HARDSWISH: "hardswish"}
-F32, INT8 = 0, 1
+F32, INT8, INT8_BLOCK, INT4_BLOCK = 0, 1, 2, 3
+DTYPE_NAMES = {F32: "f32", INT8: "int8", INT8_BLOCK: "int8 per block",
+               INT4_BLOCK: "int4 per block"}
 LFLAG_COUNT_PAD = 1
 LFLAG_PAD_BOTTOM = 2
 LFLAG_PAD_RIGHT = 4
@@ -86,10 +104,10 @@ def check_envelope(header, size, fail):
     magic, version, plen = header[0], header[1], header[14]
     if magic != MAGIC:
         raise fail("bad magic %r, expected %r: not an ember micro model" % (magic, MAGIC))
-    if version < FORMAT_VERSION:
+    if version < MIN_VERSION:
         raise fail("format version %d was written by an older ember (its header was not "
                    "checksummed); re-export the model with this ember (ember.export.export) "
-                   "to get version %d" % (version, FORMAT_VERSION))
+                   "to get version %d" % (version, MIN_VERSION))
     if version > FORMAT_VERSION:
         raise fail("format version %d is newer than this reader (version %d): update ember "
                    "and ember_micro" % (version, FORMAT_VERSION))
@@ -105,6 +123,20 @@ def weight_rows(op, ic, n_in, oc, kh, kw, groups):
     return oc, (ic // groups) * kh * kw
 
 
+def row_bytes(wdtype, row_len):
+    """Bytes of one weight row of ``row_len`` weights stored as ``wdtype``."""
+    if wdtype == INT4_BLOCK:
+        return (row_len + 1) // 2
+    return row_len * (4 if wdtype == F32 else 1)
+
+
+def n_blocks(row_len, block):
+    """Scales per row of a weight-only layer whose record says ``block`` (0: whole row)."""
+    if block == 0 or block >= row_len:
+        return 1
+    return (row_len + block - 1) // block
+
+
 class Checker:
     """Every rule a model file must satisfy beyond its checksum, applied in file order.
 
@@ -116,8 +148,8 @@ class Checker:
     """
 
     def __init__(self, header, fail):
-        (_, _, flags, n_layers, n_slots, c, h, w, reserved, self.max_act, self.max_qin,
-         self.n_out, _, _, plen, _) = header
+        (_, self.version, flags, n_layers, n_slots, c, h, w, reserved, self.max_act,
+         self.max_qin, self.n_out, _, _, plen, _) = header
         self.fail = fail
         self.size = HEADER_SIZE + plen
         if n_layers == 0:
@@ -139,6 +171,7 @@ class Checker:
         self.need = self.prev
         self.qneed = self.slots = 0
         self.int8 = False
+        self.block = None  # the first weight-only layer, if any
         self.gap = None  # the first unexplained gap before a block, reported by finish()
 
     def layer(self, i, rec):
@@ -146,7 +179,7 @@ class Checker:
         (op, act, wdtype, lflags, ic, ih, iw, oc, oh, ow, kh, kw, sh, sw, ph, pw, groups,
          slot, woff, wlen, boff, soff, in_scale) = rec
         fail = self.fail
-        if op not in OP_NAMES or act not in ACT_NAMES or wdtype > INT8 or lflags > 7:
+        if op not in OP_NAMES or act not in ACT_NAMES or wdtype > INT4_BLOCK or lflags > 7:
             raise fail("layer %d: unknown opcode %d, activation %d, weight dtype %d or flags "
                        "%d" % (i, op, act, wdtype, lflags))
         at = "layer %d (%s)" % (i, OP_NAMES[op])
@@ -171,11 +204,10 @@ class Checker:
         rows = row_len = 0
         if op == LINEAR or op == CONV2D:
             rows, row_len = weight_rows(op, ic, n_in, oc, kh, kw, groups)
-            item = 1 if wdtype == INT8 else 4
-            if wlen != rows * row_len * item:
+            if wlen != rows * row_bytes(wdtype, row_len):
                 raise fail("%s: weight block of %d bytes, a %dx%d %s matrix takes %d"
-                           % (at, wlen, rows, row_len, "int8" if item == 1 else "f32",
-                              rows * row_len * item))
+                           % (at, wlen, rows, row_len, DTYPE_NAMES[wdtype],
+                              rows * row_bytes(wdtype, row_len)))
             self._block(at, "weights", woff, wlen)
             if boff:
                 self._block(at, "bias", boff, 4 * rows)
@@ -186,6 +218,8 @@ class Checker:
                 self._block(at, "scales", soff, 4 * rows)
                 self.qneed = max(self.qneed, n_in)
                 self.int8 = True
+            elif wdtype != F32:
+                self._weight_only(at, wdtype, rows, row_len, slot, soff, in_scale)
             elif soff:
                 raise fail("%s: f32 weights with int8 scales at %d" % (at, soff))
         elif woff or wlen or boff or soff:
@@ -193,6 +227,19 @@ class Checker:
         self.need = max(self.need, n_out)
         self.prev = n_out
         return rows, row_len
+
+    def _weight_only(self, at, wdtype, rows, row_len, block, soff, in_scale):
+        fail = self.fail
+        if self.version < BLOCK_VERSION:
+            raise fail("%s: %s weights need format version %d, the header says %d"
+                       % (at, DTYPE_NAMES[wdtype], BLOCK_VERSION, self.version))
+        if not soff or in_scale != 0.0:
+            raise fail("%s: %s weights need block scales and input scale 0 (float inputs), "
+                       "got scale offset %d and input scale %r"
+                       % (at, DTYPE_NAMES[wdtype], soff, in_scale))
+        self._block(at, "scales", soff, 4 * rows * n_blocks(row_len, block))
+        if self.block is None:
+            self.block = at
 
     def _window(self, at, op, lflags, ic, ih, iw, oc, oh, ow, kh, kw, sh, sw, ph, pw, groups):
         fail = self.fail
@@ -242,6 +289,9 @@ class Checker:
         if bool(self.flags & FLAG_INT8) != self.int8:
             raise fail("the header's int8 flag says %d, the layers say %d"
                        % (self.flags & FLAG_INT8, self.int8))
+        if self.int8 and self.block is not None:
+            raise fail("%s holds weight-only codes in a file with int8-activation layers: a "
+                       "file holds one kind or the other" % self.block)
         if self.gap is not None:
             raise fail(self.gap)
         if self.cursor != self.size:

@@ -2,12 +2,15 @@
 
 BatchNorm folds into the Conv2d/Linear before it (or becomes a 1×1 depthwise conv when nothing
 precedes it); activations fuse into the Conv2d/Linear before them; Dropout and Identity vanish.
+Layers of ``ember.quantize`` keep their codes: int8 ones (``QuantLinear``/``QuantConv2d``)
+and weight-only ones (``WeightOnlyLinear``/``WeightOnlyConv2d``: int8 or int4 codes per block).
 A zero-padding layer (``SamePad2d``, TensorFlow's lopsided "SAME" padding, or ``ZeroPad2d``)
 folds into the Conv2d after it, whose record then pads one more row/column after than before.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,17 +51,31 @@ class Layer:
     w_q: Any = None
     w_scale: Any = None
     in_scale: float = 0.0
+    w_bits: int = 0  # weight-only codes (float activations): 8 or 4 bits; 0: none
+    w_block: int = 0  # weight-only: weights per scale along a row (at most the row)
 
     @property
     def weighted(self) -> bool:
         """Whether the layer has weights (linear and conv2d)."""
         return self.op in (fmt.LINEAR, fmt.CONV2D)
 
+    @property
+    def wdtype(self) -> int:
+        """The weight dtype the file stores (``format.F32``, ``INT8``, ``INT8_BLOCK``,
+        ``INT4_BLOCK``)."""
+        if self.w_q is None:
+            return fmt.F32
+        if self.w_bits:
+            return fmt.INT4_BLOCK if self.w_bits == 4 else fmt.INT8_BLOCK
+        return fmt.INT8
+
     def describe(self) -> str:
         """``"conv2d+relu (1, 8, 8)->(4, 8, 8)"``: the op, its fused activation and the shapes."""
         s = fmt.OP_NAMES[self.op]
         if self.act:
             s += "+" + fmt.ACT_NAMES[self.act]
+        if self.w_bits:
+            s += f" int{self.w_bits}/{self.w_block}"
         return f"{s} {self.in_shape}->{self.out_shape}"
 
 
@@ -90,8 +107,22 @@ class Program:
 
     @property
     def quantized(self) -> bool:
-        """Whether any layer holds int8 weights."""
-        return any(layer.w_q is not None for layer in self.layers)
+        """Whether any layer holds int8 weights with an int8 input (not weight-only)."""
+        return any(layer.wdtype == fmt.INT8 for layer in self.layers)
+
+    @property
+    def weight_only(self) -> bool:
+        """Whether any layer holds weight-only codes (int8/int4 per block, float inputs).
+
+        >>> import ember
+        >>> from ember import nn
+        >>> from ember.export import lower
+        >>> model = ember.quantize(nn.Sequential(nn.Linear(64, 32)), None, "int4")
+        >>> program = lower(model, (64,))
+        >>> program.weight_only, program.quantized, program.layers[0].describe()
+        (True, False, 'linear int4/64 (64, 1, 1)->(32, 1, 1)')
+        """
+        return any(layer.w_bits for layer in self.layers)
 
 
 def _np():
@@ -120,6 +151,7 @@ def _array(t):
 _ACTS = {"ReLU": fmt.RELU, "ReLU6": fmt.RELU6, "Sigmoid": fmt.SIGMOID, "Tanh": fmt.TANH,
          "Hardswish": fmt.HARDSWISH, "HardSwish": fmt.HARDSWISH}
 _SKIP = ("Dropout", "Identity")
+_CONVS = ("Conv2d", "QuantConv2d", "WeightOnlyConv2d")  # what takes a zero padding before
 
 
 class _Lowering:
@@ -150,7 +182,7 @@ class _Lowering:
     def walk(self, m, name: str, shape):
         kind = type(m).__name__
         handler = getattr(self, "do_" + kind, None)
-        if self.pad is not None and kind not in ("Conv2d", "QuantConv2d", "Sequential", *_SKIP):
+        if self.pad is not None and kind not in (*_CONVS, "Sequential", *_SKIP):
             self.unpadded(f"{kind} {name}")
         if kind in _ACTS:
             return self.activation(_ACTS[kind], name, shape)
@@ -285,6 +317,40 @@ class _Lowering:
         self.do_Conv2d(_FloatView(m), name, shape)
         return self._quantized(self.layers[-1], m)
 
+    def _weight_only(self, layer: Layer, m, name: str) -> tuple[int, int, int]:
+        """A weight-only layer of ``ember.quantize`` as it is: its int8/int4 codes and block
+        scales, not re-quantized; the float weight is what they stand for."""
+        from ..quantize.weights import unpack_int4
+
+        np = _np()
+        shape = tuple(m.weight_shape)
+        rows, row_len = shape[0], math.prod(shape[1:])
+        codes = m.weight_q.numpy()
+        if m.bits == 4:
+            codes = unpack_int4(codes, rows * row_len)
+        layer.w_q = np.asarray(codes, dtype=np.int8).reshape(shape)
+        layer.w_scale = _array(m.weight_scale).reshape(rows, -1)
+        layer.w_bits, layer.w_block = int(m.bits), min(int(m.block), row_len)
+        if layer.w_block < row_len and layer.w_block > 0xFFFF:
+            self.unsupported.append(f"{name} (block of {layer.w_block} weights: the file "
+                                    "stores blocks of at most 65535, or whole rows)")
+        layer.weight = dequantize(layer.w_q, layer.w_scale, layer.w_block)
+        return layer.out_shape
+
+    def do_WeightOnlyLinear(self, m, name, shape):
+        out_f, in_f = m.weight_shape
+        self.do_Linear(_Geometry(in_features=in_f, out_features=out_f, bias=m.bias), name,
+                       shape)
+        return self._weight_only(self.layers[-1], m, name)
+
+    def do_WeightOnlyConv2d(self, m, name, shape):
+        out_c, in_g, kh, kw = m.weight_shape
+        self.do_Conv2d(_Geometry(in_channels=in_g * m.groups, out_channels=out_c,
+                                 kernel_size=(kh, kw), stride=m.stride, padding=m.padding,
+                                 dilation=m.dilation, groups=m.groups, padding_mode="zeros",
+                                 bias=m.bias), name, shape)
+        return self._weight_only(self.layers[-1], m, name)
+
     def _batchnorm(self, m, name, shape):
         np = _np()
         if m.running_mean is None:
@@ -301,7 +367,8 @@ class _Lowering:
         if shape[0] != len(scale):
             raise ShapeError(f"export: {name} {type(m).__name__}({len(scale)}) gets {shape}")
         prev = self.last_weighted()
-        if prev is not None and prev.out_shape[0] == len(scale):
+        # a quantized layer keeps its codes: the affine can't fold into them
+        if prev is not None and prev.w_q is None and prev.out_shape[0] == len(scale):
             w = prev.weight * scale.reshape((-1,) + (1,) * (prev.weight.ndim - 1))
             b = prev.bias if prev.bias is not None else np.zeros(len(scale))
             prev.weight, prev.bias = w, b * scale + shift
@@ -356,6 +423,15 @@ class _Lowering:
         return self.emit(Layer(fmt.GAP, shape, (shape[0], 1, 1), name))
 
 
+def _unsupported(what: list[str]) -> str:
+    return ("export: the micro runtime can't run " + ", ".join(what) + ". Supported: "
+            "Linear, Conv2d (groups, stride, padding), MaxPool2d, AvgPool2d, "
+            "AdaptiveAvgPool2d(1), BatchNorm1d/2d, ReLU, ReLU6, Sigmoid, Tanh, Softmax, "
+            "Hardswish, Flatten, Dropout, Identity, ember.export.Residual, nested Sequential, "
+            "SamePad2d/ZeroPad2d before a Conv2d, and ember.quantize's QuantLinear, "
+            "QuantConv2d, WeightOnlyLinear, WeightOnlyConv2d.")
+
+
 class _FloatView:
     """A quantized layer seen as the float layer it replaced (geometry, bias; the weight
     is replaced by its codes afterwards)."""
@@ -363,6 +439,31 @@ class _FloatView:
     def __init__(self, m):
         self.__dict__.update(vars(m))
         self.padding_mode = "zeros"
+
+
+class _Geometry:
+    """A weight-only layer's geometry seen as the float layer it replaced (no weight: the
+    codes give it afterwards)."""
+
+    weight = None
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def dequantize(codes, scale, block: int):
+    """Float64 weights from per-block ``codes`` (the weight's shape) and ``scale`` (rows,
+    blocks): ``code * scale[row, i // block]`` along each flattened row.
+
+    >>> import numpy as np
+    >>> dequantize(np.array([[1, 2, 3]]), np.array([[0.5, 2.0]]), 2).tolist()
+    [[0.5, 1.0, 6.0]]
+    """
+    np = _np()
+    codes = np.asarray(codes)
+    flat = codes.reshape(len(codes), -1).astype(np.float64)
+    per = np.repeat(np.asarray(scale, dtype=np.float64), block, axis=1)[:, : flat.shape[1]]
+    return (flat * per).reshape(codes.shape)
 
 
 def lower(model, input_shape) -> Program:
@@ -374,17 +475,24 @@ def lower(model, input_shape) -> Program:
     ['linear+relu (4, 1, 1)->(3, 1, 1)']
     """
     lw = _Lowering(input_shape)
-    lw.walk(model, "", lw.input_shape)
+    try:
+        lw.walk(model, "", lw.input_shape)
+    except ShapeError as e:
+        # a module it can't run passed its input shape on unchanged; a later layer's shape
+        # error would only be the consequence: name the module instead
+        if not lw.unsupported:
+            raise
+        raise UnsupportedOpError(_unsupported(lw.unsupported)) from e
     if lw.pad is not None:
         lw.unpadded("the end of the model")
     if lw.unsupported:
+        raise UnsupportedOpError(_unsupported(lw.unsupported))
+    if lw.layers and any(la.w_bits for la in lw.layers) and any(
+            la.wdtype == fmt.INT8 for la in lw.layers):
         raise UnsupportedOpError(
-            "export: the micro runtime can't run " + ", ".join(lw.unsupported) + ". Supported: "
-            "Linear, Conv2d (groups, stride, padding), MaxPool2d, AvgPool2d, "
-            "AdaptiveAvgPool2d(1), BatchNorm1d/2d, ReLU, ReLU6, Sigmoid, Tanh, Softmax, "
-            "Hardswish, Flatten, Dropout, Identity, ember.export.Residual, nested Sequential, "
-            "SamePad2d/ZeroPad2d before a Conv2d."
-        )
+            "export: the model mixes int8-activation layers (QuantLinear/QuantConv2d) and "
+            "weight-only layers (WeightOnlyLinear/WeightOnlyConv2d); a micro model file holds "
+            "one kind: quantize the whole model with one scheme")
     if not lw.layers:
         raise UnsupportedOpError("export: the model has no layers to run")
     return Program(lw.layers, lw.input_shape, lw.slots)

@@ -3,6 +3,7 @@
 The interpreter is the reference the MicroPython runtime is compared with; in int8 mode it
 simulates the board exactly: inputs of int8 layers are quantised with the calibrated scale and
 multiplied against the integer weights (exact in float64), then rescaled per output channel.
+Weight-only layers run in float64 on their dequantized codes (``code * block scale``).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _quantize_input(x, scale: float):
 
 def _weighted(x, layer: Layer, int8: bool):
     np = _np()
-    use_q = int8 and layer.w_q is not None
+    use_q = int8 and layer.wdtype == fmt.INT8  # weight-only: float input, dequantized weight
     if use_q:
         x = _quantize_input(x, layer.in_scale)
         w = layer.w_q.astype(np.float64)
