@@ -3,10 +3,12 @@
 // centre-cropped and scaled in a canvas (shorter side, 224/256 crop, as the CPython demo) and
 // the top-5 labels come back. Query parameters: ?ember=<dist URL> (default: the site root)
 // &model=<model folder> (default: ./model/) &backend=auto|wgpu|wasm|python &size=<input
-// pixels> (default: 224, PYTHON_SIZE on the pure-Python backend).
+// pixels> (default: 224, PYTHON_SIZE on the pure-Python backend) &int8 (the int8 model of
+// `ember demo classify --int8`, model.json's int8_weights: fewer bytes to download).
 const params = new URLSearchParams(location.search);
 const EMBER = new URL(params.get("ember") ?? "../", location.href);
 const MODEL = new URL(params.get("model") ?? "./model/", location.href);
+const INT8 = params.has("int8") && params.get("int8") !== "0";
 const PYTHON_SIZE = 96; // the pure-Python backend needs ~5x longer per image at 224 than at 96
 const BACKEND_LABELS = { wasm: "CPU (wasm kernels)", python: "CPU (Python backend)" };
 // The model's files download while Pyodide starts (they are handed over as bytes).
@@ -16,7 +18,9 @@ const fetchBytes = async (url) => {
   return new Uint8Array(await response.arrayBuffer());
 };
 const modelFiles = fetchBytes(new URL("model.json", MODEL)).then((config) => {
-  const weights = JSON.parse(new TextDecoder().decode(config)).weights;
+  const key = INT8 ? "int8_weights" : "weights"; // only the chosen weights are fetched
+  const weights = JSON.parse(new TextDecoder().decode(config))[key];
+  if (!weights) throw new Error(`${new URL("model.json", MODEL)} names no ${key} file`);
   return Promise.all([config, fetchBytes(new URL("labels.json", MODEL)),
                       fetchBytes(new URL(weights, MODEL))]);
 });
@@ -153,18 +157,19 @@ drop.addEventListener("drop", (e) => {
 try {
   ember = await loadEmber({ worker: true, baseURL: EMBER.href,
                             backend: params.get("backend") ?? "auto", onStatus: working });
-  working("loading EfficientNet-Lite0 (9 MB of float16 weights)");
+  working(`loading EfficientNet-Lite0 (${INT8 ? "int8" : "float16"} weights)`);
   const code = await (await fetch(new URL("classify.py", import.meta.url))).text();
   const [config, labels, weights] = await modelFiles;
   const loaded = await ember.timed("model", ember.run(
-    code + "\nload_model(CONFIG_JSON, LABELS_JSON, WEIGHTS_BYTES)",
-    { CONFIG_JSON: config, LABELS_JSON: labels, WEIGHTS_BYTES: weights }));
+    code + "\nload_model(CONFIG_JSON, LABELS_JSON, WEIGHTS_BYTES, INT8)",
+    { CONFIG_JSON: config, LABELS_JSON: labels, WEIGHTS_BYTES: weights, INT8 }));
   const info = ember.info;
   const python = info.backend === "python";
   size = Number(params.get("size") ?? (python ? PYTHON_SIZE : 224));
   $("backend").textContent =
     info.backend === "wgpu" ? `WebGPU (${info.adapter})` : BACKEND_LABELS[info.backend];
   $("size").textContent = `${size}×${size}`;
+  $("model").textContent = `${loaded.dtype}, ${(loaded.weights_bytes / 1e6).toFixed(1)} MB`;
   $("why").textContent = info.reason;
   if (size !== 224) {
     $("note").textContent = `Input ${size}×${size} instead of the model's 224×224` +
