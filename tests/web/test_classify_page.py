@@ -84,8 +84,12 @@ def torch_reference():
     return probs
 
 
-def _open(browser, server, url: str):
+def _open(browser, server, url: str, requested: list | None = None):
+    """The page at ``url``, ready; ``requested`` collects every URL it (and its worker) asks
+    for from then on."""
     page = blank_page(browser, server)
+    if requested is not None:
+        page.on("request", lambda r: requested.append(r.url))
     page.goto(url)
     page.wait_for_function("window.classifyDemo && (window.classifyDemo.ready || "
                            "window.classifyDemo.error)", timeout=120_000)
