@@ -14,7 +14,4 @@ from ember_kernels import (  # noqa: F401
     quantize,
 )
 
-# weight-only rows are dequantized in Python: ember_kernels has no C loop for it yet
-from ._pure import dequant  # noqa: F401, E402
-
 name = "native"

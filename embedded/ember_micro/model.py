@@ -167,6 +167,7 @@ class Model:
         check = fmt.Checker(header, self._err)
         layers = []
         cf = cb = 0
+        self._dequant = None
         for i in range(n_layers):
             r = self._record(f, i, rec)
             rows, row_len = check.layer(i, r)
@@ -177,6 +178,8 @@ class Model:
                                      L.sw, L.ph, L.pw, L.groups])
             if L.op == LINEAR or L.op == CONV2D:
                 need_f, need_b = self._load_weights(f, L, resident, chunk)
+                if L.wdtype > INT8 and self._dequant is None:
+                    self._dequant = self._dequant_kernel()
                 cf = max(cf, need_f)
                 cb = max(cb, need_b)
             layers.append(L)
@@ -205,6 +208,14 @@ class Model:
             self.k.load_u8(x, bytes(range(256)), 256, self.in_mul, self.in_add)
             self._lut = _zeros_b(256)
             self.k.quantize(self._lut, x, 256, L.inv_scale)
+
+    def _dequant_kernel(self):
+        # the ulab tier has a vectorised one; the native tier's C module has none yet, so it
+        # and the pure tier use the plain loop (imported only for weight-only models)
+        k = getattr(self.k, "dequant", None)
+        if k is None:
+            from ._dequant import dequant as k
+        return k
 
     def _record(self, f, i, rec):
         f.seek(fmt.HEADER_SIZE + i * fmt.LAYER_SIZE)
@@ -280,8 +291,8 @@ class Model:
                     raise self._err("truncated while streaming weights")
                 codes, c0 = buf, 0
             if wonly:  # this chunk's rows as floats, into the float chunk buffer
-                k.dequant(self._cf, codes, c0, n, L.row_len, L.mult, r * L.nb, L.block,
-                          L.wdtype)
+                self._dequant(self._cf, codes, c0, n, L.row_len, L.mult, r * L.nb, L.block,
+                              L.wdtype)
                 codes = self._cf
             self._call(L, y, x, codes, r, n, req)
             r += n
