@@ -223,12 +223,15 @@ def onnx_convert_seeds() -> dict[str, bytes]:
 
 
 def mcu_seeds() -> dict[str, bytes]:
-    """Model files written by ``ember.export``: MLP, CNN (conv, pools, GAP), int8, residual."""
+    """Model files written by ``ember.export``: MLP, CNN (conv, pools, GAP), int8, residual,
+    and weight-only codes (``ember.quantize``: int4 per block of 5 on odd rows, int8 per
+    channel)."""
     import numpy as np
 
     import ember
     from ember import nn
     from ember.export import Residual, export
+    from ember.quantize import Scheme
 
     ember.random.seed(0)
     calib = np.linspace(-1, 1, 2 * 64, dtype=np.float32).reshape(2, 1, 8, 8)
@@ -243,6 +246,12 @@ def mcu_seeds() -> dict[str, bytes]:
         "residual": (nn.Sequential(nn.Linear(4, 4), Residual(nn.Sequential(nn.Linear(4, 4),
                                                                             nn.Tanh())),
                                    nn.Linear(4, 2)), (4,), {}),
+        "weight_only": (ember.quantize(
+            nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(72, 3)), None,
+            Scheme(weights="int4", activations=False, block=5, min_params=0)), (1, 8, 8), {}),
+        "int8_weights": (ember.quantize(
+            nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)), None,
+            Scheme(activations=False, min_params=0)), (4,), {}),
     }
     return {name: _via_file(lambda p, m=m, s=s, kw=kw: export(m, p, s, **kw), ".emb")
             for name, (m, s, kw) in models.items()}
