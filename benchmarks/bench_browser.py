@@ -507,7 +507,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="ember-bench-browser-"))
     weights = model_files(args.run_dir, tmp)
     export_onnx(tmp)
-    export_web_model(tmp / "effnet", half=False)  # the same checkpoint, folded, float32
+    export_web_model(tmp / "effnet", half=False, int8=False)  # the checkpoint, folded, float32
     export_effnet_onnx(weights_path(), str(tmp / "effnet.onnx"))
     pixels = sample_pixels()
     server = harness.Server(harness.DIST, {"/blank.html": ROOT / "tests" / "web" / "blank.html",
