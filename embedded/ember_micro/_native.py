@@ -14,4 +14,11 @@ from ember_kernels import (  # noqa: F401
     quantize,
 )
 
+# weight-only layers' rows to floats; an ember_kernels.mpy built before dequant existed has
+# none, and model.py then uses the plain loop (_dequant.py) instead of refusing the tier
+try:
+    from ember_kernels import dequant  # noqa: F401
+except ImportError:
+    pass
+
 name = "native"

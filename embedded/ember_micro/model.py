@@ -210,8 +210,8 @@ class Model:
             self.k.quantize(self._lut, x, 256, L.inv_scale)
 
     def _dequant_kernel(self):
-        # the ulab tier has a vectorised one; the native tier's C module has none yet, so it
-        # and the pure tier use the plain loop (imported only for weight-only models)
+        # the native tier's C loop, the ulab tier's vectorised one; else (the pure tier, or an
+        # ember_kernels.mpy older than dequant) the plain loop, imported only when needed
         k = getattr(self.k, "dequant", None)
         if k is None:
             from ._dequant import dequant as k

@@ -154,6 +154,35 @@ static mp_obj_t k_quantize(size_t n_args, const mp_obj_t *args) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_VAR(k_quantize_obj, 4, k_quantize);
 
+// dequant(wf, codes, c0, nrows, row_len, scales, s0, block, wdtype): weight-only rows to
+// floats, wf[r * row_len + i] = code * scales[s0 + r * nb + i / block]; codes from byte c0,
+// wdtype 2: int8, a byte each; 3: int4, code + 8 in a nibble, low first, rows byte-aligned
+static mp_obj_t k_dequant(size_t n_args, const mp_obj_t *args) {
+    int c0 = ARG_INT(2), nrows = ARG_INT(3), row_len = ARG_INT(4), s0 = ARG_INT(6);
+    int block = ARG_INT(7), wdtype = ARG_INT(8);
+    need(c0 >= 0 && nrows >= 0 && row_len > 0 && s0 >= 0 && block > 0
+         && (wdtype == 2 || wdtype == 3));
+    int nb = (row_len + block - 1) / block;
+    size_t rb = wdtype == 2 ? (size_t)row_len : (size_t)(row_len + 1) / 2;
+    float *wf = fbuf(args[0], (size_t)nrows * row_len, 1);
+    const uint8_t *codes = (const uint8_t *)bbuf(args[1], (size_t)c0 + nrows * rb);
+    const float *scales = fbuf(args[5], (size_t)s0 + (size_t)nrows * nb, 0);
+    for (int r = 0; r < nrows; r++) {
+        const uint8_t *row = codes + c0 + r * rb;
+        const float *sc = scales + s0 + (size_t)r * nb;
+        for (int b = 0, lo = 0; b < nb; b++, lo += block) {
+            int hi = lo + block < row_len ? lo + block : row_len;
+            float s = sc[b];
+            for (int i = lo; i < hi; i++) {
+                int v = wdtype == 2 ? (int)(int8_t)row[i] : ((row[i >> 1] >> ((i & 1) * 4)) & 15) - 8;
+                *wf++ = (float)v * s;
+            }
+        }
+    }
+    return mp_const_none;
+}
+static MP_DEFINE_CONST_FUN_OBJ_VAR(k_dequant_obj, 9, k_dequant);
+
 // dense(out, o0, x, w, nrows, nin, bias, act)
 static mp_obj_t k_dense(size_t n_args, const mp_obj_t *args) {
     int o0 = ARG_INT(1), nrows = ARG_INT(4), nin = ARG_INT(5), act = ARG_INT(7);
@@ -385,6 +414,7 @@ mp_obj_t mpy_init(mp_obj_fun_bc_t *self, size_t n_args, size_t n_kw, mp_obj_t *a
     mp_store_global(MP_QSTR_conv_q, MP_OBJ_FROM_PTR(&k_conv_q_obj));
     mp_store_global(MP_QSTR_pool, MP_OBJ_FROM_PTR(&k_pool_obj));
     mp_store_global(MP_QSTR_gap, MP_OBJ_FROM_PTR(&k_gap_obj));
+    mp_store_global(MP_QSTR_dequant, MP_OBJ_FROM_PTR(&k_dequant_obj));
     MP_DYNRUNTIME_INIT_EXIT
 }
 

@@ -1,7 +1,7 @@
 """ember.quantize's weight-only layers (schemes "int4" and "int8-weights") exported for the
 microcontroller with their own codes and block scales, and run by ember_micro: on the real
 MicroPython binary (native and pure tiers) and on CPython (pure, and ulab through the
-stand-in). Expected values come from CPython ember (``model_logits``: the quantized model's
+stand-in), and the C kernels on emulated Cortex-M boards. Expected values come from CPython ember (``model_logits``: the quantized model's
 own forward) and from the numpy float64 reference of the written file.
 
 Tolerance: the float tests' (``test_budget.py``), |micro - want| <= 1e-4 (1 + max |want|):
@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from _models import seeded
 from _tamper import HEADER, LAYER, rechecksum
+from test_board import boards  # noqa: F401 - the emulated boards' fixture
 from ember import nn
 from ember.errors import RecordError, ShapeError, UnsupportedOpError
 from ember.export import decode, export, load, model_logits, run_on_micropython, run_reference
@@ -109,8 +110,9 @@ def test_micropython_matches_ember_and_the_reference(micropython, exported, tier
     assert run.tier == tier
     _close(run.logits, run_reference(load(path), x))
     _close(run.logits, model_logits(q, x))
-    if tier == "native":
+    if tier == "native":  # the C dequant: no float objects per weight
         assert 0 < run.heap_after_load <= report.memory.ram_for("native"), str(report.memory)
+        assert 0 <= run.garbage_bytes <= 16 * 1024
 
 
 @pytest.mark.parametrize("tier", ["pure", "ulab"])
@@ -229,3 +231,20 @@ def test_damaged_weight_only_file_on_micropython(micropython, tmp_path):
     proc = run_micropython_script([str(embedded_dir() / "run_batch.py"), str(path),
                                    str(inputs), "1", "auto"], heapsize=HEAP, timeout=120)
     assert proc.returncode == 3 and "scales block of 224 bytes" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("board, arch", [("an385", "armv6m"), ("an385", "armv7m"),
+                                         ("an386", "armv7emsp")])
+def test_int4_on_the_emulated_board(request, tmp_path, board, arch):
+    """The C dequant of each ARM kernel build, on the emulated Cortex-M3/M4F: the quantized
+    model's own outputs, the heap within the estimate, little garbage (a C loop)."""
+    qemu = request.getfixturevalue("boards")
+    q = ember.quantize(_cnn(), None, "int4")
+    path = tmp_path / "m.emb"
+    report = export(q, path, SHAPE)
+    x = _inputs(2, seed=3)
+    run = qemu.run_on_qemu(path, x, board=board, tier="native", logits=True, arch=arch)
+    assert run.tier == "native"
+    _close(run.logits, model_logits(q, x))
+    assert 0 < run.heap_after_load <= report.memory.ram_for("native")
+    assert 0 <= run.garbage_bytes <= 16 * 1024

@@ -81,7 +81,8 @@ def model_logits(model, x):
     import ember
 
     np = _np()
-    params = list(model.parameters())
+    # a fully quantized model has buffers only (codes, scales): they say the backend too
+    params = list(model.parameters()) or list(model.buffers())
     backend = params[0].backend if params else None
     was_training = getattr(model, "training", False)
     model.eval()
