@@ -28,8 +28,9 @@ class LastLayer:
                              "(optionally followed by Softmax)")
         L = layers[i]
         if L.wdtype:
-            raise ValueError("ember_micro: the last Linear layer is int8; fine-tuning needs it "
-                             "in f32 (export without int8=True)")
+            raise ValueError("ember_micro: the last Linear layer holds int8/int4 codes; "
+                             "fine-tuning needs it in f32 (export without int8=True, or keep "
+                             "it float in ember.quantize)")
         if L.act:
             raise ValueError("ember_micro: the last Linear layer has a fused activation; "
                              "fine-tuning needs raw logits")
