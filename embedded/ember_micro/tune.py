@@ -28,7 +28,7 @@ class LastLayer:
                              "(optionally followed by Softmax)")
         L = layers[i]
         if L.wdtype:
-            raise ValueError("ember_micro: the last Linear layer holds int8/int4 codes; "
+            raise ValueError("ember_micro: the last Linear layer is int8/int4 (codes); "
                              "fine-tuning needs it in f32 (export without int8=True, or keep "
                              "it float in ember.quantize)")
         if L.act:
