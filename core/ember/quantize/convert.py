@@ -18,7 +18,8 @@ from ..nn.layers.norm import BatchNorm1d, BatchNorm2d
 from ..nn.module import Module
 from ..ops.creation import tensor, zeros
 from ..tensor import Tensor
-from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
+from .gptq import MAX_POSITIONS, Hessian, gptq_codes
+from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear, _pairs
 from .observers import Observer
 from .scheme import Scheme
 
@@ -121,21 +122,49 @@ def _run(model: Module, batches, hook, layers) -> None:
 
 
 def _calibrate(model: Module, targets, calibration, scheme: Scheme):
-    """``(inputs, outputs)``: an Observer of each target layer's input and (for bias
-    correction) of its output, by ``id(layer)``."""
+    """``(inputs, outputs, hessians)``: an Observer of each target layer's input and (for
+    bias correction) of its output, and (for GPTQ) the Hessian of its input, by
+    ``id(layer)``."""
     inputs = {id(layer): Observer(scheme.observer, scheme.percentile)
               for _, _, layer in targets}
     outputs = {id(layer): Observer() for _, _, layer in targets}
+    hessians = {id(layer): Hessian() for _, _, layer in targets} if _gptq(scheme) else {}
     if calibration is None:
-        return inputs, outputs
+        return inputs, outputs, hessians
 
     def observe(m, args, out):
-        inputs[id(m)].observe(args[0].numpy())
+        x = args[0].numpy()
+        if scheme.activations:
+            inputs[id(m)].observe(x)
         if scheme.bias_correction:
             outputs[id(m)].observe(out.numpy())
+        if hessians and isinstance(m, Conv2d):
+            hessians[id(m)].add_conv(x, m.kernel_size, m.stride, _pairs(m), m.dilation,
+                                     m.groups)
+        elif hessians:
+            rows = x.reshape(-1, x.shape[-1])
+            hessians[id(m)].add_rows(rows[::max(1, len(rows) // MAX_POSITIONS)])
 
     _run(model, _batches(calibration), observe, [layer for _, _, layer in targets])
-    return inputs, outputs
+    return inputs, outputs, hessians
+
+
+def _gptq(scheme: Scheme) -> bool:
+    return scheme.rounding == "gptq"
+
+
+def _rounded(layer, hessian, top: int, block: int | None):
+    """GPTQ's ``(codes (C_out, K), scales)`` for ``layer``'s weight: one scale per output
+    channel (``block`` None: max |w| / ``top``, as nearest rounding) or per ``block``."""
+    import numpy as np
+
+    w = np.asarray(layer.weight.numpy(), dtype=np.float64).reshape(layer.weight.shape[0], -1)
+    scale = None
+    if block is None:
+        amax = np.abs(w).max(axis=1, keepdims=True)
+        scale = np.where(amax > 0, amax / top, 1.0).astype(np.float32)
+    codes, scales = gptq_codes(w, hessian.matrix(), scale, top, block)
+    return codes, scales.reshape(-1) if block is None else scales
 
 
 def _refine(model: Module, refs: dict, calibration, scheme: Scheme) -> None:
@@ -210,22 +239,30 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
     q.eval()
     _fold_batchnorms(q, values)
     targets = _targets(q, scheme)
-    seen, outs = _calibrate(q, targets, calibration, scheme) if scheme.activations else ({}, {})
+    if _gptq(scheme) and values and calibration is None:
+        raise ValueError("quantize: rounding='gptq' needs calibration data (the layers' "
+                         "inputs on a few hundred representative samples)")
+    seen, outs, hessians = (_calibrate(q, targets, calibration, scheme)
+                            if scheme.activations or _gptq(scheme) else ({}, {}, {}))
     refs = {}  # id(quantized layer) -> (float layer, input observer, float mean output)
     for parent, name, layer in targets:
         conv = isinstance(layer, Conv2d)
+        top = 127 if scheme.bits == 8 else 7
+        k = layer.weight.numel() // layer.weight.shape[0]
+        block = None if scheme.activations else scheme.block or k
+        codes = (_rounded(layer, hessians[id(layer)], top, block)
+                 if hessians and values else None)
         if scheme.activations:
             obs = seen[id(layer)]
             unsigned = scheme.unsigned and obs.low >= 0 and calibration is not None
             amax = obs.amax(255 if unsigned else 127) if values else None
-            new = (QuantConv2d if conv else QuantLinear).from_float(layer, amax, unsigned)
+            new = (QuantConv2d if conv else QuantLinear).from_float(layer, amax, unsigned,
+                                                                    codes)
             if calibration is not None and (scheme.bias_correction or scheme.range_search):
                 refs[id(new)] = (layer, obs, outs[id(layer)].means())
         else:
-            k = layer.weight.numel() // layer.weight.shape[0]
-            block = scheme.block or k
             new = (WeightOnlyConv2d if conv else WeightOnlyLinear).from_float(
-                layer, scheme.bits, block)
+                layer, scheme.bits, block, codes)
         setattr(parent, name, new)
     if refs:
         _refine(q, refs, calibration, scheme)

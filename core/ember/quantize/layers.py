@@ -44,17 +44,20 @@ def _on(values, like: Tensor, dtype) -> Tensor:
 class _Static(Module):
     """The buffers and conversion shared by QuantLinear and QuantConv2d."""
 
-    def _quantize(self, layer, amax: float | None, unsigned: bool = False) -> None:
+    def _quantize(self, layer, amax: float | None, unsigned: bool = False,
+                  weight_codes=None) -> None:
         """``amax``: the input range (None: zero placeholders for a record to be loaded into,
         made without numpy, as in a web page); ``unsigned``: codes 0..255 for a never-negative
-        input."""
+        input; ``weight_codes``: ``(codes, scale per channel)`` chosen by the caller (GPTQ),
+        else each weight's nearest code."""
         if amax is None:
             self._placeholders(layer)
             return
         import numpy as np
 
         w = layer.weight
-        codes, scale = per_channel(_np(w))
+        codes, scale = weight_codes or per_channel(_np(w))
+        codes = np.asarray(codes).reshape(w.shape)
         levels = 255 if unsigned else 127
         self.register_buffer("weight", _on(codes, w, dt.int8))
         self.register_buffer("weight_scale", _on(scale, w, w.dtype))
@@ -115,11 +118,13 @@ class QuantLinear(_Static):
         self.in_features, self.out_features = in_features, out_features
 
     @classmethod
-    def from_float(cls, linear, amax: float | None, unsigned: bool = False) -> QuantLinear:
+    def from_float(cls, linear, amax: float | None, unsigned: bool = False,
+                   weight_codes=None) -> QuantLinear:
         """Quantize ``linear`` (an ``nn.Linear``); ``amax`` is its input's calibrated range
-        (``unsigned``: codes 0..255, for an input never negative)."""
+        (``unsigned``: codes 0..255, for an input never negative; ``weight_codes``: the
+        weight's ``(codes, scale)`` if chosen already, e.g. by GPTQ)."""
         q = cls(linear.in_features, linear.out_features)
-        q._quantize(linear, amax, unsigned)
+        q._quantize(linear, amax, unsigned, weight_codes)
         return q
 
     def forward(self, x: Tensor) -> Tensor:
@@ -161,12 +166,14 @@ class QuantConv2d(_Static):
         self.padding, self.groups = padding, groups
 
     @classmethod
-    def from_float(cls, conv, amax: float | None, unsigned: bool = False) -> QuantConv2d:
+    def from_float(cls, conv, amax: float | None, unsigned: bool = False,
+                   weight_codes=None) -> QuantConv2d:
         """Quantize ``conv`` (an ``nn.Conv2d``); ``amax`` is its input's calibrated range
-        (``unsigned``: codes 0..255, for an input never negative)."""
+        (``unsigned``: codes 0..255, for an input never negative; ``weight_codes``: the
+        weight's ``(codes, scale)`` if chosen already, e.g. by GPTQ)."""
         q = cls(conv.in_channels, conv.out_channels, tuple(conv.kernel_size),
                 tuple(conv.stride), _pairs(conv), tuple(conv.dilation), conv.groups)
-        q._quantize(conv, amax, unsigned)
+        q._quantize(conv, amax, unsigned, weight_codes)
         return q
 
     def forward(self, x: Tensor) -> Tensor:
@@ -184,13 +191,13 @@ class _WeightOnly(Module):
     bits = 8
     block = 64
 
-    def _quantize(self, layer, bits: int, block: int) -> None:
+    def _quantize(self, layer, bits: int, block: int, weight_codes=None) -> None:
         import numpy as np
 
         w = layer.weight
         self.weight_shape = tuple(w.shape)
         self.bits, self.block = bits, block
-        codes, scale = per_block(_np(w), bits, block)
+        codes, scale = weight_codes or per_block(_np(w), bits, block)
         if bits == 4:
             self.register_buffer("weight_q", _on(pack_int4(codes), w, dt.uint8))
         else:
@@ -243,10 +250,11 @@ class WeightOnlyLinear(_WeightOnly):
     """
 
     @classmethod
-    def from_float(cls, linear, bits: int, block: int) -> WeightOnlyLinear:
-        """Quantize ``linear`` (an ``nn.Linear``) to ``bits``-bit codes, a scale per ``block``."""
+    def from_float(cls, linear, bits: int, block: int, weight_codes=None) -> WeightOnlyLinear:
+        """Quantize ``linear`` (an ``nn.Linear``) to ``bits``-bit codes, a scale per ``block``
+        (``weight_codes``: ``(codes (C_out, K), scales)`` if chosen already, e.g. by GPTQ)."""
         q = cls()
-        q._quantize(linear, bits, block)
+        q._quantize(linear, bits, block, weight_codes)
         return q
 
     def forward(self, x: Tensor) -> Tensor:
@@ -270,12 +278,13 @@ class WeightOnlyConv2d(_WeightOnly):
     """
 
     @classmethod
-    def from_float(cls, conv, bits: int, block: int) -> WeightOnlyConv2d:
-        """Quantize ``conv`` (an ``nn.Conv2d``) to ``bits``-bit codes, a scale per ``block``."""
+    def from_float(cls, conv, bits: int, block: int, weight_codes=None) -> WeightOnlyConv2d:
+        """Quantize ``conv`` (an ``nn.Conv2d``) to ``bits``-bit codes, a scale per ``block``
+        (``weight_codes``: ``(codes (C_out, K), scales)`` if chosen already, e.g. by GPTQ)."""
         q = cls()
         q.stride, q.padding, q.dilation = conv.stride, conv.padding, conv.dilation
         q.groups = conv.groups
-        q._quantize(conv, bits, block)
+        q._quantize(conv, bits, block, weight_codes)
         return q
 
     def forward(self, x: Tensor) -> Tensor:

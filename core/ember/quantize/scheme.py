@@ -2,7 +2,7 @@
 
 >>> from ember.quantize import Scheme
 >>> Scheme.named("int4")
-Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False, keep_float=(), range_search=False)
+Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False, keep_float=(), range_search=False, rounding='nearest')
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 OBSERVERS = ("minmax", "percentile", "mse")
+ROUNDINGS = ("nearest", "gptq")
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,11 @@ class Scheme:
     (``"depthwise_conv"``: every layer of that name). ``range_search``: each layer's input
     range is the observer's candidate (largest, MSE, 99.99th/99.9th percentile) whose
     output is nearest the float layer's on the first calibration batch, layer after layer
-    (the observer must keep samples: not ``"minmax"``).
+    (the observer must keep samples: not ``"minmax"``). ``rounding``: ``"nearest"`` rounds
+    each weight to its nearest code; ``"gptq"`` rounds the weights one input column after
+    another, pushing each one's error onto the columns not yet rounded so the layer's output
+    on the calibration data moves least (:mod:`ember.quantize.gptq`; needs calibration data,
+    for weight-only schemes too).
 
     >>> s = Scheme(weights="int4", activations=False, block=32)
     >>> s.bits, s.to_dict()["block"], Scheme.named("int8").activations
@@ -51,6 +56,7 @@ class Scheme:
     bias_correction: bool = False
     keep_float: tuple[str, ...] = ()
     range_search: bool = False
+    rounding: str = "nearest"
 
     def __post_init__(self):
         object.__setattr__(self, "keep_float", tuple(self.keep_float))  # a record's list
@@ -59,6 +65,9 @@ class Scheme:
         if self.observer not in OBSERVERS:
             raise ValueError(f"Scheme: observer must be one of {OBSERVERS}, got "
                              f"{self.observer!r}")
+        if self.rounding not in ROUNDINGS:
+            raise ValueError(f"Scheme: rounding must be one of {ROUNDINGS}, got "
+                             f"{self.rounding!r}")
         if self.activations and (self.weights != "int8" or self.block is not None):
             raise ValueError("Scheme: int8 activations need int8 weights per channel "
                              "(block=None); int4 and blocks are weight-only")
