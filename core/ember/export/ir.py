@@ -62,7 +62,12 @@ class Layer:
     @property
     def wdtype(self) -> int:
         """The weight dtype the file stores (``format.F32``, ``INT8``, ``INT8_BLOCK``,
-        ``INT4_BLOCK``)."""
+        ``INT4_BLOCK``).
+
+        >>> from ember.export import format as fmt
+        >>> Layer(fmt.LINEAR, (4, 1, 1), (2, 1, 1)).wdtype == fmt.F32
+        True
+        """
         if self.w_q is None:
             return fmt.F32
         if self.w_bits:
