@@ -102,6 +102,19 @@ def trained_mnist() -> Path:
 
 
 @pytest.fixture(scope="session")
+def classify_model_dir(tmp_path_factory) -> Path:
+    """The classify page's model folder (float16 weights and the int8 record), written once
+    for the session: the int8 record's calibration takes ~15 s."""
+    from ember.demos.classify_web import export_web_model
+    from ember.errors import DatasetError
+
+    try:
+        return export_web_model(tmp_path_factory.mktemp("classify_model"))
+    except (DatasetError, ImportError) as e:
+        pytest.skip(f"classifier model unavailable: {e}")
+
+
+@pytest.fixture(scope="session")
 def playwright_instance():
     try:
         from playwright.sync_api import sync_playwright

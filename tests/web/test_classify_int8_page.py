@@ -42,15 +42,10 @@ TOLERANCES = {"wasm": {"rtol": 1e-4, "atol": 1e-6}, "numpy": {"rtol": 0, "atol":
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """The page's model folder, int8 record included (``export_web_model``)."""
-    from ember.demos.classify_web import export_web_model
-    from ember.errors import DatasetError
-
-    try:
-        return export_web_model(tmp_path_factory.mktemp("classify_int8_model"))
-    except (DatasetError, ImportError) as e:
-        pytest.skip(f"classifier model unavailable: {e}")
+def model_dir(classify_model_dir):
+    """The page's model folder, int8 record included (``export_web_model``), shared with
+    test_classify_page."""
+    return classify_model_dir
 
 
 @pytest.fixture(scope="module")

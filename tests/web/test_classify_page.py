@@ -47,16 +47,11 @@ def _photo_png(name: str) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def classify_server(server, tmp_path_factory):
-    """The page as ``serve_classifier`` serves it (model folder written for this module)."""
+def classify_server(server, classify_model_dir):
+    """The page as ``serve_classifier`` serves it (the session's model folder)."""
     from ember.demos.classify_web import serve_classifier
-    from ember.errors import DatasetError
 
-    try:
-        srv = serve_classifier(port=0, block=False,
-                               model_dir=tmp_path_factory.mktemp("classify_model"))
-    except (DatasetError, ImportError) as e:
-        pytest.skip(f"classifier model unavailable: {e}")
+    srv = serve_classifier(port=0, block=False, model_dir=classify_model_dir)
     yield srv
     srv.close()
 
