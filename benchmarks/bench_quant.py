@@ -17,7 +17,10 @@ Sections:
   agreement on every colour and grey photo of ``skimage.data`` that loads without a download,
   each in 10 views (centre crop, four corner crops at 80 %, and their mirror images); no
   ImageNet labels exist for them, so agreement with float32 is the measure, also on the
-  inputs float32 itself is sure of (top-1 ahead of the second by > 0.1);
+  inputs float32 itself is sure of (top-1 ahead of the second by > 0.1); rows with GPTQ
+  rounding and with the layers ``ember.quantize.sensitivity`` ranks first kept float; the
+  peer, onnxruntime's ``quantize_static`` of the same network (exported from the reference
+  PyTorch model) on the same crops and inputs, last;
 - **speed**: EfficientNet-Lite0 at 224 px and the MNIST CNN, float32 vs int8 forwards on each
   ``--backend`` at ``--batch``, timed in alternation (medians of ``--repeat``), eager; the
   outputs are checked against each other (max |logit difference|).
@@ -50,6 +53,9 @@ import ember
 
 SECTIONS = ("size", "mnist", "effnet-accuracy", "speed")
 CALIBRATION = 64  # crops for the larger calibration rows
+GPTQ = {"rounding": "gptq"}
+SENSITIVE = (1, 2, 3)  # layers kept float in the mixed-precision rows
+_RANKING: dict = {}  # the sensitivity ranking, computed once per run
 # int8-u8 with the depthwise convolutions in float32: more accurate, and faster on the CPU
 # backends, where int8 depthwise loses to float32 (quantizing the input costs more than the
 # nine multiply-adds it saves)
@@ -176,6 +182,20 @@ def bench_effnet_accuracy(rows: set[int] | None = None) -> list[str]:
         ("int8 u8, depthwise convs, stem, head and classifier float", lambda: ember.quantize(
             model, calib, Scheme(**{**fine.to_dict(), "keep_float": (
                 "depthwise_conv", "stem", "head", "classifier")}))),
+        ("weight-only int8, GPTQ rounding (16 crops)", lambda: ember.quantize(
+            model, calib, Scheme(**{**Scheme.named("int8-weights").to_dict(), **GPTQ}))),
+        ("weight-only int4 (blocks of 64)", lambda: ember.quantize(model, None, "int4")),
+        ("weight-only int4 (blocks of 64), GPTQ rounding (16 crops)", lambda: ember.quantize(
+            model, calib, Scheme(**{**Scheme.named("int4").to_dict(), **GPTQ}))),
+        ("int8 u8 + GPTQ rounding, 16 crops", lambda: ember.quantize(
+            model, calib, Scheme(**{**fine.to_dict(), **GPTQ}))),
+        (f"int8 u8 + GPTQ, {CALIBRATION} crops", lambda: ember.quantize(
+            model, _calibration("numpy", CALIBRATION), Scheme(**{**fine.to_dict(), **GPTQ}))),
+        (f"int8 u8 + GPTQ, {CALIBRATION} crops, depthwise convs float", lambda: ember.quantize(
+            model, _calibration("numpy", CALIBRATION),
+            Scheme(**{**fine.to_dict(), **GPTQ, "keep_float": ("depthwise_conv",)}))),
+        *[(f"int8 u8 + GPTQ, {CALIBRATION} crops, the {k} layers `sensitivity` ranks first "
+           "float", lambda k=k: _sensitive_float(model, k)) for k in SENSITIVE],
     )
     for i, (name, make) in enumerate(variants, 1):
         if rows and i not in rows:
@@ -185,6 +205,77 @@ def bench_effnet_accuracy(rows: set[int] | None = None) -> list[str]:
         lines.append(f"| {name} | {same.mean():.1%} | {same[sure].mean():.1%} | "
                      f"{np.abs(pf - pq).max():.3f} |")
         print(lines[-1], flush=True)
+    if not rows or len(variants) + 1 in rows:
+        lines += bench_onnxruntime_accuracy(x)
+    return lines
+
+
+def _sensitive_float(model, k: int):
+    """int8 u8 + GPTQ with the ``k`` layers ``ember.quantize.sensitivity`` ranks first (on
+    the calibration crops alone) kept float."""
+    from ember.quantize import Scheme, sensitivity
+
+    calib = _calibration("numpy", CALIBRATION)
+    scheme = Scheme(**{**Scheme.named("int8-u8").to_dict(), **GPTQ})
+    if _RANKING.get("scheme") != scheme:
+        _RANKING.update(scheme=scheme, ranking=sensitivity(model, calib, scheme))
+        print("sensitivity ranking (first 8):", _RANKING["ranking"][:8], flush=True)
+    keep = tuple(path for path, _ in _RANKING["ranking"][:k])
+    return ember.quantize(model, calib, Scheme(**{**scheme.to_dict(), "keep_float": keep}))
+
+
+def bench_onnxruntime_accuracy(x: np.ndarray) -> list[str]:
+    """The peer: onnxruntime's ``quantize_static`` (QDQ, int8 weights per channel, uint8
+    activations) of the reference PyTorch model exported to ONNX, calibrated on the same
+    crops, against onnxruntime's own float32 run of that model on the same inputs."""
+    import onnxruntime as ort
+    from bench_classify import export_onnx
+    from ember.demos.efficientnet import weights_path
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    calib = _calibration("numpy").numpy()
+
+    class Crops(CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter([{"x": calib[i:i + 1]} for i in range(len(calib))])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    def probs(path):
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        logits = np.concatenate([sess.run(None, {"x": x[i:i + 20]})[0]
+                                 for i in range(0, len(x), 20)])
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        f32, pre = os.path.join(tmp, "f32.onnx"), os.path.join(tmp, "pre.onnx")
+        export_onnx(weights_path(), f32)
+        quant_pre_process(f32, pre)
+        pf = probs(f32)
+        top2 = np.sort(pf, axis=1)[:, -2:]
+        sure = top2[:, 1] - top2[:, 0] > 0.1
+        for method in ("MinMax", "Entropy", "Percentile"):
+            out = os.path.join(tmp, f"q_{method}.onnx")
+            quantize_static(pre, out, Crops(), quant_format=QuantFormat.QDQ, per_channel=True,
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                            calibrate_method=getattr(CalibrationMethod, method))
+            pq = probs(out)
+            same = pf.argmax(1) == pq.argmax(1)
+            lines.append(f"| peer: onnxruntime {ort.__version__} `quantize_static` (QDQ, "
+                         f"per-channel int8 weights, uint8 activations, {method}), 16 crops | "
+                         f"{same.mean():.1%} | {same[sure].mean():.1%} | "
+                         f"{np.abs(pf - pq).max():.3f} |")
+            print(lines[-1], flush=True)
     return lines
 
 

@@ -24,6 +24,7 @@ from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
 from .observers import Observer
 from .qat import QATConv2d, QATLinear, convert_qat, prepare_qat
 from .scheme import PRESETS, Scheme
+from .ranking import sensitivity
 
 
 class _CallableModule(types.ModuleType):
@@ -38,5 +39,6 @@ sys.modules[__name__].__class__ = _CallableModule
 __all__ = [
     "META_KEY", "PRESETS", "Observer", "QATConv2d", "QATLinear", "QuantConv2d", "QuantLinear",
     "Scheme", "convert_qat", "prepare_qat",
-    "WeightOnlyConv2d", "WeightOnlyLinear", "load", "quantize", "save", "size_bytes",
+    "WeightOnlyConv2d", "WeightOnlyLinear", "load", "quantize", "save", "sensitivity",
+    "size_bytes",
 ]
