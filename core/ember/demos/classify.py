@@ -96,11 +96,11 @@ def quantize_int8(model, n: int = 16):
     ``ember.quantize`` on its backend, calibrated on :func:`calibration_images` (``n``)."""
     import ember
 
-    # unsigned codes after ReLU6, MSE ranges, bias correction; the depthwise convs stay
-    # float32: the most int8-sensitive layers, and int8 is no faster there on the CPU
-    # backends (benchmarks/RESULTS.md, issue 17)
-    scheme = ember.quantize.Scheme(observer="mse", unsigned=True, bias_correction=True,
-                                   keep_float=("depthwise_conv",))
+    # "int8-u8" (unsigned codes after ReLU6, MSE ranges, bias correction, GPTQ rounding);
+    # the depthwise convs stay float32: the most int8-sensitive layers, and int8 is no
+    # faster there on the CPU backends (benchmarks/RESULTS.md, issue 17)
+    preset = ember.quantize.Scheme.named("int8-u8").to_dict()
+    scheme = ember.quantize.Scheme(**{**preset, "keep_float": ("depthwise_conv",)})
     calibration = ember.tensor(calibration_images(n), backend=model.classifier.weight.backend)
     return ember.quantize(model, calibration, scheme)
 

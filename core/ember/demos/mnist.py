@@ -118,7 +118,7 @@ def train_mnist(dataset: str = "mnist", backend: str = "numpy", epochs: int | No
 def quantize_run(model, folder: Path, calibration, test_loader, backend,
                  f32_accuracy: float) -> dict:
     """Quantize the trained ``model`` to int8 (``ember.quantize``, preset ``"int8-u8"``: unsigned
-    codes after the ReLUs, MSE ranges, bias correction; calibrated on
+    codes after the ReLUs, MSE ranges, bias correction, GPTQ rounding; calibrated on
     ``calibration``), measure it on the held-out test split, save it next to the float model
     as ``model_int8.safetensors``; returns sizes and accuracies."""
     from .. import quantize

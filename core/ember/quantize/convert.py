@@ -215,10 +215,11 @@ def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int
 
     ``scheme`` is a :class:`Scheme` or a preset: ``"int8"`` (int8 weights per channel, int8
     activations calibrated on ``calibration``: integer kernels), ``"int8-u8"`` (the same
-    with unsigned codes for inputs never negative, MSE ranges and bias correction: more
-    accurate), ``"int8-weights"`` and ``"int4"`` (weight-only, per block). ``calibration`` is a batch of inputs (Tensor or
-    numpy, run in batches of 64) or an iterable of batches, a few hundred representative
-    inputs; weight-only schemes don't need it. ``calibration=None`` with ``"int8"`` gives the
+    with unsigned codes for inputs never negative, MSE ranges, bias correction and GPTQ
+    rounding: more accurate), ``"int8-weights"`` and ``"int4"`` (weight-only, per block).
+    ``calibration`` is a batch of inputs (Tensor or numpy, run in batches of 64) or an
+    iterable of batches, a few hundred representative inputs; weight-only schemes don't need
+    it (unless ``rounding="gptq"``). ``calibration=None`` with ``"int8"`` gives the
     structure only (scales 1), e.g. to :func:`load` a record into.
 
     >>> import ember

@@ -100,9 +100,9 @@ class Scheme:
 
 PRESETS = {
     "int8": Scheme(),
-    # unsigned codes after ReLU/ReLU6, MSE ranges, bias correction: EfficientNet-Lite0 keeps
-    # far more of its float32 predictions (benchmarks/RESULTS.md, issue 17)
-    "int8-u8": Scheme(observer="mse", unsigned=True, bias_correction=True),
+    # unsigned codes after ReLU/ReLU6, MSE ranges, bias correction, GPTQ rounding:
+    # EfficientNet-Lite0 keeps far more of its float32 predictions (benchmarks/RESULTS.md)
+    "int8-u8": Scheme(observer="mse", unsigned=True, bias_correction=True, rounding="gptq"),
     "int8-weights": Scheme(activations=False, block=None),
     "int4": Scheme(weights="int4", activations=False, block=64),
 }
