@@ -344,3 +344,22 @@ def test_layers_from_float_keep_geometry():
     assert same.padding == ((1, 2), (1, 2))  # PyTorch puts the odd one after
     lin = QuantLinear.from_float(nn.Linear(3, 2, bias=False), amax=0.0)
     assert lin.bias.tolist() == [0.0, 0.0] and lin.input_scale.tolist() == [1.0]
+
+
+def test_bias_correction_targets_the_first_batch_when_calibration_spans_several():
+    """_refine corrects on the first calibration batch (64 inputs): the float means it aims
+    at must come from that batch too, not from every batch (whose own difference would
+    land in each bias)."""
+    ember.seed(11)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)).eval()
+    first = rng.standard_normal((64, 6)).astype(np.float32)
+    rest = (rng.standard_normal((128, 6)) + 3.0).astype(np.float32)  # another distribution
+    q = ember.quantize(model, np.concatenate([first, rest]), Scheme(bias_correction=True))
+    x = ember.tensor(first)
+    got, want = q(x).numpy().mean(axis=0), model(x).numpy().mean(axis=0)
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_empty_calibration_is_refused():
+    with pytest.raises(ValueError, match="calibration data is empty"):
+        ember.quantize(nn.Sequential(nn.Linear(4, 2)), np.zeros((0, 4), np.float32))

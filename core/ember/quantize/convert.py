@@ -132,11 +132,16 @@ def _calibrate(model: Module, targets, calibration, scheme: Scheme):
     if calibration is None:
         return inputs, outputs, hessians
 
+    # bias correction compares with the float output on the first batch, the one _refine
+    # runs the quantized model on (a mean over every batch would add the batches' own
+    # difference to each bias)
+    first = [True]
+
     def observe(m, args, out):
         x = args[0].numpy()
         if scheme.activations:
             inputs[id(m)].observe(x)
-        if scheme.bias_correction:
+        if scheme.bias_correction and first[0]:
             outputs[id(m)].observe(out.numpy())
         if hessians and isinstance(m, Conv2d):
             hessians[id(m)].add_conv(x, m.kernel_size, m.stride, _pairs(m), m.dilation,
@@ -145,7 +150,15 @@ def _calibrate(model: Module, targets, calibration, scheme: Scheme):
             rows = x.reshape(-1, x.shape[-1])
             hessians[id(m)].add_rows(rows[::max(1, len(rows) // MAX_POSITIONS)])
 
-    _run(model, _batches(calibration), observe, [layer for _, _, layer in targets])
+    batches = iter(_batches(calibration))
+    head = next(batches, None)
+    if head is None:
+        raise ValueError("quantize: the calibration data is empty (give a few hundred "
+                         "representative inputs, or None for a weight-only scheme)")
+    layers = [layer for _, _, layer in targets]
+    _run(model, [head], observe, layers)
+    first[0] = False
+    _run(model, batches, observe, layers)
     return inputs, outputs, hessians
 
 
