@@ -37,6 +37,16 @@ def sensitivity(model: Module, calibration, scheme: str | dict | Scheme = "int8-
     Keep the first few float with ``Scheme(keep_float=...)`` when the all-int8 model drifts
     too far from the float one; the ranking is measured on the calibration data only, so
     choosing from it does not peek at a test set.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> from ember.quantize import Scheme, sensitivity
+    >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> x = ember.randn(32, 4, generator=ember.Generator(1))
+    >>> worst, error = sensitivity(model, x, "int8")[0]
+    >>> q = ember.quantize(model, x, Scheme(keep_float=(worst,)))
+    >>> type(q[int(worst)]).__name__, error >= 0
+    ('Linear', True)
     """
     import numpy as np
 
