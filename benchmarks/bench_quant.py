@@ -57,9 +57,8 @@ GPTQ = {"rounding": "gptq"}
 SENSITIVE = (1, 2, 3)  # layers kept float in the mixed-precision rows
 _RANKING: dict = {}  # the sensitivity ranking, computed once per run
 # int8-u8 (nearest rounding: the speed is the same) with the depthwise convolutions in
-# float32: more accurate, and faster on the CPU
-# backends, where int8 depthwise loses to float32 (quantizing the input costs more than the
-# nine multiply-adds it saves)
+# float32: more accurate, and faster on the CPU backends, where int8 depthwise loses to
+# float32 (quantizing the input costs more than the nine multiply-adds it saves)
 DW_FLOAT = ember.quantize.Scheme(observer="mse", unsigned=True, bias_correction=True,
                                  keep_float=("depthwise_conv",))
 
