@@ -340,7 +340,10 @@ def load(model: Module, path: str | os.PathLike) -> Module:
         raise RecordError(f"quantize.load: {os.fspath(path)} has no quantization scheme in "
                           "its metadata (write it with ember.quantize.save)")
     scheme = Scheme.named(fields)
-    skeleton = _build(model, None, scheme, values=not scheme.activations)
+    # the codes come from the record: built by nearest rounding (GPTQ would want calibration)
+    nearest = Scheme(**{**scheme.to_dict(), "rounding": "nearest"})
+    skeleton = _build(model, None, nearest, values=not scheme.activations)
+    skeleton.scheme = scheme
     load_record(skeleton, path)
     for m in skeleton.modules():
         if isinstance(m, (QuantConv2d, QuantLinear)):
