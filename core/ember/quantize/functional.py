@@ -14,13 +14,20 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
+from ..contract.quantized import CODE_DTYPES, codes_dtype
 from ..ops._dispatch import check_float
 from ..ops.creation import zeros
 from ..tensor import Tensor, check_same_backend
 
 
-def _check(op: str, x: Tensor, weight: Tensor, w_scale: Tensor, bias, in_scale: Tensor) -> None:
-    check_float(op, x, ("w_scale", w_scale), ("bias", bias), ("in_scale", in_scale))
+def _check(op: str, x: Tensor, weight: Tensor, w_scale: Tensor, bias, in_scale: Tensor,
+           out_scale=None) -> None:
+    if x.dtype in CODE_DTYPES:  # codes from the layer before: the scales set the dtype
+        check_float(op, w_scale, ("bias", bias), ("in_scale", in_scale),
+                    ("out_scale", out_scale))
+    else:
+        check_float(op, x, ("w_scale", w_scale), ("bias", bias), ("in_scale", in_scale),
+                    ("out_scale", out_scale))
     if weight.dtype != dt.int8:
         raise DTypeError(f"{op}: weight must be int8 codes, got {weight.dtype}")
     check_same_backend(op, x, weight)
@@ -29,34 +36,71 @@ def _check(op: str, x: Tensor, weight: Tensor, w_scale: Tensor, bias, in_scale: 
         raise ShapeError(f"{op}: w_scale must have shape ({c_out},), got {w_scale.shape}")
     if bias is not None and bias.shape != (c_out,):
         raise ShapeError(f"{op}: bias must have shape ({c_out},), got {bias.shape}")
-    if in_scale.shape != (1,):
-        raise ShapeError(f"{op}: in_scale must have shape (1,), got {in_scale.shape}")
+    for name, scale in (("in_scale", in_scale), ("out_scale", out_scale)):
+        if scale is not None and scale.shape != (1,):
+            raise ShapeError(f"{op}: {name} must have shape (1,), got {scale.shape}")
+
+
+def _out_range(op: str, out_range) -> tuple[int, int]:
+    try:
+        lo, hi = (int(v) for v in out_range)
+        codes_dtype(lo, hi)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{op}: out_range must be (lo, hi) in [-127, 127] (int8 codes) or "
+                         f"[0, 255] (uint8 codes), got {out_range!r}") from e
+    return lo, hi
 
 
 def qlinear(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None,
-            in_scale: Tensor, unsigned: bool = False) -> Tensor:
+            in_scale: Tensor, unsigned: bool = False, out_scale: Tensor | None = None,
+            out_range: tuple[int, int] = (-127, 127)) -> Tensor:
     """Quantized ``x @ weight.T + bias``: ``x`` (..., K) float, ``weight`` (N, K) int8 codes,
     ``w_scale`` (N,) and ``in_scale`` (1,) their scales (the input is quantized here, to
-    codes 0..255 when ``unsigned``)."""
-    _check("qlinear", x, weight, w_scale, bias, in_scale)
+    codes 0..255 when ``unsigned``; an int8/uint8 ``x`` is codes already). With
+    ``out_scale`` (1,) the result is codes at that scale clamped to ``out_range`` (uint8
+    when its low end is >= 0), the next quantized layer's input.
+
+    >>> import ember
+    >>> x = ember.tensor([[1.0, -2.0]])
+    >>> w = ember.tensor([[3, 4]], dtype=ember.int8)
+    >>> one = ember.tensor([1.0])
+    >>> y = qlinear(x, w, one, None, one, out_scale=ember.tensor([2.0]), out_range=(0, 255))
+    >>> y.tolist(), y.dtype.name  # -5 / 2 clamps at code 0
+    ([[0]], 'uint8')
+    """
+    _check("qlinear", x, weight, w_scale, bias, in_scale, out_scale)
     if bias is None:  # the op takes tensors only
-        bias = zeros(weight.shape[0], dtype=x.dtype, backend=x.backend)
+        bias = zeros(weight.shape[0], dtype=w_scale.dtype, backend=x.backend)
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise ShapeError(f"qlinear: input {x.shape} and weight {weight.shape} don't fit "
                          "(need (..., K) and (N, K))")
     b = x.backend
+    args = (x._prim, weight._prim, w_scale._prim, bias._prim, in_scale._prim)
+    if out_scale is not None:
+        lo, hi = _out_range("qlinear", out_range)
+        return Tensor(b.qlinear_q(*args, out_scale._prim, bool(unsigned), lo, hi), b)
     op = b.qlinear_u8 if unsigned else b.qlinear
-    prim = op(x._prim, weight._prim, w_scale._prim, bias._prim, in_scale._prim)
-    return Tensor(prim, b)
+    return Tensor(op(*args), b)
 
 
 def qconv2d(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_scale: Tensor,
             stride: tuple[int, int], padding: tuple[tuple[int, int], ...],
-            dilation: tuple[int, int], groups: int, unsigned: bool = False) -> Tensor:
-    """Quantized 2-d convolution: ``x`` (N, C, H, W) float, ``weight`` (C_out, C / groups,
-    kh, kw) int8 codes; ``padding`` is one ``(before, after)`` pair per spatial dim;
-    ``unsigned``: input codes 0..255."""
-    _check("qconv2d", x, weight, w_scale, bias, in_scale)
+            dilation: tuple[int, int], groups: int, unsigned: bool = False,
+            out_scale: Tensor | None = None,
+            out_range: tuple[int, int] = (-127, 127)) -> Tensor:
+    """Quantized 2-d convolution: ``x`` (N, C, H, W) float (or int8/uint8 codes), ``weight``
+    (C_out, C / groups, kh, kw) int8 codes; ``padding`` is one ``(before, after)`` pair per
+    spatial dim; ``unsigned``: input codes 0..255; ``out_scale``/``out_range``: codes out,
+    as :func:`qlinear`.
+
+    >>> import ember
+    >>> x = ember.tensor([[[[1, 2], [3, 4]]]], dtype=ember.uint8)  # codes
+    >>> w = ember.tensor([[[[1]]]], dtype=ember.int8)
+    >>> half = ember.tensor([0.5])
+    >>> qconv2d(x, w, half, None, half, (1, 1), ((0, 0), (0, 0)), (1, 1), 1).tolist()
+    [[[[0.25, 0.5], [0.75, 1.0]]]]
+    """
+    _check("qconv2d", x, weight, w_scale, bias, in_scale, out_scale)
     if x.ndim != 4 or weight.ndim != 4 or weight.shape[1] * groups != x.shape[1]:
         raise ShapeError(f"qconv2d: input {x.shape} and weight {weight.shape} with "
                          f"groups={groups} don't fit (need (N, C, H, W) and "
@@ -66,8 +110,15 @@ def qconv2d(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_
             raise ShapeError(f"qconv2d: input {x.shape} padded by {padding} is smaller than "
                              f"the kernel {weight.shape[2:]}")
     b = x.backend
+    geometry = (tuple(stride), tuple(tuple(p) for p in padding), tuple(dilation), groups)
+    if out_scale is not None:
+        lo, hi = _out_range("qconv2d", out_range)
+        if bias is None:
+            bias = zeros(weight.shape[0], dtype=w_scale.dtype, backend=b)
+        prim = b.qconv_q(x._prim, weight._prim, w_scale._prim, bias._prim, in_scale._prim,
+                         out_scale._prim, *geometry, bool(unsigned), lo, hi)
+        return Tensor(prim, b)
     op = b.qconv_u8 if unsigned else b.qconv
     prim = op(x._prim, weight._prim, w_scale._prim, None if bias is None else bias._prim,
-              in_scale._prim, tuple(stride), tuple(tuple(p) for p in padding),
-              tuple(dilation), groups)
+              in_scale._prim, *geometry)
     return Tensor(prim, b)
