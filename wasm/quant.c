@@ -1,18 +1,22 @@
-/* Quantized Linear and convolution (ember.contract.quantized): the float input is quantized
- * to int8 codes here (x / in_scale rounded half away from zero, clamped to +-127), multiplied
- * by int8 weights with exact int32 sums, and rescaled to float32 with the bias in the same
- * call.
+/* Quantized Linear and convolution (ember.contract.quantized): int8 x int8 products with exact
+ * int32 sums, rescaled in the same call. The input is float32, quantized to codes here (x /
+ * in_scale rounded half away from zero, clamped to +-127, or 0..255 unsigned), or codes already
+ * (int8 or uint8, from the layer before: used as they are, no pass over them). The output is
+ * float32 (sum * in_scale * w_scale + bias), or codes at the next layer's scale (the _q ops):
+ * v = sum * m + c, m = in_scale * w_scale / out_scale, c = bias / out_scale, rounded half away
+ * from zero and clamped to [lo, hi] (int8, or uint8 when lo >= 0), from the registers that
+ * hold the sums (qt_emit8: no pass of its own).
  *
  * - em_qlinear: the codes through em_gemm_i8_i32 (matmul.c; the weight is (N, K) as stored);
  * - em_qconv: a GEMM per sample and group, C (C_out/g, positions) = W x columns, in outer-
  *   product form: codes widened to i16 and packed in pairs along K, so one
  *   i32x4.dot_i16x8 adds two products into each of four sums and a 4 x 8 tile of sums stays
- *   in registers (no horizontal adds), rescaled and stored as float32 from the registers.
- *   The columns are packed straight from the float input for 1x1 stride-1 convs (quantized
- *   as they are packed), else from a zero-padded plane of codes through offset tables (no
- *   bounds checks). Depthwise (groups == C == C_out): a direct kernel on a padded plane of
+ *   in registers (no horizontal adds), rescaled and stored from the registers.
+ *   The columns are packed straight from the input for 1x1 stride-1 convs (float input:
+ *   quantized as it is packed), else from a zero-padded plane of codes through offset tables
+ *   (no bounds checks). Depthwise (groups == C == C_out): a direct kernel on a padded plane of
  *   codes, 8 outputs per step (i16 x i16 -> i32 multiply-adds), whole rows in SIMD.
- * Unsigned input codes (the *_u8 ops, argument `u`): clamped to 0..255 and kept as uint8
+ * Unsigned input codes (uint8 codes, or the *_u8 ops' argument `u`) are kept as uint8
  * (zero-extended where the signed path sign-extends); em_qlinear runs them through the
  * signed GEMM as q - 128 and adds back 128 x each weight row's sum.
  * Geometry: the 16 words of conv.c's cv_geom, in the same order. */
@@ -94,11 +98,84 @@ static void qt_quantize(const float *x, int8_t *q, size_t n, float s, int u) {
     for (; i < n; i++) q[i] = (int8_t)qt_code(x[i], s, u);
 }
 
-static float *qt_out_scales(const float *w_scale, float s, int32_t n) {
-    float *sc = qt_grow(&qt_scales, (size_t)n * sizeof(float));
-    if (sc)
-        for (int32_t j = 0; j < n; j++) sc[j] = s * w_scale[j];
-    return sc;
+/* the eight bytes at p as i16 lanes: uint8 codes when u, else int8 */
+static inline __attribute__((always_inline)) v128_t qt_load8(const int8_t *p, int u) {
+    return u ? wasm_u16x8_load8x8(p) : wasm_i16x8_load8x8(p);
+}
+
+static inline int32_t qt_byte(const int8_t *p, int u) { return u ? *(const uint8_t *)p : *p; }
+
+/* ================================================================ the output */
+/* What a kernel writes for output channel o and its int32 sum: v = sum * sc[o] + off[o]
+ * (float32), stored as it is, or as codes: rounded half away from zero, clamped to [lo, hi],
+ * as int8 or (u8) uint8. Passed by value: the kernels keep it in registers. */
+typedef struct {
+    const float *sc, *off;
+    int32_t codes, u8, lo, hi;
+} qt_out;
+
+/* the output's per-channel factors in the scratch: float32 out, sc = in_scale * w_scale and
+ * off = bias; codes out (out_scale not NULL), the module doc's m and c */
+static int qt_output(qt_out *o, const float *w_scale, const float *bias, float s,
+                     const float *out_scale, int32_t n, int32_t lo, int32_t hi) {
+    float *f = qt_grow(&qt_scales, (size_t)2 * n * sizeof(float));
+    if (!f) return 2;
+    const float os = out_scale ? *out_scale : 1.0f;
+    for (int32_t j = 0; j < n; j++) {
+        f[j] = out_scale ? (s * w_scale[j]) / os : s * w_scale[j];
+        f[n + j] = bias ? (out_scale ? bias[j] / os : bias[j]) : 0.0f;
+    }
+    *o = (qt_out){f, f + n, out_scale != NULL, lo >= 0, lo, hi};
+    return 0;
+}
+
+static inline size_t qt_esize(qt_out o) { return o.codes ? 1 : sizeof(float); }
+
+/* four codes of v: sign(v) * floor(|v| + 0.5) clamped to [lo, hi] (|v| capped at 255 first:
+ * no code is larger; NaN gives an unspecified code) */
+static inline __attribute__((always_inline)) v128_t qt_round4(v128_t v, v128_t lo, v128_t hi) {
+    const v128_t a = wasm_f32x4_add(wasm_f32x4_abs(v), wasm_f32x4_splat(0.5f));
+    const v128_t r = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_pmin(wasm_f32x4_splat(255.0f), a));
+    const v128_t neg = wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f));
+    return wasm_i32x4_min(wasm_i32x4_max(wasm_i32x4_sub(wasm_v128_xor(r, neg), neg), lo), hi);
+}
+
+/* eight outputs from their sums (a0: the first four) and factors (s0, f0: the first four's):
+ * w of them stored at dst as float32 or codes */
+static inline __attribute__((always_inline)) void qt_emit8(qt_out o, v128_t a0, v128_t a1,
+                                                           v128_t s0, v128_t s1, v128_t f0,
+                                                           v128_t f1, void *dst, int32_t w) {
+    const v128_t v0 = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a0), s0), f0);
+    const v128_t v1 = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a1), s1), f1);
+    float tile[8] __attribute__((aligned(16)));
+    void *to = w == 8 ? dst : tile;
+    if (o.codes) {
+        const v128_t lo = wasm_i32x4_splat(o.lo), hi = wasm_i32x4_splat(o.hi);
+        const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi), qt_round4(v1, lo, hi));
+        wasm_v128_store64_lane(to, o.u8 ? wasm_u8x16_narrow_i16x8(h, h)
+                                        : wasm_i8x16_narrow_i16x8(h, h), 0);
+    } else {
+        wasm_v128_store(to, v0);
+        wasm_v128_store((float *)to + 4, v1);
+    }
+    if (w < 8) memcpy(dst, tile, (size_t)w * qt_esize(o));
+}
+
+/* one output, dst[i]: as qt_emit8 (the same float operations, so the same code) */
+static inline void qt_emit1(qt_out o, int32_t sum, float s, float f, void *dst, size_t i) {
+    const float v = (float)sum * s + f;
+    if (!o.codes) {
+        ((float *)dst)[i] = v;
+        return;
+    }
+    const float a = __builtin_floorf(__builtin_fabsf(v) + 0.5f);
+    int32_t q = a < 255.0f ? (int32_t)a : 255;
+    q = v < 0 ? -q : q;
+    q = q < o.lo ? o.lo : q > o.hi ? o.hi : q;
+    if (o.u8)
+        ((uint8_t *)dst)[i] = (uint8_t)q;
+    else
+        ((int8_t *)dst)[i] = (int8_t)q;
 }
 
 /* ================================================================ Linear */
@@ -118,39 +195,46 @@ static void qt_row_sums(const int8_t *w, int32_t n, int32_t k, int32_t *out) {
     }
 }
 
-/* y (m, n) = codes(x (m, k)) @ w^T * (in_scale * w_scale) + bias; w (n, k) int8; u: unsigned
- * codes, multiplied as q - 128 (int8) with 128 x the row sums added back */
-int32_t EXPORT(em_qlinear)(const float *x, const int8_t *w, const float *w_scale,
-                           const float *bias, const float *in_scale, float *y, int32_t m,
-                           int32_t k, int32_t n, int32_t u) {
-    int8_t *q = qt_grow(&qt_codes, (size_t)m * k);
+/* y (m, n) = codes(x (m, k)) @ w^T, rescaled as out_scale says (NULL: float32 out; else
+ * codes clamped to [lo, hi]); w (n, k) int8. x: float32, or codes (bytes) already; u:
+ * unsigned codes, multiplied as q - 128 (int8) with 128 x the row sums added back */
+int32_t EXPORT(em_qlinear)(const void *x, const int8_t *w, const float *w_scale,
+                           const float *bias, const float *in_scale, const float *out_scale,
+                           void *y, int32_t m, int32_t k, int32_t n, int32_t codes, int32_t u,
+                           int32_t lo, int32_t hi) {
+    const size_t mk = (size_t)m * k;
+    int8_t *q = codes && !u ? (int8_t *)x : qt_grow(&qt_codes, mk); /* int8 codes: as they are */
     int32_t *acc = qt_grow(&qt_acc, (size_t)(m + 1) * n * sizeof(int32_t));
-    float *sc = qt_out_scales(w_scale, *in_scale, n);
-    if (!q || !acc || !sc) return 2;
-    qt_quantize(x, q, (size_t)m * k, *in_scale, u);
-    if (u) {
+    qt_out o;
+    if (!q || !acc || qt_output(&o, w_scale, bias, *in_scale, out_scale, n, lo, hi)) return 2;
+    if (!codes) qt_quantize(x, q, mk, *in_scale, u);
+    if (u) { /* the flip, from the codes wherever they are */
+        const int8_t *src = codes ? x : q;
         const v128_t flip = wasm_i8x16_splat((int8_t)0x80);
-        size_t i = 0, mk = (size_t)m * k;
+        size_t i = 0;
         for (; i + 16 <= mk; i += 16)
-            wasm_v128_store(q + i, wasm_v128_xor(wasm_v128_load(q + i), flip));
-        for (; i < mk; i++) q[i] = (int8_t)(q[i] ^ 0x80);
+            wasm_v128_store(q + i, wasm_v128_xor(wasm_v128_load(src + i), flip));
+        for (; i < mk; i++) q[i] = (int8_t)(src[i] ^ 0x80);
     }
     em_gemm_i8_i32(q, w, acc, m, n, k);
+    int32_t *back = acc + (size_t)m * n; /* what the flip took off each column */
     if (u) {
-        int32_t *sums = acc + (size_t)m * n;
-        qt_row_sums(w, n, k, sums);
-        for (size_t i = 0; i < (size_t)m * n; i++) acc[i] += 128 * sums[i % n];
+        qt_row_sums(w, n, k, back);
+        for (int32_t j = 0; j < n; j++) back[j] *= 128;
+    } else {
+        memset(back, 0, (size_t)n * sizeof(int32_t));
     }
+    const size_t es = qt_esize(o);
     for (int32_t r = 0; r < m; r++) {
         const int32_t *a = acc + (size_t)r * n;
-        float *o = y + (size_t)r * n;
+        char *yr = (char *)y + (size_t)r * n * es;
         int32_t j = 0;
-        for (; j + 4 <= n; j += 4) {
-            v128_t v = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_v128_load(a + j)),
-                                      wasm_v128_load(sc + j));
-            wasm_v128_store(o + j, bias ? wasm_f32x4_add(v, wasm_v128_load(bias + j)) : v);
-        }
-        for (; j < n; j++) o[j] = bias ? (float)a[j] * sc[j] + bias[j] : (float)a[j] * sc[j];
+        for (; j + 8 <= n; j += 8)
+            qt_emit8(o, wasm_i32x4_add(wasm_v128_load(a + j), wasm_v128_load(back + j)),
+                     wasm_i32x4_add(wasm_v128_load(a + j + 4), wasm_v128_load(back + j + 4)),
+                     wasm_v128_load(o.sc + j), wasm_v128_load(o.sc + j + 4),
+                     wasm_v128_load(o.off + j), wasm_v128_load(o.off + j + 4), yr + j * es, 8);
+        for (; j < n; j++) qt_emit1(o, a[j] + back[j], o.sc[j], o.off[j], yr, (size_t)j);
     }
     return 0;
 }
@@ -171,11 +255,10 @@ static void qt_pack_a(const int8_t *w, int32_t m, int32_t k, int32_t kp, int16_t
             }
 }
 
-/* A 4 x 8 tile: sums over kp pairs, then c[r][j] = sum * sc[r] + bias[r] (h rows, w columns
- * of it stored) */
+/* A 4 x 8 tile: sums over kp pairs, then output rows r0 .. r0+h of o (w columns), at c
+ * (row stride ldc elements) */
 static void qt_kernel(int32_t kp, const int16_t *restrict a, const int16_t *restrict b,
-                      float *c, int32_t ldc, const float *sc, const float *bias, int32_t h,
-                      int32_t w) {
+                      void *c, int32_t ldc, qt_out o, int32_t r0, int32_t h, int32_t w) {
     v128_t acc[QMR][2];
     for (int r = 0; r < QMR; r++) acc[r][0] = acc[r][1] = wasm_i32x4_splat(0);
     for (int32_t p = 0; p < kp; p++) {
@@ -189,24 +272,9 @@ static void qt_kernel(int32_t kp, const int16_t *restrict a, const int16_t *rest
         b += 2 * QNR;
     }
     for (int r = 0; r < h; r++) {
-        const v128_t s = wasm_f32x4_splat(sc[r]);
-        v128_t v0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc[r][0]), s);
-        v128_t v1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(acc[r][1]), s);
-        if (bias) {
-            const v128_t bb = wasm_f32x4_splat(bias[r]);
-            v0 = wasm_f32x4_add(v0, bb);
-            v1 = wasm_f32x4_add(v1, bb);
-        }
-        float *cr = c + (size_t)r * ldc;
-        if (w == QNR) {
-            wasm_v128_store(cr, v0);
-            wasm_v128_store(cr + 4, v1);
-        } else {
-            float tile[QNR] __attribute__((aligned(16)));
-            wasm_v128_store(tile, v0);
-            wasm_v128_store(tile + 4, v1);
-            memcpy(cr, tile, (size_t)w * sizeof(float));
-        }
+        const v128_t s = wasm_f32x4_splat(o.sc[r0 + r]), f = wasm_f32x4_splat(o.off[r0 + r]);
+        qt_emit8(o, acc[r][0], acc[r][1], s, s, f, f, (char *)c + (size_t)r * ldc * qt_esize(o),
+                 w);
     }
 }
 
@@ -214,9 +282,11 @@ static void qt_kernel(int32_t kp, const int16_t *restrict a, const int16_t *rest
  * (B[2p][j], B[2p+1][j]) i16 pairs for columns j..j+3 and j+4..j+7 (zeros past k and nc) */
 typedef void (*qt_fill_fn)(const void *ctx, int16_t *dst, int32_t j0, int32_t nc);
 
+/* c (m, n) = A (packed) x B (packed by fill), as o's channels ch .. ch+m */
 static void qt_gemm(int32_t m, int32_t n, int32_t kp, const int16_t *ap, qt_fill_fn fill,
-                    const void *ctx, int16_t *bp, int32_t ncap, float *c, int32_t ldc,
-                    const float *sc, const float *bias) {
+                    const void *ctx, int16_t *bp, int32_t ncap, void *c, int32_t ldc, qt_out o,
+                    int32_t ch) {
+    const size_t es = qt_esize(o);
     for (int32_t j0 = 0; j0 < n; j0 += ncap) {
         const int32_t nc = n - j0 < ncap ? n - j0 : ncap;
         fill(ctx, bp, j0, nc);
@@ -224,8 +294,9 @@ static void qt_gemm(int32_t m, int32_t n, int32_t kp, const int16_t *ap, qt_fill
             const int16_t *as = ap + (size_t)s * kp * 2;
             const int32_t h = m - s < QMR ? m - s : QMR;
             for (int32_t jr = 0; jr < nc; jr += QNR)
-                qt_kernel(kp, as, bp + (size_t)jr * kp * 2, c + (size_t)s * ldc + j0 + jr, ldc,
-                          sc + s, bias ? bias + s : NULL, h, nc - jr < QNR ? nc - jr : QNR);
+                qt_kernel(kp, as, bp + (size_t)jr * kp * 2,
+                          (char *)c + ((size_t)s * ldc + j0 + jr) * es, ldc, o, ch + s, h,
+                          nc - jr < QNR ? nc - jr : QNR);
         }
     }
 }
@@ -236,33 +307,46 @@ static inline void qt_store_pairs(int16_t *dst, v128_t r0, v128_t r1) {
     wasm_v128_store(dst + 8, wasm_i16x8_shuffle(r0, r1, 4, 12, 5, 13, 6, 14, 7, 15));
 }
 
-/* 1x1 stride-1 convs: B[k][j] = code(x[k * pos + j]), quantized as it is packed */
+/* 1x1 stride-1 convs: B[k][j] = x[k * pos + j]'s code: codes as they are, or floats quantized
+ * as they are packed */
 typedef struct {
-    const float *x;
-    int32_t k, kp, pos, u;
+    const void *x;
+    int32_t k, kp, pos, codes, u;
     float s;
 } qt_pw_ctx;
 
+/* eight codes of row k at column j as i16 lanes (zeros past k) */
+static inline __attribute__((always_inline)) v128_t qt_pw_row(const qt_pw_ctx *cx, int32_t k,
+                                                              int32_t j, v128_t vs, int u) {
+    if (k >= cx->k) return wasm_i16x8_splat(0);
+    const size_t i = (size_t)k * cx->pos + j;
+    return cx->codes ? qt_load8((const int8_t *)cx->x + i, u)
+                     : qt_q8((const float *)cx->x + i, vs, u);
+}
+
+static inline int32_t qt_pw_code(const qt_pw_ctx *cx, int32_t k, int32_t j) {
+    const size_t i = (size_t)k * cx->pos + j;
+    return cx->codes ? qt_byte((const int8_t *)cx->x + i, cx->u)
+                     : qt_code(((const float *)cx->x)[i], cx->s, cx->u);
+}
+
 static void qt_fill_pointwise(const void *vctx, int16_t *dst, int32_t j0, int32_t nc) {
     const qt_pw_ctx *cx = vctx;
-    const v128_t vs = wasm_f32x4_splat(cx->s), zero = wasm_i16x8_splat(0);
+    const v128_t vs = wasm_f32x4_splat(cx->s);
     for (int32_t jr = 0; jr < nc; jr += QNR) {
         const int32_t j = j0 + jr, w = nc - jr < QNR ? nc - jr : QNR;
         for (int32_t p = 0; p < cx->kp; p++, dst += 2 * QNR) {
             const int32_t k0 = 2 * p, k1 = k0 + 1;
-            const float *x0 = cx->x + (size_t)k0 * cx->pos + j, *x1 = x0 + cx->pos;
-            if (w == QNR) {
+            if (w == QNR) { /* u as a constant: each branch gets its own code */
                 if (cx->u)
-                    qt_store_pairs(dst, qt_q8(x0, vs, 1),
-                                   k1 < cx->k ? qt_q8(x1, vs, 1) : zero);
+                    qt_store_pairs(dst, qt_pw_row(cx, k0, j, vs, 1), qt_pw_row(cx, k1, j, vs, 1));
                 else
-                    qt_store_pairs(dst, qt_q8(x0, vs, 0),
-                                   k1 < cx->k ? qt_q8(x1, vs, 0) : zero);
+                    qt_store_pairs(dst, qt_pw_row(cx, k0, j, vs, 0), qt_pw_row(cx, k1, j, vs, 0));
                 continue;
             }
             for (int32_t t = 0; t < QNR; t++) {
-                dst[2 * t] = t < w ? qt_code(x0[t], cx->s, cx->u) : 0;
-                dst[2 * t + 1] = t < w && k1 < cx->k ? qt_code(x1[t], cx->s, cx->u) : 0;
+                dst[2 * t] = t < w ? qt_pw_code(cx, k0, j + t) : 0;
+                dst[2 * t + 1] = t < w && k1 < cx->k ? qt_pw_code(cx, k1, j + t) : 0;
             }
         }
     }
@@ -313,14 +397,20 @@ static void qt_padded(const qt_geom *g, int32_t extra_w, int32_t *hp, int32_t *w
     if (*wp < g->w + g->pw) *wp = g->w + g->pw;
 }
 
-/* channels [0, cn) of x (one sample's, planes of h x w) quantized into zero-padded planes */
-static void qt_pad_codes(const qt_geom *g, const float *x, int32_t cn, int8_t *dst, int32_t hp,
-                         int32_t wp, float s, int u) {
+/* channels [0, cn) of x (one sample's, planes of h x w) as codes in zero-padded planes:
+ * codes copied, floats quantized */
+static void qt_pad_codes(const qt_geom *g, const void *x, int codes, int32_t cn, int8_t *dst,
+                         int32_t hp, int32_t wp, float s, int u) {
     memset(dst, 0, (size_t)cn * hp * wp);
     for (int32_t c = 0; c < cn; c++)
-        for (int32_t iy = 0; iy < g->h; iy++)
-            qt_quantize(x + ((size_t)c * g->h + iy) * g->w,
-                        dst + ((size_t)c * hp + iy + g->ph) * wp + g->pw, (size_t)g->w, s, u);
+        for (int32_t iy = 0; iy < g->h; iy++) {
+            const size_t i = ((size_t)c * g->h + iy) * g->w;
+            int8_t *to = dst + ((size_t)c * hp + iy + g->ph) * wp + g->pw;
+            if (codes)
+                memcpy(to, (const int8_t *)x + i, (size_t)g->w);
+            else
+                qt_quantize((const float *)x + i, to, (size_t)g->w, s, u);
+        }
 }
 
 /* eight codes of a row as i16 lanes, from every `sw`-th byte at src (SW: compile-time
@@ -342,7 +432,7 @@ static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src
  * apart (four add chains, not two: the loop is bound by the adds' latency) */
 #define QT_DW_ROW(NAME, SW, U)                                                              \
     static void NAME(const int8_t *base, int32_t sw, const int32_t *offs, const v128_t *wt,  \
-                     int32_t taps, int32_t ow8, v128_t vs, v128_t vb, float *row) {          \
+                     int32_t taps, int32_t ow8, qt_out o, v128_t vs, v128_t vb, void *row) { \
         for (int32_t ox = 0; ox < ow8; ox += 8) {                                           \
             v128_t lo = wasm_i32x4_splat(0), hi = lo, lo1 = lo, hi1 = lo;                   \
             const int8_t *src = base + ox * (SW ? SW : sw);                                 \
@@ -362,10 +452,7 @@ static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src
             }                                                                               \
             lo = wasm_i32x4_add(lo, lo1);                                                   \
             hi = wasm_i32x4_add(hi, hi1);                                                   \
-            v128_t f0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(lo), vs);                   \
-            v128_t f1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(hi), vs);                   \
-            wasm_v128_store(row + ox, wasm_f32x4_add(f0, vb));                              \
-            wasm_v128_store(row + ox + 4, wasm_f32x4_add(f1, vb));                          \
+            qt_emit8(o, lo, hi, vs, vs, vb, vb, (char *)row + ox * qt_esize(o), 8);         \
         }                                                                                   \
     }
 QT_DW_ROW(qt_dw_row1, 1, 0)
@@ -382,7 +469,7 @@ QT_DW_ROW(qt_dw_rownu, 0, 1)
  * ones from the bytes one further) and interleaves them once per 8 outputs */
 #define QT_DW_PAIRS(NAME, SW, U)                                                            \
     static void NAME(const int8_t *base, const int32_t *poffs, const v128_t *pw, int32_t np, \
-                     int32_t ow8, v128_t vs, v128_t vb, float *row) {                       \
+                     int32_t ow8, qt_out o, v128_t vs, v128_t vb, void *row) {              \
         for (int32_t ox = 0; ox < ow8; ox += 8) {                                           \
             v128_t lo = wasm_i32x4_splat(0), hi = lo;                                       \
             const int8_t *src = base + ox * SW;                                             \
@@ -405,10 +492,7 @@ QT_DW_ROW(qt_dw_rownu, 0, 1)
                 lo = wasm_i32x4_shuffle(e, hi, 0, 4, 1, 5);                                 \
                 hi = wasm_i32x4_shuffle(e, hi, 2, 6, 3, 7);                                 \
             }                                                                               \
-            v128_t f0 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(lo), vs);                   \
-            v128_t f1 = wasm_f32x4_mul(wasm_f32x4_convert_i32x4(hi), vs);                   \
-            wasm_v128_store(row + ox, wasm_f32x4_add(f0, vb));                              \
-            wasm_v128_store(row + ox + 4, wasm_f32x4_add(f1, vb));                          \
+            qt_emit8(o, lo, hi, vs, vs, vb, vb, (char *)row + ox * qt_esize(o), 8);         \
         }                                                                                   \
     }
 QT_DW_PAIRS(qt_dwp_row1, 1, 0)
@@ -417,17 +501,21 @@ QT_DW_PAIRS(qt_dwp_row1u, 1, 1)
 QT_DW_PAIRS(qt_dwp_row2u, 2, 1)
 
 typedef void (*qt_dwp_fn)(const int8_t *, const int32_t *, const v128_t *, int32_t, int32_t,
-                          v128_t, v128_t, float *);
+                          qt_out, v128_t, v128_t, void *);
+typedef void (*qt_dw_fn)(const int8_t *, int32_t, const int32_t *, const v128_t *, int32_t,
+                         int32_t, qt_out, v128_t, v128_t, void *);
 
-static int qt_depthwise(const qt_geom *g, const float *x, const int8_t *w, const float *sc,
-                        const float *bias, float *y, float s, int u) {
+static int qt_depthwise(const qt_geom *g, const void *x, int in_codes, const int8_t *w,
+                        qt_out o, void *y, float s, int u) {
     const int32_t taps = g->kh * g->kw, pos = g->oh * g->ow, ow8 = (g->ow + 7) & ~7;
     const size_t plane_in = (size_t)g->h * g->w, nx = (size_t)g->n * g->c * plane_in;
+    const size_t es = qt_esize(o);
     int32_t hp, wp;
     qt_padded(g, (ow8 - g->ow) * g->sw + 32, &hp, &wp);
     const int pairs = g->dw == 1 && (g->sw == 1 || g->sw == 2);
     const int32_t pkw = (g->kw + 1) / 2, np = g->kh * pkw; /* tap pairs per row, in all */
-    int8_t *codes = qt_grow(&qt_codes, nx);
+    /* codes in: read as they are; floats: quantized once, in one pass */
+    const int8_t *codes = in_codes ? x : qt_grow(&qt_codes, nx);
     int8_t *plane = qt_grow(&qt_plane, (size_t)hp * wp);
     int32_t *offs = qt_grow(&qt_offs, (size_t)(taps + np) * sizeof(int32_t));
     v128_t *wt = qt_grow(&qt_row, (size_t)(taps + np) * sizeof(v128_t) +
@@ -435,16 +523,14 @@ static int qt_depthwise(const qt_geom *g, const float *x, const int8_t *w, const
     if (!codes || !plane || !offs || !wt) return 2;
     int32_t *poffs = offs + taps;
     v128_t *pw = wt + taps;
-    float *row = (float *)(pw + np);
+    void *row = pw + np;
     const qt_dwp_fn dwp_row = u ? (g->sw == 1 ? qt_dwp_row1u : qt_dwp_row2u)
                                 : (g->sw == 1 ? qt_dwp_row1 : qt_dwp_row2);
     for (int32_t p = 0; p < np; p++) poffs[p] = (p / pkw) * g->dh * wp + (p % pkw) * 2;
-    void (*dw_row)(const int8_t *, int32_t, const int32_t *, const v128_t *, int32_t, int32_t,
-                   v128_t, v128_t, float *) =
-        u ? (g->sw == 1 ? qt_dw_row1u : g->sw == 2 ? qt_dw_row2u : qt_dw_rownu)
-          : (g->sw == 1 ? qt_dw_row1 : g->sw == 2 ? qt_dw_row2 : qt_dw_rown);
+    const qt_dw_fn dw_row = u ? (g->sw == 1 ? qt_dw_row1u : g->sw == 2 ? qt_dw_row2u : qt_dw_rownu)
+                              : (g->sw == 1 ? qt_dw_row1 : g->sw == 2 ? qt_dw_row2 : qt_dw_rown);
     for (int32_t t = 0; t < taps; t++) offs[t] = (t / g->kw) * g->dh * wp + (t % g->kw) * g->dw;
-    qt_quantize(x, codes, nx, s, u);
+    if (!in_codes) qt_quantize(x, (int8_t *)codes, nx, s, u);
     memset(plane, 0, (size_t)hp * wp);
     for (int32_t n = 0; n < g->n; n++)
         for (int32_t c = 0; c < g->c; c++) {
@@ -460,34 +546,37 @@ static int qt_depthwise(const qt_geom *g, const float *x, const int8_t *w, const
                 const uint16_t wb = kx + 1 < g->kw ? (uint16_t)wc[ky * g->kw + kx + 1] : 0;
                 pw[p] = wasm_i32x4_splat((int32_t)(wa | ((uint32_t)wb << 16)));
             }
-            const v128_t vs = wasm_f32x4_splat(sc[c]), vb = wasm_f32x4_splat(bias ? bias[c] : 0);
-            float *yc = y + ((size_t)n * g->c + c) * pos;
+            const v128_t vs = wasm_f32x4_splat(o.sc[c]), vb = wasm_f32x4_splat(o.off[c]);
+            char *yc = (char *)y + ((size_t)n * g->c + c) * pos * es;
             for (int32_t oy = 0; oy < g->oh; oy++) {
                 const int8_t *base = plane + (size_t)oy * g->sh * wp;
                 if (pairs)
-                    dwp_row(base, poffs, pw, np, ow8, vs, vb, row);
+                    dwp_row(base, poffs, pw, np, ow8, o, vs, vb, row);
                 else
-                    dw_row(base, g->sw, offs, wt, taps, ow8, vs, vb, row);
-                memcpy(yc + (size_t)oy * g->ow, row, (size_t)g->ow * sizeof(float));
+                    dw_row(base, g->sw, offs, wt, taps, ow8, o, vs, vb, row);
+                memcpy(yc + (size_t)oy * g->ow * es, row, (size_t)g->ow * es);
             }
         }
     return 0;
 }
 
-/* y = codes(x) (*) w * (in_scale * w_scale) + bias: x (N, C, H, W) f32, w (C_out, C/groups,
- * KH, KW) int8, y (N, C_out, OH, OW) f32; u: unsigned codes */
-int32_t EXPORT(em_qconv)(const float *x, const int8_t *w, const float *w_scale,
-                         const float *bias, const float *in_scale, float *y, int32_t u) {
+/* y = codes(x) (*) w, rescaled as out_scale says (NULL: float32 out; else codes clamped to
+ * [lo, hi]): x (N, C, H, W) float32 or codes (bytes) already, w (C_out, C/groups, KH, KW)
+ * int8, y (N, C_out, OH, OW); u: unsigned codes */
+int32_t EXPORT(em_qconv)(const void *x, const int8_t *w, const float *w_scale,
+                         const float *bias, const float *in_scale, const float *out_scale,
+                         void *y, int32_t codes, int32_t u, int32_t lo, int32_t hi) {
     qt_geom g;
     memcpy(&g, em_meta_words(), sizeof g);
     const float s = *in_scale;
-    float *sc = qt_out_scales(w_scale, s, g.c_out);
-    if (!sc) return 2;
-    if (g.groups == g.c && g.c_out == g.c) return qt_depthwise(&g, x, w, sc, bias, y, s, u);
+    qt_out o;
+    if (qt_output(&o, w_scale, bias, s, out_scale, g.c_out, lo, hi)) return 2;
+    if (g.groups == g.c && g.c_out == g.c) return qt_depthwise(&g, x, codes, w, o, y, s, u);
     const int32_t cg = g.c / g.groups, og = g.c_out / g.groups, taps = g.kh * g.kw;
     const int32_t k = cg * taps, kp = (k + 1) / 2, pos = g.oh * g.ow;
     const int pointwise = taps == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 &&
                           g.oh == g.h && g.ow == g.w;
+    const size_t xsize = codes ? 1 : sizeof(float), es = qt_esize(o);
     /* columns per packed block: the block (kp pairs x ncap columns of i16) stays in L2 */
     int32_t ncap = ((1 << 16) / kp) & ~(QNR - 1);
     if (ncap < QNR) ncap = QNR;
@@ -513,18 +602,16 @@ int32_t EXPORT(em_qconv)(const float *x, const int8_t *w, const float *w_scale,
     for (int32_t gi = 0; gi < g.groups; gi++) {
         qt_pack_a(w + (size_t)gi * og * k, og, k, kp, ap);
         for (int32_t n = 0; n < g.n; n++) {
-            const float *xs = x + ((size_t)n * g.c + (size_t)gi * cg) * g.h * g.w;
-            float *ys = y + ((size_t)n * g.c_out + (size_t)gi * og) * pos;
-            const float *bg = bias ? bias + (size_t)gi * og : NULL;
+            const char *xs = (const char *)x + ((size_t)n * g.c + (size_t)gi * cg) * g.h * g.w *
+                                                   xsize;
+            char *ys = (char *)y + ((size_t)n * g.c_out + (size_t)gi * og) * pos * es;
             if (pointwise) {
-                qt_pw_ctx ctx = {xs, k, kp, pos, u, s};
-                qt_gemm(og, pos, kp, ap, qt_fill_pointwise, &ctx, bp, ncap, ys, pos,
-                        sc + (size_t)gi * og, bg);
+                qt_pw_ctx ctx = {xs, k, kp, pos, codes, u, s};
+                qt_gemm(og, pos, kp, ap, qt_fill_pointwise, &ctx, bp, ncap, ys, pos, o, gi * og);
             } else {
-                qt_pad_codes(&g, xs, cg, plane, hp, wp, s, u);
+                qt_pad_codes(&g, xs, codes, cg, plane, hp, wp, s, u);
                 qt_cols_ctx ctx = {plane, koff, joff, k, kp, u};
-                qt_gemm(og, pos, kp, ap, qt_fill_columns, &ctx, bp, ncap, ys, pos,
-                        sc + (size_t)gi * og, bg);
+                qt_gemm(og, pos, kp, ap, qt_fill_columns, &ctx, bp, ncap, ys, pos, o, gi * og);
             }
         }
     }
