@@ -20,10 +20,11 @@
 // float16 (IN_T u32): x, w and bias are read from their packed words into f32 registers (the
 // read_f16 section), the sums stay f32; OUT_T u32: fwd stores pairs of columns as one word.
 // W_T is w's element type: IN_T, or u32 for the int8 conv's weight codes (wgpu/quant.py: the
-// float32 x quantized as it loads, read through HELPERS' read_x / read_w).
+// float32 x quantized as it loads, read through HELPERS' read_x / read_w); X_T x's: IN_T, or
+// u32 for int8 / uint8 input codes.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<{{IN_T}}>;
+@group(0) @binding(1) var<storage, read> x: array<{{X_T}}>;
 @group(0) @binding(2) var<storage, read> w: array<{{W_T}}>;
 @group(0) @binding(3) var<storage, read> bias: array<{{IN_T}}>;
 @group(0) @binding(4) var<storage, read_write> out: array<{{OUT_T}}>;

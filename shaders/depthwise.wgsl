@@ -31,8 +31,9 @@ fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 // as they are stored (the launcher's QUANT key: its extra bindings).
 // meta: [planes, C_out, multiplier, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
 //        x_off, sN, sC, sH, sW, has_bias]
+// SRC_T: IN_T, or u32 for int8 / uint8 input codes
 
-@group(0) @binding(1) var<storage, read> src: array<{{IN_T}}>;
+@group(0) @binding(1) var<storage, read> src: array<{{SRC_T}}>;
 @group(0) @binding(2) var<storage, read> weight: array<{{WEIGHT_T}}>;
 @group(0) @binding(3) var<storage, read> bias: array<{{IN_T}}>;
 // OUT_T u32 (PAIRS): a float16 output, two neighbouring outputs per word (BX and OW even)
@@ -91,6 +92,79 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     var b = 0.0;
     if (prm[16] == 1u) { b = read_bias(co); }
 {{STORES}}
+}
+{{QUANT}}
+
+//! conv_codes
+// The int8 forward ending in int8 / uint8 codes (qconv_q), four per u32 word: a workgroup
+// takes RT whole output rows of PL planes — RT·OW a multiple of 4, or the whole plane — so
+// the words of codes of its rows are its own (each plane starts on a word: the launcher
+// spaces planes PS elements apart, PS a multiple of 4). It stages the input rows those
+// outputs read, as `conv` does (the codes read, or the float32 input quantized, through
+// read_src), then each lane makes whole words: four consecutive outputs of a plane (on one
+// or two rows), each summing its KH·KW taps from the staged tile, requantized (requant,
+// shaders/lib_quant.wgsl) and packed.
+// meta: [planes, C_out, multiplier, OH, -, H, W, pad_h, pad_w, -, tiles_per_plane,
+//        x_off, sN, sC, sH, sW, has_bias, PS, lo, hi]
+
+@group(0) @binding(1) var<storage, read> src: array<{{SRC_T}}>;
+@group(0) @binding(2) var<storage, read> weight: array<u32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<u32>;
+
+const OW: u32 = {{OW}}u;
+const RT: u32 = {{RT}}u;
+const PL: u32 = {{PL}}u;
+const LANES: u32 = {{LANES}}u;
+const TW: u32 = (OW - 1u) * SW + (KW - 1u) * DW + 1u;
+const TH: u32 = (RT - 1u) * SH + (KH - 1u) * DH + 1u;
+const WORDS: u32 = (RT * OW + 3u) / 4u;  // per plane
+
+var<workgroup> tile: array<f32, PL * TH * TW>;
+
+@compute @workgroup_size(LANES)
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let planes = prm[0];
+    let cout = prm[1];
+    let oh = prm[3];
+    let g = wid.x + wid.y * nwg.x;
+    let first = (g / prm[10]) * PL;
+    let oy0 = (g % prm[10]) * RT;
+    for (var k = 0u; k < PL; k = k + 1u) {
+        let plane = first + k;
+        let chan = si(11) + i32(plane / cout) * si(12) + i32((plane % cout) / prm[2]) * si(13);
+        stage_plane(k, plane < planes, chan, i32(oy0 * SH) - si(7), -si(8), li);
+    }
+    workgroupBarrier();
+
+    let end = min(oy0 + RT, oh) * OW;  // past the tile's last output of a plane
+    for (var e = li; e < PL * WORDS; e = e + LANES) {
+        let p = e / WORDS;
+        let plane = first + p;
+        let f0 = oy0 * OW + (e % WORDS) * 4u;
+        if (plane >= planes || f0 >= end) { continue; }
+        let co = plane % cout;
+        var b = 0.0;
+        if (prm[16] == 1u) { b = bias[co]; }
+        var word = 0u;
+        for (var j = 0u; j < 4u; j = j + 1u) {
+            let f = f0 + j;
+            if (f >= end) { break; }
+            let oy = f / OW;
+            let base = p * TH * TW + (oy - oy0) * SH * TW + (f - oy * OW) * SW;
+            var acc = 0.0;
+            for (var ky = 0u; ky < KH; ky = ky + 1u) {
+                for (var kx = 0u; kx < KW; kx = kx + 1u) {
+                    acc = acc + tile[base + ky * DH * TW + kx * DW]
+                        * read_weight((co * KH + ky) * KW + kx);
+                }
+            }
+            word = word | (requant(acc, co, b) << (8u * j));
+        }
+        out[(plane * prm[17] + f0) >> 2u] = word;
+    }
 }
 {{QUANT}}
 

@@ -27,6 +27,10 @@ fn byte_of(word: u32, j: u32) -> i32 {
 // element e of the int8 operand {{NAME}} (four codes per u32 word, the low byte first)
 fn read_{{NAME}}(e: u32) -> f32 { return f32(byte_of({{NAME}}[e >> 2u], e & 3u)); }
 
+//! read_codes_u8
+// element e of the uint8 codes {{NAME}} (qlinear_q / qconv_q's output codes 0..255)
+fn read_{{NAME}}(e: u32) -> f32 { return f32(extractBits({{NAME}}[e >> 2u], (e & 3u) * 8u, 8u)); }
+
 //! read_quantized
 // element e of the float32 operand {{NAME}} as its code ({{CODE}}: code or code_u8) at the
 // input scale
@@ -39,3 +43,39 @@ fn read_{{NAME}}(e: u32) -> f32 { return f32({{CODE}}({{NAME}}[e], q_in_scale[0]
 
 //! bias
 @group(0) @binding({{AT}}) var<storage, read> q_bias: array<f32>;
+
+//! requant
+// codes out (qlinear_q / qconv_q): the sum acc of channel ch (bias b) as the code at the
+// output scale, clamped to the meta words [lo, hi] at {{LO_AT}}, {{LO_AT}} + 1 (i32), as the
+// low byte of a u32; q_word packs four of them, the first in the low byte
+@group(0) @binding({{OUT_AT}}) var<storage, read> q_out_scale: array<f32>;
+
+fn requant(acc: f32, ch: u32, b: f32) -> u32 {
+    let o = q_out_scale[0];
+    let v = fma(acc, (q_in_scale[0] * q_w_scale[ch]) / o, b / o);
+    let lo = f32(bitcast<i32>(prm[{{LO_AT}}u]));
+    let hi = f32(bitcast<i32>(prm[{{LO_AT}}u + 1u]));
+    let q = clamp(sign(v) * floor(abs(v) + 0.5), lo, hi);
+    return bitcast<u32>(i32(q)) & 0xffu;
+}
+
+fn pack_codes(q0: u32, q1: u32, q2: u32, q3: u32) -> u32 {
+    return q0 | (q1 << 8u) | (q2 << 16u) | (q3 << 24u);
+}
+
+//! requant_matmul
+// the matmul epilogue's code words (shaders/matmul.wgsl, wgpu/compute.py's quads): four
+// columns of one row, the channel the row's (q_row: 1×1 convs) or each column's (q_cols:
+// Linear; columns past `last` are the padding of the output's rows, any value)
+fn q_row(acc: vec4<f32>, ch: u32) -> u32 {
+    let b = q_bias[ch];
+    return pack_codes(requant(acc[0], ch, b), requant(acc[1], ch, b), requant(acc[2], ch, b),
+                      requant(acc[3], ch, b));
+}
+
+fn q_col(acc: f32, col: u32) -> u32 { return requant(acc, col, q_bias[col]); }
+
+fn q_cols(acc: vec4<f32>, col: u32, last: u32) -> u32 {
+    return pack_codes(q_col(acc[0], col), q_col(acc[1], min(col + 1u, last)),
+                      q_col(acc[2], min(col + 2u, last)), q_col(acc[3], min(col + 3u, last)));
+}

@@ -21,9 +21,12 @@ fn lane(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 }
 
 //! pack_patches
-// meta: [G, NP, K4, KG, C, H, W, CG, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, x_off]
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> in_scale: array<f32>;
+// The input x is a strided float32 view quantized at the input scale, or int8 / uint8 codes
+// read as they are (read_x from shaders/lib_quant.wgsl, the launcher's READ).
+// meta: [G, NP, K4, KG, C, H, W, CG, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW, x_off, sN, sC,
+//        sH, sW]
+@group(0) @binding(1) var<storage, read> x: array<{{X_T}}>;
+@group(0) @binding(2) var<storage, read> q_in_scale: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<u32>;
 
 fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
@@ -43,7 +46,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
     let oy = i32((row % p) / prm[17]);
     let ox = i32((row % p) % prm[17]);
     let taps = prm[8] * prm[9];
-    let s = in_scale[0];
     var word = 0u;
     for (var t = 0u; t < 4u; t++) {
         let k = first + t;
@@ -53,8 +55,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>,
             let iy = oy * si(10) - si(12) + i32(tap / prm[9]) * si(14);
             let ix = ox * si(11) - si(13) + i32(tap % prm[9]) * si(15);
             if (iy >= 0 && iy < si(5) && ix >= 0 && ix < si(6)) {
-                let at = prm[18] + ((n * prm[4] + c) * prm[5] + u32(iy)) * prm[6] + u32(ix);
-                word = word | ((bitcast<u32>(code(x[at], s)) & 0xffu) << (8u * t));
+                let at = si(18) + i32(n) * si(19) + i32(c) * si(20) + iy * si(21) + ix * si(22);
+                word = word | ((bitcast<u32>(i32(read_x(u32(at)))) & 0xffu) << (8u * t));
             }
         }
     }

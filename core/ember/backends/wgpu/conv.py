@@ -121,7 +121,8 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
     an even pixel count) gets pairs of columns per word; ``scales``: see
     :func:`igemm_forward`."""
     half = x.dtype is dt.float16
-    q8 = None if scales is None else ("code_u8" if scales[2] else "code")
+    q8 = None if scales is None else scales[3]
+    codes_in = x.dtype in (dt.int8, dt.uint8)
     pairs = out.dtype is dt.float16
     nd = len(geometry) // 7
     unit = all(geometry[7 * d + 3] == 1 for d in range(nd))
@@ -135,9 +136,8 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
     def build():
         keys = compute._unrolled("f32", tile)
         keys["STORE"] = _stores(tile, pairs)
-        if q8:  # int8 codes as f32: x quantized as it loads, the weight's bytes, two scales
-            helpers = [rt.lib.snippet("lib_quant", "code"),
-                       rt.lib.snippet("lib_quant", "read_quantized", NAME="x", CODE=q8),
+        if q8:  # int8 codes as f32: x's codes (quantized as it loads), the weight's bytes
+            helpers = [rt.lib.snippet("lib_quant", "code"), scales[2]("x"),
                        rt.lib.snippet("lib_quant", "read_codes", NAME="w"),
                        rt.lib.snippet("depthwise", "read", NAME="bias"),
                        rt.lib.snippet("lib_quant", "scales", W_AT=5, IN_AT=6)]
@@ -156,6 +156,7 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
                       TRANSPOSED=str(transposed).lower(), UNIT_STRIDE=str(unit).lower(),
                       TAP_MAJOR=str(tap_major).lower(), TAPS=taps, KSIZE=ksize,
                       OSIZE=osize, PP=positions, IN_T="u32" if half else "f32",
+                      X_T="u32" if half or codes_in else "f32",
                       W_T="u32" if half or q8 else "f32", OUT_T="u32" if pairs else "f32",
                       HELPERS="\n".join(helpers), **keys, **tile)
         return code, ("read",) * 4 + ("read_write",) + ("read",) * (2 * bool(q8))
@@ -241,9 +242,11 @@ def conv(rt: Runtime, x, weight, bias, stride, padding, dilation, groups):
 def igemm_forward(rt: Runtime, x, weight, b, y, stride, pads, dilation, groups: int,
                   scales=None) -> None:
     """The implicit-GEMM forward conv into ``y`` (N, C_out, *out); ``pads``: the low pad per
-    dim. ``scales = (w_scale, in_scale, unsigned)``: int8 ``weight`` codes and a float32 ``x``
-    quantized as it loads (qconv / qconv_u8; the caller keeps the sum within float32's exact
-    integers), the sums rescaled as they are stored."""
+    dim. ``scales = (w_scale, in_scale, read, key)``: int8 ``weight`` codes and ``x``'s codes
+    (qconv / qconv_u8; the caller keeps the sum within float32's exact integers), the sums
+    rescaled as they are stored; ``read(name)`` is the WGSL ``read_<name>`` giving them (a
+    float32 ``x`` quantized as it loads, or int8/uint8 codes as they are), ``key`` names it
+    in the pipeline's key."""
     n, c = x.shape[:2]
     spatial, kernel, out = x.shape[2:], weight.shape[2:], y.shape[2:]
     c_out = weight.shape[0]

@@ -28,8 +28,11 @@ True
 
 from __future__ import annotations
 
+import math
+
 from ... import dtype as dt
 from ...shape import conv_output_size, conv_transpose_output_size, numel
+from . import qcodes
 from .kernels import render
 from .launch import Runtime, contiguous, narrow, widen
 from .primitive import WgpuTensor
@@ -206,19 +209,24 @@ _UNROLLED = {"conv": _conv_unrolled, "weight_grad_partial": _wgrad_unrolled}
 
 
 # the input buffers each section reads through read_<name> (shaders/depthwise.wgsl)
-_READS = {"conv": ("src", "weight", "bias"), "conv_transpose": ("src", "weight", "bias"),
+_READS = {"conv": ("src", "weight", "bias"), "conv_codes": ("src", "weight", "bias"),
+          "conv_transpose": ("src", "weight", "bias"),
           "weight_grad_partial": ("src", "grad"), "weight_grad_sum": ()}
 # the sections that stage input planes into their tile with stage_plane
-_STAGED = ("conv", "conv_transpose")
+_STAGED = ("conv", "conv_codes", "conv_transpose")
 
 
-def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: bool = False):
+def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = False,
+          read=None):
     """The section's pipeline; ``half``: its inputs are float16, read packed; ``cfg["Q8"]``:
-    the forward on int8 codes (the input quantized as it is staged — 1: signed codes, 2:
-    unsigned —, int8 weights, two more bindings: the weight scales and the input scale)."""
+    the forward on int8 codes (``read("src")`` the WGSL reading the input's codes — a float32
+    quantized as it is staged, or int8/uint8 codes —, ``cfg["Q8"]`` naming it in the key;
+    int8 weights; two more bindings: the weight scales and the input scale; the conv_codes
+    section a third, the output scale)."""
     key = ("depthwise", section, half, tuple(sorted(cfg.items())))
     q8 = bool(cfg.get("Q8"))
-    access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8)
+    codes_out = section == "conv_codes"
+    access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8 + codes_out)
     code = _UNROLLED.get(section, lambda c: {})
 
     def build():
@@ -226,12 +234,12 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: 
                    for name in _READS[section] if not (q8 and name in ("src", "weight"))]
         quant = ""
         if q8:
-            helpers += [rt.lib.snippet("lib_quant", "code"),
-                        rt.lib.snippet("lib_quant", "read_quantized", NAME="src",
-                                       CODE="code_u8" if cfg["Q8"] == 2 else "code"),
+            helpers += [rt.lib.snippet("lib_quant", "code"), read("src"),
                         rt.lib.snippet("lib_quant", "read_codes", NAME="weight")]
             quant = rt.lib.snippet("lib_quant", "scales", W_AT=n_buffers + 2,
                                    IN_AT=n_buffers + 3)
+        if codes_out:
+            quant += rt.lib.snippet("lib_quant", "requant", OUT_AT=n_buffers + 4, LO_AT=18)
         if section in _STAGED:
             helpers.append(rt.lib.snippet("depthwise", "stage_plane"))
         if half or cfg.get("PAIRS"):
@@ -239,7 +247,8 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict[str, int], half: 
         if cfg.get("PAIRS"):
             helpers.append(rt.lib.snippet("matmul", "pack_f16"))
         in_t = "u32" if half else "f32"
-        return (render(rt.lib.source("depthwise", section), IN_T=in_t,
+        src_t = "u32" if half or cfg.get("Q8") in ("int8", "uint8") else "f32"
+        return (render(rt.lib.source("depthwise", section), IN_T=in_t, SRC_T=src_t,
                        WEIGHT_T="u32" if q8 else in_t, QUANT=quant,
                        OUT_T="u32" if cfg.get("PAIRS") else "f32", HELPERS="\n".join(helpers),
                        **cfg, **code(cfg)), access)
@@ -292,12 +301,17 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
                          f"{x.shape}, weight {weight.shape}, stride {stride}, dilation "
                          f"{dilation}; check depthwise.supports() first")
     out, pad, cfg = plan
+    read = None
     if scales is None:
         half, x, weight, b = _inputs(rt, x, weight, bias)
         cfg, extra = _paired(cfg, out, half), []
     else:
         half, weight, b = False, contiguous(rt, weight), bias
-        cfg, extra = {**cfg, "Q8": 1 + bool(scales[2])}, [t.block for t in scales[:2]]
+        w_scale, in_scale, read, key, codes = scales
+        cfg, extra = {**cfg, "Q8": key}, [w_scale.block, in_scale.block]
+        full = None if codes is None else _codes_config(rt, out, {**_shape(cfg), "Q8": key})
+        if full is not None:
+            return _conv_codes(rt, x, weight, b, out, pad, full, extra, read, codes)
     n, c_out = x.shape[0], weight.shape[0]
     y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
     planes = n * c_out
@@ -306,10 +320,63 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
         tiles = tiles_x * -(-out[0] // (cfg["LY"] * cfg["BY"]))
         meta = [planes, c_out, c_out // x.shape[1], *out, *_hw(x), pad[0][0], pad[1][0],
                 tiles_x, tiles, *_x_words(x), int(b is not None)]
-        rt.engine.dispatch(_pipe(rt, "conv", 3, cfg, half), meta,
+        rt.engine.dispatch(_pipe(rt, "conv", 3, cfg, half, read), meta,
                            [x.block, weight.block, (b if b is not None else weight).block,
                             y.block, *extra], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
+    if scales is not None and scales[4] is not None:  # codes whose rows don't fit conv_codes
+        return qcodes.requant_map(rt, y, scales[4])
     return narrow(rt, y, dtype)
+
+
+def _shape(cfg: dict) -> dict[str, int]:
+    """The kernel shape's template constants of a config."""
+    return {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "DH", "DW")}
+
+
+def _codes_config(rt: Runtime, out, cfg: dict) -> dict | None:
+    """conv_codes' template constants (shaders/depthwise.wgsl): RT whole output rows (a
+    multiple of ``step`` rows, so RT·OW fills whole words, or the whole plane) of PL planes, about a
+    word of codes per lane, shrunk until the staged rows fit workgroup memory; None where
+    ``step`` rows don't fit."""
+    oh, ow = out
+    step = 4 // math.gcd(ow, 4)
+    target = 4 * _LANES  # outputs per workgroup
+    if oh * ow <= target:
+        rows, pl = oh, max(1, target // (oh * ow))
+    else:
+        rows, pl = min(oh, max(step, target // ow // step * step)), 1
+
+    def size(rows, pl):
+        tw = (ow - 1) * cfg["SW"] + (cfg["KW"] - 1) * cfg["DW"] + 1
+        return 4 * pl * ((rows - 1) * cfg["SH"] + (cfg["KH"] - 1) * cfg["DH"] + 1) * tw
+
+    while size(rows, pl) > _wg_bytes(rt):
+        if pl > 1:
+            pl //= 2
+        elif (rows - 1) // step * step >= step:
+            rows = (rows - 1) // step * step
+        else:
+            return None
+    return {**cfg, "OW": ow, "RT": rows, "PL": pl, "LANES": _LANES}
+
+
+def _conv_codes(rt: Runtime, x, weight, b, out, pad, cfg: dict, extra: list, read,
+                codes: qcodes.Codes) -> WgpuTensor:
+    """The int8 depthwise conv ending in codes: the conv_codes section (config
+    :func:`_codes_config`), one dispatch, into planes a whole number of words apart
+    (:func:`.qcodes.padded`)."""
+    n, c_out = x.shape[0], weight.shape[0]
+    nd = len(x.shape) - 2
+    y, plane = qcodes.padded(rt, (n, c_out) + out[2 - nd:], 2, codes.dtype)
+    planes = n * c_out
+    tiles = -(-out[0] // cfg["RT"])
+    meta = [planes, c_out, c_out // x.shape[1], *out, *_hw(x), pad[0][0], pad[1][0], 0, tiles,
+            *_x_words(x), int(b is not None), plane, codes.lo, codes.hi]
+    rt.engine.dispatch(_pipe(rt, "conv_codes", 3, cfg, False, read), meta,
+                       [x.block, weight.block, (b if b is not None else weight).block, y.block,
+                        *extra, codes.scale.block],
+                       rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
+    return y
 
 
 def depthwise_weight_grad(rt: Runtime, x: WgpuTensor, grad: WgpuTensor, weight_shape, stride,

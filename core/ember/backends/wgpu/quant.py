@@ -32,11 +32,12 @@ import weakref
 
 from ... import dtype as dt
 from ...contract import registry
+from ...contract.quantized import CODE_DTYPES, codes_dtype
 from ...shape import conv_output_size, numel
-from . import compute, conv, depthwise, tuning
+from . import compute, conv, depthwise, qcodes, tuning
 from .kernels import render
 from .launch import Runtime, contiguous, map_op
-from .primitive import WgpuTensor, contiguous_strides
+from .primitive import WgpuTensor, collapse, contiguous_strides
 
 _TILE = 32  # the gemm section's output tile (rows and columns)
 # the longest sum of code products float32 holds exactly: K·127² < 2²⁴ (unsigned input codes:
@@ -61,14 +62,18 @@ def dot_mode(rt: Runtime) -> str:
     return _DOT[rt]
 
 
-def _pipe(rt: Runtime, section: str, n_buffers: int, dot: str = ""):
+def _pipe(rt: Runtime, section: str, n_buffers: int, dot: str = "", read: str = ""):
+    """``read``: pack_patches' input read (a lib_quant section: read_quantized, read_codes,
+    read_codes_u8)."""
     access = ("read",) * n_buffers + ("read_write",)
 
     def build():
         code = rt.lib.source("quant", section) + rt.lib.snippet("lib_quant", "code")
-        return render(code, DOT=dot), access
+        if read:
+            code += rt.lib.snippet("lib_quant", read, NAME="x", CODE="code")
+        return render(code, DOT=dot, X_T="f32" if read == "read_quantized" else "u32"), access
 
-    return rt.lib.pipeline(("quant", section, dot), build)
+    return rt.lib.pipeline(("quant", section, dot, read), build)
 
 
 def _dense(rt: Runtime, t: WgpuTensor | None) -> WgpuTensor | None:
@@ -107,143 +112,225 @@ def _exact_parts(k: int, tile: dict[str, int], unsigned: bool) -> tuple[int, int
 
 
 def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, per_row: bool,
-                w_scale, bias, in_scale, unsigned: bool) -> WgpuTensor:
-    """``a @ b`` per batch entry as a contiguous ``shape`` tensor, one operand int8 codes
-    (``codes``: ``"a"`` or ``"b"``), the other float32 quantized as it loads, rescaled by the
-    channel of each row (``per_row``) or column, plus its bias (``unsigned``: input codes
-    0..255, qlinear_u8/qconv_u8): the tuned float matmul, one
-    dispatch, the sum exact; for k past ``_EXACT_K``, exact parts added up in float32 (a sum
-    then within a few float32 roundings of the exact one), then rescaled: three dispatches."""
+                w_scale, bias, in_scale, src: WgpuTensor, unsigned: bool,
+                out_codes: qcodes.Codes | None = None) -> WgpuTensor:
+    """``a @ b`` per batch entry as a ``shape`` tensor, one operand the int8 weight codes
+    (``codes``: ``"a"`` or ``"b"``), the other the input ``src`` (float32 quantized as it
+    loads, ``unsigned``: to 0..255; or int8/uint8 codes read as they are), rescaled by the
+    channel of each row (``per_row``) or column, plus its bias: the tuned float matmul, one
+    dispatch, the sum exact; ``out_codes``: ending in codes (a word of four columns per
+    store, the rows qcodes.padded to whole words: :func:`qcodes.padded`). For k past ``_EXACT_K``, exact
+    parts added up in float32 (a sum then within a few float32 roundings of the exact one),
+    then rescaled: three dispatches."""
     n, k = a.shape[-2:]
     m = b.shape[-1]
     batch = a.shape[0]
     ch = "{r}" if per_row else "{col}"
     quantized = "b" if codes == "a" else "a"
+    wide = qcodes.wide(src, unsigned)
 
     def reads():
         return "\n".join([rt.lib.snippet("lib_quant", "code"),
                           rt.lib.snippet("lib_quant", "read_codes", NAME=codes),
-                          rt.lib.snippet("lib_quant", "read_quantized", NAME=quantized,
-                                         CODE="code_u8" if unsigned else "code")])
+                          qcodes.reader(rt, quantized, src, unsigned)])
 
-    def bindings():
-        return (rt.lib.snippet("lib_quant", "scales", W_AT=4, IN_AT=6)
+    def bindings(splits):
+        text = (rt.lib.snippet("lib_quant", "scales", W_AT=4, IN_AT=6)
                 + rt.lib.snippet("lib_quant", "bias", AT=5))
+        if out_codes is not None and splits == 1:
+            text += (rt.lib.snippet("lib_quant", "requant", OUT_AT=7, LO_AT=18)
+                     + rt.lib.snippet("lib_quant", "requant_matmul"))
+        return text
 
-    types = ("u32", "f32") if codes == "a" else ("f32", "u32")
+    x_t = "f32" if src.dtype is dt.float32 else "u32"
+    types = ("u32", x_t) if codes == "a" else (x_t, "u32")
     blocks = [w_scale.block, bias.block, in_scale.block]
 
     def launch(option):
         tile, splits, kc = option
-        value = (f"{{acc}} * (q_in_scale[0] * q_w_scale[{ch}]) + q_bias[{ch}]"
-                 if splits == 1 else "{acc}")
-        epilogue = (("int8", codes, per_row, splits, unsigned), bindings, value, blocks,
-                    ("read",) * 3, [])
+        if splits > 1:
+            value, extra, meta = "{acc}", [], []
+        elif out_codes is None:
+            value, extra, meta = f"{{acc}} * (q_in_scale[0] * q_w_scale[{ch}]) + q_bias[{ch}]", \
+                [], []
+        else:
+            value = "q_row({acc}, {r})" if per_row else "q_cols({acc}, {col}, m - 1u)"
+            extra, meta = [out_codes.scale.block], [out_codes.lo, out_codes.hi]
+        key = ("int8", codes, per_row, splits, qcodes.source_key(src, unsigned),
+               None if out_codes is None or splits > 1 else out_codes.dtype.name)
+        epilogue = (key, lambda: bindings(splits), value, blocks + extra,
+                    ("read",) * (3 + len(extra)), meta)
         if splits == 1:
-            out = rt.empty(shape, dt.float32, "qmatmul")
-            compute.matmul_dispatch(rt, a, b, sa, sb, out, (0, n * m, m), 1, k, 0, tile,
-                                    epilogue, (reads, *types))
+            if out_codes is None:
+                out = rt.empty(shape, dt.float32, "qmatmul")
+                view = (0, n * m, m)
+            else:
+                out, row = qcodes.padded(rt, shape, 2 if per_row else len(shape) - 1, out_codes.dtype)
+                view = (0, n * row, row)
+            compute.matmul_dispatch(rt, a, b, sa, sb, out, view, 1, k, 0, tile, epilogue,
+                                    (reads, *types))
             return out
         parts = rt.empty((splits, batch, n, m), dt.float32, "qmatmul")
         compute.matmul_dispatch(rt, a, b, sa, sb, parts, (0, n * m, m), splits, kc,
                                 batch * n * m, tile, epilogue, (reads, *types))
         full = (batch, n, m)
         chan = (0, 1, 0) if per_row else (0, 0, 1)
-        sums = compute.reduce(rt, parts, (0,), "sum")
-        views = [sums.view(full, (n * m, m, 1)), in_scale.view(full, (0, 0, 0)),
-                 w_scale.view(full, chan), bias.view(full, chan)]
-        y = map_op(rt, views, dt.float32, "x0 * (x1 * x2) + x3")
+        sums = compute.reduce(rt, parts, (0,), "sum").view(full, (n * m, m, 1))
+        views = [in_scale.view(full, (0, 0, 0)), w_scale.view(full, chan), bias.view(full, chan)]
+        if out_codes is None:
+            y = map_op(rt, [sums, *views], dt.float32, "x0 * (x1 * x2) + x3")
+        else:
+            y = qcodes.requant_map(rt, sums, out_codes, views)
         return y.view(shape, contiguous_strides(shape))
 
     def options():
-        return {name: (t, *_exact_parts(k, t, unsigned))
+        return {name: (t, *_exact_parts(k, t, wide))
                 for name, (t, _, _) in compute._options(rt, n, m, k, batch).items()}
 
-    chosen = tuning.TUNER.choose(rt, (n, m, k, batch), "uint8" if unsigned else "int8",
-                                 options, launch)
+    kind = "uint8" if wide else "int8"
+    if src.dtype is not dt.float32 or out_codes is not None:  # their own timings
+        kind += f">{qcodes.source_key(src, unsigned)}>{out_codes.dtype.name if out_codes else 'f32'}"
+    chosen = tuning.TUNER.choose(rt, (n, m, k, batch), kind, options, launch)
     tile = compute.choose_tile(rt, n, m, batch)
-    return launch(chosen or (tile, *_exact_parts(k, tile, unsigned)))
+    return launch(chosen or (tile, *_exact_parts(k, tile, wide)))
+
+
+def _row_stride(rt: Runtime, x: WgpuTensor) -> tuple[WgpuTensor, int]:
+    """``(x, stride between its rows)`` of an ``(..., K)`` input seen as (rows, K) — as it is
+    where its rows are contiguous and evenly spaced (:func:`qcodes.padded` codes), else copied."""
+    k = x.shape[-1]
+    _, (lead,) = collapse(x.shape[:-1], x.strides[:-1])
+    if (x.strides[-1] != 1 and k > 1) or len(lead) > 1:
+        x = contiguous(rt, x)
+        return x, k
+    return x, lead[0] if lead else k
+
+
+def _plane_strides(rt: Runtime, x: WgpuTensor) -> tuple[WgpuTensor, int, int]:
+    """``(x, image stride, channel stride)`` of an (N, C, H, W) input whose planes are each
+    contiguous (:func:`qcodes.padded` codes are), else of a contiguous copy."""
+    if x.shape[2] * x.shape[3] > 1 and tuple(x.strides[2:]) != (x.shape[3], 1):
+        x = contiguous(rt, x)
+    return x, x.strides[0], x.strides[1]
+
+
+_INPUTS = (dt.float32, *CODE_DTYPES)
+# pack_patches' read of the input: a float32 quantized, or int8 / uint8 codes as they are
+_X_READ = {dt.float32: "read_quantized", dt.int8: "read_codes", dt.uint8: "read_codes_u8"}
 
 
 class WgpuQuant:
-    """``qlinear``, ``qconv`` and their unsigned-input ``_u8`` forms (a mixin of the wgpu
-    backend); ``self.rt`` is the Runtime. The ``_u8`` forms run the float paths where they
-    apply, else the contract's default body (the integer kernels take signed codes)."""
+    """``qlinear``, ``qconv``, their unsigned-input ``_u8`` forms and the codes-out
+    ``qlinear_q``/``qconv_q`` (a mixin of the wgpu backend); ``self.rt`` is the Runtime.
+    Inputs are float32 or int8/uint8 codes; other dtypes, and the cases no kernel here
+    takes, run the contract's default body."""
 
     def qlinear(self, x, weight, w_scale, bias, in_scale):
-        return self._qlinear(x, weight, w_scale, bias, in_scale, False)
+        return self._qlinear("qlinear", (x, weight, w_scale, bias, in_scale), False)
 
     def qlinear_u8(self, x, weight, w_scale, bias, in_scale):
-        return self._qlinear(x, weight, w_scale, bias, in_scale, True)
+        return self._qlinear("qlinear_u8", (x, weight, w_scale, bias, in_scale), True)
+
+    def qlinear_q(self, x, weight, w_scale, bias, in_scale, out_scale, unsigned, out_lo, out_hi):
+        return self._qlinear("qlinear_q", (x, weight, w_scale, bias, in_scale), bool(unsigned),
+                             (out_scale, unsigned, out_lo, out_hi))
 
     def qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups):
-        return self._qconv(x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
-                           False)
+        return self._qconv("qconv", (x, weight, w_scale, bias, in_scale),
+                           (stride, padding, dilation, groups), False)
 
     def qconv_u8(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups):
-        return self._qconv(x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
-                           True)
+        return self._qconv("qconv_u8", (x, weight, w_scale, bias, in_scale),
+                           (stride, padding, dilation, groups), True)
 
-    def _qlinear(self, x, weight, w_scale, bias, in_scale, unsigned: bool):
-        if x.dtype != dt.float32 or x.size == 0 or x.shape[-1] == 0:
-            op = registry.REGISTRY["qlinear_u8" if unsigned else "qlinear"]
-            return op.default(self, x, weight, w_scale, bias, in_scale)
+    def qconv_q(self, x, weight, w_scale, bias, in_scale, out_scale, stride, padding, dilation,
+                groups, unsigned, out_lo, out_hi):
+        return self._qconv("qconv_q", (x, weight, w_scale, bias, in_scale),
+                           (stride, padding, dilation, groups), bool(unsigned),
+                           (out_scale, unsigned, out_lo, out_hi))
+
+    def _codes(self, q_args: tuple) -> qcodes.Codes | None:
+        """The :class:`qcodes.Codes` of ``(out_scale, unsigned, out_lo, out_hi)``, None for ()."""
+        if not q_args:
+            return None
+        scale, _, lo, hi = q_args
+        return qcodes.Codes(_dense(self.rt, scale), lo, hi, codes_dtype(lo, hi))
+
+    def _reader(self, x: WgpuTensor, unsigned: bool):
+        """``read(name)``: the WGSL reading ``x``'s codes as ``read_<name>`` (:func:`qcodes.reader`)."""
+        return lambda name: qcodes.reader(self.rt, name, x, unsigned)
+
+    def _qlinear(self, op: str, args: tuple, unsigned: bool, q_args: tuple = ()):
+        x, weight, w_scale, bias, in_scale = args
+        if x.dtype not in _INPUTS or w_scale.dtype != dt.float32 or x.size == 0 or \
+                x.shape[-1] == 0 or len(x.shape) < 2:
+            return registry.REGISTRY[op].default(self, *args, *q_args)
         rt = self.rt
         k, n = x.shape[-1], weight.shape[0]
         m = x.size // k
         if bias is None:
             bias = self.full((n,), 0.0, dt.float32)
-        x, weight, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, weight, w_scale, bias,
-                                                                       in_scale))
-        return _float_gemm(rt, x.view((1, m, k), (0, k, 1)), weight.view((1, k, n), (0, 1, k)),
-                           0, 0, x.shape[:-1] + (n,), "b", False, w_scale, bias, in_scale,
-                           unsigned)
+        weight, w_scale, bias, in_scale = (_dense(rt, t) for t in (weight, w_scale, bias,
+                                                                    in_scale))
+        x, sr = _row_stride(rt, x)
+        return _float_gemm(rt, x.view((1, m, k), (0, sr, 1)), weight.view((1, k, n), (0, 1, k)),
+                           0, 0, x.shape[:-1] + (n,), "b", False, w_scale, bias, in_scale, x,
+                           unsigned, self._codes(q_args))
 
-    def _qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
-               unsigned: bool):
-        args = (x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups)
-        default = registry.REGISTRY["qconv_u8" if unsigned else "qconv"].default
-        if x.dtype != dt.float32 or len(stride) != 2 or any(lo < 0 for lo, _ in padding):
-            return default(self, *args)
+    def _qconv(self, op: str, args: tuple, geometry: tuple, unsigned: bool,
+               q_args: tuple = ()):
+        stride, padding, dilation, groups = geometry
+        x, weight, w_scale, bias, in_scale = args
+        if x.dtype not in _INPUTS or w_scale.dtype != dt.float32 or len(stride) != 2 or \
+                any(lo < 0 for lo, _ in padding):
+            return registry.REGISTRY[op].default(self, *args, *q_args[:1], *geometry,
+                                                 *q_args[1:])
         rt = self.rt
+        out_codes = self._codes(q_args)
         n, c, h, w = x.shape
         c_out, cg, kh, kw = weight.shape
         out = tuple(conv_output_size(*a) for a in zip((h, w), (kh, kw), stride, padding,
                                                       dilation))
         shape = (n, c_out) + out
         if numel(shape) == 0:
-            return rt.empty(shape, dt.float32, "qconv")
+            return rt.empty(shape, out_codes.dtype if out_codes else dt.float32, op)
         if bias is None:
             bias = self.full((c_out,), 0.0, dt.float32)
-        x, w_scale, bias, in_scale = (_dense(rt, t) for t in (x, w_scale, bias, in_scale))
+        w_scale, bias, in_scale = (_dense(rt, t) for t in (w_scale, bias, in_scale))
         pads = [p for pair in padding for p in pair]
+        wide = qcodes.wide(x, unsigned)
         if conv._pointwise((kh, kw), stride, pads, groups):
-            p = h * w
+            x, s_n, s_c = _plane_strides(rt, x)
             weight = _dense(rt, weight)
             return _float_gemm(rt, weight.view((n, c_out, c), (0, c, 1)),
-                               x.view((n, c, p), (c * p, p, 1)), 0, c * p, shape, "a", True,
-                               w_scale, bias, in_scale, unsigned)
+                               x.view((n, c, h * w), (s_n, s_c, 1)), 0, s_n, shape, "a", True,
+                               w_scale, bias, in_scale, x, unsigned, out_codes)
         if groups == c == c_out and depthwise.supports(rt, x.shape, weight.shape, groups,
                                                         stride, padding, dilation):
-            return depthwise.depthwise_conv(rt, x, weight, bias, stride, padding, dilation,
-                                            (w_scale, in_scale, unsigned))
-        if cg * kh * kw <= _EXACT_K[unsigned]:
+            return depthwise.depthwise_conv(
+                rt, x, weight, bias, stride, padding, dilation,
+                (w_scale, in_scale, self._reader(x, unsigned), qcodes.source_key(x, unsigned),
+                 out_codes))
+        if cg * kh * kw <= _EXACT_K[wide]:
             y = rt.empty(shape, dt.float32, "qconv")
             conv.igemm_forward(rt, x, _dense(rt, weight), bias, y, stride, pads[::2], dilation,
-                               groups, (w_scale, in_scale, unsigned))
-            return y
-        if unsigned:
-            return default(self, *args)
+                               groups, (w_scale, in_scale, self._reader(x, unsigned),
+                                        qcodes.source_key(x, unsigned)))
+            return y if out_codes is None else qcodes.requant_map(rt, y, out_codes)
+        if wide:
+            return registry.REGISTRY[op].default(self, *args, *q_args[:1], *geometry,
+                                                 *q_args[1:])
         y = rt.empty(shape, dt.float32, "qconv")
         geo = [kh, kw, *stride, padding[0][0], padding[1][0], *dilation, *out]
         kg, positions = cg * kh * kw, out[0] * out[1]
         words, k4 = _weight_words(rt, weight, c_out, kg)
         np_ = n * positions
         codes = rt.empty((groups * np_ * k4,), dt.int32, "qpatches")
-        meta = [groups, np_, k4, kg, c, h, w, cg, *geo, x.offset]
-        rt.engine.dispatch(_pipe(rt, "pack_patches", 3), meta,
+        meta = [groups, np_, k4, kg, c, h, w, cg, *geo, x.offset, *x.strides]
+        read = _X_READ[x.dtype]
+        rt.engine.dispatch(_pipe(rt, "pack_patches", 3, read=read), meta,
                            [x.block, in_scale.block, codes.block],
                            rt.groups(groups * np_ * k4, 64))
         _gemm(rt, codes, np_, k4, groups, words, c_out // groups, w_scale, bias, in_scale, y,
               positions, c_out)
-        return y
+        return y if out_codes is None else qcodes.requant_map(rt, y, out_codes)
