@@ -234,11 +234,13 @@ def plan(rt, n: int, m: int, k: int, batch: int, dtype=dt.float32, run=None):
 
 
 def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
-              pairs: bool = False) -> dict[str, str]:
+              pairs: bool = False, quads: bool = False) -> dict[str, str]:
     """The register tile's statements, unrolled (TM and TN multiples of 4): accumulator
     declarations, the BK steps of products, and the guarded stores of ``value`` (a format
     of the accumulated ``acc`` at row ``r`` and column ``col``: a fused epilogue), or with
-    ``pairs`` the accumulators packed two float16 per u32 word."""
+    ``pairs`` the accumulators packed two float16 per u32 word, or with ``quads`` one u32
+    word per four columns: ``value`` formats the vec4 ``acc`` and its first ``col`` (int8
+    codes: the launcher makes each such word one of this output alone)."""
     tm4, tn4 = tile["TM"] // 4, tile["TN"] // 4
     rows = [(g, q) for g in range(tm4) for q in range(4)]
     decl = [f"    var acc{g}_{q}_{j}: vec4<{ct}>;" for g, q in rows for j in range(tn4)]
@@ -255,6 +257,12 @@ def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
         r = f"r{g}_{q}"
         store.append(f"    let {r} = row0 + (lid.y + LY * {g}u) * 4u + {q}u;")
         for j in range(tn4):
+            if quads:
+                col = f"col0 + (lid.x + LX * {j}u) * 4u"
+                at = f"(o_base + i32({r}) * s(14) + i32({col})) >> 2"
+                v = value.format(acc=f"acc{g}_{q}_{j}", r=r, col=col)
+                store.append(f"    if ({r} < n && {col} < m) {{ out[u32({at})] = {v}; }}")
+                continue
             for w in range(0, 4, 2 if pairs else 1):
                 col = f"col0 + (lid.x + LX * {j}u) * 4u + {w}u"
                 at = f"o_base + i32({r}) * s(14) + i32({col})"
@@ -326,10 +334,12 @@ def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epi
     4 on), the stored ``value`` (see :func:`_unrolled`), its buffers, their access modes and
     the meta words after the matmul's. ``reads``: ``(code(), IN_A, IN_B)``, the operands' own
     element types and ``read_a``/``read_b`` functions returning f32 (in the pipeline's key
-    through the epilogue's)."""
+    through the epilogue's). An int8/uint8 ``out`` (the epilogue's codes) is stored a word
+    per four columns (offset, strides multiples of 4)."""
     half = a.dtype is dt.float16
     ct = "f32" if half or reads else _ct(a)
     pairs = out.dtype is dt.float16
+    quads = out.dtype in (dt.int8, dt.uint8)
     n, k = a.shape[-2:]
     m = b.shape[-1]
     zero = "0.0" if ct == "f32" else "0"
@@ -345,11 +355,12 @@ def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epi
         if pairs:
             helpers.append(rt.lib.snippet("matmul", "pack_f16"))
         return (render(rt.lib.source("matmul"), CT=ct, ZERO=zero, IN_A=in_a, IN_B=in_b,
-                       OUT_T="u32" if pairs else ct, HELPERS="\n".join(helpers),
-                       **_unrolled(ct, tile, value, pairs), **tile) + code(),
+                       OUT_T="u32" if pairs or quads else ct, HELPERS="\n".join(helpers),
+                       **_unrolled(ct, tile, value, pairs, quads), **tile) + code(),
                 ("read", "read", "read", "read_write") + access)
 
-    pipe = rt.lib.pipeline(("matmul", ct, half, pairs, tuple(tile.items())) + key, build)
+    pipe = rt.lib.pipeline(("matmul", ct, half, pairs, quads, tuple(tile.items())) + key,
+                           build)
     gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
     top = rt.info.max_groups_per_dim
     total = numel(a.shape[:-2]) * splits
