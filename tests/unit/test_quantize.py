@@ -60,8 +60,10 @@ def test_quantize_folds_batchnorm_and_swaps_the_layers():
     model, x = _cnn(), _x()
     q = ember.quantize(model, x)
     kinds = [type(m).__name__ for m in q]
-    assert kinds == ["QuantConv2d", "Identity", "ReLU", "QuantConv2d", "Identity", "ReLU6",
-                     "QuantConv2d", "ReLU", "AdaptiveAvgPool2d", "Flatten", "QuantLinear"]
+    # chained: the first two convs end in codes, their activations folded into the clamp
+    assert kinds == ["QuantConv2d", "Identity", "FoldedActivation", "QuantConv2d", "Identity",
+                     "FoldedActivation", "QuantConv2d", "ReLU", "AdaptiveAvgPool2d", "Flatten",
+                     "QuantLinear"]
     assert type(model[0]).__name__ == "Conv2d"  # the float model is left as it was
     yf, yq = model(x).numpy(), q(x).numpy()
     # int8 error: a few quantization steps of the logits' range
@@ -71,7 +73,7 @@ def test_quantize_folds_batchnorm_and_swaps_the_layers():
 
 def test_quant_conv_is_the_float64_product_of_its_codes():
     model, x = _cnn(), _x(4)
-    q = ember.quantize(model, x)
+    q = ember.quantize(model, x, Scheme(chain=False))  # float out: the layer alone
     layer = q[0]
     w = layer.weight.numpy().astype(np.float64)
     s_in = float(layer.input_scale.numpy()[0])
@@ -199,7 +201,8 @@ def test_unsigned_codes_and_bias_correction_survive_a_record(tmp_path):
     ember.quantize.save(q, tmp_path / "u8")
     twin = ember.quantize.load(_cnn(), tmp_path / "u8")
     assert twin(x).tolist() == q(x).tolist()
-    skeleton = ember.quantize(_cnn(), None, "int8")  # a plain ember.load reads the flags too
+    # a plain ember.load into a skeleton of the same structure reads the flags too
+    skeleton = ember.quantize(_cnn(), None, "int8")
     ember.load(skeleton, tmp_path / "u8")
     assert skeleton(x).tolist() == q(x).tolist()
 
@@ -220,7 +223,7 @@ def test_range_search_picks_an_observer_candidate_per_layer():
 
 def test_unsigned_layer_is_the_float64_product_of_its_codes():
     model, x = _cnn(), _x(4)
-    q = ember.quantize(model, x, Scheme(unsigned=True))
+    q = ember.quantize(model, x, Scheme(unsigned=True, chain=False))  # float in: quantized here
     layer, h = q[6], q[:6](x)
     s_in = float(layer.input_scale.numpy()[0])
     codes = np.clip(np.floor(h.numpy().astype(np.float64) / s_in + 0.5), 0, 255)

@@ -59,6 +59,8 @@ class SamePad2d(nn.Module):
     (1, 1, 225, 225)
     """
 
+    keeps_codes = True  # zero padding: int8 codes (zero point 0) pass through a quantized chain
+
     def __init__(self, kernel_size: int, stride: int):
         super().__init__()
         self.kernel_size, self.stride = kernel_size, stride

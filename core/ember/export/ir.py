@@ -314,6 +314,10 @@ class _Lowering:
         layer.weight = layer.w_q * layer.w_scale.reshape((-1,) + (1,) * (layer.w_q.ndim - 1))
         return layer.out_shape
 
+    def do_FoldedActivation(self, m, name, shape):
+        # a chained int8 model: the boards requantize themselves, the activation stays
+        return self.walk(m.act, name, shape)
+
     def do_QuantLinear(self, m, name, shape):
         self.do_Linear(_FloatView(m), name, shape)
         return self._quantized(self.layers[-1], m)

@@ -7,11 +7,11 @@ the ``qlinear``/``qconv`` ops), saves with :func:`save` (or ``ember.save``) and 
 
 >>> import ember
 >>> from ember import nn
->>> model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 3))
+>>> model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 10))
 >>> x = ember.randn(8, 1, 6, 6)
 >>> q = ember.quantize(model, x)
->>> [type(m).__name__ for m in q]
-['QuantConv2d', 'ReLU', 'Flatten', 'QuantLinear']
+>>> [type(m).__name__ for m in q]  # the conv writes int8 codes, its ReLU folded in
+['QuantConv2d', 'FoldedActivation', 'Flatten', 'QuantLinear']
 >>> ember.quantize.size_bytes(q) < ember.quantize.size_bytes(model) / 3
 True
 """
@@ -19,8 +19,8 @@ True
 import sys
 import types
 
-from .convert import META_KEY, load, quantize, save, size_bytes
-from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
+from .convert import META_KEY, chain, load, quantize, save, size_bytes
+from .layers import FoldedActivation, QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
 from .observers import Observer
 from .qat import QATConv2d, QATLinear, convert_qat, prepare_qat
 from .scheme import PRESETS, Scheme
@@ -37,8 +37,8 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
-    "META_KEY", "PRESETS", "Observer", "QATConv2d", "QATLinear", "QuantConv2d", "QuantLinear",
-    "Scheme", "convert_qat", "prepare_qat",
+    "META_KEY", "PRESETS", "FoldedActivation", "Observer", "QATConv2d", "QATLinear", "QuantConv2d", "QuantLinear",
+    "Scheme", "chain", "convert_qat", "prepare_qat",
     "WeightOnlyConv2d", "WeightOnlyLinear", "load", "quantize", "save", "sensitivity",
     "size_bytes",
 ]

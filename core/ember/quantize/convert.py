@@ -11,15 +11,18 @@ from __future__ import annotations
 import os
 
 from ..autodiff import no_grad
+from ..nn.layers.activation import ReLU, ReLU6
 from ..nn.layers.container import Sequential
 from ..nn.layers.conv import Conv2d
-from ..nn.layers.linear import Identity, Linear
+from ..nn.layers.dropout import Dropout
+from ..nn.layers.linear import Flatten, Identity, Linear
 from ..nn.layers.norm import BatchNorm1d, BatchNorm2d
 from ..nn.module import Module
 from ..ops.creation import tensor, zeros
 from ..tensor import Tensor
 from .gptq import MAX_POSITIONS, Hessian, gptq_codes
-from .layers import QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear, _pairs
+from .layers import (FoldedActivation, QuantConv2d, QuantLinear, WeightOnlyConv2d,
+                     WeightOnlyLinear, _pairs)
 from .observers import Observer
 from .scheme import Scheme
 
@@ -280,8 +283,91 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
         setattr(parent, name, new)
     if refs:
         _refine(q, refs, calibration, scheme)
+    if scheme.activations and scheme.chain:
+        chain(q, values and calibration is not None)
     q.scheme = scheme
     return q
+
+
+def _leaves(seq: Sequential):
+    """``seq``'s modules in the order they run, nested Sequentials opened up."""
+    for _, m in seq._own_modules():
+        if type(m) is Sequential:
+            yield from _leaves(m)
+        else:
+            yield m
+
+
+def _keeps_codes(m: Module) -> bool:
+    """Modules a code tensor may pass through unchanged in meaning (zero code is zero: zero
+    padding, dropout off, identity, reshaping); a model's own padding module says so with
+    ``keeps_codes = True``. (Max pooling would keep codes too, but the pooling ops take
+    floats only.)"""
+    return (isinstance(m, (Identity, Dropout, Flatten))
+            or getattr(m, "keeps_codes", False) is True)
+
+
+def _fold_range(act, consumer) -> tuple[int, int]:
+    """The codes a producer writes for ``consumer`` with ``act`` (None, ReLU or ReLU6)
+    between them: ReLU6's top at 6 / scale is a clamp (quantizing is monotone)."""
+    import struct
+
+    hi = 255 if consumer.unsigned else 127
+    if act is None:
+        return (0 if consumer.unsigned else -hi, hi)
+    if isinstance(act, ReLU6):
+        scale = float(consumer.input_scale.tolist()[0])
+        top = struct.unpack("<f", struct.pack("<f", 6.0 / scale))[0] if scale > 0 else hi
+        hi = min(hi, int(top + 0.5))
+    return (0, hi)
+
+
+def chain(model: Module, values: bool = True) -> None:
+    """Keep int8 activations in memory between quantized layers: a QuantConv2d/QuantLinear
+    followed (within Sequentials) by at most one ReLU/ReLU6 and modules that keep codes,
+    then by another one, ends in codes at that one's input scale; the activation becomes a
+    :class:`FoldedActivation` (its clamp is in the producer). ``values=False``: the
+    structure only (placeholder buffers a record is loaded into). ``quantize`` calls it
+    (``Scheme(chain=True)``, the default); call it on a model quantized with
+    ``chain=False``, or on your own assembly of quantized layers.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> from ember.quantize import Scheme
+    >>> model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    >>> q = ember.quantize(model, ember.randn(32, 8), Scheme(chain=False))
+    >>> chain(q)
+    >>> q[0](ember.randn(1, 8)).dtype.name, type(q[1]).__name__
+    ('uint8', 'FoldedActivation')
+    """
+    nested = {id(m) for seq in model.modules() if type(seq) is Sequential
+              for _, m in seq._own_modules() if type(m) is Sequential}
+    quant = (QuantConv2d, QuantLinear)
+    for seq in [m for m in model.modules() if type(m) is Sequential and id(m) not in nested]:
+        leaves = list(_leaves(seq))
+        for i, producer in enumerate(leaves):
+            if not isinstance(producer, quant):
+                continue
+            act, j = None, i + 1
+            while j < len(leaves) and (_keeps_codes(leaves[j]) or (
+                    act is None and type(leaves[j]) in (ReLU, ReLU6))):
+                if type(leaves[j]) in (ReLU, ReLU6):
+                    act = leaves[j]
+                j += 1
+            if j == len(leaves) or not isinstance(leaves[j], quant):
+                continue
+            consumer = leaves[j]
+            bounds = _fold_range(act, consumer) if values else (0, 0)
+            producer.chain_to(consumer.input_scale, bounds)
+            if act is not None:
+                _replace(model, act, FoldedActivation(act))
+
+
+def _replace(model: Module, old: Module, new: Module) -> None:
+    for parent in list(model.modules()):
+        for name, child in list(parent._own_modules()):
+            if child is old and parent is not new:
+                setattr(parent, name, new)
 
 
 def size_bytes(model: Module) -> int:
@@ -339,7 +425,8 @@ def load(model: Module, path: str | os.PathLike) -> Module:
     if not isinstance(fields, dict):
         raise RecordError(f"quantize.load: {os.fspath(path)} has no quantization scheme in "
                           "its metadata (write it with ember.quantize.save)")
-    scheme = Scheme.named(fields)
+    # a record written before chains existed has no "chain" field: it was not chained
+    scheme = Scheme.named({"chain": False, **fields})
     # the codes come from the record: built by nearest rounding (GPTQ would want calibration)
     nearest = Scheme(**{**scheme.to_dict(), "rounding": "nearest"})
     skeleton = _build(model, None, nearest, values=not scheme.activations)

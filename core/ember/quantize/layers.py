@@ -83,6 +83,36 @@ class _Static(Module):
             make = ones if name.endswith("scale") else zeros
             self.register_buffer(name, make(tuple(shape), dtype=dtype, **on))
 
+    def chain_to(self, out_scale, out_range: tuple[int, int]) -> None:
+        """Make the layer end in codes at ``out_scale`` (the next quantized layer's input
+        scale, a (1,) tensor) clamped to ``out_range`` — int8 activations kept in memory
+        between layers (``ember.quantize`` does this where a chain allows it).
+
+        >>> import ember
+        >>> from ember import nn
+        >>> q = QuantLinear.from_float(nn.Linear(4, 2), amax=1.0)
+        >>> q.chain_to(ember.tensor([0.5]), (0, 255))
+        >>> q(ember.ones(1, 4)).dtype.name
+        'uint8'
+        """
+        from ..ops.creation import tensor as make
+
+        self.register_buffer("output_scale", out_scale)
+        self.register_buffer("output_range", make(list(out_range), dtype=dt.int32,
+                                                  backend=out_scale.backend))
+
+    def _out(self) -> dict:
+        """The ``out_scale``/``out_range`` arguments of a chained layer (read once per
+        buffer, like :attr:`unsigned`), or none."""
+        bounds = self.__dict__.get("output_range")
+        if bounds is None:
+            return {}
+        cached = self.__dict__.get("_range")
+        if cached is None or cached[0] is not bounds:
+            cached = (bounds, tuple(int(v) for v in bounds.tolist()))
+            self.__dict__["_range"] = cached
+        return {"out_scale": self.output_scale, "out_range": cached[1]}
+
     @property
     def unsigned(self) -> bool:
         """Unsigned input codes (the ``*_u8`` ops): the ``input_unsigned`` buffer, read once
@@ -129,7 +159,7 @@ class QuantLinear(_Static):
 
     def forward(self, x: Tensor) -> Tensor:
         return QF.qlinear(x, self.weight, self.weight_scale, self.bias, self.input_scale,
-                          self.unsigned)
+                          self.unsigned, **self._out())
 
     def extra_repr(self) -> str:
         return f"{self.in_features}, {self.out_features}, int8{'/u8' * self.unsigned}"
@@ -178,11 +208,32 @@ class QuantConv2d(_Static):
 
     def forward(self, x: Tensor) -> Tensor:
         return QF.qconv2d(x, self.weight, self.weight_scale, self.bias, self.input_scale,
-                          self.stride, self.padding, self.dilation, self.groups, self.unsigned)
+                          self.stride, self.padding, self.dilation, self.groups, self.unsigned,
+                          **self._out())
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}, groups={self.groups}, int8{'/u8' * self.unsigned}")
+
+
+class FoldedActivation(Module):
+    """A ReLU/ReLU6 folded into the clamp of the quantized layer before it: codes (int8/uint8,
+    that layer's output) pass as they are; a float input (that layer run unchained, or the
+    activation reached another way) gets the activation.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> act = FoldedActivation(nn.ReLU6())
+    >>> act(ember.tensor([7, 200], dtype=ember.uint8)).tolist(), act(ember.tensor([7.0])).tolist()
+    ([7, 200], [6.0])
+    """
+
+    def __init__(self, act: Module):
+        super().__init__()
+        self.act = act
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x if x.dtype in (dt.int8, dt.uint8) else self.act(x)
 
 
 class _WeightOnly(Module):

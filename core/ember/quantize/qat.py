@@ -26,7 +26,7 @@ microcontroller format like any ``quantize()`` result.
 ...     opt.step(((qat(x) - y) ** 2).mean().backward())
 >>> q = convert_qat(qat)
 >>> [type(m).__name__ for m in q]
-['QuantLinear', 'ReLU', 'QuantLinear']
+['QuantLinear', 'FoldedActivation', 'QuantLinear']
 >>> bool((q(x) - qat.eval()(x)).abs().max() < 1e-5)  # the int8 model computes what QAT saw
 True
 """
@@ -42,7 +42,7 @@ from ..nn.module import Module
 from ..ops.creation import tensor
 from ..ops.where import where
 from ..tensor import Tensor
-from .convert import _calibrate, _copy, _fold_batchnorms, _targets
+from .convert import _calibrate, _copy, _fold_batchnorms, _targets, chain
 from .fake_quant import fake_quantize, fake_quantize_weight
 from .layers import QuantConv2d, QuantLinear
 from .scheme import Scheme
@@ -225,5 +225,7 @@ def convert_qat(model: Module) -> Module:
                 kind = QuantConv2d if isinstance(child, Conv2d) else QuantLinear
                 setattr(parent, name, kind.from_float(child, child.input_amax.item(),
                                                       child.unsigned))
+    if scheme.chain:
+        chain(q)
     q.scheme = scheme
     return q

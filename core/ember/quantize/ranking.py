@@ -50,7 +50,9 @@ def sensitivity(model: Module, calibration, scheme: str | dict | Scheme = "int8-
     """
     import numpy as np
 
-    q = quantize(model, calibration, scheme)
+    # unchained: each layer goes back into the float model alone, with float neighbours
+    q = quantize(model, calibration, Scheme(**{**Scheme.named(scheme).to_dict(),
+                                               "chain": False}))
     floats = dict(model.named_modules())
     batches = list(_batches(calibration))
     backend = next(iter(model.state_dict().values())).backend

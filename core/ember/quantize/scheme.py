@@ -2,7 +2,7 @@
 
 >>> from ember.quantize import Scheme
 >>> Scheme.named("int4")
-Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False, keep_float=(), range_search=False, rounding='nearest')
+Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False, keep_float=(), range_search=False, rounding='nearest', chain=True)
 """
 
 from __future__ import annotations
@@ -37,7 +37,12 @@ class Scheme:
     each weight to its nearest code; ``"gptq"`` rounds the weights one input column after
     another, pushing each one's error onto the columns not yet rounded so the layer's output
     on the calibration data moves least (:mod:`ember.quantize.gptq`; needs calibration data,
-    for weight-only schemes too).
+    for weight-only schemes too). ``chain``: a quantized layer followed (in a Sequential) by
+    at most a ReLU/ReLU6 and modules that keep codes (zero padding, flatten, dropout), then
+    by another quantized layer, writes int8 codes at that layer's input scale (the
+    activation folded into its clamp): the activations stay int8 in memory between them,
+    and the next layer doesn't quantize its input (records of older schemes, without the
+    field, load unchained).
 
     >>> s = Scheme(weights="int4", activations=False, block=32)
     >>> s.bits, s.to_dict()["block"], Scheme.named("int8").activations
@@ -57,6 +62,7 @@ class Scheme:
     keep_float: tuple[str, ...] = ()
     range_search: bool = False
     rounding: str = "nearest"
+    chain: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "keep_float", tuple(self.keep_float))  # a record's list

@@ -29,6 +29,12 @@ def exact_k(unsigned: bool) -> int:
     return (1 << 24) // (code_range(unsigned)[1] * LEVELS)
 
 
+def _is_codes(x: np.ndarray) -> bool:
+    """An int8/uint8 input is codes from the layer before (the contract's "codes between
+    layers"), used as they are."""
+    return x.dtype in (np.int8, np.uint8)
+
+
 def _float_codes(weight: np.ndarray) -> np.ndarray:
     """``weight`` (int8) as float32, converted once while the array lives (a quantized
     layer's weight buffer is replaced, never written in place, when a record is loaded)."""
@@ -45,6 +51,8 @@ def _codes(x: np.ndarray, in_scale: np.ndarray, unsigned: bool = False) -> np.nd
     """The input codes as integer-valued floats of ``x``'s dtype (the contract: half away
     from zero, clamped to the range): ``trunc(v + copysign(0.5, v))`` is
     ``sign(v) * floor(|v| + 0.5)`` (IEEE rounding is symmetric), one pass less; unsigned codes clamp at 0, so ``floor(v + 0.5)`` suffices."""
+    if _is_codes(x):
+        return x.astype(in_scale.dtype)
     s = in_scale.reshape(())
     lo, hi = code_range(unsigned)
     flat = np.ascontiguousarray(x).reshape(-1)
@@ -63,6 +71,27 @@ def _codes(x: np.ndarray, in_scale: np.ndarray, unsigned: bool = False) -> np.nd
     return out.reshape(x.shape)
 
 
+def _requantize(acc: np.ndarray, w_scale, bias, in_scale, out_scale, out_lo: int,
+                out_hi: int, axis: int) -> np.ndarray:
+    """The sums ``acc`` as codes at ``out_scale`` (the contract's ``v = acc * m + c``,
+    rounded half away from zero, clamped), in three passes and a narrowing copy."""
+    shape = [1] * acc.ndim
+    shape[axis] = -1
+    m = (in_scale.reshape(()) * w_scale) / out_scale.reshape(())
+    c = bias / out_scale.reshape(())
+    v = acc.astype(m.dtype, copy=False)
+    v *= m.reshape(shape)
+    if out_lo >= 0:  # v >= 0 after the clamp: floor(v + 0.5), and the uint8 cast truncates
+        v += (c + m.dtype.type(0.5)).reshape(shape)
+        np.clip(v, out_lo, out_hi, out=v)
+        return v.astype(np.uint8)
+    v += c.reshape(shape)
+    v += np.copysign(m.dtype.type(0.5), v)
+    np.trunc(v, out=v)
+    np.clip(v, out_lo, out_hi, out=v)
+    return v.astype(np.int8)
+
+
 def _rescale(acc: np.ndarray, w_scale, bias, in_scale, axis: int, dtype) -> np.ndarray:
     shape = [1] * acc.ndim
     shape[axis] = -1
@@ -74,8 +103,8 @@ def _rescale(acc: np.ndarray, w_scale, bias, in_scale, axis: int, dtype) -> np.n
 
 
 class NumpyQuantOps:
-    """``qlinear``, ``qconv`` and their unsigned twins ``*_u8`` (a mixin of the numpy
-    backend)."""
+    """``qlinear``, ``qconv``, their unsigned twins ``*_u8`` and the code-output
+    ``qlinear_q``/``qconv_q`` (a mixin of the numpy backend)."""
 
     def qlinear(self, x, weight, w_scale, bias, in_scale):
         return self._qlinear(x, weight, w_scale, bias, in_scale, False)
@@ -91,34 +120,55 @@ class NumpyQuantOps:
         return self._qconv(x, weight, w_scale, bias, in_scale, stride, padding, dilation,
                            groups, True)
 
+    def qlinear_q(self, x, weight, w_scale, bias, in_scale, out_scale, unsigned, out_lo,
+                  out_hi):
+        acc = self._linear_acc(x, weight, in_scale, unsigned)
+        q = _requantize(acc, w_scale, bias, in_scale, out_scale, out_lo, out_hi, 1)
+        return q.reshape(x.shape[:-1] + (weight.shape[0],))
+
+    def qconv_q(self, x, weight, w_scale, bias, in_scale, out_scale, stride, padding,
+                dilation, groups, unsigned, out_lo, out_hi):
+        acc = self._conv_acc(x, weight, in_scale, stride, padding, dilation, groups, unsigned)
+        return _requantize(acc, w_scale, bias, in_scale, out_scale, out_lo, out_hi, 1)
+
     def _qlinear(self, x, weight, w_scale, bias, in_scale, unsigned):
+        acc = self._linear_acc(x, weight, in_scale, unsigned)
+        y = _rescale(acc, w_scale, bias, in_scale, 1, w_scale.dtype)
+        return y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+    def _qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
+               unsigned):
+        acc = self._conv_acc(x, weight, in_scale, stride, padding, dilation, groups, unsigned)
+        return _rescale(acc, w_scale, bias, in_scale, 1, w_scale.dtype)
+
+    def _linear_acc(self, x, weight, in_scale, unsigned):
+        """The exact sums, (rows, N), float32 (float64 when split)."""
         k = x.shape[-1]
+        unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
         q = _codes(x.reshape(-1, k), in_scale, unsigned).astype(np.float32, copy=False)
         w = _float_codes(weight)
         step = exact_k(unsigned)
         if k <= step:
-            acc = q @ w.T
-        else:
-            acc = np.zeros((q.shape[0], w.shape[0]))
-            for s in range(0, k, step):
-                acc += q[:, s:s + step] @ w[:, s:s + step].T
-        y = _rescale(acc, w_scale, bias, in_scale, 1, x.dtype)
-        return y.reshape(x.shape[:-1] + (w.shape[0],))
+            return q @ w.T
+        acc = np.zeros((q.shape[0], w.shape[0]))
+        for s in range(0, k, step):
+            acc += q[:, s:s + step] @ w[:, s:s + step].T
+        return acc
 
-    def _qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
-               unsigned):
+    def _conv_acc(self, x, weight, in_scale, stride, padding, dilation, groups, unsigned):
+        """The exact sums, (N, C_out, ...), float32 (float64 when split)."""
+        unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
         q = _codes(x, in_scale, unsigned).astype(np.float32, copy=False)
         w = _float_codes(weight)
         c = w.shape[1]
         taps = int(np.prod(w.shape[2:]))
         limit = exact_k(unsigned)
         if c * taps <= limit:
-            acc = self.conv(q, w, None, stride, padding, dilation, groups)
-        elif groups == 1:
+            return self.conv(q, w, None, stride, padding, dilation, groups)
+        if groups == 1:
             step = max(1, limit // taps)
-            acc = sum(self.conv(q[:, s:s + step], w[:, s:s + step], None, stride, padding,
-                                dilation, 1).astype(np.float64) for s in range(0, c, step))
-        else:  # grouped with long sums: float64 is exact up to 2**53
-            acc = self.conv(q.astype(np.float64), w.astype(np.float64), None, stride, padding,
-                            dilation, groups)
-        return _rescale(acc, w_scale, bias, in_scale, 1, x.dtype)
+            return sum(self.conv(q[:, s:s + step], w[:, s:s + step], None, stride, padding,
+                                 dilation, 1).astype(np.float64) for s in range(0, c, step))
+        # grouped with long sums: float64 is exact up to 2**53
+        return self.conv(q.astype(np.float64), w.astype(np.float64), None, stride, padding,
+                         dilation, groups)
