@@ -33,7 +33,7 @@ from ... import dtype as dt
 from ...shape import conv_output_size, conv_transpose_output_size, numel
 from . import compute, depthwise
 from .kernels import render
-from .launch import WG, Runtime, contiguous, map_op, narrow, widen
+from .launch import WG, Runtime, cast, contiguous, map_op, narrow
 from .primitive import WgpuTensor, collapse, contiguous_strides
 
 # grouped convs with at most this many (input) channels per group use the direct kernels
@@ -52,7 +52,8 @@ def nn_pipe(rt: Runtime, section: str, n_buffers: int, **keys):
 
 
 def f32(rt: Runtime, x: WgpuTensor) -> WgpuTensor:
-    return widen(rt, x) if x.dtype != dt.float32 else x
+    """x as float32: float16 widened, integers (int8/uint8 codes through a max pool) cast."""
+    return x if x.dtype == dt.float32 else cast(rt, x, dt.float32)
 
 
 def _direct(groups: int, per_group: int) -> bool:
