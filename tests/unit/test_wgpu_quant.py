@@ -171,3 +171,197 @@ def test_a_quantized_model_on_wgpu_matches_numpy():
     assert q2[0].bias._prim is not on_gpu[0].bias._prim
     np.testing.assert_allclose(on_gpu(x.to("wgpu")).numpy(), model.to("numpy")(x).numpy(),
                                rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------- codes between layers
+# qlinear_q / qconv_q end in int8/uint8 codes (four per u32 word on wgpu); every op also
+# takes codes as x. References: numpy float64 from the same integer codes.
+
+_RANGES = {"relu6": (0, 48), "u8": (0, 255), "i8": (-127, 127), "narrow": (-20, 90)}
+
+
+def _input_codes(shape, kind):
+    """``(wgpu x, its codes as float64, in_scale)``: int8/uint8 codes, or a float32 input."""
+    s = 0.0625
+    if kind == "float32":
+        x = _inputs(shape, s)
+        return _t(x), _codes(x, s), s
+    lo, hi = (0, 255) if kind == "uint8" else (-127, 127)
+    q = rng.integers(lo, hi + 1, shape)
+    return _t(q.astype(kind), getattr(ember, kind)), q.astype(np.float64), s
+
+
+def _layer(c_out, w_shape):
+    w = rng.integers(-127, 128, w_shape).astype(np.int8)
+    ws = rng.uniform(0.002, 0.02, c_out).astype(np.float32)
+    b = rng.uniform(-2, 2, c_out).astype(np.float32)
+    return w, ws, b
+
+
+def _requant(acc, s, ws, b, o, lo, hi, axis):
+    """The contract's codes out in float64, and v (``acc`` with channels along ``axis``)."""
+    shape = [1] * acc.ndim
+    shape[axis] = -1
+    ws64, b64 = ws.astype(np.float64).reshape(shape), b.astype(np.float64).reshape(shape)
+    v = acc * (np.float64(np.float32(s)) * ws64 / np.float64(np.float32(o))) + b64 / np.float32(o)
+    return np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5), lo, hi), v
+
+
+def _assert_codes(y, want, v, dtype):
+    assert y.dtype == dtype, (y.dtype, dtype)
+    got = y.numpy().astype(np.int64)
+    off = np.abs(got - want)
+    # a code may differ by one only where v is within 1e-3 of a half-integer
+    near_half = np.abs(np.abs(v - np.floor(v)) - 0.5) < 1e-3
+    bad = (off > 1) | ((off == 1) & ~near_half)
+    assert not bad.any(), (f"{bad.sum()} codes of {bad.size} differ: got {got[bad][:8]}, "
+                           f"want {want[bad][:8]}")
+
+
+def _dtype_of(lo):
+    return ember.uint8 if lo >= 0 else ember.int8
+
+
+# (m, k, n): tails (n % 4 != 0), one row, and k past the exact float sums (split parts)
+@pytest.mark.parametrize("kind", ["uint8", "int8", "float32"])
+@pytest.mark.parametrize("m,k,n,rng_", [(5, 70, 12, "u8"), (3, 33, 10, "i8"), (1, 3, 1, "relu6"),
+                                        (33, 130, 67, "narrow"), (4, 1100, 9, "i8"),
+                                        (3, 700, 6, "relu6")])
+def test_qlinear_codes_in_and_out(kind, m, k, n, rng_):
+    x, q, s = _input_codes((m, k), kind)
+    w, ws, b = _layer(n, (n, k))
+    lo, hi = _RANGES[rng_]
+    o = 0.11
+    y = qlinear(x, _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s])), unsigned=True,
+                out_scale=_t(np.float32([o])), out_range=(lo, hi))
+    q = q if kind != "float32" else _codes(x.numpy(), s, True)
+    want, v = _requant(q @ w.T.astype(np.float64), s, ws, b, o, lo, hi, 1)
+    _assert_codes(y, want, v, _dtype_of(lo))
+    assert y.tolist() == y.numpy().tolist()
+
+
+@pytest.mark.parametrize("kind", ["uint8", "int8"])
+def test_qlinear_codes_in_float_out(kind):
+    x, q, s = _input_codes((6, 45), kind)
+    w, ws, b = _layer(7, (7, 45))
+    y = qlinear(x, _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s]))).numpy()
+    want = (q @ w.T.astype(np.float64)) * (s * ws.astype(np.float64)) + b
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-5)
+
+
+CODE_CONVS = [
+    # x shape, (c_out, kh, kw), stride, padding, groups
+    ((2, 8, 7, 7), (6, 1, 1), 1, 0, 1),  # 1x1, 49 positions: planes padded to 52
+    ((2, 16, 14, 14), (12, 1, 1), 1, 0, 1),  # 1x1, whole words
+    ((1, 600, 3, 3), (5, 1, 1), 1, 0, 1),  # 1x1, K past the exact float sum: parts
+    ((2, 8, 14, 14), (8, 3, 3), 1, 1, 8),  # depthwise 3x3 s1
+    ((2, 8, 15, 13), (8, 3, 3), 2, 1, 8),  # depthwise 3x3 s2, odd sizes
+    ((2, 6, 7, 7), (6, 5, 5), 1, 2, 6),  # depthwise 5x5 s1 on 7x7
+    ((1, 4, 28, 28), (4, 5, 5), 2, 2, 4),  # depthwise 5x5 s2
+    ((1, 3, 12, 12), (8, 3, 3), 2, 1, 1),  # the stem: a general conv
+    ((1, 4, 10, 9), (6, 3, 3), 2, 1, 1),  # general, 5x5 outputs
+    ((1, 8, 7, 7), (8, 3, 3), 1, 1, 2),  # grouped
+]
+
+
+@pytest.mark.parametrize("kind", ["uint8", "int8", "float32"])
+@pytest.mark.parametrize("xs,wk,stride,pad,groups", CODE_CONVS)
+@pytest.mark.parametrize("rng_", ["relu6", "i8"])
+def test_qconv_codes_in_and_out(kind, xs, wk, stride, pad, groups, rng_):
+    _check_qconv_codes(kind, xs, wk, stride, pad, groups, rng_)
+
+
+@pytest.mark.parametrize("kind", ["int8", "float32"])
+def test_qconv_codes_through_the_integer_gemm(dot, kind):
+    # K = 1053 (int8 codes past float32's exact sums): packed patches, the integer GEMM
+    _check_qconv_codes(kind, (1, 117, 4, 4), (3, 3, 3), 1, 1, 1, "relu6")
+
+
+def _check_qconv_codes(kind, xs, wk, stride, pad, groups, rng_):
+    torch = pytest.importorskip("torch")
+    x, q, s = _input_codes(xs, kind)
+    c_out, kh, kw = wk
+    w, ws, b = _layer(c_out, (c_out, xs[1] // groups, kh, kw))
+    lo, hi = _RANGES[rng_]
+    o = 0.37
+    y = qconv2d(x, _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s])), (stride, stride),
+                ((pad, pad), (pad, pad)), (1, 1), groups, out_scale=_t(np.float32([o])),
+                out_range=(lo, hi))
+    acc = torch.nn.functional.conv2d(torch.from_numpy(q), torch.from_numpy(w.astype(np.float64)),
+                                     stride=stride, padding=pad, groups=groups).numpy()
+    want, v = _requant(acc, s, ws, b, o, lo, hi, 1)
+    _assert_codes(y, want, v, _dtype_of(lo))
+
+
+def test_codes_flow_through_a_chain_of_layers():
+    # each layer's codes (the padded planes of 7x7 included) are the next one's input, as
+    # in EfficientNet's blocks: 1x1 expand, depthwise 5x5, 1x1 project, then a Linear
+    torch = pytest.importorskip("torch")
+    x, q, s = _input_codes((2, 8, 7, 7), "uint8")
+    layers = [((24, 8, 1, 1), 1, 1, (0, 48)), ((24, 1, 5, 5), 24, 2, (0, 48)),
+              ((10, 24, 1, 1), 1, 0, (-127, 127))]
+    for shape, groups, pad, (lo, hi) in layers:
+        w, ws, b = _layer(shape[0], shape)
+        o = 0.29
+        y = qconv2d(x, _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s])), (1, 1),
+                    ((pad, pad), (pad, pad)), (1, 1), groups, out_scale=_t(np.float32([o])),
+                    out_range=(lo, hi))
+        acc = torch.nn.functional.conv2d(torch.from_numpy(q),
+                                         torch.from_numpy(w.astype(np.float64)), padding=pad,
+                                         groups=groups).numpy()
+        want, v = _requant(acc, s, ws, b, o, lo, hi, 1)
+        _assert_codes(y, want, v, _dtype_of(lo))
+        x, q, s = y, y.numpy().astype(np.float64), o
+    flat = x.flatten(1)
+    w, ws, b = _layer(5, (5, flat.shape[1]))
+    y = qlinear(flat, _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s])),
+                out_scale=_t(np.float32([0.5])), out_range=(-127, 127))
+    want, v = _requant(q.reshape(2, -1) @ w.T.astype(np.float64), s, ws, b, 0.5, -127, 127, 1)
+    _assert_codes(y, want, v, ember.int8)
+
+
+@pytest.mark.parametrize("xs,wk,pad,groups", [
+    ((2, 8, 7, 7), (6, 8, 1, 1), 0, 1),  # 1x1 (padded planes)
+    ((2, 16, 16, 16), (16, 1, 3, 3), 1, 16),  # depthwise
+    ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8),  # depthwise, padded planes
+])
+def test_a_layer_of_codes_is_one_dispatch(xs, wk, pad, groups):
+    x, _, s = _input_codes(xs, "uint8")
+    w, ws, b = (_t(a, d) for a, d in zip(_layer(wk[0], wk), (ember.int8, None, None)))
+    scales = _t(np.float32([s])), _t(np.float32([0.3]))
+    x.numpy(), w.numpy(), ws.numpy(), b.numpy()  # uploads done
+    before = B.rt.engine.dispatches
+    y = qconv2d(x, w, ws, b, scales[0], (1, 1), ((pad, pad), (pad, pad)), (1, 1), groups,
+                out_scale=scales[1], out_range=(0, 20))
+    assert B.rt.engine.dispatches - before == 1
+    assert y.dtype == ember.uint8
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [("uint8", 0, 255), ("int8", -127, 127)])
+def test_ops_a_chain_passes_codes_through(dtype, lo, hi):
+    # zero padding (SamePad2d), max pooling, reshape/flatten and reads of packed codes, also
+    # of a padded-planes layout (qconv_q's 7x7 output)
+    torch = pytest.importorskip("torch")
+    from ember.nn import functional as F
+    from ember.tensor import Tensor
+
+    a = rng.integers(lo, hi + 1, (2, 4, 7, 7)).astype(dtype)
+    eye = np.eye(4, dtype=np.int8).reshape(4, 4, 1, 1)
+    one = _t(np.float32([1.0]))
+    if dtype == "uint8":
+        x = qconv2d(_t(a, ember.uint8), _t(eye, ember.int8), _t(np.ones(4, np.float32)), None,
+                    one, (1, 1), ((0, 0), (0, 0)), (1, 1), 1, out_scale=one, out_range=(0, 255))
+        assert x._prim.strides == (208, 52, 7, 1)  # planes padded to whole words
+    else:
+        x = _t(a, ember.int8)
+    assert x.dtype == getattr(ember, dtype)
+    np.testing.assert_array_equal(x.numpy(), a)
+    assert x.tolist() == a.tolist()
+    np.testing.assert_array_equal(F.pad(x, (1, 2, 0, 1)).numpy(),
+                                  np.pad(a, ((0, 0), (0, 0), (0, 1), (1, 2))))
+    np.testing.assert_array_equal(x.flatten(1).numpy(), a.reshape(2, -1))
+    np.testing.assert_array_equal(x.reshape(8, 49).numpy(), a.reshape(8, 49))
+    pooled = Tensor(x.backend.max_pool(x._prim, (3, 3), (2, 2), (1, 1), (1, 1), False), x.backend)
+    want = torch.nn.functional.max_pool2d(torch.from_numpy(a.astype(np.float32)), 3, 2, 1)
+    assert pooled.dtype == x.dtype
+    np.testing.assert_array_equal(pooled.numpy(), want.numpy().astype(dtype))
