@@ -131,13 +131,20 @@ static int qt_output(qt_out *o, const float *w_scale, const float *bias, float s
 
 static inline size_t qt_esize(qt_out o) { return o.codes ? 1 : sizeof(float); }
 
-/* four codes of v: sign(v) * floor(|v| + 0.5) clamped to [lo, hi] (|v| capped at 255 first:
- * no code is larger; NaN gives an unspecified code) */
-static inline __attribute__((always_inline)) v128_t qt_round4(v128_t v, v128_t lo, v128_t hi) {
-    const v128_t a = wasm_f32x4_add(wasm_f32x4_abs(v), wasm_f32x4_splat(0.5f));
-    const v128_t r = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_pmin(wasm_f32x4_splat(255.0f), a));
-    const v128_t neg = wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f));
-    return wasm_i32x4_min(wasm_i32x4_max(wasm_i32x4_sub(wasm_v128_xor(r, neg), neg), lo), hi);
+/* four codes of v: sign(v) * floor(|v| + 0.5) clamped to [lo, hi] (float bounds), as i32
+ * lanes. Clamped first (the same codes: the bounds are integers and rounding is monotonic),
+ * rounded as trunc(c + copysign(0.5, c)) (the float sum |c| + 0.5, signed), then read from
+ * the mantissa of that + 1.5 * 2^23 (fewer instructions than i32x4.trunc_sat's range checks);
+ * NaN gives hi */
+static inline __attribute__((always_inline)) v128_t qt_round4(v128_t v, v128_t lo, v128_t hi,
+                                                              int u8) {
+    const v128_t magic = wasm_f32x4_splat(12582912.0f);
+    const v128_t c = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(hi, v));
+    const v128_t half = u8 ? wasm_f32x4_splat(0.5f) /* lo >= 0: c is never negative */
+                           : wasm_v128_or(wasm_v128_and(c, wasm_i32x4_splat(INT32_MIN)),
+                                          wasm_f32x4_splat(0.5f));
+    return wasm_i32x4_sub(wasm_f32x4_add(wasm_f32x4_trunc(wasm_f32x4_add(c, half)), magic),
+                          magic);
 }
 
 /* eight outputs from their sums (a0: the first four) and factors (s0, f0: the first four's):
@@ -150,10 +157,16 @@ static inline __attribute__((always_inline)) void qt_emit8(qt_out o, v128_t a0, 
     float tile[8] __attribute__((aligned(16)));
     void *to = w == 8 ? dst : tile;
     if (o.codes) {
-        const v128_t lo = wasm_i32x4_splat(o.lo), hi = wasm_i32x4_splat(o.hi);
-        const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi), qt_round4(v1, lo, hi));
-        wasm_v128_store64_lane(to, o.u8 ? wasm_u8x16_narrow_i16x8(h, h)
-                                        : wasm_i8x16_narrow_i16x8(h, h), 0);
+        const v128_t lo = wasm_f32x4_splat((float)o.lo), hi = wasm_f32x4_splat((float)o.hi);
+        if (o.u8) {
+            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi, 1),
+                                                     qt_round4(v1, lo, hi, 1));
+            wasm_v128_store64_lane(to, wasm_u8x16_narrow_i16x8(h, h), 0);
+        } else {
+            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi, 0),
+                                                     qt_round4(v1, lo, hi, 0));
+            wasm_v128_store64_lane(to, wasm_i8x16_narrow_i16x8(h, h), 0);
+        }
     } else {
         wasm_v128_store(to, v0);
         wasm_v128_store((float *)to + 4, v1);
@@ -550,11 +563,13 @@ static int qt_depthwise(const qt_geom *g, const void *x, int in_codes, const int
             char *yc = (char *)y + ((size_t)n * g->c + c) * pos * es;
             for (int32_t oy = 0; oy < g->oh; oy++) {
                 const int8_t *base = plane + (size_t)oy * g->sh * wp;
+                char *yr = yc + (size_t)oy * g->ow * es;
+                void *to = ow8 == g->ow ? yr : row; /* whole rows of 8: straight to y */
                 if (pairs)
-                    dwp_row(base, poffs, pw, np, ow8, o, vs, vb, row);
+                    dwp_row(base, poffs, pw, np, ow8, o, vs, vb, to);
                 else
-                    dw_row(base, g->sw, offs, wt, taps, ow8, o, vs, vb, row);
-                memcpy(yc + (size_t)oy * g->ow * es, row, (size_t)g->ow * es);
+                    dw_row(base, g->sw, offs, wt, taps, ow8, o, vs, vb, to);
+                if (to == row) memcpy(yr, row, (size_t)g->ow * es);
             }
         }
     return 0;

@@ -179,12 +179,16 @@ def test_qlinear_reads_a_view_of_codes(rng):
     np.testing.assert_array_equal(y.numpy(), _linear_acc(x.T, w))
 
 
-CONV = [  # x shape, weight shape, stride, padding, dilation, groups
+# x shape, weight shape, stride, padding, dilation, groups; output widths of whole vectors
+# (8, 16: the depthwise rows go straight to y) and of tails
+CONV = [
     ("1x1_expand", (1, 24, 14, 14), (144, 24, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
     ("1x1_project_odd", (2, 29, 7, 11), (13, 29, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
     ("1x1_stride2", (1, 16, 9, 9), (8, 16, 1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
     ("dw3x3_s1", (1, 32, 13, 13), (32, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 32),
     ("dw3x3_s2", (2, 24, 15, 17), (24, 1, 3, 3), (2, 2), ((0, 1), (0, 1)), (1, 1), 24),
+    ("dw3x3_s1_w16", (1, 24, 16, 16), (24, 1, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 24),
+    ("dw3x3_s2_w8", (1, 16, 16, 16), (16, 1, 3, 3), (2, 2), ((0, 1), (0, 1)), (1, 1), 16),
     ("dw5x5_s1", (1, 20, 11, 9), (20, 1, 5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), 20),
     ("dw5x5_s2", (1, 40, 14, 14), (40, 1, 5, 5), (2, 2), ((1, 2), (1, 2)), (1, 1), 40),
     ("dw3x3_dilated", (1, 8, 12, 12), (8, 1, 3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2), 8),
