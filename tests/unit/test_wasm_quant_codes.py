@@ -15,6 +15,7 @@ import ember  # noqa: E402
 from ember.quantize.functional import qconv2d, qlinear  # noqa: E402
 
 TIE = 1e-3  # |v - (k + 1/2)| below this: either neighbour is a correct code
+SAME3 = ((1, 1), (1, 1))
 
 
 @pytest.fixture
@@ -288,3 +289,30 @@ def test_float64_scales_take_the_default_body(rng):
     y = qlinear(_t(x), _t(w), _t(np.ones(3)), None, _t(np.ones(1)),
                 out_scale=_t(np.array([4.0])), out_range=(-127, 127))
     assert_codes(y.numpy(), _linear_acc(x, w) / 4.0, -127, 127)
+
+
+@pytest.mark.parametrize("out_range", [(-127, 127), (0, 255)])
+def test_exact_half_integers_round_away_from_zero(rng, out_range):
+    """Unit scales and out_scale 2: v = sum / 2 exactly, so odd sums are ties, rounded away
+    from zero in the SIMD epilogue and in the scalar tail (13 columns: 8 + 5) alike."""
+    x = rng.integers(-3, 3, (9, 6), endpoint=True).astype(np.int8)
+    w = rng.integers(-3, 3, (13, 6), endpoint=True).astype(np.int8)
+    one = np.ones(1, np.float32)
+    y = qlinear(_t(x), _t(w), _t(np.ones(13, np.float32)), None, _t(one),
+                out_scale=_t(np.array([2.0], np.float32)), out_range=out_range)
+    v = _linear_acc(x, w) / 2
+    assert (v % 1 == 0.5).sum() > 20
+    np.testing.assert_array_equal(y.numpy(), np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5),
+                                                     *out_range))
+
+
+@pytest.mark.parametrize("groups", [1, 8])  # the pair GEMM's tiles, the depthwise rows
+def test_exact_half_integers_round_away_from_zero_in_convs(rng, groups):
+    x = rng.integers(-3, 3, (1, 8, 9, 9), endpoint=True).astype(np.int8)
+    w = rng.integers(-3, 3, (8, 8 // groups, 3, 3), endpoint=True).astype(np.int8)
+    y = qconv2d(_t(x), _t(w), _t(np.ones(8, np.float32)), None, _t(np.ones(1, np.float32)),
+                (1, 1), SAME3, (1, 1), groups, out_scale=_t(np.array([2.0], np.float32)))
+    v = _conv_acc(x, w, (1, 1), SAME3, (1, 1), groups) / 2
+    assert (v % 1 == 0.5).sum() > 20
+    np.testing.assert_array_equal(y.numpy(), np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5),
+                                                     -127, 127))
