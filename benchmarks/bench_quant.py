@@ -296,8 +296,11 @@ def bench_speed(backends: list[str], batch: int, repeat: int) -> list[str]:
                                 backend=be)),
                   ("MNIST CNN", mnist, mnist_x, mnist_x)]
         for name, model, calib, x in models:
+            u8 = ember.quantize.Scheme.named("int8-u8")
             qs = {"int8": ember.quantize(model, calib),
-                  "int8-u8": ember.quantize(model, calib, "int8-u8"),
+                  "int8-u8": ember.quantize(model, calib, u8),
+                  "int8-u8 unchained": ember.quantize(model, calib, ember.quantize.Scheme(
+                      **{**u8.to_dict(), "chain": False})),
                   "int8-u8, depthwise float": ember.quantize(model, calib, DW_FLOAT)}
             with ember.no_grad():
                 yf = model(x).numpy()
