@@ -249,6 +249,22 @@ def test_qlinear_codes_in_float_out(kind):
     np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["uint8", "int8"])
+@pytest.mark.parametrize("wk,pad,groups", [((6, 1, 1), 0, 1), ((8, 3, 3), 1, 8),
+                                           ((5, 3, 3), 1, 1)])
+def test_qconv_codes_in_float_out(kind, wk, pad, groups):
+    torch = pytest.importorskip("torch")
+    x, q, s = _input_codes((2, 8, 9, 9), kind)
+    w, ws, b = _layer(wk[0], (wk[0], 8 // groups, wk[1], wk[2]))
+    y = qconv2d(x, _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s])), (1, 1),
+                ((pad, pad), (pad, pad)), (1, 1), groups)
+    assert y.dtype == ember.float32
+    acc = torch.nn.functional.conv2d(torch.from_numpy(q), torch.from_numpy(w.astype(np.float64)),
+                                     padding=pad, groups=groups).numpy()
+    want = acc * (s * ws.astype(np.float64)).reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
+    np.testing.assert_allclose(y.numpy(), want, rtol=2e-6, atol=1e-5)
+
+
 CODE_CONVS = [
     # x shape, (c_out, kh, kw), stride, padding, groups
     ((2, 8, 7, 7), (6, 1, 1), 1, 0, 1),  # 1x1, 49 positions: planes padded to 52

@@ -293,7 +293,7 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
     ``scales = (w_scale, in_scale, unsigned)``: int8 ``weight`` codes and a float32 ``x``
     quantized at ``in_scale`` (``ember.contract.quantized``'s qconv, or qconv_u8's codes 0..255
     where ``unsigned``; contiguous scales, a bias)."""
-    dtype = x.dtype
+    dtype = x.dtype if scales is None else dt.float32  # int8 ops: float results
     nd = len(x.shape) - 2
     plan = _plan(rt, x.shape, weight.shape, tuple(stride), tuple(padding), tuple(dilation))
     if plan is None:
