@@ -1,14 +1,20 @@
 """Where int8 wins or loses on wgpu: EfficientNet-Lite0's convolutions one by one, float32
 against the ``ember.quantize`` int8 layer that replaces it, GPU kernel time from timestamp
-queries (the adapter needs ``timestamp-query``: the H200 has it, lavapipe does not).
+queries (where the adapter has ``timestamp-query``: the H200 does; lavapipe does not, and
+the table then holds wall times, a smoke test only).
 
     .venv/bin/python benchmarks/bench_quant_layers.py [--batch 32] [--repeat 10] [--scheme int8]
+        [--size 224]
 
-Each layer's input shape is recorded by running the float32 model once; the layer and its
-quantized twin then run ``--repeat`` times each on that shape, alternating, and the table
-sums the GPU time per layer kind (stem, 1x1, depthwise, head) and in total, with the
-dispatches each kind records per call. The whole forward is measured the same way (wall and
-GPU time, dispatches), after a second of warm-up so the GPU's clocks have risen.
+Each layer's input shape is recorded by running the float32 model once; the layer then runs
+``--repeat`` times on that shape three ways, alternating: float32, int8 with float32 in and
+out (each layer quantizing its input and rescaling its sums to float), and int8 *chained* —
+codes in and codes out (``qconv2d``/``qlinear`` with ``out_scale``), as between the layers
+of an int8 model: the stem takes the float image and ends in codes, the classifier takes
+codes and ends in float logits. The table sums the time per layer kind (stem, 1x1,
+depthwise, linear) and in total, with the dispatches each kind records per call. The whole
+forward is measured the same way (wall and GPU time, dispatches), after a second of warm-up
+so the GPU's clocks have risen. ``--size 64`` (a smaller image) runs on lavapipe in a minute.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember
 from ember import nn
+from ember.quantize import functional as QF
 
 
 def _kind(conv) -> str:
@@ -58,6 +65,35 @@ def _layers(model, q, x):
              quantized[n], s) for n, s in shapes.items()]
 
 
+def _calls(kind: str, qf, shape, rng, be):
+    """The int8 layer ``qf`` on an input of ``shape``: ``(float in/out call, chained call)``,
+    the chained one on random codes of its input's kind (uint8 for an unsigned layer) ending
+    in uint8 codes at the layer's own input scale (the kernels run the same whatever the
+    scale), the stem on a float image, the classifier ending in float logits."""
+    lo, hi = (0, 255) if qf.unsigned else (-127, 127)
+    xf = ember.tensor(rng.uniform(-1, 1, shape).astype(np.float32), backend=be)
+    codes = rng.integers(lo, hi + 1, shape).astype(np.uint8 if qf.unsigned else np.int8)
+    xc = xf if kind == "stem/other" else ember.tensor(codes, backend=be)
+    head = (qf.weight, qf.weight_scale, qf.bias, qf.input_scale)
+    if kind == "linear":
+        return (lambda: QF.qlinear(xf, *head, qf.unsigned),
+                lambda: QF.qlinear(xc, *head, qf.unsigned))
+    geo = (qf.stride, qf.padding, qf.dilation, qf.groups, qf.unsigned)
+    return (lambda: QF.qconv2d(xf, *head, *geo),
+            lambda: QF.qconv2d(xc, *head, *geo, out_scale=qf.input_scale, out_range=(0, 255)))
+
+
+def _timed(backend, fn, repeat: int) -> tuple[float, int]:
+    """(ms per call, dispatches per call) of ``repeat`` calls of ``fn``: GPU time where the
+    adapter has timestamp queries, else wall time up to the last result read."""
+    import time
+
+    t0 = time.perf_counter()
+    d, _, gpu = profile(backend, lambda: [fn() for _ in range(repeat)][-1].numpy())
+    ms = gpu if gpu is not None else (time.perf_counter() - t0) * 1e3
+    return ms / repeat, d // repeat
+
+
 def _whole(backend, model, q, x, repeat: int) -> list[str]:
     """Rows for the whole forward: wall ms (median), GPU ms and dispatches per call."""
     import time
@@ -68,9 +104,10 @@ def _whole(backend, model, q, x, repeat: int) -> list[str]:
         run[0](), run[1]()
     wall = median_times(run, repeat)
     prof = [profile(backend, f) for f in run]
+    gpu = ("n/a | n/a | n/a" if prof[0][2] is None else
+           f"{prof[0][2]:.2f} | {prof[1][2]:.2f} | {prof[0][2] / prof[1][2]:.2f}x")
     return [f"| whole forward | {wall[0] * 1e3:.2f} | {wall[1] * 1e3:.2f} | "
-            f"{wall[0] / wall[1]:.2f}x | {prof[0][2]:.2f} | {prof[1][2]:.2f} | "
-            f"{prof[0][2] / prof[1][2]:.2f}x | {prof[0][0]} / {prof[1][0]} |"]
+            f"{wall[0] / wall[1]:.2f}x | {gpu} | {prof[0][0]} / {prof[1][0]} |"]
 
 
 def main() -> None:
@@ -78,45 +115,50 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--scheme", default="int8", help="ember.quantize's preset (int8, int8-u8)")
+    p.add_argument("--size", type=int, default=224, help="image size (64: a lavapipe smoke run)")
     args = p.parse_args()
     from ember.demos.efficientnet import pretrained
 
     be = "wgpu"
     rng = np.random.default_rng(0)
     model = pretrained(backend=be, fold=True)
-    calib = ember.tensor(rng.uniform(-1, 1, (4, 3, 224, 224)).astype(np.float32), backend=be)
+    px = (3, args.size, args.size)
+    calib = ember.tensor(rng.uniform(-1, 1, (4, *px)).astype(np.float32), backend=be)
     q = ember.quantize(model, calib, args.scheme)
-    x = ember.tensor(rng.uniform(-1, 1, (args.batch, 3, 224, 224)).astype(np.float32),
-                     backend=be)
+    x = ember.tensor(rng.uniform(-1, 1, (args.batch, *px)).astype(np.float32), backend=be)
     backend = x.backend
+    timed = "timestamp-query" in backend.rt.adapter.info.features
     with ember.no_grad():
         whole = _whole(backend, model, q, x, args.repeat)
-    totals = defaultdict(lambda: [0.0, 0.0, 0, 0, 0])  # f32 ms, int8 ms, layers, f32 d, int8 d
+    # per kind: ms of float32, int8, int8 chained; layers; dispatches of the three
+    totals = defaultdict(lambda: [0.0, 0.0, 0.0, 0, 0, 0, 0])
     with ember.no_grad():
         for kind, f, qf, shape in _layers(model, q, x):
             xi = ember.tensor(rng.uniform(-1, 1, shape).astype(np.float32), backend=be)
+            fns = (lambda f=f, xi=xi: f(xi), *_calls(kind, qf, shape, rng, be))
             row = totals[kind]
             for _ in range(2):  # compile the pipelines, settle the pools
-                f(xi).numpy(), qf(xi).numpy()
-            for i, layer in enumerate((f, qf)):
-                d, _, gpu = profile(backend, lambda layer=layer: [
-                    layer(xi) for _ in range(args.repeat)][-1].numpy())
-                if gpu is None:
-                    sys.exit("bench_quant_layers: the adapter has no timestamp-query")
-                row[i] += gpu / args.repeat
-                row[3 + i] += d // args.repeat
-            row[2] += 1
+                for fn in fns:
+                    fn().numpy()
+            for i, fn in enumerate(fns):
+                ms, d = _timed(backend, fn, args.repeat)
+                row[i] += ms
+                row[4 + i] += d
+            row[3] += 1
+    unit = "GPU ms" if timed else "wall ms (no timestamp-query: a smoke run)"
     print(f"## bench_quant_layers {date.today()} on {platform.node()} "
-          f"(load {os.getloadavg()[0]:.1f}), batch {args.batch}, EfficientNet-Lite0 224 px, "
-          f"scheme {args.scheme}\n")
-    print("| layers | count | float32 GPU ms | int8 GPU ms | int8 speed-up | dispatches f32 / int8 |")
-    print("|---|---:|---:|---:|---:|---:|")
-    sums = [0.0, 0.0]
-    for kind, (tf, tq, n, df, dq) in sorted(totals.items()):
-        sums[0] += tf
-        sums[1] += tq
-        print(f"| {kind} | {n} | {tf:.2f} | {tq:.2f} | {tf / tq:.2f}x | {df} / {dq} |")
-    print(f"| all | | {sums[0]:.2f} | {sums[1]:.2f} | {sums[0] / sums[1]:.2f}x | |\n")
+          f"(load {os.getloadavg()[0]:.1f}), batch {args.batch}, EfficientNet-Lite0 "
+          f"{args.size} px, scheme {args.scheme}, {unit}\n")
+    print("| layers | count | float32 | int8 (float in/out) | int8 chained (codes in/out) | "
+          "int8 speed-up | chained speed-up | dispatches f32 / int8 / chained |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    sums = [0.0, 0.0, 0.0]
+    for kind, (tf, tq, tc, n, df, dq, dc) in sorted(totals.items()):
+        sums = [a + b for a, b in zip(sums, (tf, tq, tc))]
+        print(f"| {kind} | {n} | {tf:.2f} | {tq:.2f} | {tc:.2f} | {tf / tq:.2f}x | "
+              f"{tf / tc:.2f}x | {df} / {dq} / {dc} |")
+    print(f"| all | | {sums[0]:.2f} | {sums[1]:.2f} | {sums[2]:.2f} | {sums[0] / sums[1]:.2f}x | "
+          f"{sums[0] / sums[2]:.2f}x | |\n")
     print("| | float32 wall ms | int8 wall ms | speed-up | float32 GPU ms | int8 GPU ms | "
           "GPU speed-up | dispatches f32 / int8 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

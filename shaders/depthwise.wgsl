@@ -148,6 +148,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let co = plane % cout;
         var b = 0.0;
         if (prm[16] == 1u) { b = bias[co]; }
+        let wb = co * KH * KW;
+        // the channel's weights in named registers w{ky}_{kx}, unrolled by the launcher
+{{WEIGHTS}}
         var word = 0u;
         for (var j = 0u; j < 4u; j = j + 1u) {
             let f = f0 + j;
@@ -155,12 +158,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             let oy = f / OW;
             let base = p * TH * TW + (oy - oy0) * SH * TW + (f - oy * OW) * SW;
             var acc = 0.0;
-            for (var ky = 0u; ky < KH; ky = ky + 1u) {
-                for (var kx = 0u; kx < KW; kx = kx + 1u) {
-                    acc = acc + tile[base + ky * DH * TW + kx * DW]
-                        * read_weight((co * KH + ky) * KW + kx);
-                }
-            }
+            // the KH·KW taps, unrolled by the launcher
+{{TAPS}}
             word = word | (requant(acc, co, b) << (8u * j));
         }
         out[(plane * prm[17] + f0) >> 2u] = word;

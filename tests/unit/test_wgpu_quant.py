@@ -274,6 +274,9 @@ CODE_CONVS = [
     ((2, 8, 15, 13), (8, 3, 3), 2, 1, 8),  # depthwise 3x3 s2, odd sizes
     ((2, 6, 7, 7), (6, 5, 5), 1, 2, 6),  # depthwise 5x5 s1 on 7x7
     ((1, 4, 28, 28), (4, 5, 5), 2, 2, 4),  # depthwise 5x5 s2
+    ((1, 2, 37, 37), (2, 3, 3), 1, 1, 2),  # depthwise, tiles of 24 rows (24·37: whole words)
+    ((1, 2, 40, 40), (2, 5, 5), 1, 2, 2),  # depthwise, tiles of 25 rows
+    ((1, 1, 5, 1500), (1, 5, 5), 1, 2, 1),  # depthwise rows too wide to stage: conv, requant
     ((1, 3, 12, 12), (8, 3, 3), 2, 1, 1),  # the stem: a general conv
     ((1, 4, 10, 9), (6, 3, 3), 2, 1, 1),  # general, 5x5 outputs
     ((1, 8, 7, 7), (8, 3, 3), 1, 1, 2),  # grouped

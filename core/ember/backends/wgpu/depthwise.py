@@ -205,7 +205,17 @@ def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
                                 for i, (ky, kx) in enumerate(taps))}
 
 
-_UNROLLED = {"conv": _conv_unrolled, "weight_grad_partial": _wgrad_unrolled}
+def _codes_unrolled(c: dict) -> dict[str, str]:
+    """conv_codes' channel weights (read once per word of codes) and taps, unrolled."""
+    taps = [(ky, kx) for ky in range(c["KH"]) for kx in range(c["KW"])]
+    return {"WEIGHTS": "\n".join(f"        let w{ky}_{kx} = read_weight(wb + {ky * c['KW'] + kx}u);"
+                                 for ky, kx in taps),
+            "TAPS": "\n".join(f"            acc = acc + tile[base + {ky * c['DH']}u * TW + "
+                              f"{kx * c['DW']}u] * w{ky}_{kx};" for ky, kx in taps)}
+
+
+_UNROLLED = {"conv": _conv_unrolled, "conv_codes": _codes_unrolled,
+             "weight_grad_partial": _wgrad_unrolled}
 
 
 # the input buffers each section reads through read_<name> (shaders/depthwise.wgsl)
@@ -335,12 +345,14 @@ def _shape(cfg: dict) -> dict[str, int]:
 
 def _codes_config(rt: Runtime, out, cfg: dict) -> dict | None:
     """conv_codes' template constants (shaders/depthwise.wgsl): RT whole output rows (a
-    multiple of ``step`` rows, so RT·OW fills whole words, or the whole plane) of PL planes, about a
-    word of codes per lane, shrunk until the staged rows fit workgroup memory; None where
-    ``step`` rows don't fit."""
+    multiple of ``step`` rows, so RT·OW fills whole words, or the whole plane) of PL planes,
+    about four words of codes per lane, shrunk until the staged rows fit workgroup memory;
+    None where ``step`` rows don't fit."""
     oh, ow = out
     step = 4 // math.gcd(ow, 4)
-    target = 4 * _LANES  # outputs per workgroup
+    # outputs per workgroup: four words a lane, so the halo rows staged (2 of 3 staged rows
+    # are halo at 5x5 stride 2 over 2 output rows) are a small part of the reads
+    target = 16 * _LANES
     if oh * ow <= target:
         rows, pl = oh, max(1, target // (oh * ow))
     else:
