@@ -188,7 +188,8 @@ fn load_b(full: bool, r: u32, c: u32, col0: u32, k0: u32, m: u32, kk: u32) -> f3
     return 0.0;
 }
 
-// store / store2: the fwd_store or fwd_store_pairs section, by the output's dtype
+// store / store2 / store4: the fwd_store, fwd_store_pairs or fwd_store_codes section, by the
+// output's dtype
 
 //! wgrad
 // A: the output gradient (k = n·P + p); B: the column gathered from x (column = ci·taps + tap)
@@ -277,5 +278,20 @@ fn store2(r: u32, col: u32, v0: f32, v1: f32) {
         var b = 0.0;
         if (prm[8] == 1u) { b = read_bias(co); }
         out[(((col / PP) * prm[9] + co) * PP + col % PP) >> 1u] = pack_f16(v0 + b, v1 + b);
+    }
+}
+
+//! fwd_store_codes
+// int8 / uint8 codes out (qconv_q; PP a multiple of 4, so columns col .. col + 3 are
+// neighbours in one image and one u32 word): the four sums of row r requantized and packed
+// (requant: shaders/lib_quant.wgsl)
+fn store4(r: u32, col: u32, acc: vec4<f32>) {
+    if (r < prm[0] && col < prm[1]) {
+        let co = grp * prm[0] + r;
+        var b = 0.0;
+        if (prm[8] == 1u) { b = read_bias(co); }
+        out[(((col / PP) * prm[9] + co) * PP + col % PP) >> 2u] = pack_codes(
+            requant(acc[0], co, b), requant(acc[1], co, b), requant(acc[2], co, b),
+            requant(acc[3], co, b));
     }
 }

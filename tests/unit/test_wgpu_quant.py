@@ -277,8 +277,8 @@ CODE_CONVS = [
     ((1, 2, 37, 37), (2, 3, 3), 1, 1, 2),  # depthwise, tiles of 24 rows (24·37: whole words)
     ((1, 2, 40, 40), (2, 5, 5), 1, 2, 2),  # depthwise, tiles of 25 rows
     ((1, 1, 5, 1500), (1, 5, 5), 1, 2, 1),  # depthwise rows too wide to stage: conv, requant
-    ((1, 3, 12, 12), (8, 3, 3), 2, 1, 1),  # the stem: a general conv
-    ((1, 4, 10, 9), (6, 3, 3), 2, 1, 1),  # general, 5x5 outputs
+    ((1, 3, 12, 12), (8, 3, 3), 2, 1, 1),  # the stem: the implicit GEMM storing codes
+    ((1, 4, 10, 9), (6, 3, 3), 2, 1, 1),  # general, 5x5 outputs: float, then requantized
     ((1, 8, 7, 7), (8, 3, 3), 1, 1, 2),  # grouped
 ]
 
@@ -343,6 +343,7 @@ def test_codes_flow_through_a_chain_of_layers():
     ((2, 8, 7, 7), (6, 8, 1, 1), 0, 1),  # 1x1 (padded planes)
     ((2, 16, 16, 16), (16, 1, 3, 3), 1, 16),  # depthwise
     ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8),  # depthwise, padded planes
+    ((2, 3, 16, 16), (8, 3, 3, 3), 1, 1),  # the stem's implicit GEMM (positions: whole words)
 ])
 def test_a_layer_of_codes_is_one_dispatch(xs, wk, pad, groups):
     x, _, s = _input_codes(xs, "uint8")

@@ -98,15 +98,19 @@ def _bias(rt: Runtime, bias):
 
 
 # -------------------------------------------------------------------- implicit GEMM
-def _stores(tile: dict[str, int], pairs: bool = False) -> str:
+def _stores(tile: dict[str, int], pairs: bool = False, quads: bool = False) -> str:
     """The register tile's stores through the section's ``store(row, col, value)``, or with
-    ``pairs`` (a float16 output) ``store2(row, col, value, next value)`` per even column."""
+    ``pairs`` (a float16 output) ``store2(row, col, value, next value)`` per even column, or
+    with ``quads`` (int8 codes) ``store4(row, col, four values)`` per fourth column."""
     lines = []
     for g in range(tile["TM"] // 4):
         for q in range(4):
             for j in range(tile["TN"] // 4):
                 at = f"row0 + (lid.y + LY * {g}u) * 4u + {q}u, col0 + (lid.x + LX * {j}u) * 4u"
                 acc = f"acc{g}_{q}_{j}"
+                if quads:
+                    lines.append(f"    store4({at}, {acc});")
+                    continue
                 lines += [f"    store2({at} + {c}u, {acc}[{c}], {acc}[{c + 1}]);" if pairs
                           else f"    store({at} + {c}u, {acc}[{c}]);"
                           for c in range(0, 4, 2 if pairs else 1)]
@@ -125,6 +129,8 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
     q8 = None if scales is None else scales[3]
     codes_in = x.dtype in (dt.int8, dt.uint8)
     pairs = out.dtype is dt.float16
+    quads = out.dtype in (dt.int8, dt.uint8)  # codes out: scales[4] holds their Codes
+    lo_at = 18 + len(geometry)  # the codes' clamp range: meta words after the geometry
     nd = len(geometry) // 7
     unit = all(geometry[7 * d + 3] == 1 for d in range(nd))
     tap_major = section == "fwd" and cin_g > 0 and cin_g % tile["BK"] == 0
@@ -136,7 +142,7 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
 
     def build():
         keys = compute._unrolled("f32", tile)
-        keys["STORE"] = _stores(tile, pairs)
+        keys["STORE"] = _stores(tile, pairs, quads)
         if q8:  # int8 codes as f32: x's codes (quantized as it loads), the weight's bytes
             helpers = [rt.lib.snippet("lib_quant", "code"), scales[2]("x"),
                        rt.lib.snippet("lib_quant", "read_codes", NAME="w"),
@@ -148,7 +154,10 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
             helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
         if pairs:
             helpers.append(rt.lib.snippet("matmul", "pack_f16"))
-        if section == "fwd":
+        if quads:
+            helpers += [rt.lib.snippet("lib_quant", "requant", OUT_AT=7, LO_AT=lo_at),
+                        rt.lib.snippet("conv_igemm", "fwd_store_codes")]
+        elif section == "fwd":
             helpers.append(rt.lib.snippet("conv_igemm", "fwd_store_pairs" if pairs else
                                           "fwd_store",
                                           SCALE=" * (q_in_scale[0] * q_w_scale[co])" if q8
@@ -158,21 +167,26 @@ def _igemm(rt: Runtime, section: str, x, w, bias, out, *, rows: int, cols: int, 
                       TAP_MAJOR=str(tap_major).lower(), TAPS=taps, KSIZE=ksize,
                       OSIZE=osize, PP=positions, IN_T="u32" if half else "f32",
                       X_T="u32" if half or codes_in else "f32",
-                      W_T="u32" if half or q8 else "f32", OUT_T="u32" if pairs else "f32",
+                      W_T="u32" if half or q8 else "f32",
+                      OUT_T="u32" if pairs or quads else "f32",
                       HELPERS="\n".join(helpers), **keys, **tile)
-        return code, ("read",) * 4 + ("read_write",) + ("read",) * (2 * bool(q8))
+        return code, ("read",) * 4 + ("read_write",) + ("read",) * (2 * bool(q8) + quads)
 
     pipe = rt.lib.pipeline(("conv_igemm", section, transposed, unit, tap_major, kernel, grid,
-                            half, pairs, tuple(tile.items()), q8), build)
+                            half, pairs, quads, tuple(tile.items()), q8), build)
+    extra = [scales[0], scales[1]] if q8 else []
+    codes = [] if not quads else [scales[4].lo, scales[4].hi]
+    if quads:
+        extra.append(scales[4].scale)
     gx, gy = -(-cols // tile["BN"]), -(-rows // tile["BM"])
     top = rt.info.max_groups_per_dim
     b = bias if bias is not None else w
     for x0 in range(0, gx, top):
         meta = [rows, cols, k, splits, kc or k, x.offset, x.strides[0], x.strides[1],
                 int(bias is not None), c_out, cin_g, taps, positions, o_ss, *w_strides,
-                x0 * tile["BN"], *geometry]
+                x0 * tile["BN"], *geometry, *codes]
         rt.engine.dispatch(pipe, meta, [x.block, w.block, b.block, out.block,
-                                        *(t.block for t in (scales or ())[:2])],
+                                        *(t.block for t in extra)],
                            (min(top, gx - x0), gy, groups * splits))
 
 
@@ -247,7 +261,8 @@ def igemm_forward(rt: Runtime, x, weight, b, y, stride, pads, dilation, groups: 
     (qconv / qconv_u8; the caller keeps the sum within float32's exact integers), the sums
     rescaled as they are stored; ``read(name)`` is the WGSL ``read_<name>`` giving them (a
     float32 ``x`` quantized as it loads, or int8/uint8 codes as they are), ``key`` names it
-    in the pipeline's key."""
+    in the pipeline's key; an int8/uint8 ``y`` (qconv_q, its positions a multiple of 4) gets
+    the codes of ``scales[4]`` (wgpu/qcodes.py's Codes), four positions a word."""
     n, c = x.shape[:2]
     spatial, kernel, out = x.shape[2:], weight.shape[2:], y.shape[2:]
     c_out = weight.shape[0]

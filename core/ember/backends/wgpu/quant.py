@@ -312,11 +312,15 @@ class WgpuQuant:
                 (w_scale, in_scale, self._reader(x, unsigned), qcodes.source_key(x, unsigned),
                  out_codes))
         if cg * kh * kw <= _EXACT_K[wide]:
-            y = rt.empty(shape, dt.float32, "qconv")
+            # codes stored by the kernel where four positions always share a word
+            direct = out_codes is not None and numel(out) % 4 == 0
+            y = rt.empty(shape, out_codes.dtype if direct else dt.float32, "qconv")
             conv.igemm_forward(rt, x, _dense(rt, weight), bias, y, stride, pads[::2], dilation,
                                groups, (w_scale, in_scale, self._reader(x, unsigned),
-                                        qcodes.source_key(x, unsigned)))
-            return y if out_codes is None else qcodes.requant_map(rt, y, out_codes)
+                                        qcodes.source_key(x, unsigned), out_codes))
+            if out_codes is None or direct:
+                return y
+            return qcodes.requant_map(rt, y, out_codes)
         if wide:
             return registry.REGISTRY[op].default(self, *args, *q_args[:1], *geometry,
                                                  *q_args[1:])
