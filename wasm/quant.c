@@ -5,41 +5,30 @@
  * float32 (sum * in_scale * w_scale + bias), or codes at the next layer's scale (the _q ops):
  * v = sum * m + c, m = in_scale * w_scale / out_scale, c = bias / out_scale, rounded half away
  * from zero and clamped to [lo, hi] (int8, or uint8 when lo >= 0), from the registers that
- * hold the sums (qt_emit8: no pass of its own).
+ * hold the sums (qt_emit8 in quant.h: no pass of its own).
  *
- * - em_qlinear: the codes through em_gemm_i8_i32 (matmul.c; the weight is (N, K) as stored);
+ * - em_qlinear: the codes through em_gemm_i8_i32 (matmul.c; the weight is (N, K) as stored)
+ *   into an int32 scratch, then one epilogue over it (qt_emit8, per 8 columns);
  * - em_qconv: a GEMM per sample and group, C (C_out/g, positions) = W x columns, in outer-
  *   product form: codes widened to i16 and packed in pairs along K, so one
  *   i32x4.dot_i16x8 adds two products into each of four sums and a 4 x 8 tile of sums stays
  *   in registers (no horizontal adds), rescaled and stored from the registers.
  *   The columns are packed straight from the input for 1x1 stride-1 convs (float input:
  *   quantized as it is packed), else from a zero-padded plane of codes through offset tables
- *   (no bounds checks). Depthwise (groups == C == C_out): a direct kernel on a padded plane of
- *   codes, 8 outputs per step (i16 x i16 -> i32 multiply-adds), whole rows in SIMD.
+ *   (no bounds checks). Depthwise (groups == C == C_out): wasm/quant_dw.c.
  * Unsigned input codes (uint8 codes, or the *_u8 ops' argument `u`) are kept as uint8
  * (zero-extended where the signed path sign-extends); em_qlinear runs them through the
  * signed GEMM as q - 128 and adds back 128 x each weight row's sum.
- * Geometry: the 16 words of conv.c's cv_geom, in the same order. */
-#include <stdlib.h>
-#include <string.h>
-#include <wasm_simd128.h>
-#include "ember.h"
+ * Geometry: the 16 words of conv.c's cv_geom, in the same order (qt_geom, quant.h). */
+#include "quant.h"
 
 int32_t em_gemm_i8_i32(const int8_t *a, const int8_t *bt, int32_t *c, int32_t m, int32_t n,
                        int32_t k);
 
-typedef struct {
-    int32_t n, c, h, w, c_out, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow;
-} qt_geom;
+qt_buf qt_codes, qt_plane, qt_offs, qt_row;
+static qt_buf qt_acc, qt_scales, qt_apack, qt_bpack;
 
-/* scratch buffers, grown on demand and kept (the module is single-threaded) */
-typedef struct {
-    void *p;
-    size_t cap;
-} qt_buf;
-static qt_buf qt_codes, qt_acc, qt_scales, qt_apack, qt_bpack, qt_plane, qt_offs, qt_row;
-
-static void *qt_grow(qt_buf *b, size_t bytes) {
+void *qt_grow(qt_buf *b, size_t bytes) {
     if (bytes > b->cap) {
         free(b->p);
         b->p = aligned_alloc(16, (bytes + 15) & ~(size_t)15);
@@ -49,37 +38,8 @@ static void *qt_grow(qt_buf *b, size_t bytes) {
 }
 
 /* ================================================================ quantization */
-static inline int32_t qt_code(float x, float s, int u) {
-    float v = x / s, a = __builtin_floorf(__builtin_fabsf(v) + 0.5f);
-    const int32_t top = u ? 255 : 127;
-    int32_t q = a < (float)top ? (int32_t)a : top; /* NaN gives the top, as in SIMD */
-    return v < 0 ? (u ? 0 : -q) : q;
-}
-
-/* codes of four floats, as i32 lanes (u: unsigned, 0..255; NaN gives the top code, as
- * qt_code does) */
-static inline __attribute__((always_inline)) v128_t qt_q4(v128_t x, v128_t vs, int u) {
-    v128_t v = wasm_f32x4_div(x, vs);
-    /* truncating |v| + 0.5 (never negative) is its floor */
-    if (u) {
-        v128_t a = wasm_f32x4_add(v, wasm_f32x4_splat(0.5f));
-        a = wasm_f32x4_pmax(wasm_f32x4_splat(0.0f), wasm_f32x4_pmin(wasm_f32x4_splat(255.0f), a));
-        return wasm_i32x4_trunc_sat_f32x4(a);
-    }
-    v128_t a = wasm_f32x4_add(wasm_f32x4_abs(v), wasm_f32x4_splat(0.5f));
-    v128_t r = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_pmin(wasm_f32x4_splat(127.0f), a));
-    v128_t neg = wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f));
-    return wasm_i32x4_sub(wasm_v128_xor(r, neg), neg);
-}
-
-/* codes of eight floats, as i16 lanes */
-static inline __attribute__((always_inline)) v128_t qt_q8(const float *x, v128_t vs, int u) {
-    return wasm_i16x8_narrow_i32x4(qt_q4(wasm_v128_load(x), vs, u),
-                                   qt_q4(wasm_v128_load(x + 4), vs, u));
-}
-
 /* codes of n floats into bytes: int8, or uint8 when u */
-static void qt_quantize(const float *x, int8_t *q, size_t n, float s, int u) {
+void qt_quantize(const float *x, int8_t *q, size_t n, float s, int u) {
     const v128_t vs = wasm_f32x4_splat(s);
     size_t i = 0;
     if (u)
@@ -97,23 +57,7 @@ static void qt_quantize(const float *x, int8_t *q, size_t n, float s, int u) {
     }
     for (; i < n; i++) q[i] = (int8_t)qt_code(x[i], s, u);
 }
-
-/* the eight bytes at p as i16 lanes: uint8 codes when u, else int8 */
-static inline __attribute__((always_inline)) v128_t qt_load8(const int8_t *p, int u) {
-    return u ? wasm_u16x8_load8x8(p) : wasm_i16x8_load8x8(p);
-}
-
-static inline int32_t qt_byte(const int8_t *p, int u) { return u ? *(const uint8_t *)p : *p; }
-
 /* ================================================================ the output */
-/* What a kernel writes for output channel o and its int32 sum: v = sum * sc[o] + off[o]
- * (float32), stored as it is, or as codes: rounded half away from zero, clamped to [lo, hi],
- * as int8 or (u8) uint8. Passed by value: the kernels keep it in registers. */
-typedef struct {
-    const float *sc, *off;
-    int32_t codes, u8, lo, hi;
-} qt_out;
-
 /* the output's per-channel factors in the scratch: float32 out, sc = in_scale * w_scale and
  * off = bias; codes out (out_scale not NULL), the module doc's m and c */
 static int qt_output(qt_out *o, const float *w_scale, const float *bias, float s,
@@ -128,52 +72,6 @@ static int qt_output(qt_out *o, const float *w_scale, const float *bias, float s
     *o = (qt_out){f, f + n, out_scale != NULL, lo >= 0, lo, hi};
     return 0;
 }
-
-static inline size_t qt_esize(qt_out o) { return o.codes ? 1 : sizeof(float); }
-
-/* four codes of v: sign(v) * floor(|v| + 0.5) clamped to [lo, hi] (float bounds), as i32
- * lanes. Clamped first (the same codes: the bounds are integers and rounding is monotonic),
- * rounded as trunc(c + copysign(0.5, c)) (the float sum |c| + 0.5, signed), then read from
- * the mantissa of that + 1.5 * 2^23 (fewer instructions than i32x4.trunc_sat's range checks);
- * NaN gives hi */
-static inline __attribute__((always_inline)) v128_t qt_round4(v128_t v, v128_t lo, v128_t hi,
-                                                              int u8) {
-    const v128_t magic = wasm_f32x4_splat(12582912.0f);
-    const v128_t c = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(hi, v));
-    const v128_t half = u8 ? wasm_f32x4_splat(0.5f) /* lo >= 0: c is never negative */
-                           : wasm_v128_or(wasm_v128_and(c, wasm_i32x4_splat(INT32_MIN)),
-                                          wasm_f32x4_splat(0.5f));
-    return wasm_i32x4_sub(wasm_f32x4_add(wasm_f32x4_trunc(wasm_f32x4_add(c, half)), magic),
-                          magic);
-}
-
-/* eight outputs from their sums (a0: the first four) and factors (s0, f0: the first four's):
- * w of them stored at dst as float32 or codes */
-static inline __attribute__((always_inline)) void qt_emit8(qt_out o, v128_t a0, v128_t a1,
-                                                           v128_t s0, v128_t s1, v128_t f0,
-                                                           v128_t f1, void *dst, int32_t w) {
-    const v128_t v0 = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a0), s0), f0);
-    const v128_t v1 = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a1), s1), f1);
-    float tile[8] __attribute__((aligned(16)));
-    void *to = w == 8 ? dst : tile;
-    if (o.codes) {
-        const v128_t lo = wasm_f32x4_splat((float)o.lo), hi = wasm_f32x4_splat((float)o.hi);
-        if (o.u8) {
-            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi, 1),
-                                                     qt_round4(v1, lo, hi, 1));
-            wasm_v128_store64_lane(to, wasm_u8x16_narrow_i16x8(h, h), 0);
-        } else {
-            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi, 0),
-                                                     qt_round4(v1, lo, hi, 0));
-            wasm_v128_store64_lane(to, wasm_i8x16_narrow_i16x8(h, h), 0);
-        }
-    } else {
-        wasm_v128_store(to, v0);
-        wasm_v128_store((float *)to + 4, v1);
-    }
-    if (w < 8) memcpy(dst, tile, (size_t)w * qt_esize(o));
-}
-
 /* one output, dst[i]: as qt_emit8 (the same float operations, so the same code) */
 static inline void qt_emit1(qt_out o, int32_t sum, float s, float f, void *dst, size_t i) {
     const float v = (float)sum * s + f;
@@ -400,16 +298,7 @@ static void qt_fill_columns(const void *vctx, int16_t *dst, int32_t j0, int32_t 
     else
         qt_fill_columns_i8(cx, dst, j0, nc);
 }
-
 /* ================================================================ convolution */
-/* the padded plane's size: every window of the output, plus `extra` columns */
-static void qt_padded(const qt_geom *g, int32_t extra_w, int32_t *hp, int32_t *wp) {
-    *hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
-    *wp = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1 + extra_w;
-    if (*hp < g->h + g->ph) *hp = g->h + g->ph; /* rows past the windows are unused */
-    if (*wp < g->w + g->pw) *wp = g->w + g->pw;
-}
-
 /* channels [0, cn) of x (one sample's, planes of h x w) as codes in zero-padded planes:
  * codes copied, floats quantized */
 static void qt_pad_codes(const qt_geom *g, const void *x, int codes, int32_t cn, int8_t *dst,
@@ -425,228 +314,6 @@ static void qt_pad_codes(const qt_geom *g, const void *x, int codes, int32_t cn,
                 qt_quantize((const float *)x + i, to, (size_t)g->w, s, u);
         }
 }
-
-/* eight codes of a row as i16 lanes, from every `sw`-th byte at src (SW: compile-time
- * stride 1 or 2; 0: any; U: unsigned bytes) */
-static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src, int32_t sw,
-                                                               int SW, int U) {
-    if (SW == 1) return U ? wasm_u16x8_load8x8(src) : wasm_i16x8_load8x8(src);
-    if (SW == 2) { /* the even bytes of 16 */
-        v128_t b = wasm_v128_load(src);
-        b = wasm_i8x16_shuffle(b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
-        return U ? wasm_u16x8_extend_low_u8x16(b) : wasm_i16x8_extend_low_i8x16(b);
-    }
-    int16_t tmp[8] __attribute__((aligned(16)));
-    for (int q = 0; q < 8; q++) tmp[q] = U ? (uint8_t)src[q * sw] : src[q * sw];
-    return wasm_v128_load(tmp);
-}
-
-/* one output row of a depthwise plane: 8 outputs per step, the even and odd taps summed
- * apart (four add chains, not two: the loop is bound by the adds' latency) */
-#define QT_DW_ROW(NAME, SW, U)                                                              \
-    static void NAME(const int8_t *base, int32_t sw, const int32_t *offs, const v128_t *wt,  \
-                     int32_t taps, int32_t ow8, qt_out o, v128_t vs, v128_t vb, void *row) { \
-        for (int32_t ox = 0; ox < ow8; ox += 8) {                                           \
-            v128_t lo = wasm_i32x4_splat(0), hi = lo, lo1 = lo, hi1 = lo;                   \
-            const int8_t *src = base + ox * (SW ? SW : sw);                                 \
-            int32_t t = 0;                                                                  \
-            for (; t + 1 < taps; t += 2) {                                                  \
-                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW, U);                        \
-                const v128_t v1 = qt_dw_load(src + offs[t + 1], sw, SW, U);                    \
-                lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v0, wt[t]));            \
-                hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v0, wt[t]));           \
-                lo1 = wasm_i32x4_add(lo1, wasm_i32x4_extmul_low_i16x8(v1, wt[t + 1]));      \
-                hi1 = wasm_i32x4_add(hi1, wasm_i32x4_extmul_high_i16x8(v1, wt[t + 1]));     \
-            }                                                                               \
-            if (t < taps) {                                                                 \
-                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW, U);                        \
-                lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v0, wt[t]));            \
-                hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v0, wt[t]));           \
-            }                                                                               \
-            lo = wasm_i32x4_add(lo, lo1);                                                   \
-            hi = wasm_i32x4_add(hi, hi1);                                                   \
-            qt_emit8(o, lo, hi, vs, vs, vb, vb, (char *)row + ox * qt_esize(o), 8);         \
-        }                                                                                   \
-    }
-QT_DW_ROW(qt_dw_row1, 1, 0)
-QT_DW_ROW(qt_dw_row2, 2, 0)
-QT_DW_ROW(qt_dw_rown, 0, 0)
-QT_DW_ROW(qt_dw_row1u, 1, 1)
-QT_DW_ROW(qt_dw_row2u, 2, 1)
-QT_DW_ROW(qt_dw_rownu, 0, 1)
-
-/* the i16 codes one tap pair multiplies for eight outputs at sp (stride SW 1 or 2; U:
- * unsigned bytes): a0 for the first four's pairs, a1 the second four's (stride 2), or a0 the
- * even outputs' pairs and a1 the odd ones' (stride 1: the bytes one further) */
-static inline __attribute__((always_inline)) void qt_pair_load(const int8_t *sp, int SW, int U,
-                                                               v128_t *a0, v128_t *a1) {
-    if (SW == 1) {
-        *a0 = qt_load8(sp, U);
-        *a1 = qt_load8(sp + 1, U);
-    } else {
-        const v128_t b = wasm_v128_load(sp);
-        *a0 = U ? wasm_u16x8_extend_low_u8x16(b) : wasm_i16x8_extend_low_i8x16(b);
-        *a1 = U ? wasm_u16x8_extend_high_u8x16(b) : wasm_i16x8_extend_high_i8x16(b);
-    }
-}
-
-/* stride 1's sums in output order: lo held outputs ox, ox+2, .., hi ox+1, ox+3, .. */
-static inline __attribute__((always_inline)) void qt_pair_order(v128_t *lo, v128_t *hi) {
-    const v128_t e = *lo;
-    *lo = wasm_i32x4_shuffle(e, *hi, 0, 4, 1, 5);
-    *hi = wasm_i32x4_shuffle(e, *hi, 2, 6, 3, 7);
-}
-
-/* one output row of a depthwise plane at stride 1 or 2 (SW), dilation 1: horizontally
- * adjacent taps in pairs, (w[dx], w[dx + 1]) in each i32 lane of pw[p] (0 past the kernel),
- * so one i32x4.dot_i16x8 adds two taps into four outputs: stride 2 reads the pairs in order
- * (outputs ox .. ox+7 from 16 bytes); stride 1 sums even and odd outputs apart (the odd
- * ones from the bytes one further) and interleaves them once per 8 outputs */
-#define QT_DW_PAIRS(NAME, SW, U)                                                            \
-    static void NAME(const int8_t *base, const int32_t *poffs, const v128_t *pw, int32_t np, \
-                     int32_t ow8, qt_out o, v128_t vs, v128_t vb, void *row) {              \
-        for (int32_t ox = 0; ox < ow8; ox += 8) {                                           \
-            v128_t lo = wasm_i32x4_splat(0), hi = lo;                                       \
-            const int8_t *src = base + ox * SW;                                             \
-            for (int32_t p = 0; p < np; p++) {                                              \
-                v128_t a0, a1;                                                              \
-                qt_pair_load(src + poffs[p], SW, U, &a0, &a1);                              \
-                lo = wasm_i32x4_add(lo, wasm_i32x4_dot_i16x8(a0, pw[p]));                   \
-                hi = wasm_i32x4_add(hi, wasm_i32x4_dot_i16x8(a1, pw[p]));                   \
-            }                                                                               \
-            if (SW == 1) qt_pair_order(&lo, &hi);                                           \
-            qt_emit8(o, lo, hi, vs, vs, vb, vb, (char *)row + ox * qt_esize(o), 8);         \
-        }                                                                                   \
-    }
-QT_DW_PAIRS(qt_dwp_row1, 1, 0)
-QT_DW_PAIRS(qt_dwp_row2, 2, 0)
-QT_DW_PAIRS(qt_dwp_row1u, 1, 1)
-QT_DW_PAIRS(qt_dwp_row2u, 2, 1)
-
-/* two output rows of a square K x K depthwise kernel at stride SW both ways, dilation 1, as
- * QT_DW_PAIRS: every input row is loaded once for both output rows (K + SW rows for 2K row
- * passes), and the constant K unrolls the taps with the weights in registers */
-#define QT_DW_PAIRS2(NAME, SW, U, K)                                                        \
-    static void NAME(const int8_t *base, int32_t wp, const v128_t *pw, int32_t ow8, qt_out o, \
-                     v128_t vs, v128_t vb, void *row0, void *row1) {                        \
-        enum { P = (K + 1) / 2 };                                                           \
-        for (int32_t ox = 0; ox < ow8; ox += 8) {                                           \
-            v128_t lo0 = wasm_i32x4_splat(0), hi0 = lo0, lo1 = lo0, hi1 = lo0;              \
-            const int8_t *src = base + ox * SW;                                             \
-            for (int r = 0; r < K + SW; r++)                                                \
-                for (int c = 0; c < P; c++) {                                               \
-                    v128_t a0, a1;                                                          \
-                    qt_pair_load(src + r * wp + 2 * c, SW, U, &a0, &a1);                    \
-                    if (r < K) {                                                            \
-                        lo0 = wasm_i32x4_add(lo0, wasm_i32x4_dot_i16x8(a0, pw[r * P + c])); \
-                        hi0 = wasm_i32x4_add(hi0, wasm_i32x4_dot_i16x8(a1, pw[r * P + c])); \
-                    }                                                                       \
-                    if (r >= SW) {                                                          \
-                        const v128_t w1 = pw[(r - SW) * P + c];                             \
-                        lo1 = wasm_i32x4_add(lo1, wasm_i32x4_dot_i16x8(a0, w1));            \
-                        hi1 = wasm_i32x4_add(hi1, wasm_i32x4_dot_i16x8(a1, w1));            \
-                    }                                                                       \
-                }                                                                           \
-            if (SW == 1) {                                                                  \
-                qt_pair_order(&lo0, &hi0);                                                  \
-                qt_pair_order(&lo1, &hi1);                                                  \
-            }                                                                               \
-            qt_emit8(o, lo0, hi0, vs, vs, vb, vb, (char *)row0 + ox * qt_esize(o), 8);      \
-            qt_emit8(o, lo1, hi1, vs, vs, vb, vb, (char *)row1 + ox * qt_esize(o), 8);      \
-        }                                                                                   \
-    }
-QT_DW_PAIRS2(qt_dw3_rows1, 1, 0, 3)
-QT_DW_PAIRS2(qt_dw3_rows2, 2, 0, 3)
-QT_DW_PAIRS2(qt_dw3_rows1u, 1, 1, 3)
-QT_DW_PAIRS2(qt_dw3_rows2u, 2, 1, 3)
-QT_DW_PAIRS2(qt_dw5_rows1, 1, 0, 5)
-QT_DW_PAIRS2(qt_dw5_rows2, 2, 0, 5)
-QT_DW_PAIRS2(qt_dw5_rows1u, 1, 1, 5)
-QT_DW_PAIRS2(qt_dw5_rows2u, 2, 1, 5)
-
-typedef void (*qt_dwp_fn)(const int8_t *, const int32_t *, const v128_t *, int32_t, int32_t,
-                          qt_out, v128_t, v128_t, void *);
-typedef void (*qt_dw2_fn)(const int8_t *, int32_t, const v128_t *, int32_t, qt_out, v128_t,
-                          v128_t, void *, void *);
-typedef void (*qt_dw_fn)(const int8_t *, int32_t, const int32_t *, const v128_t *, int32_t,
-                         int32_t, qt_out, v128_t, v128_t, void *);
-
-static int qt_depthwise(const qt_geom *g, const void *x, int in_codes, const int8_t *w,
-                        qt_out o, void *y, float s, int u) {
-    const int32_t taps = g->kh * g->kw, pos = g->oh * g->ow, ow8 = (g->ow + 7) & ~7;
-    const size_t plane_in = (size_t)g->h * g->w, nx = (size_t)g->n * g->c * plane_in;
-    const size_t es = qt_esize(o);
-    int32_t hp, wp;
-    qt_padded(g, (ow8 - g->ow) * g->sw + 32, &hp, &wp);
-    const int pairs = g->dw == 1 && (g->sw == 1 || g->sw == 2);
-    const int32_t pkw = (g->kw + 1) / 2, np = g->kh * pkw; /* tap pairs per row, in all */
-    /* codes in: read as they are; floats: quantized once, in one pass */
-    const int8_t *codes = in_codes ? x : qt_grow(&qt_codes, nx);
-    int8_t *plane = qt_grow(&qt_plane, (size_t)hp * wp);
-    int32_t *offs = qt_grow(&qt_offs, (size_t)(taps + np) * sizeof(int32_t));
-    v128_t *wt = qt_grow(&qt_row, (size_t)(taps + np) * sizeof(v128_t) +
-                                      (size_t)2 * ow8 * sizeof(float));
-    if (!codes || !plane || !offs || !wt) return 2;
-    int32_t *poffs = offs + taps;
-    v128_t *pw = wt + taps;
-    void *row = pw + np;
-    const qt_dwp_fn dwp_row = u ? (g->sw == 1 ? qt_dwp_row1u : qt_dwp_row2u)
-                                : (g->sw == 1 ? qt_dwp_row1 : qt_dwp_row2);
-    for (int32_t p = 0; p < np; p++) poffs[p] = (p / pkw) * g->dh * wp + (p % pkw) * 2;
-    const qt_dw_fn dw_row = u ? (g->sw == 1 ? qt_dw_row1u : g->sw == 2 ? qt_dw_row2u : qt_dw_rownu)
-                              : (g->sw == 1 ? qt_dw_row1 : g->sw == 2 ? qt_dw_row2 : qt_dw_rown);
-    for (int32_t t = 0; t < taps; t++) offs[t] = (t / g->kw) * g->dh * wp + (t % g->kw) * g->dw;
-    static const qt_dw2_fn dw2s[2][2][2] = {
-        {{qt_dw3_rows1, qt_dw3_rows1u}, {qt_dw3_rows2, qt_dw3_rows2u}},
-        {{qt_dw5_rows1, qt_dw5_rows1u}, {qt_dw5_rows2, qt_dw5_rows2u}}};
-    const qt_dw2_fn dw2 = pairs && g->dh == 1 && g->sh == g->sw && g->kh == g->kw &&
-                                  (g->kh == 3 || g->kh == 5)
-                              ? dw2s[g->kh == 5][g->sw == 2][u != 0]
-                              : NULL;
-    const int direct = ow8 == g->ow; /* whole rows of 8: straight to y */
-    if (!in_codes) qt_quantize(x, (int8_t *)codes, nx, s, u);
-    memset(plane, 0, (size_t)hp * wp);
-    for (int32_t n = 0; n < g->n; n++)
-        for (int32_t c = 0; c < g->c; c++) {
-            const int8_t *src = codes + ((size_t)n * g->c + c) * plane_in;
-            for (int32_t iy = 0; iy < g->h; iy++) /* the borders stay zero */
-                memcpy(plane + (size_t)(iy + g->ph) * wp + g->pw, src + (size_t)iy * g->w,
-                       (size_t)g->w);
-            const int8_t *wc = w + (size_t)c * taps;
-            for (int32_t t = 0; t < taps; t++) wt[t] = wasm_i16x8_splat(wc[t]);
-            for (int32_t p = 0; p < np; p++) {
-                const int32_t ky = p / pkw, kx = (p % pkw) * 2;
-                const uint16_t wa = (uint16_t)wc[ky * g->kw + kx];
-                const uint16_t wb = kx + 1 < g->kw ? (uint16_t)wc[ky * g->kw + kx + 1] : 0;
-                pw[p] = wasm_i32x4_splat((int32_t)(wa | ((uint32_t)wb << 16)));
-            }
-            const v128_t vs = wasm_f32x4_splat(o.sc[c]), vb = wasm_f32x4_splat(o.off[c]);
-            char *yc = (char *)y + ((size_t)n * g->c + c) * pos * es;
-            int32_t oy = 0;
-            for (; dw2 && oy + 2 <= g->oh; oy += 2) {
-                char *yr = yc + (size_t)oy * g->ow * es, *yr1 = yr + (size_t)g->ow * es;
-                char *row1 = (char *)row + (size_t)ow8 * es;
-                dw2(plane + (size_t)oy * g->sh * wp, wp, pw, ow8, o, vs, vb, direct ? yr : row,
-                    direct ? yr1 : row1);
-                if (!direct) {
-                    memcpy(yr, row, (size_t)g->ow * es);
-                    memcpy(yr1, row1, (size_t)g->ow * es);
-                }
-            }
-            for (; oy < g->oh; oy++) {
-                const int8_t *base = plane + (size_t)oy * g->sh * wp;
-                char *yr = yc + (size_t)oy * g->ow * es;
-                void *to = direct ? yr : row;
-                if (pairs)
-                    dwp_row(base, poffs, pw, np, ow8, o, vs, vb, to);
-                else
-                    dw_row(base, g->sw, offs, wt, taps, ow8, o, vs, vb, to);
-                if (to == row) memcpy(yr, row, (size_t)g->ow * es);
-            }
-        }
-    return 0;
-}
-
 /* y = codes(x) (*) w, rescaled as out_scale says (NULL: float32 out; else codes clamped to
  * [lo, hi]): x (N, C, H, W) float32 or codes (bytes) already, w (C_out, C/groups, KH, KW)
  * int8, y (N, C_out, OH, OW); u: unsigned codes */

@@ -1,4 +1,4 @@
-"""Codes between quantized layers on the wasm kernels (``wasm/quant.c``): int8/uint8 codes in
+"""Codes between quantized layers on the wasm kernels (``wasm/quant*.c``): int8/uint8 codes in
 (read as they are) and codes out (``qlinear_q``/``qconv_q``: requantized at the next layer's
 scale, clamped), against float64 references computed from the same integer codes, and against
 the numpy backend. A code may differ by one only where the float64 value is within 1e-3 of a

@@ -1,10 +1,10 @@
-"""The quantized ops on the wasm kernels (``wasm/quant.c``): int8 x int8 products summed in
-int32 (``em_gemm_i8_i32``, a direct kernel for depthwise, a pair GEMM for other convs), one
-call per layer. The input is float32 (quantized in SIMD on the way in) or int8/uint8 codes
-from the layer before (read as they are); the output is float32 rescaled with the bias, or,
-for ``qlinear_q``/``qconv_q``, codes at the next layer's scale, requantized from the
-registers that hold the sums. float32 scales; anything else takes the contract's default
-body. Semantics: :mod:`ember.contract.quantized`.
+"""The quantized ops on the wasm kernels (``wasm/quant.c``, ``wasm/quant_dw.c``): int8 x int8
+products summed in int32 (``em_gemm_i8_i32``, a direct kernel for depthwise, a pair GEMM for
+other convs), one call per layer. The input is float32 (quantized in SIMD on the way in) or
+int8/uint8 codes from the layer before (read as they are); the output is float32 rescaled
+with the bias, or, for ``qlinear_q``/``qconv_q``, codes at the next layer's scale (the convs
+requantize from the registers that hold the sums). float32 scales; anything else takes the
+contract's default body. Semantics: :mod:`ember.contract.quantized`.
 
 >>> import ember
 >>> from ember.quantize.functional import qlinear

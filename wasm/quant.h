@@ -1,0 +1,128 @@
+/* The quantized kernels' shared pieces (wasm/quant.c: quantization, Linear, the pair GEMM
+ * and em_qconv; wasm/quant_dw.c: depthwise): the conv geometry, the scratch buffers, SIMD
+ * quantization of floats, and the output (float32 or codes) written from the registers that
+ * hold the int32 sums. */
+#ifndef EMBER_QUANT_H
+#define EMBER_QUANT_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <wasm_simd128.h>
+#include "ember.h"
+
+/* the 16 words of conv.c's cv_geom, in the same order (em_meta_words) */
+typedef struct {
+    int32_t n, c, h, w, c_out, kh, kw, sh, sw, ph, pw, dh, dw, groups, oh, ow;
+} qt_geom;
+
+/* scratch buffers, grown on demand and kept (the module is single-threaded) */
+typedef struct {
+    void *p;
+    size_t cap;
+} qt_buf;
+extern qt_buf qt_codes, qt_plane, qt_offs, qt_row; /* shared by em_qconv and depthwise */
+void *qt_grow(qt_buf *b, size_t bytes);
+
+/* ================================================================ quantization */
+static inline int32_t qt_code(float x, float s, int u) {
+    float v = x / s, a = __builtin_floorf(__builtin_fabsf(v) + 0.5f);
+    const int32_t top = u ? 255 : 127;
+    int32_t q = a < (float)top ? (int32_t)a : top; /* NaN gives the top, as in SIMD */
+    return v < 0 ? (u ? 0 : -q) : q;
+}
+
+/* codes of four floats, as i32 lanes (u: unsigned, 0..255; NaN gives the top code, as
+ * qt_code does) */
+static inline __attribute__((always_inline)) v128_t qt_q4(v128_t x, v128_t vs, int u) {
+    v128_t v = wasm_f32x4_div(x, vs);
+    /* truncating |v| + 0.5 (never negative) is its floor */
+    if (u) {
+        v128_t a = wasm_f32x4_add(v, wasm_f32x4_splat(0.5f));
+        a = wasm_f32x4_pmax(wasm_f32x4_splat(0.0f), wasm_f32x4_pmin(wasm_f32x4_splat(255.0f), a));
+        return wasm_i32x4_trunc_sat_f32x4(a);
+    }
+    v128_t a = wasm_f32x4_add(wasm_f32x4_abs(v), wasm_f32x4_splat(0.5f));
+    v128_t r = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_pmin(wasm_f32x4_splat(127.0f), a));
+    v128_t neg = wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f));
+    return wasm_i32x4_sub(wasm_v128_xor(r, neg), neg);
+}
+
+/* codes of eight floats, as i16 lanes */
+static inline __attribute__((always_inline)) v128_t qt_q8(const float *x, v128_t vs, int u) {
+    return wasm_i16x8_narrow_i32x4(qt_q4(wasm_v128_load(x), vs, u),
+                                   qt_q4(wasm_v128_load(x + 4), vs, u));
+}
+/* codes of n floats into bytes: int8, or uint8 when u */
+void qt_quantize(const float *x, int8_t *q, size_t n, float s, int u);
+
+/* the eight bytes at p as i16 lanes: uint8 codes when u, else int8 */
+static inline __attribute__((always_inline)) v128_t qt_load8(const int8_t *p, int u) {
+    return u ? wasm_u16x8_load8x8(p) : wasm_i16x8_load8x8(p);
+}
+
+static inline int32_t qt_byte(const int8_t *p, int u) { return u ? *(const uint8_t *)p : *p; }
+/* ================================================================ the output */
+/* What a kernel writes for output channel o and its int32 sum: v = sum * sc[o] + off[o]
+ * (float32), stored as it is, or as codes: rounded half away from zero, clamped to [lo, hi],
+ * as int8 or (u8) uint8. Passed by value: the kernels keep it in registers. */
+typedef struct {
+    const float *sc, *off;
+    int32_t codes, u8, lo, hi;
+} qt_out;
+static inline size_t qt_esize(qt_out o) { return o.codes ? 1 : sizeof(float); }
+
+/* four codes of v: sign(v) * floor(|v| + 0.5) clamped to [lo, hi] (float bounds), as i32
+ * lanes. Clamped first (the same codes: the bounds are integers and rounding is monotonic),
+ * rounded as trunc(c + copysign(0.5, c)) (the float sum |c| + 0.5, signed), then read from
+ * the mantissa of that + 1.5 * 2^23 (fewer instructions than i32x4.trunc_sat's range checks);
+ * NaN gives hi */
+static inline __attribute__((always_inline)) v128_t qt_round4(v128_t v, v128_t lo, v128_t hi,
+                                                              int u8) {
+    const v128_t magic = wasm_f32x4_splat(12582912.0f);
+    const v128_t c = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(hi, v));
+    const v128_t half = u8 ? wasm_f32x4_splat(0.5f) /* lo >= 0: c is never negative */
+                           : wasm_v128_or(wasm_v128_and(c, wasm_i32x4_splat(INT32_MIN)),
+                                          wasm_f32x4_splat(0.5f));
+    return wasm_i32x4_sub(wasm_f32x4_add(wasm_f32x4_trunc(wasm_f32x4_add(c, half)), magic),
+                          magic);
+}
+
+/* eight outputs from their sums (a0: the first four) and factors (s0, f0: the first four's):
+ * w of them stored at dst as float32 or codes */
+static inline __attribute__((always_inline)) void qt_emit8(qt_out o, v128_t a0, v128_t a1,
+                                                           v128_t s0, v128_t s1, v128_t f0,
+                                                           v128_t f1, void *dst, int32_t w) {
+    const v128_t v0 = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a0), s0), f0);
+    const v128_t v1 = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_convert_i32x4(a1), s1), f1);
+    float tile[8] __attribute__((aligned(16)));
+    void *to = w == 8 ? dst : tile;
+    if (o.codes) {
+        const v128_t lo = wasm_f32x4_splat((float)o.lo), hi = wasm_f32x4_splat((float)o.hi);
+        if (o.u8) {
+            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi, 1),
+                                                     qt_round4(v1, lo, hi, 1));
+            wasm_v128_store64_lane(to, wasm_u8x16_narrow_i16x8(h, h), 0);
+        } else {
+            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi, 0),
+                                                     qt_round4(v1, lo, hi, 0));
+            wasm_v128_store64_lane(to, wasm_i8x16_narrow_i16x8(h, h), 0);
+        }
+    } else {
+        wasm_v128_store(to, v0);
+        wasm_v128_store((float *)to + 4, v1);
+    }
+    if (w < 8) memcpy(dst, tile, (size_t)w * qt_esize(o));
+}
+/* ================================================================ convolution */
+/* the padded plane's size: every window of the output, plus `extra` columns */
+static inline void qt_padded(const qt_geom *g, int32_t extra_w, int32_t *hp, int32_t *wp) {
+    *hp = (g->oh - 1) * g->sh + (g->kh - 1) * g->dh + 1;
+    *wp = (g->ow - 1) * g->sw + (g->kw - 1) * g->dw + 1 + extra_w;
+    if (*hp < g->h + g->ph) *hp = g->h + g->ph; /* rows past the windows are unused */
+    if (*wp < g->w + g->pw) *wp = g->w + g->pw;
+}
+/* the depthwise conv (groups == C == C_out) of x (float32, or codes when in_codes) */
+int qt_depthwise(const qt_geom *g, const void *x, int in_codes, const int8_t *w, qt_out o,
+                 void *y, float s, int u);
+
+#endif
