@@ -9,11 +9,19 @@ quantized as it loads, the sums rescaled as they are stored) while the sum over
 C_in/groups·kh·kw is exact. Longer ones (shaders/quant.wgsl): im2col and quantization into
 int8 code words in one pass, then an int8 GEMM with int32 sums — the built-in
 ``dot4I8Packed`` where the adapter has WGSL's ``packed_4x8_integer_dot_product``, else the
-bytes unpacked in the kernel — rescaled with the bias as it is stored. (On the H200 the float matmul on codes is 3.5× faster
-than that GEMM on EfficientNet's 1×1 convs: benchmarks/RESULTS.md.) ``qlinear_u8`` /
-``qconv_u8`` (unsigned input codes 0..255) take the float paths with shorter exact sums
-(K·255·127 < 2²⁴), else the contract's default body. float32 inputs (others take the
-contract's default body).
+bytes unpacked in the kernel — rescaled with the bias as it is stored. (On the H200 the float
+matmul on codes is 3.5× faster than that GEMM on EfficientNet's 1×1 convs:
+benchmarks/RESULTS.md.) ``qlinear_u8`` / ``qconv_u8`` (unsigned input codes 0..255) take the
+float paths with shorter exact sums (K·255·127 < 2²⁴), else the contract's default body.
+
+Codes between layers (:mod:`.qcodes`): every path also reads int8/uint8 codes as its input
+(packed four per u32 word, 4× fewer bytes than float32), and ``qlinear_q`` / ``qconv_q`` end
+in codes: the matmul's epilogue, the implicit GEMM's store (positions a multiple of 4) and
+the depthwise kernel's conv_codes section requantize and write whole u32 words, one dispatch
+per layer. Their rows (a Linear's outputs, a conv's planes) are padded to whole words (a 7×7
+plane takes 52 bytes), so the codes are a strided view the next layer reads as it is. The
+split sums, the integer GEMM and the implicit GEMM at other sizes requantize their float
+result in one more elementwise pass. Inputs of other dtypes take the contract's default body.
 Semantics: :mod:`ember.contract.quantized` (WGSL's division is not correctly rounded: an
 input exactly between two codes may round either way).
 
@@ -24,6 +32,12 @@ input exactly between two codes may round either way).
 >>> one = ember.tensor([1.0], backend="wgpu")
 >>> qlinear(x, w, one, None, ember.tensor([0.5], backend="wgpu")).tolist()
 [[-5.0]]
+>>> y = qlinear(x, w, one, None, one, out_scale=ember.tensor([2.0], backend="wgpu"),
+...             out_range=(-127, 127))
+>>> y.dtype.name, y.tolist()  # -5 / 2 rounds away from zero
+('int8', [[-3]])
+>>> qlinear(y, w[:, :1], one, None, one).tolist()  # codes in: used as they are
+[[-9.0]]
 """
 
 from __future__ import annotations
