@@ -57,6 +57,7 @@ void qt_quantize(const float *x, int8_t *q, size_t n, float s, int u) {
     }
     for (; i < n; i++) q[i] = (int8_t)qt_code(x[i], s, u);
 }
+
 /* ================================================================ the output */
 /* the output's per-channel factors in the scratch: float32 out, sc = in_scale * w_scale and
  * off = bias; codes out (out_scale not NULL), the module doc's m and c */
@@ -72,7 +73,9 @@ static int qt_output(qt_out *o, const float *w_scale, const float *bias, float s
     *o = (qt_out){f, f + n, out_scale != NULL, lo >= 0, lo, hi};
     return 0;
 }
-/* one output, dst[i]: as qt_emit8 (the same float operations, so the same code) */
+
+/* one output, dst[i]: the code qt_emit8 gives (the same float sum |v| + 0.5; the clamp
+ * before or after the rounding gives the same integer; NaN gives hi in both) */
 static inline void qt_emit1(qt_out o, int32_t sum, float s, float f, void *dst, size_t i) {
     const float v = (float)sum * s + f;
     if (!o.codes) {
@@ -298,6 +301,7 @@ static void qt_fill_columns(const void *vctx, int16_t *dst, int32_t j0, int32_t 
     else
         qt_fill_columns_i8(cx, dst, j0, nc);
 }
+
 /* ================================================================ convolution */
 /* channels [0, cn) of x (one sample's, planes of h x w) as codes in zero-padded planes:
  * codes copied, floats quantized */

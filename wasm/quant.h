@@ -61,6 +61,7 @@ static inline __attribute__((always_inline)) v128_t qt_load8(const int8_t *p, in
 }
 
 static inline int32_t qt_byte(const int8_t *p, int u) { return u ? *(const uint8_t *)p : *p; }
+
 /* ================================================================ the output */
 /* What a kernel writes for output channel o and its int32 sum: v = sum * sc[o] + off[o]
  * (float32), stored as it is, or as codes: rounded half away from zero, clamped to [lo, hi],
@@ -69,13 +70,15 @@ typedef struct {
     const float *sc, *off;
     int32_t codes, u8, lo, hi;
 } qt_out;
+
 static inline size_t qt_esize(qt_out o) { return o.codes ? 1 : sizeof(float); }
 
 /* four codes of v: sign(v) * floor(|v| + 0.5) clamped to [lo, hi] (float bounds), as i32
  * lanes. Clamped first (the same codes: the bounds are integers and rounding is monotonic),
- * rounded as trunc(c + copysign(0.5, c)) (the float sum |c| + 0.5, signed), then read from
- * the mantissa of that + 1.5 * 2^23 (fewer instructions than i32x4.trunc_sat's range checks);
- * NaN gives hi */
+ * rounded as trunc(c + copysign(0.5, c)) (the float sum |c| + 0.5, signed), then made an
+ * integer by adding 1.5 * 2^23 (exact for these small integers, whose value then sits in the
+ * low mantissa bits) and subtracting its bit pattern: fewer instructions than
+ * i32x4.trunc_sat's range checks. NaN gives hi */
 static inline __attribute__((always_inline)) v128_t qt_round4(v128_t v, v128_t lo, v128_t hi,
                                                               int u8) {
     const v128_t magic = wasm_f32x4_splat(12582912.0f);
@@ -113,6 +116,7 @@ static inline __attribute__((always_inline)) void qt_emit8(qt_out o, v128_t a0, 
     }
     if (w < 8) memcpy(dst, tile, (size_t)w * qt_esize(o));
 }
+
 /* ================================================================ convolution */
 /* the padded plane's size: every window of the output, plus `extra` columns */
 static inline void qt_padded(const qt_geom *g, int32_t extra_w, int32_t *hp, int32_t *wp) {
@@ -121,6 +125,7 @@ static inline void qt_padded(const qt_geom *g, int32_t extra_w, int32_t *hp, int
     if (*hp < g->h + g->ph) *hp = g->h + g->ph; /* rows past the windows are unused */
     if (*wp < g->w + g->pw) *wp = g->w + g->pw;
 }
+
 /* the depthwise conv (groups == C == C_out) of x (float32, or codes when in_codes) */
 int qt_depthwise(const qt_geom *g, const void *x, int in_codes, const int8_t *w, qt_out o,
                  void *y, float s, int u);

@@ -10,7 +10,7 @@
  * stride 1 or 2; 0: any; U: unsigned bytes) */
 static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src, int32_t sw,
                                                                int SW, int U) {
-    if (SW == 1) return U ? wasm_u16x8_load8x8(src) : wasm_i16x8_load8x8(src);
+    if (SW == 1) return qt_load8(src, U);
     if (SW == 2) { /* the even bytes of 16 */
         v128_t b = wasm_v128_load(src);
         b = wasm_i8x16_shuffle(b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
@@ -151,8 +151,8 @@ typedef void (*qt_dw2_fn)(const int8_t *, int32_t, const v128_t *, int32_t, qt_o
 typedef void (*qt_dw_fn)(const int8_t *, int32_t, const int32_t *, const v128_t *, int32_t,
                          int32_t, qt_out, v128_t, v128_t, void *);
 
-int qt_depthwise(const qt_geom *g, const void *x, int in_codes, const int8_t *w,
-                        qt_out o, void *y, float s, int u) {
+int qt_depthwise(const qt_geom *g, const void *x, int in_codes, const int8_t *w, qt_out o,
+                 void *y, float s, int u) {
     const int32_t taps = g->kh * g->kw, pos = g->oh * g->ow, ow8 = (g->ow + 7) & ~7;
     const size_t plane_in = (size_t)g->h * g->w, nx = (size_t)g->n * g->c * plane_in;
     const size_t es = qt_esize(o);
