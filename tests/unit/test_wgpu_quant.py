@@ -226,7 +226,7 @@ def _dtype_of(lo):
 @pytest.mark.parametrize("kind", ["uint8", "int8", "float32"])
 @pytest.mark.parametrize("m,k,n,rng_", [(5, 70, 12, "u8"), (3, 33, 10, "i8"), (1, 3, 1, "relu6"),
                                         (33, 130, 67, "narrow"), (4, 1100, 9, "i8"),
-                                        (3, 700, 6, "relu6")])
+                                        (3, 700, 6, "relu6"), (2, 2100, 5, "i8")])
 def test_qlinear_codes_in_and_out(kind, m, k, n, rng_):
     x, q, s = _input_codes((m, k), kind)
     w, ws, b = _layer(n, (n, k))

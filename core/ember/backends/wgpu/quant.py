@@ -189,12 +189,17 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
                                 batch * n * m, tile, epilogue, (reads, *types))
         full = (batch, n, m)
         chan = (0, 1, 0) if per_row else (0, 0, 1)
-        sums = compute.reduce(rt, parts, (0,), "sum").view(full, (n * m, m, 1))
+        if splits == 2:  # the two parts added in the rescaling pass: one rounding, exact
+            sums = [parts.view(full, (n * m, m, 1), i * batch * n * m) for i in range(2)]
+        else:
+            sums = [compute.reduce(rt, parts, (0,), "sum").view(full, (n * m, m, 1))]
         views = [in_scale.view(full, (0, 0, 0)), w_scale.view(full, chan), bias.view(full, chan)]
         if out_codes is None:
-            y = map_op(rt, [sums, *views], dt.float32, "x0 * (x1 * x2) + x3")
+            j = len(sums)
+            acc = " + ".join(f"x{i}" for i in range(j))
+            y = map_op(rt, [*sums, *views], dt.float32, f"({acc}) * (x{j} * x{j + 1}) + x{j + 2}")
         else:
-            y = qcodes.requant_map(rt, sums, out_codes, views)
+            y = qcodes.requant_map(rt, sums[0], out_codes, views, tuple(sums[1:]))
         return y.view(shape, contiguous_strides(shape))
 
     def options():
