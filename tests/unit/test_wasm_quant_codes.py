@@ -316,3 +316,19 @@ def test_exact_half_integers_round_away_from_zero_in_convs(rng, groups):
     assert (v % 1 == 0.5).sum() > 20
     np.testing.assert_array_equal(y.numpy(), np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5),
                                                      -127, 127))
+
+
+@pytest.mark.parametrize("groups", [1, 6])
+def test_int8_codes_use_all_256_values(rng, groups):
+    """-128 is no code a quantizer writes, but an int8 tensor may hold it: used as it is."""
+    x = rng.integers(-128, 127, (2, 6, 9, 9), endpoint=True).astype(np.int8)
+    x[0, 0, 0, :] = -128
+    w = rng.integers(-127, 127, (6, 6 // groups, 3, 3), endpoint=True).astype(np.int8)
+    one = np.ones(1, np.float32)
+    y = qconv2d(_t(x), _t(w), _t(np.ones(6, np.float32)), None, _t(one), (1, 1), SAME3,
+                (1, 1), groups)
+    np.testing.assert_array_equal(y.numpy(), _conv_acc(x, w, (1, 1), SAME3, (1, 1), groups))
+    xl = x.reshape(-1, 81)
+    wl = rng.integers(-127, 127, (5, 81), endpoint=True).astype(np.int8)
+    y = qlinear(_t(xl), _t(wl), _t(np.ones(5, np.float32)), None, _t(one))
+    np.testing.assert_array_equal(y.numpy(), _linear_acc(xl, wl))
