@@ -31,6 +31,17 @@ fn read_{{NAME}}(e: u32) -> f32 { return f32(byte_of({{NAME}}[e >> 2u], e & 3u))
 // element e of the uint8 codes {{NAME}} (qlinear_q / qconv_q's output codes 0..255)
 fn read_{{NAME}}(e: u32) -> f32 { return f32(extractBits({{NAME}}[e >> 2u], (e & 3u) * 8u, 8u)); }
 
+//! read_codes_u8_centred
+// element e of the uint8 codes {{NAME}} less 128 (the int8 matmul's long sums of unsigned
+// codes: products within ±128·127, the weight sums times 128 added back by its epilogue)
+fn read_{{NAME}}(e: u32) -> f32 {
+    return f32(extractBits({{NAME}}[e >> 2u], (e & 3u) * 8u, 8u)) - 128.0;
+}
+
+//! read_quantized_centred
+// element e of the float32 operand {{NAME}} as its unsigned code less 128 (as above)
+fn read_{{NAME}}(e: u32) -> f32 { return f32(code_u8({{NAME}}[e], q_in_scale[0])) - 128.0; }
+
 //! read_quantized
 // element e of the float32 operand {{NAME}} as its code ({{CODE}}: code or code_u8) at the
 // input scale

@@ -265,6 +265,20 @@ def test_qconv_codes_in_float_out(kind, wk, pad, groups):
     np.testing.assert_allclose(y.numpy(), want, rtol=2e-6, atol=1e-5)
 
 
+@pytest.mark.parametrize("top,wv", [(255, 127), (0, 127), (255, -127), (0, -127)])
+def test_the_longest_sum_of_centred_unsigned_codes_is_exact(top, wv):
+    # uint8 codes past quant._EXACT_K[True] are read less 128 (products within ±128·127) and
+    # 128 × the weight's sums added back: the longest sum in one part at the extremes
+    k = quant._CENTRED_K
+    x = _t(np.full((2, k), top, np.uint8), ember.uint8)
+    w = np.full((3, k), wv, np.int8)
+    one = _t(np.float32([1.0]))
+    y = qlinear(x, _t(w, ember.int8), _t(np.ones(3, np.float32)), _t(np.zeros(3, np.float32)),
+                one).numpy()
+    np.testing.assert_array_equal(y, np.full((2, 3), float(np.float32(k * top * wv))))
+    assert k * 128 * 127 < 2 ** 24
+
+
 CODE_CONVS = [
     # x shape, (c_out, kh, kw), stride, padding, groups
     ((2, 8, 7, 7), (6, 1, 1), 1, 0, 1),  # 1x1, 49 positions: planes padded to 52

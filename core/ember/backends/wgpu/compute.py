@@ -234,16 +234,20 @@ def plan(rt, n: int, m: int, k: int, batch: int, dtype=dt.float32, run=None):
 
 
 def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
-              pairs: bool = False, quads: bool = False) -> dict[str, str]:
+              pairs: bool = False, quads: bool = False, sums: str = "") -> dict[str, str]:
     """The register tile's statements, unrolled (TM and TN multiples of 4): accumulator
     declarations, the BK steps of products, and the guarded stores of ``value`` (a format
     of the accumulated ``acc`` at row ``r`` and column ``col``: a fused epilogue), or with
     ``pairs`` the accumulators packed two float16 per u32 word, or with ``quads`` one u32
     word per four columns: ``value`` formats the vec4 ``acc`` and its first ``col`` (int8
-    codes: the launcher makes each such word one of this output alone)."""
+    codes: the launcher makes each such word one of this output alone). ``sums`` (``"a"``:
+    per row, ``"b"``: per column) also sums that operand over k, ``{ws}`` in ``value``
+    (the int8 matmul's weight sums, wgpu/quant.py)."""
     tm4, tn4 = tile["TM"] // 4, tile["TN"] // 4
     rows = [(g, q) for g in range(tm4) for q in range(4)]
     decl = [f"    var acc{g}_{q}_{j}: vec4<{ct}>;" for g, q in rows for j in range(tn4)]
+    decl += [f"    var ws{i}: vec4<{ct}>;" for i in range(tm4 if sums == "a" else tn4)
+             if sums]
     inner = []
     for c in range(tile["BK"]):
         inner += [f"        let b{c}_{j} = Bs[{c}u * (BN / 4u) + lid.x + LX * {j}u];"
@@ -252,6 +256,8 @@ def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
                   for g in range(tm4)]
         inner += [f"        acc{g}_{q}_{j} = acc{g}_{q}_{j} + a{c}_{g}[{q}] * b{c}_{j};"
                   for g, q in rows for j in range(tn4)]
+        inner += [f"        ws{i} = ws{i} + {sums}{c}_{i};"
+                  for i in range(tm4 if sums == "a" else tn4) if sums]
     store = []
     for g, q in rows:
         r = f"r{g}_{q}"
@@ -260,7 +266,8 @@ def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
             if quads:
                 col = f"col0 + (lid.x + LX * {j}u) * 4u"
                 at = f"(o_base + i32({r}) * s(14) + i32({col})) >> 2"
-                v = value.format(acc=f"acc{g}_{q}_{j}", r=r, col=col)
+                v = value.format(acc=f"acc{g}_{q}_{j}", r=r, col=col,
+                                 ws=f"ws{g}[{q}]" if sums == "a" else f"ws{j}")
                 store.append(f"    if ({r} < n && {col} < m) {{ out[u32({at})] = {v}; }}")
                 continue
             for w in range(0, 4, 2 if pairs else 1):
@@ -271,7 +278,8 @@ def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
                     v = f"pack_f16({acc}[{w}], {acc}[{w + 1}])"
                     at = f"({at}) >> 1"
                 else:
-                    v = value.format(acc=f"acc{g}_{q}_{j}[{w}]", r=r, col=col)
+                    v = value.format(acc=f"acc{g}_{q}_{j}[{w}]", r=r, col=col,
+                                     ws=f"ws{g}[{q}]" if sums == "a" else f"ws{j}[{w}]")
                 store.append(f"    if ({r} < n && {col} < m) {{ out[u32({at})] = {v}; }}")
     lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
     loads = []
@@ -326,7 +334,7 @@ def _copy_into(rt, src, out, out_view, batch_shape):
 
 
 def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epilogue=None,
-                    reads=None):
+                    reads=None, sums: str = ""):
     """One matmul dispatch per 65535 batch entries. float16 operands are read from their
     packed words into f32 (f32 accumulators); a float16 ``out`` gets them packed in pairs of
     columns (its offset, strides and width even). ``epilogue``: ``(key, code(), value,
@@ -335,7 +343,7 @@ def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epi
     the meta words after the matmul's. ``reads``: ``(code(), IN_A, IN_B)``, the operands' own
     element types and ``read_a``/``read_b`` functions returning f32 (in the pipeline's key
     through the epilogue's). An int8/uint8 ``out`` (the epilogue's codes) is stored a word
-    per four columns (offset, strides multiples of 4)."""
+    per four columns (offset, strides multiples of 4). ``sums``: see :func:`_unrolled`."""
     half = a.dtype is dt.float16
     ct = "f32" if half or reads else _ct(a)
     pairs = out.dtype is dt.float16
@@ -356,11 +364,11 @@ def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epi
             helpers.append(rt.lib.snippet("matmul", "pack_f16"))
         return (render(rt.lib.source("matmul"), CT=ct, ZERO=zero, IN_A=in_a, IN_B=in_b,
                        OUT_T="u32" if pairs or quads else ct, HELPERS="\n".join(helpers),
-                       **_unrolled(ct, tile, value, pairs, quads), **tile) + code(),
+                       **_unrolled(ct, tile, value, pairs, quads, sums), **tile) + code(),
                 ("read", "read", "read", "read_write") + access)
 
-    pipe = rt.lib.pipeline(("matmul", ct, half, pairs, quads, tuple(tile.items())) + key,
-                           build)
+    pipe = rt.lib.pipeline(("matmul", ct, half, pairs, quads, sums, tuple(tile.items()))
+                           + key, build)
     gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
     top = rt.info.max_groups_per_dim
     total = numel(a.shape[:-2]) * splits

@@ -39,13 +39,16 @@ def wide(x: WgpuTensor, unsigned: bool) -> bool:
     return x.dtype is dt.uint8 or (x.dtype is dt.float32 and unsigned)
 
 
-def reader(rt: Runtime, name: str, x: WgpuTensor, unsigned: bool) -> str:
+def reader(rt: Runtime, name: str, x: WgpuTensor, unsigned: bool,
+           centred: bool = False) -> str:
     """WGSL ``read_<name>(e)``: the code of ``x``'s element e as f32 — int8/uint8 codes read
-    from their packed words as they are, a float32 input quantized at the input scale."""
+    from their packed words as they are, a float32 input quantized at the input scale;
+    ``centred``: unsigned codes less 128 (``wide`` inputs only)."""
+    tail = "_centred" if centred else ""
     if x.dtype in CODE_DTYPES:
-        section = "read_codes" if x.dtype is dt.int8 else "read_codes_u8"
+        section = "read_codes" if x.dtype is dt.int8 else "read_codes_u8" + tail
         return rt.lib.snippet("lib_quant", section, NAME=name)
-    return rt.lib.snippet("lib_quant", "read_quantized", NAME=name,
+    return rt.lib.snippet("lib_quant", "read_quantized" + tail, NAME=name,
                           CODE="code_u8" if unsigned else "code")
 
 

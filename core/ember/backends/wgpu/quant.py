@@ -116,12 +116,17 @@ def _gemm(rt: Runtime, codes, m: int, k4: int, groups: int, words, nc: int, w_sc
                        (-(-nc // _TILE), -(-m // _TILE), groups))
 
 
-def _exact_parts(k: int, tile: dict[str, int], unsigned: bool) -> tuple[int, int]:
+# the matmul's longer sums of unsigned codes: the codes read less 128 (products within
+# ±128·127) and 128 times the weight's sums added back, exact while K·128·127 < 2²⁴
+_CENTRED_K = 1032
+
+
+def _exact_parts(k: int, tile: dict[str, int], limit: int) -> tuple[int, int]:
     """``(splits, kc)``: the sum over k in one part, or in parts of ``kc`` (a multiple of the
-    tile's BK) no longer than ``_EXACT_K``."""
-    if k <= _EXACT_K[unsigned]:
+    tile's BK) no longer than ``limit``."""
+    if k <= limit:
         return 1, k
-    kc = _EXACT_K[unsigned] // tile["BK"] * tile["BK"]
+    kc = limit // tile["BK"] * tile["BK"]
     return -(-k // kc), kc
 
 
@@ -133,20 +138,25 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
     loads, ``unsigned``: to 0..255; or int8/uint8 codes read as they are), rescaled by the
     channel of each row (``per_row``) or column, plus its bias: the tuned float matmul, one
     dispatch, the sum exact; ``out_codes``: ending in codes (a word of four columns per
-    store, the rows qcodes.padded to whole words: :func:`qcodes.padded`). For k past ``_EXACT_K``, exact
-    parts added up in float32 (a sum then within a few float32 roundings of the exact one),
-    then rescaled: three dispatches."""
+    store, the rows padded to whole words: :func:`.qcodes.padded`). Unsigned codes past
+    ``_EXACT_K`` are read centred (``_CENTRED_K``). For k past those, exact parts: two added
+    up as they are rescaled (two dispatches, the sum rounded once, as the contract's
+    ``float(acc)``), more summed first in float32 (within a few float32 roundings of the exact
+    sum; three dispatches)."""
     n, k = a.shape[-2:]
     m = b.shape[-1]
     batch = a.shape[0]
     ch = "{r}" if per_row else "{col}"
     quantized = "b" if codes == "a" else "a"
     wide = qcodes.wide(src, unsigned)
+    centred = wide and k > _EXACT_K[True]
+    limit = _CENTRED_K if centred else _EXACT_K[wide]
+    acc = "({acc} + 128.0 * {ws})" if centred else "{acc}"
 
     def reads():
         return "\n".join([rt.lib.snippet("lib_quant", "code"),
                           rt.lib.snippet("lib_quant", "read_codes", NAME=codes),
-                          qcodes.reader(rt, quantized, src, unsigned)])
+                          qcodes.reader(rt, quantized, src, unsigned, centred)])
 
     def bindings(splits):
         text = (rt.lib.snippet("lib_quant", "scales", W_AT=4, IN_AT=6)
@@ -162,56 +172,60 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
 
     def launch(option):
         tile, splits, kc = option
+        extra, meta = [], []
         if splits > 1:
-            value, extra, meta = "{acc}", [], []
+            value = acc
         elif out_codes is None:
-            value, extra, meta = f"{{acc}} * (q_in_scale[0] * q_w_scale[{ch}]) + q_bias[{ch}]", \
-                [], []
+            value = f"{acc} * (q_in_scale[0] * q_w_scale[{ch}]) + q_bias[{ch}]"
         else:
-            value = "q_row({acc}, {r})" if per_row else "q_cols({acc}, {col}, m - 1u)"
+            value = f"q_row({acc}, {{r}})" if per_row else f"q_cols({acc}, {{col}}, m - 1u)"
             extra, meta = [out_codes.scale.block], [out_codes.lo, out_codes.hi]
-        key = ("int8", codes, per_row, splits, qcodes.source_key(src, unsigned),
+        key = ("int8", codes, per_row, splits, qcodes.source_key(src, unsigned), centred,
                None if out_codes is None or splits > 1 else out_codes.dtype.name)
         epilogue = (key, lambda: bindings(splits), value, blocks + extra,
                     ("read",) * (3 + len(extra)), meta)
+        sums = codes if centred else ""
         if splits == 1:
             if out_codes is None:
                 out = rt.empty(shape, dt.float32, "qmatmul")
                 view = (0, n * m, m)
             else:
-                out, row = qcodes.padded(rt, shape, 2 if per_row else len(shape) - 1, out_codes.dtype)
+                lead = 2 if per_row else len(shape) - 1
+                out, row = qcodes.padded(rt, shape, lead, out_codes.dtype)
                 view = (0, n * row, row)
             compute.matmul_dispatch(rt, a, b, sa, sb, out, view, 1, k, 0, tile, epilogue,
-                                    (reads, *types))
+                                    (reads, *types), sums)
             return out
         parts = rt.empty((splits, batch, n, m), dt.float32, "qmatmul")
         compute.matmul_dispatch(rt, a, b, sa, sb, parts, (0, n * m, m), splits, kc,
-                                batch * n * m, tile, epilogue, (reads, *types))
+                                batch * n * m, tile, epilogue, (reads, *types), sums)
         full = (batch, n, m)
         chan = (0, 1, 0) if per_row else (0, 0, 1)
         if splits == 2:  # the two parts added in the rescaling pass: one rounding, exact
-            sums = [parts.view(full, (n * m, m, 1), i * batch * n * m) for i in range(2)]
+            terms = [parts.view(full, (n * m, m, 1), i * batch * n * m) for i in range(2)]
         else:
-            sums = [compute.reduce(rt, parts, (0,), "sum").view(full, (n * m, m, 1))]
+            terms = [compute.reduce(rt, parts, (0,), "sum").view(full, (n * m, m, 1))]
         views = [in_scale.view(full, (0, 0, 0)), w_scale.view(full, chan), bias.view(full, chan)]
         if out_codes is None:
-            j = len(sums)
-            acc = " + ".join(f"x{i}" for i in range(j))
-            y = map_op(rt, [*sums, *views], dt.float32, f"({acc}) * (x{j} * x{j + 1}) + x{j + 2}")
+            j = len(terms)
+            total = " + ".join(f"x{i}" for i in range(j))
+            y = map_op(rt, [*terms, *views], dt.float32,
+                       f"({total}) * (x{j} * x{j + 1}) + x{j + 2}")
         else:
-            y = qcodes.requant_map(rt, sums[0], out_codes, views, tuple(sums[1:]))
+            y = qcodes.requant_map(rt, terms[0], out_codes, views, tuple(terms[1:]))
         return y.view(shape, contiguous_strides(shape))
 
     def options():
-        return {name: (t, *_exact_parts(k, t, wide))
+        return {name: (t, *_exact_parts(k, t, limit))
                 for name, (t, _, _) in compute._options(rt, n, m, k, batch).items()}
 
     kind = "uint8" if wide else "int8"
     if src.dtype is not dt.float32 or out_codes is not None:  # their own timings
-        kind += f">{qcodes.source_key(src, unsigned)}>{out_codes.dtype.name if out_codes else 'f32'}"
+        out_name = out_codes.dtype.name if out_codes else "f32"
+        kind += f">{qcodes.source_key(src, unsigned)}>{out_name}"
     chosen = tuning.TUNER.choose(rt, (n, m, k, batch), kind, options, launch)
     tile = compute.choose_tile(rt, n, m, batch)
-    return launch(chosen or (tile, *_exact_parts(k, tile, wide)))
+    return launch(chosen or (tile, *_exact_parts(k, tile, limit)))
 
 
 def _row_stride(rt: Runtime, x: WgpuTensor) -> tuple[WgpuTensor, int]:
@@ -276,7 +290,8 @@ class WgpuQuant:
         return qcodes.Codes(_dense(self.rt, scale), lo, hi, codes_dtype(lo, hi))
 
     def _reader(self, x: WgpuTensor, unsigned: bool):
-        """``read(name)``: the WGSL reading ``x``'s codes as ``read_<name>`` (:func:`qcodes.reader`)."""
+        """``read(name)``: the WGSL reading ``x``'s codes as ``read_<name>``
+        (:func:`.qcodes.reader`)."""
         return lambda name: qcodes.reader(self.rt, name, x, unsigned)
 
     def _qlinear(self, op: str, args: tuple, unsigned: bool, q_args: tuple = ()):
