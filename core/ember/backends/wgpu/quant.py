@@ -12,7 +12,9 @@ int8 code words in one pass, then an int8 GEMM with int32 sums — the built-in
 bytes unpacked in the kernel — rescaled with the bias as it is stored. (On the H200 the float
 matmul on codes is 3.5× faster than that GEMM on EfficientNet's 1×1 convs:
 benchmarks/RESULTS.md.) ``qlinear_u8`` / ``qconv_u8`` (unsigned input codes 0..255) take the
-float paths with shorter exact sums (K·255·127 < 2²⁴), else the contract's default body.
+float paths with shorter exact sums (K·255·127 < 2²⁴; the matmul reads longer ones centred,
+code − 128, adding 128 × the weight's sums back: exact to K = 1032), else the contract's
+default body.
 
 Codes between layers (:mod:`.qcodes`): every path also reads int8/uint8 codes as its input
 (packed four per u32 word, 4× fewer bytes than float32), and ``qlinear_q`` / ``qconv_q`` end
