@@ -267,39 +267,51 @@ static void qt_fill_pointwise(const void *vctx, int16_t *dst, int32_t j0, int32_
 }
 
 /* other convs: B[k][j] = plane[koff[k] + joff[j]], a zero-padded plane of codes (the group's
- * channels) read through offset tables: koff (channel, tap) and joff (output position) */
+ * channels) read through offset tables: koff (channel, tap) and joff (output position). Eight
+ * columns in one output row at stride 1 or 2 (a run: most of them) are one SIMD load per k;
+ * others (across a row's end, the last columns, other strides) are gathered one by one. */
 typedef struct {
     const int8_t *plane;
     const int32_t *koff, *joff;
-    int32_t k, kp, u;
+    int32_t k, kp, u, sw;
 } qt_cols_ctx;
 
-/* T: int8_t, or uint8_t for unsigned codes */
-#define QT_FILL_COLUMNS(NAME, T)                                                            \
-    static void NAME(const qt_cols_ctx *cx, int16_t *dst, int32_t j0, int32_t nc) {         \
-        for (int32_t jr = 0; jr < nc; jr += QNR) {                                          \
-            const int32_t w = nc - jr < QNR ? nc - jr : QNR;                                \
-            const int32_t *jo = cx->joff + j0 + jr;                                         \
-            for (int32_t p = 0; p < cx->kp; p++, dst += 2 * QNR) {                          \
-                const int32_t k0 = 2 * p, k1 = k0 + 1;                                      \
-                const T *b0 = (const T *)cx->plane + cx->koff[k0];                          \
-                const T *b1 = k1 < cx->k ? (const T *)cx->plane + cx->koff[k1] : NULL;      \
-                for (int32_t t = 0; t < QNR; t++) {                                         \
-                    dst[2 * t] = t < w ? b0[jo[t]] : 0;                                     \
-                    dst[2 * t + 1] = t < w && b1 ? b1[jo[t]] : 0;                           \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
+/* the eight columns' codes of row k (zeros past k): SW the run's stride (1, 2), else 0 */
+static inline __attribute__((always_inline)) v128_t qt_cols_row(const qt_cols_ctx *cx,
+                                                                int32_t k, const int32_t *jo,
+                                                                int32_t w, int SW, int U) {
+    if (k >= cx->k) return wasm_i16x8_splat(0);
+    const int8_t *b = cx->plane + cx->koff[k];
+    if (SW) return qt_row8(b + jo[0], SW, SW, U);
+    int16_t tmp[QNR] __attribute__((aligned(16)));
+    for (int32_t t = 0; t < QNR; t++) tmp[t] = t < w ? qt_byte(b + jo[t], U) : 0;
+    return wasm_v128_load(tmp);
+}
+
+#define QT_FILL_COLUMNS(NAME, SW, U)                                                        \
+    static void NAME(const qt_cols_ctx *cx, int16_t *dst, const int32_t *jo, int32_t w) {   \
+        for (int32_t p = 0; p < cx->kp; p++, dst += 2 * QNR)                                \
+            qt_store_pairs(dst, qt_cols_row(cx, 2 * p, jo, w, SW, U),                       \
+                           qt_cols_row(cx, 2 * p + 1, jo, w, SW, U));                       \
     }
-QT_FILL_COLUMNS(qt_fill_columns_i8, int8_t)
-QT_FILL_COLUMNS(qt_fill_columns_u8, uint8_t)
+QT_FILL_COLUMNS(qt_cols_gather, 0, 0)
+QT_FILL_COLUMNS(qt_cols_gather_u, 0, 1)
+QT_FILL_COLUMNS(qt_cols_run1, 1, 0)
+QT_FILL_COLUMNS(qt_cols_run1_u, 1, 1)
+QT_FILL_COLUMNS(qt_cols_run2, 2, 0)
+QT_FILL_COLUMNS(qt_cols_run2_u, 2, 1)
 
 static void qt_fill_columns(const void *vctx, int16_t *dst, int32_t j0, int32_t nc) {
+    typedef void (*fill8)(const qt_cols_ctx *, int16_t *, const int32_t *, int32_t);
+    static const fill8 fills[3][2] = {{qt_cols_gather, qt_cols_gather_u},
+                                      {qt_cols_run1, qt_cols_run1_u},
+                                      {qt_cols_run2, qt_cols_run2_u}};
     const qt_cols_ctx *cx = vctx;
-    if (cx->u)
-        qt_fill_columns_u8(cx, dst, j0, nc);
-    else
-        qt_fill_columns_i8(cx, dst, j0, nc);
+    for (int32_t jr = 0; jr < nc; jr += QNR, dst += 2 * QNR * cx->kp) {
+        const int32_t w = nc - jr < QNR ? nc - jr : QNR, *jo = cx->joff + j0 + jr;
+        const int run = w == QNR && cx->sw <= 2 && jo[QNR - 1] - jo[0] == (QNR - 1) * cx->sw;
+        fills[run ? cx->sw : 0][cx->u != 0](cx, dst, jo, w);
+    }
 }
 
 /* ================================================================ convolution */
@@ -347,7 +359,7 @@ int32_t EXPORT(em_qconv)(const void *x, const int8_t *w, const float *w_scale,
     int32_t *koff = NULL, *joff = NULL;
     if (!pointwise) {
         qt_padded(&g, 0, &hp, &wp);
-        plane = qt_grow(&qt_plane, (size_t)cg * hp * wp);
+        plane = qt_grow(&qt_plane, (size_t)cg * hp * wp + 16); /* + a stride-2 run's 16 bytes */
         koff = qt_grow(&qt_offs, (size_t)(k + pos) * sizeof(int32_t));
         if (!plane || !koff) return 2;
         joff = koff + k;
@@ -368,7 +380,7 @@ int32_t EXPORT(em_qconv)(const void *x, const int8_t *w, const float *w_scale,
                 qt_gemm(og, pos, kp, ap, qt_fill_pointwise, &ctx, bp, ncap, ys, pos, o, gi * og);
             } else {
                 qt_pad_codes(&g, xs, codes, cg, plane, hp, wp, s, u);
-                qt_cols_ctx ctx = {plane, koff, joff, k, kp, u};
+                qt_cols_ctx ctx = {plane, koff, joff, k, kp, u, g.sw};
                 qt_gemm(og, pos, kp, ap, qt_fill_columns, &ctx, bp, ncap, ys, pos, o, gi * og);
             }
         }

@@ -62,6 +62,21 @@ static inline __attribute__((always_inline)) v128_t qt_load8(const int8_t *p, in
 
 static inline int32_t qt_byte(const int8_t *p, int u) { return u ? *(const uint8_t *)p : *p; }
 
+/* eight codes of a row as i16 lanes, from every `sw`-th byte at src (SW: compile-time
+ * stride 1 or 2, which reads 16 bytes; 0: any; U: unsigned bytes) */
+static inline __attribute__((always_inline)) v128_t qt_row8(const int8_t *src, int32_t sw,
+                                                            int SW, int U) {
+    if (SW == 1) return qt_load8(src, U);
+    if (SW == 2) { /* the even bytes of 16 */
+        v128_t b = wasm_v128_load(src);
+        b = wasm_i8x16_shuffle(b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
+        return U ? wasm_u16x8_extend_low_u8x16(b) : wasm_i16x8_extend_low_i8x16(b);
+    }
+    int16_t tmp[8] __attribute__((aligned(16)));
+    for (int q = 0; q < 8; q++) tmp[q] = U ? (uint8_t)src[q * sw] : src[q * sw];
+    return wasm_v128_load(tmp);
+}
+
 /* ================================================================ the output */
 /* What a kernel writes for output channel o and its int32 sum: v = sum * sc[o] + off[o]
  * (float32), stored as it is, or as codes: rounded half away from zero, clamped to [lo, hi],

@@ -6,21 +6,6 @@
  * square 3x3 and 5x5 kernels run two output rows per pass. */
 #include "quant.h"
 
-/* eight codes of a row as i16 lanes, from every `sw`-th byte at src (SW: compile-time
- * stride 1 or 2; 0: any; U: unsigned bytes) */
-static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src, int32_t sw,
-                                                               int SW, int U) {
-    if (SW == 1) return qt_load8(src, U);
-    if (SW == 2) { /* the even bytes of 16 */
-        v128_t b = wasm_v128_load(src);
-        b = wasm_i8x16_shuffle(b, b, 0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14);
-        return U ? wasm_u16x8_extend_low_u8x16(b) : wasm_i16x8_extend_low_i8x16(b);
-    }
-    int16_t tmp[8] __attribute__((aligned(16)));
-    for (int q = 0; q < 8; q++) tmp[q] = U ? (uint8_t)src[q * sw] : src[q * sw];
-    return wasm_v128_load(tmp);
-}
-
 /* one output row of a depthwise plane: 8 outputs per step, the even and odd taps summed
  * apart (four add chains, not two: the loop is bound by the adds' latency) */
 #define QT_DW_ROW(NAME, SW, U)                                                              \
@@ -31,15 +16,15 @@ static inline __attribute__((always_inline)) v128_t qt_dw_load(const int8_t *src
             const int8_t *src = base + ox * (SW ? SW : sw);                                 \
             int32_t t = 0;                                                                  \
             for (; t + 1 < taps; t += 2) {                                                  \
-                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW, U);                        \
-                const v128_t v1 = qt_dw_load(src + offs[t + 1], sw, SW, U);                    \
+                const v128_t v0 = qt_row8(src + offs[t], sw, SW, U);                        \
+                const v128_t v1 = qt_row8(src + offs[t + 1], sw, SW, U);                    \
                 lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v0, wt[t]));            \
                 hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v0, wt[t]));           \
                 lo1 = wasm_i32x4_add(lo1, wasm_i32x4_extmul_low_i16x8(v1, wt[t + 1]));      \
                 hi1 = wasm_i32x4_add(hi1, wasm_i32x4_extmul_high_i16x8(v1, wt[t + 1]));     \
             }                                                                               \
             if (t < taps) {                                                                 \
-                const v128_t v0 = qt_dw_load(src + offs[t], sw, SW, U);                        \
+                const v128_t v0 = qt_row8(src + offs[t], sw, SW, U);                        \
                 lo = wasm_i32x4_add(lo, wasm_i32x4_extmul_low_i16x8(v0, wt[t]));            \
                 hi = wasm_i32x4_add(hi, wasm_i32x4_extmul_high_i16x8(v0, wt[t]));           \
             }                                                                               \

@@ -181,7 +181,8 @@ def test_qlinear_reads_a_view_of_codes(rng):
 
 
 # x shape, weight shape, stride, padding, dilation, groups; output widths of whole vectors
-# (8, 16: the depthwise rows go straight to y) and of tails
+# (8, 16: the depthwise rows go straight to y; 20: the GEMM's columns packed 8 at a time from
+# one row) and of tails
 CONV = [
     ("1x1_expand", (1, 24, 14, 14), (144, 24, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
     ("1x1_project_odd", (2, 29, 7, 11), (13, 29, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
@@ -194,6 +195,8 @@ CONV = [
     ("dw5x5_s2", (1, 40, 14, 14), (40, 1, 5, 5), (2, 2), ((1, 2), (1, 2)), (1, 1), 40),
     ("dw3x3_dilated", (1, 8, 12, 12), (8, 1, 3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2), 8),
     ("conv3x3_s2", (2, 5, 17, 13), (7, 5, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1),
+    ("conv3x3_s2_wide", (1, 4, 21, 40), (8, 4, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1),
+    ("conv3x3_dilated", (1, 6, 20, 20), (5, 6, 3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2), 1),
     ("grouped", (1, 6, 10, 10), (4, 3, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2),
     ("long_k", (1, 300, 6, 6), (5, 300, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
 ]
