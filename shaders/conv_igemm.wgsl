@@ -290,8 +290,6 @@ fn store4(r: u32, col: u32, acc: vec4<f32>) {
         let co = grp * prm[0] + r;
         var b = 0.0;
         if (prm[8] == 1u) { b = read_bias(co); }
-        out[(((col / PP) * prm[9] + co) * PP + col % PP) >> 2u] = pack_codes(
-            requant(acc[0], co, b), requant(acc[1], co, b), requant(acc[2], co, b),
-            requant(acc[3], co, b));
+        out[(((col / PP) * prm[9] + co) * PP + col % PP) >> 2u] = requant4(acc, co, b);
     }
 }

@@ -102,7 +102,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 // spaces planes PS elements apart, PS a multiple of 4). It stages the input rows those
 // outputs read, as `conv` does (the codes read, or the float32 input quantized, through
 // read_src), then each lane makes whole words: four consecutive outputs of a plane (on one
-// or two rows), each summing its KH·KW taps from the staged tile, requantized (requant,
+// or two rows), each summing its KH·KW taps from the staged tile, requantized (requant_at,
 // shaders/lib_quant.wgsl) and packed.
 // meta: [planes, C_out, multiplier, OH, -, H, W, pad_h, pad_w, -, tiles_per_plane,
 //        x_off, sN, sC, sH, sW, has_bias, PS, lo, hi]
@@ -149,6 +149,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         var b = 0.0;
         if (prm[16] == 1u) { b = bias[co]; }
         let wb = co * KH * KW;
+        let m = requant_m(co);
+        let c = requant_c(b);
         // the channel's weights in named registers w{ky}_{kx}, unrolled by the launcher
 {{WEIGHTS}}
         var word = 0u;
@@ -160,7 +162,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
             var acc = 0.0;
             // the KH·KW taps, unrolled by the launcher
 {{TAPS}}
-            word = word | (requant(acc, co, b) << (8u * j));
+            word = word | (requant_at(acc, m, c) << (8u * j));
         }
         out[(plane * prm[17] + f0) >> 2u] = word;
     }

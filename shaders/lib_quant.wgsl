@@ -56,18 +56,31 @@ fn read_{{NAME}}(e: u32) -> f32 { return f32({{CODE}}({{NAME}}[e], q_in_scale[0]
 @group(0) @binding({{AT}}) var<storage, read> q_bias: array<f32>;
 
 //! requant
-// codes out (qlinear_q / qconv_q): the sum acc of channel ch (bias b) as the code at the
-// output scale, clamped to the meta words [lo, hi] at {{LO_AT}}, {{LO_AT}} + 1 (i32), as the
-// low byte of a u32; q_word packs four of them, the first in the low byte
+// codes out (qlinear_q / qconv_q): the sum acc of channel ch as the code at the output scale,
+// v = acc · m + c (m = in_scale · w_scale[ch] / out_scale, c = bias / out_scale: requant_m,
+// requant_c, once per channel where the caller can), clamped to the meta words [lo, hi] at
+// {{LO_AT}}, {{LO_AT}} + 1 (i32), as the low byte of a u32; pack_codes packs four of them,
+// the first in the low byte
 @group(0) @binding({{OUT_AT}}) var<storage, read> q_out_scale: array<f32>;
 
-fn requant(acc: f32, ch: u32, b: f32) -> u32 {
-    let o = q_out_scale[0];
-    let v = fma(acc, (q_in_scale[0] * q_w_scale[ch]) / o, b / o);
+fn requant_m(ch: u32) -> f32 { return (q_in_scale[0] * q_w_scale[ch]) / q_out_scale[0]; }
+
+fn requant_c(b: f32) -> f32 { return b / q_out_scale[0]; }
+
+fn requant_at(acc: f32, m: f32, c: f32) -> u32 {
+    let v = fma(acc, m, c);
     let lo = f32(bitcast<i32>(prm[{{LO_AT}}u]));
     let hi = f32(bitcast<i32>(prm[{{LO_AT}}u + 1u]));
     let q = clamp(sign(v) * floor(abs(v) + 0.5), lo, hi);
     return bitcast<u32>(i32(q)) & 0xffu;
+}
+
+// four sums of one channel, packed
+fn requant4(acc: vec4<f32>, ch: u32, b: f32) -> u32 {
+    let m = requant_m(ch);
+    let c = requant_c(b);
+    return pack_codes(requant_at(acc[0], m, c), requant_at(acc[1], m, c),
+                      requant_at(acc[2], m, c), requant_at(acc[3], m, c));
 }
 
 fn pack_codes(q0: u32, q1: u32, q2: u32, q3: u32) -> u32 {
@@ -78,13 +91,11 @@ fn pack_codes(q0: u32, q1: u32, q2: u32, q3: u32) -> u32 {
 // the matmul epilogue's code words (shaders/matmul.wgsl, wgpu/compute.py's quads): four
 // columns of one row, the channel the row's (q_row: 1×1 convs) or each column's (q_cols:
 // Linear; columns past `last` are the padding of the output's rows, any value)
-fn q_row(acc: vec4<f32>, ch: u32) -> u32 {
-    let b = q_bias[ch];
-    return pack_codes(requant(acc[0], ch, b), requant(acc[1], ch, b), requant(acc[2], ch, b),
-                      requant(acc[3], ch, b));
-}
+fn q_row(acc: vec4<f32>, ch: u32) -> u32 { return requant4(acc, ch, q_bias[ch]); }
 
-fn q_col(acc: f32, col: u32) -> u32 { return requant(acc, col, q_bias[col]); }
+fn q_col(acc: f32, col: u32) -> u32 {
+    return requant_at(acc, requant_m(col), requant_c(q_bias[col]));
+}
 
 fn q_cols(acc: vec4<f32>, col: u32, last: u32) -> u32 {
     return pack_codes(q_col(acc[0], col), q_col(acc[1], min(col + 1u, last)),
