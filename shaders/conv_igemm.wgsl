@@ -284,7 +284,7 @@ fn store2(r: u32, col: u32, v0: f32, v1: f32) {
 //! fwd_store_codes
 // int8 / uint8 codes out (qconv_q; PP a multiple of 4, so columns col .. col + 3 are
 // neighbours in one image and one u32 word): the four sums of row r requantized and packed
-// (requant: shaders/lib_quant.wgsl)
+// (requant4: shaders/lib_quant.wgsl)
 fn store4(r: u32, col: u32, acc: vec4<f32>) {
     if (r < prm[0] && col < prm[1]) {
         let co = grp * prm[0] + r;
