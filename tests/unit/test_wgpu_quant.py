@@ -279,6 +279,17 @@ def test_the_longest_sum_of_centred_unsigned_codes_is_exact(top, wv):
     assert k * 128 * 127 < 2 ** 24
 
 
+@pytest.mark.parametrize("k", [1032, 1040])
+def test_int8_codes_of_minus_128_sum_exactly(k):
+    # int8 codes are used as they are, -128 too: past 1032 such sums leave float32's exact
+    # integers, so they run in two exact parts
+    x = _t(np.full((2, k), -128, np.int8), ember.int8)
+    one = _t(np.float32([1.0]))
+    y = qlinear(x, _t(np.full((3, k), 127, np.int8), ember.int8), _t(np.ones(3, np.float32)),
+                _t(np.zeros(3, np.float32)), one).numpy()
+    np.testing.assert_array_equal(y, np.full((2, 3), float(np.float32(-128 * 127 * k))))
+
+
 CODE_CONVS = [
     # x shape, (c_out, kh, kw), stride, padding, groups
     ((2, 8, 7, 7), (6, 1, 1), 1, 0, 1),  # 1x1, 49 positions: planes padded to 52

@@ -118,9 +118,17 @@ def _gemm(rt: Runtime, codes, m: int, k4: int, groups: int, words, nc: int, w_sc
                        (-(-nc // _TILE), -(-m // _TILE), groups))
 
 
-# the matmul's longer sums of unsigned codes: the codes read less 128 (products within
-# ±128·127) and 128 times the weight's sums added back, exact while K·128·127 < 2²⁴
+# the longest exact float32 sum of products of codes within ±128 (int8 codes may hold -128;
+# the matmul's long sums of unsigned codes read them less 128 and add 128 times the weight's
+# sums back): K·128·127 < 2²⁴
 _CENTRED_K = 1032
+
+
+def _exact_k(x: WgpuTensor, unsigned: bool) -> int:
+    """The longest exact float32 sum of code products for the input ``x`` (not centred)."""
+    if qcodes.wide(x, unsigned):
+        return _EXACT_K[True]
+    return _CENTRED_K if x.dtype is dt.int8 else _EXACT_K[False]
 
 
 def _exact_parts(k: int, tile: dict[str, int], limit: int) -> tuple[int, int]:
@@ -152,7 +160,7 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
     quantized = "b" if codes == "a" else "a"
     wide = qcodes.wide(src, unsigned)
     centred = wide and k > _EXACT_K[True]
-    limit = _CENTRED_K if centred else _EXACT_K[wide]
+    limit = _CENTRED_K if centred else _exact_k(src, unsigned)
     acc = "({acc} + 128.0 * {ws})" if centred else "{acc}"
 
     def reads():
@@ -347,7 +355,7 @@ class WgpuQuant:
                 rt, x, weight, bias, stride, padding, dilation,
                 (w_scale, in_scale, self._reader(x, unsigned), qcodes.source_key(x, unsigned),
                  out_codes))
-        if cg * kh * kw <= _EXACT_K[wide]:
+        if cg * kh * kw <= _exact_k(x, unsigned):
             # codes stored by the kernel where four positions always share a word
             direct = out_codes is not None and numel(out) % 4 == 0
             y = rt.empty(shape, out_codes.dtype if direct else dt.float32, "qconv")
