@@ -355,8 +355,9 @@ def _codes_config(rt: Runtime, out, cfg: dict) -> dict | None:
     target = 16 * _LANES
     if oh * ow <= target:
         rows, pl = oh, max(1, target // (oh * ow))
-    else:
-        rows, pl = min(oh, max(step, target // ow // step * step)), 1
+    else:  # tiles of about equal height (the last one not mostly idle)
+        tall = -(-oh // -(-oh * ow // target))
+        rows, pl = min(oh, -(-tall // step) * step), 1
 
     def size(rows, pl):
         tw = (ow - 1) * cfg["SW"] + (cfg["KW"] - 1) * cfg["DW"] + 1
