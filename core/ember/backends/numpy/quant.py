@@ -145,7 +145,8 @@ class NumpyQuantOps:
         """The exact sums, (rows, N), float32 (float64 when split)."""
         k = x.shape[-1]
         unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
-        q = _codes(x.reshape(-1, k), in_scale, unsigned).astype(np.float32, copy=False)
+        rows = int(np.prod(x.shape[:-1]))  # not reshape(-1, k): k may be 0
+        q = _codes(x.reshape(rows, k), in_scale, unsigned).astype(np.float32, copy=False)
         w = _float_codes(weight)
         step = exact_k(unsigned)
         if k <= step:
