@@ -154,15 +154,25 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         // the channel's weights in named registers w{ky}_{kx}, unrolled by the launcher
 {{WEIGHTS}}
         var word = 0u;
-        for (var j = 0u; j < 4u; j = j + 1u) {
-            let f = f0 + j;
-            if (f >= end) { break; }
-            let oy = f / OW;
-            let base = p * TH * TW + (oy - oy0) * SH * TW + (f - oy * OW) * SW;
-            var acc = 0.0;
-            // the KH·KW taps, unrolled by the launcher
+        let oy = f0 / OW;
+        if (f0 + 3u < end && (f0 + 3u) / OW == oy) {
+            // four outputs of one row: each staged input of a kernel row read once into a
+            // register for the outputs and taps that use it (unrolled by the launcher)
+            let base = p * TH * TW + (oy - oy0) * SH * TW + (f0 - oy * OW) * SW;
+{{ROW}}
+            word = pack_codes(requant_at(a0, m, c), requant_at(a1, m, c), requant_at(a2, m, c),
+                              requant_at(a3, m, c));
+        } else {
+            for (var j = 0u; j < 4u; j = j + 1u) {  // across a row's end, or the last outputs
+                let f = f0 + j;
+                if (f >= end) { break; }
+                let fy = f / OW;
+                let base = p * TH * TW + (fy - oy0) * SH * TW + (f - fy * OW) * SW;
+                var acc = 0.0;
+                // the KH·KW taps, unrolled by the launcher
 {{TAPS}}
-            word = word | (requant_at(acc, m, c) << (8u * j));
+                word = word | (requant_at(acc, m, c) << (8u * j));
+            }
         }
         out[(plane * prm[17] + f0) >> 2u] = word;
     }

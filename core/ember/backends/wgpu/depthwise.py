@@ -206,11 +206,22 @@ def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
 
 
 def _codes_unrolled(c: dict) -> dict[str, str]:
-    """conv_codes' channel weights (read once per word of codes) and taps, unrolled."""
+    """conv_codes' channel weights (read once per word of codes), the four outputs of a word
+    within one row (each staged input read once per kernel row, as ``conv`` does), and one
+    output's taps, unrolled."""
     taps = [(ky, kx) for ky in range(c["KH"]) for kx in range(c["KW"])]
+    span = 3 * c["SW"] + (c["KW"] - 1) * c["DW"] + 1
+    row = [f"            var a{j} = 0.0;" for j in range(4)]
+    for ky in range(c["KH"]):
+        row.append(f"            {{ let r = base + {ky * c['DH']}u * TW;")
+        row += [f"              let v{i} = tile[r + {i}u];" for i in range(span)]
+        row += [f"              a{j} = a{j} + v{j * c['SW'] + kx * c['DW']} * w{ky}_{kx};"
+                for kx in range(c["KW"]) for j in range(4)]
+        row.append("            }")
     return {"WEIGHTS": "\n".join(f"        let w{ky}_{kx} = read_weight(wb + {ky * c['KW'] + kx}u);"
                                  for ky, kx in taps),
-            "TAPS": "\n".join(f"            acc = acc + tile[base + {ky * c['DH']}u * TW + "
+            "ROW": "\n".join(row),
+            "TAPS": "\n".join(f"                acc = acc + tile[base + {ky * c['DH']}u * TW + "
                               f"{kx * c['DW']}u] * w{ky}_{kx};" for ky, kx in taps)}
 
 
