@@ -240,7 +240,8 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
 
 def _row_stride(rt: Runtime, x: WgpuTensor) -> tuple[WgpuTensor, int]:
     """``(x, stride between its rows)`` of an ``(..., K)`` input seen as (rows, K) — as it is
-    where its rows are contiguous and evenly spaced (:func:`qcodes.padded` codes), else copied."""
+    where its rows are contiguous and evenly spaced (:func:`.qcodes.padded` codes are), else
+    a contiguous copy."""
     k = x.shape[-1]
     _, (lead,) = collapse(x.shape[:-1], x.strides[:-1])
     if (x.strides[-1] != 1 and k > 1) or len(lead) > 1:
@@ -251,7 +252,7 @@ def _row_stride(rt: Runtime, x: WgpuTensor) -> tuple[WgpuTensor, int]:
 
 def _plane_strides(rt: Runtime, x: WgpuTensor) -> tuple[WgpuTensor, int, int]:
     """``(x, image stride, channel stride)`` of an (N, C, H, W) input whose planes are each
-    contiguous (:func:`qcodes.padded` codes are), else of a contiguous copy."""
+    contiguous (:func:`.qcodes.padded` codes are), else of a contiguous copy."""
     if x.shape[2] * x.shape[3] > 1 and tuple(x.strides[2:]) != (x.shape[3], 1):
         x = contiguous(rt, x)
     return x, x.strides[0], x.strides[1]
@@ -293,7 +294,8 @@ class WgpuQuant:
                            (out_scale, unsigned, out_lo, out_hi))
 
     def _codes(self, q_args: tuple) -> qcodes.Codes | None:
-        """The :class:`qcodes.Codes` of ``(out_scale, unsigned, out_lo, out_hi)``, None for ()."""
+        """The :class:`.qcodes.Codes` of ``(out_scale, unsigned, out_lo, out_hi)``; None for
+        no ``q_args`` (float results)."""
         if not q_args:
             return None
         scale, _, lo, hi = q_args
@@ -325,10 +327,14 @@ class WgpuQuant:
                q_args: tuple = ()):
         stride, padding, dilation, groups = geometry
         x, weight, w_scale, bias, in_scale = args
-        if x.dtype not in _INPUTS or w_scale.dtype != dt.float32 or len(stride) != 2 or \
-                any(lo < 0 for lo, _ in padding):
+
+        def default():  # the op's arguments in the registry's order: out_scale before geometry
             return registry.REGISTRY[op].default(self, *args, *q_args[:1], *geometry,
                                                  *q_args[1:])
+
+        if x.dtype not in _INPUTS or w_scale.dtype != dt.float32 or len(stride) != 2 or \
+                any(lo < 0 for lo, _ in padding):
+            return default()
         rt = self.rt
         out_codes = self._codes(q_args)
         n, c, h, w = x.shape
@@ -366,8 +372,7 @@ class WgpuQuant:
                 return y
             return qcodes.requant_map(rt, y, out_codes)
         if wide:
-            return registry.REGISTRY[op].default(self, *args, *q_args[:1], *geometry,
-                                                 *q_args[1:])
+            return default()
         y = rt.empty(shape, dt.float32, "qconv")
         geo = [kh, kw, *stride, padding[0][0], padding[1][0], *dilation, *out]
         kg, positions = cg * kh * kw, out[0] * out[1]
