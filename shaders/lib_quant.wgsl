@@ -1,9 +1,11 @@
 // Quantization helpers: the int8 code of a float (shaders/quant.wgsl's kernels), and the
 // operand reads and rescaling bindings that run the tuned float kernels — the matmul of
-// shaders/matmul.wgsl, the depthwise conv of shaders/depthwise.wgsl — on int8 codes held as
-// f32 (products and sums of the codes are exact integers in f32 while K·127² < 2²⁴, K·255·127
-// for unsigned input codes; wgpu/quant.py keeps longer sums off this path). Launched from
-// core/ember/backends/wgpu/quant.py.
+// shaders/matmul.wgsl, the depthwise conv of shaders/depthwise.wgsl, the implicit GEMM of
+// shaders/conv_igemm.wgsl — on int8 codes held as f32 (products and sums of the codes are
+// exact integers in f32 while K·127² < 2²⁴, K·255·127 for unsigned input codes; wgpu/quant.py
+// keeps longer sums off this path): inputs quantized as they load or int8/uint8 codes read
+// from their packed words, and the requantizing stores of codes out (qlinear_q / qconv_q).
+// Launched from core/ember/backends/wgpu/quant.py.
 
 //! code
 // the int8 code of x at scale s: rounded half away from zero, clamped to ±127

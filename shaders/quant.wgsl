@@ -1,6 +1,7 @@
 // Quantized convolutions other than 1×1 and depthwise (ember.contract.quantized), int8 codes
 // packed four per u32 word (the low byte first, as the int8 tensors are stored):
-// - pack_patches: im2col and quantization in one pass: (G, N·OH·OW, K4) words per group;
+// - pack_patches: im2col and quantization (or the input's int8 / uint8 codes) in one pass:
+//   (G, N·OH·OW, K4) words per group;
 // - pack_weight: an int8 (R, K) weight whose rows are not word-aligned (K % 4 != 0) into
 //   (R, K4) words;
 // - gemm: (G, M, K4) codes times (G·NC, K4) weight codes, four int8 products per word
