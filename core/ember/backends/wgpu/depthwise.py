@@ -18,6 +18,10 @@ float16 inputs (all of them) are read packed, two per u32 word, into the f32 til
 registers; the sums are f32. The forward (and that 180° input gradient) stores float16 pairs
 when a lane's outputs come in pairs within a row (BX and the output width even), else float32
 that is narrowed once, as the other kernels' outputs are.
+The int8 forward (wgpu/quant.py's qconv) runs the same kernel on codes — the input's int8 /
+uint8 codes, or a float32 input quantized as it is staged — and, ending in codes (qconv_q),
+the ``conv_codes`` section: workgroups of whole output rows whose lanes each write whole u32
+words of four codes (:func:`_codes_config`).
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
