@@ -116,7 +116,10 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--scheme", default="int8", help="ember.quantize's preset (int8, int8-u8)")
     p.add_argument("--size", type=int, default=224, help="image size (64: a lavapipe smoke run)")
+    p.add_argument("--per-layer", default="", help="also a row per layer of these kinds "
+                   "(comma-separated: 1x1, depthwise, linear, stem/other)")
     args = p.parse_args()
+    per_layer = {k for k in args.per_layer.split(",") if k}
     from ember.demos.efficientnet import pretrained
 
     be = "wgpu"
@@ -132,6 +135,7 @@ def main() -> None:
         whole = _whole(backend, model, q, x, args.repeat)
     # per kind: ms of float32, int8, int8 chained; layers; dispatches of the three
     totals = defaultdict(lambda: [0.0, 0.0, 0.0, 0, 0, 0, 0])
+    rows = []
     with ember.no_grad():
         for kind, f, qf, shape in _layers(model, q, x):
             xi = ember.tensor(rng.uniform(-1, 1, shape).astype(np.float32), backend=be)
@@ -140,11 +144,19 @@ def main() -> None:
             for _ in range(2):  # compile the pipelines, settle the pools
                 for fn in fns:
                     fn().numpy()
+            times = []
             for i, fn in enumerate(fns):
                 ms, d = _timed(backend, fn, args.repeat)
                 row[i] += ms
                 row[4 + i] += d
+                times.append(ms)
             row[3] += 1
+            if kind in per_layer:
+                k = getattr(f, "kernel_size", ("",))[0]
+                s = getattr(f, "stride", ("",))[0]
+                rows.append(f"| {kind} | {tuple(shape[1:])} | {k} | {s} | "
+                            + " | ".join(f"{t:.3f}" for t in times)
+                            + f" | {times[0] / times[2]:.2f}x |")
     unit = "GPU ms" if timed else "wall ms (no timestamp-query: a smoke run)"
     print(f"## bench_quant_layers {date.today()} on {platform.node()} "
           f"(load {os.getloadavg()[0]:.1f}), batch {args.batch}, EfficientNet-Lite0 "
@@ -159,6 +171,11 @@ def main() -> None:
               f"{tf / tc:.2f}x | {df} / {dq} / {dc} |")
     print(f"| all | | {sums[0]:.2f} | {sums[1]:.2f} | {sums[2]:.2f} | {sums[0] / sums[1]:.2f}x | "
           f"{sums[0] / sums[2]:.2f}x | |\n")
+    if rows:
+        print("| layer | input (C, H, W) | kernel | stride | float32 | int8 | int8 chained | "
+              "chained speed-up |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        print("\n".join(rows) + "\n")
     print("| | float32 wall ms | int8 wall ms | speed-up | float32 GPU ms | int8 GPU ms | "
           "GPU speed-up | dispatches f32 / int8 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
