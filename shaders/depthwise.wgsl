@@ -101,9 +101,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 // the words of codes of its rows are its own (each plane starts on a word: the launcher
 // spaces planes PS elements apart, PS a multiple of 4). It stages the input rows those
 // outputs read, as `conv` does (the codes read, or the float32 input quantized, through
-// read_src), then each lane makes whole words: four consecutive outputs of a plane (on one
-// or two rows), each summing its KH·KW taps from the staged tile, requantized (requant_at,
-// shaders/lib_quant.wgsl) and packed.
+// read_src), OWC = OW rounded up to 4 outputs wide (zeros past the image). Then two steps,
+// a barrier between: each lane sums chunks of four consecutive outputs of one row, each
+// staged input of a kernel row read once into a register for the outputs and taps that use
+// it, and writes their codes (requant_at, shaders/lib_quant.wgsl) to workgroup memory; then
+// the lanes pack whole words of the plane's outputs (rows back to back, so a word may hold
+// the end of one row and the start of the next) and store them.
 // meta: [planes, C_out, multiplier, OH, -, H, W, pad_h, pad_w, -, tiles_per_plane,
 //        x_off, sN, sC, sH, sW, has_bias, PS, lo, hi]
 
@@ -113,14 +116,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
 
 const OW: u32 = {{OW}}u;
+const OWC: u32 = (OW + 3u) / 4u * 4u;
+const CHUNKS: u32 = OWC / 4u;  // per row
 const RT: u32 = {{RT}}u;
 const PL: u32 = {{PL}}u;
 const LANES: u32 = {{LANES}}u;
-const TW: u32 = (OW - 1u) * SW + (KW - 1u) * DW + 1u;
+const TW: u32 = (OWC - 1u) * SW + (KW - 1u) * DW + 1u;
 const TH: u32 = (RT - 1u) * SH + (KH - 1u) * DH + 1u;
 const WORDS: u32 = (RT * OW + 3u) / 4u;  // per plane
 
 var<workgroup> tile: array<f32, PL * TH * TW>;
+var<workgroup> codes: array<u32, PL * RT * OW>;
 
 @compute @workgroup_size(LANES)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
@@ -139,12 +145,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     }
     workgroupBarrier();
 
-    let end = min(oy0 + RT, oh) * OW;  // past the tile's last output of a plane
-    for (var e = li; e < PL * WORDS; e = e + LANES) {
-        let p = e / WORDS;
+    let rows = min(RT, oh - oy0);  // the tile's rows (the last tile of a plane may be short)
+    for (var e = li; e < PL * RT * CHUNKS; e = e + LANES) {
+        let p = e / (RT * CHUNKS);
+        let r = (e / CHUNKS) % RT;
+        let x0 = (e % CHUNKS) * 4u;
         let plane = first + p;
-        let f0 = oy0 * OW + (e % WORDS) * 4u;
-        if (plane >= planes || f0 >= end) { continue; }
+        if (plane >= planes || r >= rows) { continue; }
         let co = plane % cout;
         var b = 0.0;
         if (prm[16] == 1u) { b = bias[co]; }
@@ -153,28 +160,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let c = requant_c(b);
         // the channel's weights in named registers w{ky}_{kx}, unrolled by the launcher
 {{WEIGHTS}}
-        var word = 0u;
-        let oy = f0 / OW;
-        if (f0 + 3u < end && (f0 + 3u) / OW == oy) {
-            // four outputs of one row: each staged input of a kernel row read once into a
-            // register for the outputs and taps that use it (unrolled by the launcher)
-            let base = p * TH * TW + (oy - oy0) * SH * TW + (f0 - oy * OW) * SW;
+        let base = p * TH * TW + r * SH * TW + x0 * SW;
 {{ROW}}
-            word = pack_codes(requant_at(a0, m, c), requant_at(a1, m, c), requant_at(a2, m, c),
-                              requant_at(a3, m, c));
-        } else {
-            for (var j = 0u; j < 4u; j = j + 1u) {  // across a row's end, or the last outputs
-                let f = f0 + j;
-                if (f >= end) { break; }
-                let fy = f / OW;
-                let base = p * TH * TW + (fy - oy0) * SH * TW + (f - fy * OW) * SW;
-                var acc = 0.0;
-                // the KH·KW taps, unrolled by the launcher
-{{TAPS}}
-                word = word | (requant_at(acc, m, c) << (8u * j));
-            }
+        let at = (p * RT + r) * OW + x0;
+        codes[at] = requant_at(a0, m, c);
+        if (x0 + 1u < OW) { codes[at + 1u] = requant_at(a1, m, c); }
+        if (x0 + 2u < OW) { codes[at + 2u] = requant_at(a2, m, c); }
+        if (x0 + 3u < OW) { codes[at + 3u] = requant_at(a3, m, c); }
+    }
+    workgroupBarrier();
+
+    let used = rows * OW;  // outputs of a plane in this tile
+    for (var e = li; e < PL * WORDS; e = e + LANES) {
+        let p = e / WORDS;
+        let plane = first + p;
+        let f = (e % WORDS) * 4u;  // the word's first output in the tile's part of the plane
+        if (plane >= planes || f >= used) { continue; }
+        var word = 0u;
+        for (var j = 0u; j < 4u; j = j + 1u) {
+            if (f + j < used) { word = word | (codes[p * RT * OW + f + j] << (8u * j)); }
         }
-        out[(plane * prm[17] + f0) >> 2u] = word;
+        out[(plane * prm[17] + oy0 * OW + f) >> 2u] = word;
     }
 }
 {{QUANT}}

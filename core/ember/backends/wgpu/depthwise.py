@@ -210,23 +210,21 @@ def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
 
 
 def _codes_unrolled(c: dict) -> dict[str, str]:
-    """conv_codes' channel weights (read once per word of codes), the four outputs of a word
-    within one row (each staged input read once per kernel row, as ``conv`` does), and one
-    output's taps, unrolled."""
+    """conv_codes' channel weights (read once per chunk of four outputs) and the four
+    outputs of a chunk (each staged input read once per kernel row, as ``conv`` does),
+    unrolled."""
     taps = [(ky, kx) for ky in range(c["KH"]) for kx in range(c["KW"])]
     span = 3 * c["SW"] + (c["KW"] - 1) * c["DW"] + 1
-    row = [f"            var a{j} = 0.0;" for j in range(4)]
+    row = [f"        var a{j} = 0.0;" for j in range(4)]
     for ky in range(c["KH"]):
-        row.append(f"            {{ let r = base + {ky * c['DH']}u * TW;")
-        row += [f"              let v{i} = tile[r + {i}u];" for i in range(span)]
-        row += [f"              a{j} = a{j} + v{j * c['SW'] + kx * c['DW']} * w{ky}_{kx};"
+        row.append(f"        {{ let r = base + {ky * c['DH']}u * TW;")
+        row += [f"          let v{i} = tile[r + {i}u];" for i in range(span)]
+        row += [f"          a{j} = a{j} + v{j * c['SW'] + kx * c['DW']} * w{ky}_{kx};"
                 for kx in range(c["KW"]) for j in range(4)]
-        row.append("            }")
+        row.append("        }")
     return {"WEIGHTS": "\n".join(f"        let w{ky}_{kx} = read_weight(wb + {ky * c['KW'] + kx}u);"
                                  for ky, kx in taps),
-            "ROW": "\n".join(row),
-            "TAPS": "\n".join(f"                acc = acc + tile[base + {ky * c['DH']}u * TW + "
-                              f"{kx * c['DW']}u] * w{ky}_{kx};" for ky, kx in taps)}
+            "ROW": "\n".join(row)}
 
 
 _UNROLLED = {"conv": _conv_unrolled, "conv_codes": _codes_unrolled,
@@ -361,7 +359,7 @@ def _shape(cfg: dict) -> dict[str, int]:
 def _codes_config(rt: Runtime, out, cfg: dict) -> dict | None:
     """conv_codes' template constants (shaders/depthwise.wgsl): RT whole output rows (a
     multiple of ``step`` rows, so RT·OW fills whole words, or the whole plane) of PL planes,
-    about four words of codes per lane, shrunk until the staged rows fit workgroup memory;
+    about sixteen outputs per lane, shrunk until the staged rows fit workgroup memory;
     None where ``step`` rows don't fit."""
     oh, ow = out
     step = 4 // math.gcd(ow, 4)
@@ -374,9 +372,10 @@ def _codes_config(rt: Runtime, out, cfg: dict) -> dict | None:
         tall = -(-oh // -(-oh * ow // target))
         rows, pl = min(oh, -(-tall // step) * step), 1
 
-    def size(rows, pl):
-        tw = (ow - 1) * cfg["SW"] + (cfg["KW"] - 1) * cfg["DW"] + 1
-        return 4 * pl * ((rows - 1) * cfg["SH"] + (cfg["KH"] - 1) * cfg["DH"] + 1) * tw
+    def size(rows, pl):  # the staged tile (OW rounded up to 4) and the codes, 4 bytes each
+        tw = (-(-ow // 4) * 4 - 1) * cfg["SW"] + (cfg["KW"] - 1) * cfg["DW"] + 1
+        th = (rows - 1) * cfg["SH"] + (cfg["KH"] - 1) * cfg["DH"] + 1
+        return 4 * pl * (th * tw + rows * ow)
 
     while size(rows, pl) > _wg_bytes(rt):
         if pl > 1:
