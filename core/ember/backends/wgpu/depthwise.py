@@ -20,8 +20,7 @@ when a lane's outputs come in pairs within a row (BX and the output width even),
 that is narrowed once, as the other kernels' outputs are.
 The int8 forward (wgpu/quant.py's qconv) runs the same kernel on codes — the input's int8 /
 uint8 codes, or a float32 input quantized as it is staged — and, ending in codes (qconv_q),
-the ``conv_codes`` section: workgroups of whole output rows whose lanes each write whole u32
-words of four codes (:func:`_codes_config`).
+requantizes the float result in a second pass.
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
@@ -31,8 +30,6 @@ True
 """
 
 from __future__ import annotations
-
-import math
 
 from ... import dtype as dt
 from ...shape import conv_output_size, conv_transpose_output_size, numel
@@ -209,34 +206,15 @@ def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
                                 for i, (ky, kx) in enumerate(taps))}
 
 
-def _codes_unrolled(c: dict) -> dict[str, str]:
-    """conv_codes' channel weights (read once per chunk of four outputs) and the four
-    outputs of a chunk (each staged input read once per kernel row, as ``conv`` does),
-    unrolled."""
-    taps = [(ky, kx) for ky in range(c["KH"]) for kx in range(c["KW"])]
-    span = 3 * c["SW"] + (c["KW"] - 1) * c["DW"] + 1
-    row = [f"        var a{j} = 0.0;" for j in range(4)]
-    for ky in range(c["KH"]):
-        row.append(f"        {{ let r = base + {ky * c['DH']}u * TW;")
-        row += [f"          let v{i} = tile[r + {i}u];" for i in range(span)]
-        row += [f"          a{j} = a{j} + v{j * c['SW'] + kx * c['DW']} * w{ky}_{kx};"
-                for kx in range(c["KW"]) for j in range(4)]
-        row.append("        }")
-    return {"WEIGHTS": "\n".join(f"        let w{ky}_{kx} = read_weight(wb + {ky * c['KW'] + kx}u);"
-                                 for ky, kx in taps),
-            "ROW": "\n".join(row)}
-
-
-_UNROLLED = {"conv": _conv_unrolled, "conv_codes": _codes_unrolled,
-             "weight_grad_partial": _wgrad_unrolled}
+_UNROLLED = {"conv": _conv_unrolled, "weight_grad_partial": _wgrad_unrolled}
 
 
 # the input buffers each section reads through read_<name> (shaders/depthwise.wgsl)
-_READS = {"conv": ("src", "weight", "bias"), "conv_codes": ("src", "weight", "bias"),
+_READS = {"conv": ("src", "weight", "bias"),
           "conv_transpose": ("src", "weight", "bias"),
           "weight_grad_partial": ("src", "grad"), "weight_grad_sum": ()}
 # the sections that stage input planes into their tile with stage_plane
-_STAGED = ("conv", "conv_codes", "conv_transpose")
+_STAGED = ("conv", "conv_transpose")
 
 
 def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = False,
@@ -244,12 +222,10 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
     """The section's pipeline; ``half``: its inputs are float16, read packed; ``cfg["Q8"]``:
     the forward on int8 codes (``read("src")`` the WGSL reading the input's codes — a float32
     quantized as it is staged, or int8/uint8 codes —, ``cfg["Q8"]`` naming it in the key;
-    int8 weights; two more bindings: the weight scales and the input scale; the conv_codes
-    section a third, the output scale)."""
+    int8 weights; two more bindings: the weight scales and the input scale)."""
     key = ("depthwise", section, half, tuple(sorted(cfg.items())))
     q8 = bool(cfg.get("Q8"))
-    codes_out = section == "conv_codes"
-    access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8 + codes_out)
+    access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8)
     code = _UNROLLED.get(section, lambda c: {})
 
     def build():
@@ -261,8 +237,6 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
                         rt.lib.snippet("lib_quant", "read_codes", NAME="weight")]
             quant = rt.lib.snippet("lib_quant", "scales", W_AT=n_buffers + 2,
                                    IN_AT=n_buffers + 3)
-        if codes_out:
-            quant += rt.lib.snippet("lib_quant", "requant", OUT_AT=n_buffers + 4, LO_AT=18)
         if section in _STAGED:
             helpers.append(rt.lib.snippet("depthwise", "stage_plane"))
         if half or cfg.get("PAIRS"):
@@ -332,9 +306,6 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
         half, weight, b = False, contiguous(rt, weight), bias
         w_scale, in_scale, read, key, codes = scales
         cfg, extra = {**cfg, "Q8": key}, [w_scale.block, in_scale.block]
-        full = None if codes is None else _codes_config(rt, out, {**_shape(cfg), "Q8": key})
-        if full is not None:
-            return _conv_codes(rt, x, weight, b, out, pad, full, extra, read, codes)
     n, c_out = x.shape[0], weight.shape[0]
     y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
     planes = n * c_out
@@ -346,64 +317,13 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
         rt.engine.dispatch(_pipe(rt, "conv", 3, cfg, half, read), meta,
                            [x.block, weight.block, (b if b is not None else weight).block,
                             y.block, *extra], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
-    if scales is not None and scales[4] is not None:  # codes whose rows don't fit conv_codes
+    if scales is not None and scales[4] is not None:
+        # codes out: the float sums requantized in a second pass. A kernel writing the codes
+        # itself (whole rows per workgroup, words packed in workgroup memory) measured
+        # 1.5-1.6x this pair's GPU time on the H200 (benchmarks/RESULTS.md, 2026-12-02):
+        # the kernel is not bound by bytes, and the float kernel's register blocking wins
         return qcodes.requant_map(rt, y, scales[4])
     return narrow(rt, y, dtype)
-
-
-def _shape(cfg: dict) -> dict[str, int]:
-    """The kernel shape's template constants of a config."""
-    return {k: cfg[k] for k in ("KH", "KW", "SH", "SW", "DH", "DW")}
-
-
-def _codes_config(rt: Runtime, out, cfg: dict) -> dict | None:
-    """conv_codes' template constants (shaders/depthwise.wgsl): RT whole output rows (a
-    multiple of ``step`` rows, so RT·OW fills whole words, or the whole plane) of PL planes,
-    about sixteen outputs per lane, shrunk until the staged rows fit workgroup memory;
-    None where ``step`` rows don't fit."""
-    oh, ow = out
-    step = 4 // math.gcd(ow, 4)
-    # outputs per workgroup: four words a lane, so the halo rows staged (2 of 3 staged rows
-    # are halo at 5x5 stride 2 over 2 output rows) are a small part of the reads
-    target = 16 * _LANES
-    if oh * ow <= target:
-        rows, pl = oh, max(1, target // (oh * ow))
-    else:  # tiles of about equal height (the last one not mostly idle)
-        tall = -(-oh // -(-oh * ow // target))
-        rows, pl = min(oh, -(-tall // step) * step), 1
-
-    def size(rows, pl):  # the staged tile (OW rounded up to 4) and the codes, 4 bytes each
-        tw = (-(-ow // 4) * 4 - 1) * cfg["SW"] + (cfg["KW"] - 1) * cfg["DW"] + 1
-        th = (rows - 1) * cfg["SH"] + (cfg["KH"] - 1) * cfg["DH"] + 1
-        return 4 * pl * (th * tw + rows * ow)
-
-    while size(rows, pl) > _wg_bytes(rt):
-        if pl > 1:
-            pl //= 2
-        elif (rows - 1) // step * step >= step:
-            rows = (rows - 1) // step * step
-        else:
-            return None
-    return {**cfg, "OW": ow, "RT": rows, "PL": pl, "LANES": _LANES}
-
-
-def _conv_codes(rt: Runtime, x, weight, b, out, pad, cfg: dict, extra: list, read,
-                codes: qcodes.Codes) -> WgpuTensor:
-    """The int8 depthwise conv ending in codes: the conv_codes section (config
-    :func:`_codes_config`), one dispatch, into planes a whole number of words apart
-    (:func:`.qcodes.padded`)."""
-    n, c_out = x.shape[0], weight.shape[0]
-    nd = len(x.shape) - 2
-    y, plane = qcodes.padded(rt, (n, c_out) + out[2 - nd:], 2, codes.dtype)
-    planes = n * c_out
-    tiles = -(-out[0] // cfg["RT"])
-    meta = [planes, c_out, c_out // x.shape[1], *out, *_hw(x), pad[0][0], pad[1][0], 0, tiles,
-            *_x_words(x), int(b is not None), plane, codes.lo, codes.hi]
-    rt.engine.dispatch(_pipe(rt, "conv_codes", 3, cfg, False, read), meta,
-                       [x.block, weight.block, (b if b is not None else weight).block, y.block,
-                        *extra, codes.scale.block],
-                       rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
-    return y
 
 
 def depthwise_weight_grad(rt: Runtime, x: WgpuTensor, grad: WgpuTensor, weight_shape, stride,
