@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import math
 
+from .. import dtype as dt
 from ..shape import pool_output_size
 from ..errors import ShapeError, UnsupportedOpError
 from ..tensor import Tensor
 from .functional_util import as_input, batched, check_float, ints, result, unbatch
 
 
-def _pool_args(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode):
+def _pool_args(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode,
+               codes: bool = False):
     x, unbatched = batched(op, as_input(input, op), nd)
-    check_float(op, x)
+    if not (codes and x.dtype in (dt.int8, dt.uint8)):
+        check_float(op, x)
     kernel = ints(op, "kernel_size", kernel_size, nd, 1)
     stride = (
         kernel
@@ -42,10 +45,16 @@ def _max_pool(
     if return_indices:
         raise UnsupportedOpError(f"{op}: return_indices=True is not supported yet")
     x, unbatched, kernel, stride, padding, dilation = _pool_args(
-        op, nd, input, kernel_size, stride, padding, dilation, ceil_mode
+        op, nd, input, kernel_size, stride, padding, dilation, ceil_mode, codes=True
     )
+    # int8 codes between quantized layers: max pooling runs on them as they are, but padding
+    # (-inf) needs floats (exact for codes)
+    codes = x.dtype if x.dtype in (dt.int8, dt.uint8) and any(padding) else None
+    if codes is not None:
+        x = x.float()
     prim = x.backend.max_pool(x._prim, kernel, stride, padding, dilation, bool(ceil_mode))
-    return unbatch(result(x, prim), unbatched)
+    y = result(x, prim)
+    return unbatch(y if codes is None else y.to(codes), unbatched)
 
 
 def max_pool1d(
@@ -67,7 +76,8 @@ def max_pool1d(
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ) -> Tensor:
-    """Max over sliding windows of (N, C, H, W).
+    """Max over sliding windows of (N, C, H, W) (float, or int8/uint8 codes: the int8
+    activations between ``ember.quantize``'s layers, whose order is their values' order).
 
     >>> import ember
     >>> from ember.nn import functional as F

@@ -17,6 +17,7 @@ from ..nn.layers.conv import Conv2d
 from ..nn.layers.dropout import Dropout
 from ..nn.layers.linear import Flatten, Identity, Linear
 from ..nn.layers.norm import BatchNorm1d, BatchNorm2d
+from ..nn.layers.pooling import MaxPool2d
 from ..nn.module import Module
 from ..ops.creation import tensor, zeros
 from ..tensor import Tensor
@@ -299,11 +300,10 @@ def _leaves(seq: Sequential):
 
 
 def _keeps_codes(m: Module) -> bool:
-    """Modules a code tensor may pass through unchanged in meaning (zero code is zero: zero
-    padding, dropout off, identity, reshaping); a model's own padding module says so with
-    ``keeps_codes = True``. (Max pooling would keep codes too, but the pooling ops take
-    floats only.)"""
-    return (isinstance(m, (Identity, Dropout, Flatten))
+    """Modules a code tensor may pass through unchanged in meaning: zero code is zero (zero
+    padding, dropout off, identity, reshaping) and the order of codes is the order of values
+    (max pooling); a model's own padding module says so with ``keeps_codes = True``."""
+    return (isinstance(m, (Identity, Dropout, Flatten, MaxPool2d))
             or getattr(m, "keeps_codes", False) is True)
 
 

@@ -38,7 +38,7 @@ class Scheme:
     another, pushing each one's error onto the columns not yet rounded so the layer's output
     on the calibration data moves least (:mod:`ember.quantize.gptq`; needs calibration data,
     for weight-only schemes too). ``chain``: a quantized layer followed (in a Sequential) by
-    at most a ReLU/ReLU6 and modules that keep codes (zero padding, flatten, dropout), then
+    at most a ReLU/ReLU6 and modules that keep codes (zero padding, max pooling, flatten), then
     by another quantized layer, writes int8 codes at that layer's input scale (the
     activation folded into its clamp): the activations stay int8 in memory between them,
     and the next layer doesn't quantize its input (records of older schemes, without the

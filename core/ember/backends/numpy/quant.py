@@ -74,7 +74,8 @@ def _codes(x: np.ndarray, in_scale: np.ndarray, unsigned: bool = False) -> np.nd
 def _requantize(acc: np.ndarray, w_scale, bias, in_scale, out_scale, out_lo: int,
                 out_hi: int, axis: int) -> np.ndarray:
     """The sums ``acc`` as codes at ``out_scale`` (the contract's ``v = acc * m + c``,
-    rounded half away from zero, clamped), in three passes and a narrowing copy."""
+    rounded half away from zero, clamped): unsigned, three passes (the clamp writes the
+    uint8 codes, truncating)."""
     shape = [1] * acc.ndim
     shape[axis] = -1
     m = (in_scale.reshape(()) * w_scale) / out_scale.reshape(())
@@ -83,8 +84,7 @@ def _requantize(acc: np.ndarray, w_scale, bias, in_scale, out_scale, out_lo: int
     v *= m.reshape(shape)
     if out_lo >= 0:  # v >= 0 after the clamp: floor(v + 0.5), and the uint8 cast truncates
         v += (c + m.dtype.type(0.5)).reshape(shape)
-        np.clip(v, out_lo, out_hi, out=v)
-        return v.astype(np.uint8)
+        return np.clip(v, out_lo, out_hi, out=np.empty(v.shape, np.uint8), casting="unsafe")
     v += c.reshape(shape)
     v += np.copysign(m.dtype.type(0.5), v)
     np.trunc(v, out=v)
