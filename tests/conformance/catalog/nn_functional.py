@@ -166,6 +166,20 @@ case(
     2,
     ref=lambda x, k: R.pool(x, 2, nd=2),
 )
+# int8 codes between quantized layers (ember.quantize's chains): the same maxima, same dtype
+_CODES = np.random.default_rng(23)
+for dtype, lo, hi in (("uint8", 0, 255), ("int8", -127, 127)):
+    codes = _CODES.integers(lo, hi, size=(2, 3, 7, 7), endpoint=True).astype(dtype)
+    for pad in (0, 1):
+        case(
+            f"max_pool2d/{dtype}_codes_pad{pad}",
+            "F.max_pool2d",
+            t(codes),
+            3,
+            2,
+            pad,
+            ref=lambda x, k, s, p: R.pool(x.astype(np.float64), k, s, p, nd=2).astype(x.dtype),
+        )
 for out in (3, 1, 4):
     case(
         f"adaptive_avg_pool1d/out{out}",
