@@ -20,10 +20,11 @@ static pl_geom pl_read_geom(void) {
     return g;
 }
 
-/* the max of one window, skipping taps in the padding (-inf); NaN propagates */
-#define MAX_AT(T)                                                                          \
+/* the max of one window, skipping taps in the padding (LOW: -inf, or the integer type's
+ * lowest); NaN propagates */
+#define MAX_AT(T, LOW)                                                                     \
     static inline T pl_max_at_##T(const pl_geom *g, const T *x, int32_t oy, int32_t ox) {  \
-        T m = (T)-__builtin_inf();                                                         \
+        T m = (T)(LOW);                                                                    \
         for (int32_t a = 0; a < g->kh; a++) {                                              \
             const int32_t yy = oy * g->sh - g->ph + a * g->dh;                             \
             if ((uint32_t)yy >= (uint32_t)g->h) continue;                                  \
@@ -44,8 +45,37 @@ static pl_geom pl_read_geom(void) {
                 for (int32_t ox = 0; ox < g->ow; ox++) *y++ = pl_max_at_##T(g, x, oy, ox); \
     }
 
-MAX_AT(float)
-MAX_AT(double)
+MAX_AT(float, -__builtin_inf())
+MAX_AT(double, -__builtin_inf())
+MAX_AT(uint8_t, 0)
+MAX_AT(int8_t, -128)
+
+/* int8 / uint8 codes (between ember.quantize's layers) in 2x2 windows at stride 2 without
+ * padding: eight outputs from two rows of sixteen bytes (the max of the rows, then of even
+ * and odd bytes); windows past the SIMD steps take the scalar path */
+#define MAX_2X2_CODES(T, MAX)                                                              \
+    static void pl_max_2x2_##T(const pl_geom *g, const T *x, T *y) {                       \
+        for (int32_t p = 0; p < g->planes; p++, x += g->h * g->w)                          \
+            for (int32_t oy = 0; oy < g->oh; oy++, y += g->ow) {                           \
+                int32_t ox = 0;                                                            \
+                if (2 * oy + 1 < g->h) {                                                   \
+                    const T *r0 = x + 2 * oy * g->w, *r1 = r0 + g->w;                      \
+                    for (; 2 * ox + 16 <= g->w && ox + 8 <= g->ow; ox += 8) {              \
+                        const v128_t m = MAX(wasm_v128_load(r0 + 2 * ox),                  \
+                                             wasm_v128_load(r1 + 2 * ox));                 \
+                        const v128_t e = wasm_i8x16_shuffle(m, m, 0, 2, 4, 6, 8, 10, 12, 14, \
+                                                            0, 2, 4, 6, 8, 10, 12, 14);    \
+                        const v128_t o = wasm_i8x16_shuffle(m, m, 1, 3, 5, 7, 9, 11, 13, 15, \
+                                                            1, 3, 5, 7, 9, 11, 13, 15);    \
+                        wasm_v128_store64_lane(y + ox, MAX(e, o), 0);                      \
+                    }                                                                      \
+                }                                                                          \
+                for (; ox < g->ow; ox++) y[ox] = pl_max_at_##T(g, x, oy, ox);              \
+            }                                                                              \
+    }
+
+MAX_2X2_CODES(uint8_t, wasm_u8x16_max)
+MAX_2X2_CODES(int8_t, wasm_i8x16_max)
 
 /* float32 2x2 windows at stride 2 without padding (the usual downsampling): four outputs
  * from two rows of eight with f32x4.max (NaN-propagating, like the scalar path), then the
@@ -157,6 +187,8 @@ static inline double pl_box_double(const double *x, int32_t w, int32_t y0, int32
 
 MAX_POOL(float)
 MAX_POOL(double)
+MAX_POOL(uint8_t)
+MAX_POOL(int8_t)
 MAX_POOL_GRAD(float)
 MAX_POOL_GRAD(double)
 AVG_POOL(float)
@@ -171,6 +203,10 @@ int32_t EXPORT(em_max_pool)(int32_t dtype, const void *x, void *y) {
     if (dtype == DT_F32 && two) pl_max_2x2_float(&g, x, y);
     else if (dtype == DT_F32) pl_max_float(&g, x, y);
     else if (dtype == DT_F64) pl_max_double(&g, x, y);
+    else if (dtype == DT_U8 && two) pl_max_2x2_uint8_t(&g, x, y);
+    else if (dtype == DT_U8) pl_max_uint8_t(&g, x, y);
+    else if (dtype == DT_I8 && two) pl_max_2x2_int8_t(&g, x, y);
+    else if (dtype == DT_I8) pl_max_int8_t(&g, x, y);
     else return 1;
     return 0;
 }

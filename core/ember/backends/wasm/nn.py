@@ -129,7 +129,9 @@ class WasmNN:
                       *dilation))
 
     def max_pool(self, x, kernel, stride, padding, dilation, ceil_mode):
-        if not _on_kernels(x, len(kernel)):
+        # int8 / uint8 too: the codes between ember.quantize's layers
+        codes = x.dtype in (dt.int8, dt.uint8) and len(kernel) in (1, 2)
+        if not (codes or _on_kernels(x, len(kernel))):
             return self._default("max_pool", x, kernel, stride, padding, dilation, ceil_mode)
         out, _ = pool_geometry(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
         rt = self.rt
