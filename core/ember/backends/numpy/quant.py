@@ -11,6 +11,7 @@ Semantics: :mod:`ember.contract.quantized`.
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -78,12 +79,13 @@ def _requantize(acc: np.ndarray, w_scale, bias, in_scale, out_scale, out_lo: int
     uint8 codes, truncating)."""
     shape = [1] * acc.ndim
     shape[axis] = -1
-    m = (in_scale.reshape(()) * w_scale) / out_scale.reshape(())
-    c = bias / out_scale.reshape(())
+    m = (in_scale[0] * w_scale) / out_scale[0]
+    c = bias / out_scale[0]
     v = acc.astype(m.dtype, copy=False)
     v *= m.reshape(shape)
     if out_lo >= 0:  # v >= 0 after the clamp: floor(v + 0.5), and the uint8 cast truncates
-        v += (c + m.dtype.type(0.5)).reshape(shape)
+        c += m.dtype.type(0.5)
+        v += c.reshape(shape)
         return np.clip(v, out_lo, out_hi, out=np.empty(v.shape, np.uint8), casting="unsafe")
     v += c.reshape(shape)
     v += np.copysign(m.dtype.type(0.5), v)
@@ -145,7 +147,7 @@ class NumpyQuantOps:
         """The exact sums, (rows, N), float32 (float64 when split)."""
         k = x.shape[-1]
         unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
-        rows = int(np.prod(x.shape[:-1]))  # not reshape(-1, k): k may be 0
+        rows = math.prod(x.shape[:-1])  # not reshape(-1, k): k may be 0
         q = _codes(x.reshape(rows, k), in_scale, unsigned).astype(np.float32, copy=False)
         w = _float_codes(weight)
         step = exact_k(unsigned)
