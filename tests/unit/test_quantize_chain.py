@@ -150,3 +150,19 @@ def test_the_mcu_export_of_a_chained_model_is_the_unchained_one(tmp_path):
     export(plain, tmp_path / "p.emb", (3, 16, 16))
     # the boards requantize themselves: the activations are written, the chain is not
     assert (tmp_path / "c.emb").read_bytes() == (tmp_path / "p.emb").read_bytes()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "wgpu"])
+def test_a_chained_model_jits(backend):
+    from ember.backends import available
+
+    if backend not in available():
+        pytest.skip(f"{backend} is not available here")
+    _, x, (chained, _) = _both("int8-u8")
+    q = chained.to(backend)
+    xb = ember.tensor(x.numpy(), backend=backend)
+    fast = ember.jit(q)
+    with ember.no_grad():
+        want = q(xb).numpy()
+        assert np.array_equal(fast(xb).numpy(), want)  # traced
+        assert np.array_equal(fast(xb).numpy(), want)  # replayed
