@@ -27,8 +27,10 @@ fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 // checks — then each lane sums a BY × BX block of adjacent outputs from it. One barrier per
 // workgroup. The output is contiguous (N, C_out, OH, OW); the weight contiguous
 // (C_out, 1, KH, KW); the input a strided view. The int8 conv (wgpu/quant.py) runs it on
-// codes: the input quantized as it is staged, int8 weights (WEIGHT_T u32), the sums rescaled
-// as they are stored (the launcher's QUANT key: its extra bindings).
+// codes: the input quantized as it is staged (or its codes read), int8 weights (WEIGHT_T u32)
+// unpacked once per workgroup into the wtile floats (W_TILE, W_STAGE: a lane of a plane reads
+// them from there, not bytes of its own), the sums rescaled as they are stored (the
+// launcher's QUANT key: its extra bindings).
 // meta: [planes, C_out, multiplier, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
 //        x_off, sN, sC, sH, sW, has_bias]
 // SRC_T: IN_T, or u32 for int8 / uint8 input codes
@@ -50,6 +52,7 @@ const TW: u32 = (LX * BX - 1u) * SW + (KW - 1u) * DW + 1u;
 const TH: u32 = (LY * BY - 1u) * SH + (KH - 1u) * DH + 1u;
 
 var<workgroup> tile: array<f32, PL * TH * TW>;
+{{W_TILE}}
 
 @compute @workgroup_size(LX * LY * PL)
 fn main(@builtin(workgroup_id) wid: vec3<u32>,
@@ -74,6 +77,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
         let chan = si(11) + i32(plane / cout) * si(12) + i32((plane % cout) / prm[2]) * si(13);
         stage_plane(k, plane < planes, chan, iy0, ix0, li);
     }
+{{W_STAGE}}
     workgroupBarrier();
 
     let p = li / (LX * LY);

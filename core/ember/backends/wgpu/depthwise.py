@@ -157,9 +157,12 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
     span = (c["BX"] - 1) * c["SW"] + (c["KW"] - 1) * c["DW"] + 1
     decl = [f"    var a{by}_{bx} = 0.0;" for by in bys for bx in bxs]
     flip = c.get("FLIP", 0)  # the kernel turned 180°: a stride-1 transposed conv
-    decl += [f"    let w{ky}_{kx} = read_weight(wb + "
-             f"{(c['KH'] - 1 - ky if flip else ky) * c['KW'] + (c['KW'] - 1 - kx if flip else kx)}u);"
-             for ky in kys for kx in kxs]
+    at = {(ky, kx): (c["KH"] - 1 - ky if flip else ky) * c["KW"] + (c["KW"] - 1 - kx if flip else kx)
+          for ky in kys for kx in kxs}
+    # int8 weights: unpacked once per workgroup into wtile (one byte per lane, not every
+    # lane all of its plane's bytes)
+    read = "wtile[p * KH * KW + {}u]" if c.get("Q8") else "read_weight(wb + {}u)"
+    decl += [f"    let w{ky}_{kx} = {read.format(at[ky, kx])};" for ky in kys for kx in kxs]
     body = []
     for by in bys:
         for ky in kys:
@@ -183,7 +186,17 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
                        f" * ow + ox0 + lx * BX + {bx}u] = a{by}_{bx}{scaled} + b; }}"
                        for bx in bxs]
         stores.append("    }")
-    return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body), "STORES": "\n".join(stores)}
+    staged = {"W_TILE": "", "W_STAGE": ""}
+    if c.get("Q8"):
+        staged = {"W_TILE": "var<workgroup> wtile: array<f32, PL * KH * KW>;",
+                  "W_STAGE": "\n".join([
+                      "    for (var e = li; e < PL * KH * KW; e = e + LANES) {",
+                      "        let wp = first + e / (KH * KW);",
+                      "        if (wp < planes) { wtile[e] = read_weight((wp % cout) * KH * KW"
+                      " + e % (KH * KW)); }",
+                      "    }"])}
+    return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body), "STORES": "\n".join(stores),
+            **staged}
 
 
 def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
@@ -306,6 +319,9 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
         half, weight, b = False, contiguous(rt, weight), bias
         w_scale, in_scale, read, key, codes = scales
         cfg, extra = {**cfg, "Q8": key}, [w_scale.block, in_scale.block]
+        while (_tile_bytes(cfg) + 4 * cfg["PL"] * cfg["KH"] * cfg["KW"] > _wg_bytes(rt)
+               and cfg["PL"] > 1):  # room for the unpacked weights (wtile)
+            cfg["PL"] //= 2
     n, c_out = x.shape[0], weight.shape[0]
     y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
     planes = n * c_out
