@@ -164,7 +164,7 @@ class NumpyQuantOps:
         q = _codes(x, in_scale, unsigned).astype(np.float32, copy=False)
         w = _float_codes(weight)
         c = w.shape[1]
-        taps = int(np.prod(w.shape[2:]))
+        taps = math.prod(w.shape[2:])
         limit = exact_k(unsigned)
         if c * taps <= limit:
             return self.conv(q, w, None, stride, padding, dilation, groups)
