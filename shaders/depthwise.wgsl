@@ -30,7 +30,9 @@ fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 // codes: the input quantized as it is staged (or its codes read), int8 weights (WEIGHT_T u32)
 // unpacked once per workgroup into the wtile floats (W_TILE, W_STAGE: a lane of a plane reads
 // them from there, not bytes of its own), the sums rescaled as they are stored (the
-// launcher's QUANT key: its extra bindings).
+// launcher's QUANT key: its extra bindings) — or, ending in codes (CODES: BX = 4, rows a whole
+// number of words), requantized and stored four to a u32 word (the output scale one more
+// binding, the range meta words 17 and 18).
 // meta: [planes, C_out, multiplier, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
 //        x_off, sN, sC, sH, sW, has_bias]
 // SRC_T: IN_T, or u32 for int8 / uint8 input codes

@@ -366,8 +366,8 @@ def test_codes_flow_through_a_chain_of_layers():
 
 @pytest.mark.parametrize("xs,wk,pad,groups,dispatches", [
     ((2, 8, 7, 7), (6, 8, 1, 1), 0, 1, 1),  # 1x1 (padded planes)
-    ((2, 16, 16, 16), (16, 1, 3, 3), 1, 16, 2),  # depthwise: float sums, then requantized
-    ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8, 2),  # depthwise, padded planes
+    ((2, 16, 16, 16), (16, 1, 3, 3), 1, 16, 1),  # depthwise: rows of whole words
+    ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8, 2),  # depthwise, 7-wide rows: float sums, requantized
     ((2, 3, 16, 16), (8, 3, 3, 3), 1, 1, 1),  # the stem's implicit GEMM (whole words)
 ])
 def test_a_layer_of_codes_takes_its_dispatches(xs, wk, pad, groups, dispatches):

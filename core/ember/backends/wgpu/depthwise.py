@@ -171,6 +171,15 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
             body += [f"      a{by}_{bx} = a{by}_{bx} + v{bx * c['SW'] + kx * c['DW']} * w{ky}_{kx};"
                      for kx in kxs for bx in bxs]
             body.append("    }")
+    if c.get("CODES"):  # codes out: a lane's BX = 4 outputs of a row are one word
+        stores = ["    let m = requant_m(co);", "    let c = requant_c(b);"]
+        for by in bys:
+            codes = ", ".join(f"requant_at(a{by}_{bx}, m, c)" for bx in bxs)
+            stores.append(f"    {{ let oy = oy0 + ly * BY + {by}u; let ox = ox0 + lx * BX;"
+                          f" if (oy < oh && ox < ow) {{ out[((plane * oh + oy) * ow + ox) >> 2u]"
+                          f" = pack_codes({codes}); }} }}")
+        return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body),
+                "STORES": "\n".join(stores), **_staged_weights(c)}
     # int8 codes (Q8): the exact integer sums rescaled by the input and channel scales
     stores = ["    let qs = q_in_scale[0] * q_w_scale[co];"] if c.get("Q8") else []
     scaled = " * qs" if c.get("Q8") else ""
@@ -186,17 +195,22 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
                        f" * ow + ox0 + lx * BX + {bx}u] = a{by}_{bx}{scaled} + b; }}"
                        for bx in bxs]
         stores.append("    }")
-    staged = {"W_TILE": "", "W_STAGE": ""}
-    if c.get("Q8"):
-        staged = {"W_TILE": "var<workgroup> wtile: array<f32, PL * KH * KW>;",
-                  "W_STAGE": "\n".join([
-                      "    for (var e = li; e < PL * KH * KW; e = e + LANES) {",
-                      "        let wp = first + e / (KH * KW);",
-                      "        if (wp < planes) { wtile[e] = read_weight((wp % cout) * KH * KW"
-                      " + e % (KH * KW)); }",
-                      "    }"])}
     return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body), "STORES": "\n".join(stores),
-            **staged}
+            **_staged_weights(c)}
+
+
+def _staged_weights(c: dict[str, int]) -> dict[str, str]:
+    """The int8 forward's weights unpacked once per workgroup into wtile (W_TILE, W_STAGE;
+    empty for the float kernels)."""
+    if not c.get("Q8"):
+        return {"W_TILE": "", "W_STAGE": ""}
+    return {"W_TILE": "var<workgroup> wtile: array<f32, PL * KH * KW>;",
+            "W_STAGE": "\n".join([
+                "    for (var e = li; e < PL * KH * KW; e = e + LANES) {",
+                "        let wp = first + e / (KH * KW);",
+                "        if (wp < planes) { wtile[e] = read_weight((wp % cout) * KH * KW"
+                " + e % (KH * KW)); }",
+                "    }"])}
 
 
 def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
@@ -238,7 +252,8 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
     int8 weights; two more bindings: the weight scales and the input scale)."""
     key = ("depthwise", section, half, tuple(sorted(cfg.items())))
     q8 = bool(cfg.get("Q8"))
-    access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8)
+    codes = bool(cfg.get("CODES"))
+    access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8 + codes)
     code = _UNROLLED.get(section, lambda c: {})
 
     def build():
@@ -250,6 +265,8 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
                         rt.lib.snippet("lib_quant", "read_codes", NAME="weight")]
             quant = rt.lib.snippet("lib_quant", "scales", W_AT=n_buffers + 2,
                                    IN_AT=n_buffers + 3)
+        if codes:  # the output scale's binding, the range in meta words 17, 18
+            quant += rt.lib.snippet("lib_quant", "requant", OUT_AT=n_buffers + 4, LO_AT=17)
         if section in _STAGED:
             helpers.append(rt.lib.snippet("depthwise", "stage_plane"))
         if half or cfg.get("PAIRS"):
@@ -260,10 +277,30 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
         src_t = "u32" if half or cfg.get("Q8") in ("int8", "uint8") else "f32"
         return (render(rt.lib.source("depthwise", section), IN_T=in_t, SRC_T=src_t,
                        WEIGHT_T="u32" if q8 else in_t, QUANT=quant,
-                       OUT_T="u32" if cfg.get("PAIRS") else "f32", HELPERS="\n".join(helpers),
+                       OUT_T="u32" if cfg.get("PAIRS") or codes else "f32",
+                       HELPERS="\n".join(helpers),
                        **cfg, **code(cfg)), access)
 
     return rt.lib.pipeline(key, build)
+
+
+def _q8_config(rt: Runtime, cfg: dict, out, nd: int, codes) -> tuple[dict, list]:
+    """The int8 forward's config and its extra bindings past the scales: room for the
+    unpacked weights (wtile); codes out in the store (CODES: four outputs of a row a lane,
+    BX = 4, where 2-d rows are a whole number of words and the tile still fits)."""
+    def fit(c):
+        while (_tile_bytes(c) + 4 * c["PL"] * c["KH"] * c["KW"] > _wg_bytes(rt)
+               and c["PL"] > 1):
+            c["PL"] //= 2
+        return _tile_bytes(c) + 4 * c["PL"] * c["KH"] * c["KW"] <= _wg_bytes(rt)
+
+    if codes is not None and nd == 2 and out[1] % 4 == 0:
+        wide = {**cfg, "BX": 4, "CODES": 1}
+        if fit(wide):
+            return wide, [codes.scale.block]
+    cfg = dict(cfg)
+    fit(cfg)
+    return cfg, []
 
 
 def _inputs(rt: Runtime, x: WgpuTensor, other: WgpuTensor, bias=None):
@@ -318,23 +355,29 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
     else:
         half, weight, b = False, contiguous(rt, weight), bias
         w_scale, in_scale, read, key, codes = scales
-        cfg, extra = {**cfg, "Q8": key}, [w_scale.block, in_scale.block]
-        while (_tile_bytes(cfg) + 4 * cfg["PL"] * cfg["KH"] * cfg["KW"] > _wg_bytes(rt)
-               and cfg["PL"] > 1):  # room for the unpacked weights (wtile)
-            cfg["PL"] //= 2
+        cfg, extra = _q8_config(rt, {**cfg, "Q8": key}, out, nd, codes)
+        extra = [w_scale.block, in_scale.block] + extra
     n, c_out = x.shape[0], weight.shape[0]
-    y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
+    if cfg.get("CODES"):  # rows of whole words: the codes contiguous
+        y = rt.empty((n, c_out) + out[2 - nd:], codes.dtype, "depthwise_conv")
+    else:
+        y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
     planes = n * c_out
     if planes and numel(out):
         tiles_x = -(-out[1] // (cfg["LX"] * cfg["BX"]))
         tiles = tiles_x * -(-out[0] // (cfg["LY"] * cfg["BY"]))
         meta = [planes, c_out, c_out // x.shape[1], *out, *_hw(x), pad[0][0], pad[1][0],
                 tiles_x, tiles, *_x_words(x), int(b is not None)]
+        if cfg.get("CODES"):
+            meta += [codes.lo & 0xFFFFFFFF, codes.hi]
         rt.engine.dispatch(_pipe(rt, "conv", 3, cfg, half, read), meta,
                            [x.block, weight.block, (b if b is not None else weight).block,
                             y.block, *extra], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
+    if cfg.get("CODES"):
+        return y
     if scales is not None and scales[4] is not None:
-        # codes out: the float sums requantized in a second pass. A kernel writing the codes
+        # codes out, rows not a whole number of words: the float sums requantized in a
+        # second pass. A kernel writing the codes
         # itself (whole rows per workgroup, words packed in workgroup memory) measured
         # 1.5-1.6x this pair's GPU time on the H200 (benchmarks/RESULTS.md, 2026-12-02):
         # the kernel is not bound by bytes, and the float kernel's register blocking wins
