@@ -20,7 +20,8 @@ when a lane's outputs come in pairs within a row (BX and the output width even),
 that is narrowed once, as the other kernels' outputs are.
 The int8 forward (wgpu/quant.py's qconv) runs the same kernel on codes — the input's int8 /
 uint8 codes, or a float32 input quantized as it is staged — and, ending in codes (qconv_q),
-requantizes the float result in a second pass.
+requantizes in its own store at stride 1 where rows are whole words, else the float result
+in a second pass.
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
