@@ -15,6 +15,10 @@
 // Split-K: workgroup z covers batch z / splits and the k range of part z % splits (kc long),
 // writing its partial sums at o_ss · part (the launcher adds the parts), so a product with
 // few output tiles and a long k still fills the device.
+// Integer sums of any length (the int8 matmul, FLUSH and TOTAL; empty for float products):
+// the f32 accumulators hold exact integers for a bounded run of k steps only, so every so
+// many steps they are moved into i32 accumulators and restarted, and after the loop the i32
+// total is converted to f32 once (rounded once, as the exact sum would be) for the epilogue.
 
 @group(0) @binding(0) var<storage, read> prm: array<u32>;
 @group(0) @binding(1) var<storage, read> a: array<{{IN_A}}>;
@@ -88,7 +92,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         workgroupBarrier();
 {{INNER}}
         workgroupBarrier();
+{{FLUSH}}
     }
+{{TOTAL}}
     let o_base = s(12) + i32(part) * s(17) + i32(batch) * s(13);
 {{STORE}}
 }

@@ -39,7 +39,7 @@ def _t(a, dtype=None):
     return ember.tensor(a, dtype=dtype, backend="wgpu")
 
 
-# K <= quant._EXACT_K: the float matmul on codes in one part; longer: in exact parts
+# K <= quant._EXACT_K: the float matmul's sums exact in f32; longer: moved into int32 on the way
 @pytest.mark.parametrize("m,k,n", [(1, 3, 1), (33, 70, 65), (64, 256, 40), (5, 1031, 7),
                                    (3, 1100, 9), (2, 2100, 5)])
 def test_qlinear_matches_the_float64_product(dot, m, k, n):
@@ -73,7 +73,7 @@ CONVS = [
     # x shape, (c_out, kh, kw), stride, padding, groups
     ((2, 3, 9, 9), (5, 3, 3), (2, 2), ((0, 1), (0, 1)), 1),  # the implicit GEMM on codes
     ((1, 16, 6, 6), (40, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1: the float matmul
-    ((1, 1100, 2, 3), (6, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1 in two exact parts
+    ((1, 1100, 2, 3), (6, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1, K past the f32 sums: int32 totals
     ((1, 117, 4, 4), (3, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # K = 1053: integer, repacked
     ((1, 8, 7, 7), (8, 3, 3), (1, 1), ((1, 1), (1, 1)), 2),
     ((2, 12, 8, 8), (12, 5, 5), (2, 2), ((1, 2), (1, 2)), 12),  # depthwise
@@ -116,7 +116,7 @@ def test_qconv_without_a_bias(kernel, groups):
     np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-6)
 
 
-# unsigned input codes: K <= 518 one float part, longer: two and three parts
+# unsigned input codes: K <= 518 plain float sums, longer: centred, past 1032 int32 totals
 @pytest.mark.parametrize("m,k,n", [(4, 300, 6), (3, 700, 5), (2, 1100, 3)])
 def test_qlinear_u8_matches_the_float64_product(m, k, n):
     s = 0.25
@@ -131,7 +131,7 @@ def test_qlinear_u8_matches_the_float64_product(m, k, n):
 
 
 @pytest.mark.parametrize("xs,wk,stride,pad,groups", [
-    ((2, 600, 3, 2), (7, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1 in two float parts
+    ((2, 600, 3, 2), (7, 1, 1), (1, 1), ((0, 0), (0, 0)), 1),  # 1x1, centred codes
     ((2, 6, 7, 7), (6, 3, 3), (2, 2), ((1, 1), (1, 1)), 6),  # depthwise kernel
     ((1, 4, 5, 5), (3, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # the implicit GEMM on codes
     ((1, 60, 3, 3), (2, 3, 3), (1, 1), ((1, 1), (1, 1)), 1),  # K = 540: the contract's body
@@ -222,7 +222,7 @@ def _dtype_of(lo):
     return ember.uint8 if lo >= 0 else ember.int8
 
 
-# (m, k, n): tails (n % 4 != 0), one row, and k past the exact float sums (split parts)
+# (m, k, n): tails (n % 4 != 0), one row, and k past the exact float sums (int32 totals)
 @pytest.mark.parametrize("kind", ["uint8", "int8", "float32"])
 @pytest.mark.parametrize("m,k,n,rng_", [(5, 70, 12, "u8"), (3, 33, 10, "i8"), (1, 3, 1, "relu6"),
                                         (33, 130, 67, "narrow"), (4, 1100, 9, "i8"),
@@ -282,7 +282,7 @@ def test_the_longest_sum_of_centred_unsigned_codes_is_exact(top, wv):
 @pytest.mark.parametrize("k", [1032, 1040])
 def test_int8_codes_of_minus_128_sum_exactly(k):
     # int8 codes are used as they are, -128 too: past 1032 such sums leave float32's exact
-    # integers, so they run in two exact parts
+    # integers, so they are moved into int32 sums
     x = _t(np.full((2, k), -128, np.int8), ember.int8)
     one = _t(np.float32([1.0]))
     y = qlinear(x, _t(np.full((3, k), 127, np.int8), ember.int8), _t(np.ones(3, np.float32)),
@@ -294,7 +294,7 @@ CODE_CONVS = [
     # x shape, (c_out, kh, kw), stride, padding, groups
     ((2, 8, 7, 7), (6, 1, 1), 1, 0, 1),  # 1x1, 49 positions: planes padded to 52
     ((2, 16, 14, 14), (12, 1, 1), 1, 0, 1),  # 1x1, whole words
-    ((1, 600, 3, 3), (5, 1, 1), 1, 0, 1),  # 1x1, K past the exact float sum: parts
+    ((1, 600, 3, 3), (5, 1, 1), 1, 0, 1),  # 1x1, centred unsigned codes
     ((2, 8, 14, 14), (8, 3, 3), 1, 1, 8),  # depthwise 3x3 s1
     ((2, 8, 15, 13), (8, 3, 3), 2, 1, 8),  # depthwise 3x3 s2, odd sizes
     ((2, 6, 7, 7), (6, 5, 5), 1, 2, 6),  # depthwise 5x5 s1 on 7x7
@@ -410,3 +410,95 @@ def test_ops_a_chain_passes_codes_through(dtype, lo, hi):
     want = torch.nn.functional.max_pool2d(torch.from_numpy(a.astype(np.float32)), 3, 2, 1)
     assert pooled.dtype == x.dtype
     np.testing.assert_array_equal(pooled.numpy(), want.numpy().astype(dtype))
+
+
+# ---------------------------------------------------------------- sums past float32's integers
+# K past the float accumulators' exact integers (the last stages' 1x1 convs have K = 1152):
+# the matmul moves its f32 sums into int32 ones as it goes, in the same single dispatch, and
+# converts the total once: the contract's float(acc), bit for bit. The codes are large and
+# mostly of one sign, so the sums pass 2^24 and their float32 is rounded.
+
+_LONG_KINDS = ["int8", "uint8", "float32", "float32u"]
+
+
+def _long_input(shape, kind):
+    """``(wgpu x, its codes as int64, unsigned)``: codes near the top of their range (a few
+    at the extremes, -128 for int8), x at in_scale 1."""
+    lo, hi = {"int8": (-128, 127), "uint8": (0, 255), "float32": (-127, 127),
+              "float32u": (0, 255)}[kind]
+    q = np.clip(rng.integers(hi - 15, hi + 1, shape) * np.where(rng.random(shape) < 0.97, 1, -1),
+                lo, hi)
+    q.flat[::7] = lo
+    if kind.startswith("float32"):
+        return _t(q.astype(np.float32)), q.astype(np.int64), kind == "float32u"
+    return _t(q.astype(kind), getattr(ember, kind)), q.astype(np.int64), False
+
+
+def _long_weight(c_out, k):
+    w = rng.integers(90, 128, (c_out, k)) * np.where(np.arange(c_out) % 2, -1, 1)[:, None]
+    return w.astype(np.int8)
+
+
+def _one_dispatch(run, *tensors):
+    for t in tensors:
+        t.numpy()  # uploads done
+    before = B.rt.engine.dispatches
+    y = run()
+    assert B.rt.engine.dispatches - before == 1
+    return y
+
+
+@pytest.mark.parametrize("kind", _LONG_KINDS)
+@pytest.mark.parametrize("k", [1152, 2500])
+@pytest.mark.parametrize("layer", ["linear", "conv1x1"])
+def test_long_sums_are_exact_in_one_dispatch(kind, k, layer):
+    c_out = 6
+    shape = (5, k) if layer == "linear" else (2, k, 3, 3)
+    x, q, unsigned = _long_input(shape, kind)
+    w = _long_weight(c_out, k)
+    ones, zeros = _t(np.ones(c_out, np.float32)), _t(np.zeros(c_out, np.float32))
+    one = _t(np.float32([1.0]))
+    wt = _t(w if layer == "linear" else w.reshape(c_out, k, 1, 1), ember.int8)
+    if layer == "linear":
+        acc = q @ w.T.astype(np.int64)
+        y = _one_dispatch(lambda: qlinear(x, wt, ones, zeros, one, unsigned=unsigned),
+                          x, wt, ones, zeros, one)
+    else:
+        acc = np.einsum("nchw,oc->nohw", q, w.astype(np.int64))
+        y = _one_dispatch(lambda: qconv2d(x, wt, ones, zeros, one, (1, 1), ((0, 0), (0, 0)),
+                                          (1, 1), 1, unsigned=unsigned), x, wt, ones, zeros, one)
+    if k > 2000:  # past float32's exact integers: rounded
+        assert np.abs(acc).max() > 2 ** 24
+    np.testing.assert_array_equal(y.numpy(), acc.astype(np.float32))
+
+
+@pytest.mark.parametrize("kind", _LONG_KINDS)
+@pytest.mark.parametrize("k", [1152, 2500])
+@pytest.mark.parametrize("layer,rng_", [("linear", "i8"), ("conv1x1", "u8"),
+                                        ("conv1x1", "i8")])
+def test_long_sums_end_in_codes_in_one_dispatch(kind, k, layer, rng_):
+    c_out = 7
+    shape = (5, k) if layer == "linear" else (2, k, 7, 7)
+    x, q, unsigned = _input_codes(shape, "float32" if kind == "float32u" else kind)
+    unsigned = kind == "float32u"
+    if kind.startswith("float32"):
+        q = _codes(x.numpy(), 0.0625, unsigned)
+    w, ws, b = _layer(c_out, (c_out, k))
+    lo, hi = _RANGES[rng_]
+    o = 2.5
+    s = _t(np.float32([0.0625]))
+    out_scale, wsb, bt = _t(np.float32([o])), _t(ws), _t(b)
+    wt = _t(w if layer == "linear" else w.reshape(c_out, k, 1, 1), ember.int8)
+    if layer == "linear":
+        acc = q @ w.T.astype(np.float64)
+        y = _one_dispatch(lambda: qlinear(x, wt, wsb, bt, s, unsigned=unsigned,
+                                          out_scale=out_scale, out_range=(lo, hi)),
+                          x, wt, wsb, bt, s, out_scale)
+    else:
+        acc = np.einsum("nchw,oc->nohw", q, w.astype(np.float64))
+        y = _one_dispatch(lambda: qconv2d(x, wt, wsb, bt, s, (1, 1), ((0, 0), (0, 0)), (1, 1),
+                                          1, unsigned=unsigned, out_scale=out_scale,
+                                          out_range=(lo, hi)), x, wt, wsb, bt, s, out_scale)
+    want, v = _requant(acc, 0.0625, ws, b, o, lo, hi, 1)
+    _assert_codes(y, want, v, _dtype_of(lo))
+    assert len(np.unique(want)) > 10  # the codes span the range, not all clamped

@@ -234,7 +234,8 @@ def plan(rt, n: int, m: int, k: int, batch: int, dtype=dt.float32, run=None):
 
 
 def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
-              pairs: bool = False, quads: bool = False, sums: str = "") -> dict[str, str]:
+              pairs: bool = False, quads: bool = False, sums: str = "",
+              flush: tuple[int, int] = ()) -> dict[str, str]:
     """The register tile's statements, unrolled (TM and TN multiples of 4): accumulator
     declarations, the BK steps of products, and the guarded stores of ``value`` (a format
     of the accumulated ``acc`` at row ``r`` and column ``col``: a fused epilogue), or with
@@ -242,12 +243,15 @@ def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
     word per four columns: ``value`` formats the vec4 ``acc`` and its first ``col`` (int8
     codes: the launcher makes each such word one of this output alone). ``sums`` (``"a"``:
     per row, ``"b"``: per column) also sums that operand over k, ``{ws}`` in ``value``
-    (the int8 matmul's weight sums, wgpu/quant.py)."""
+    (the int8 matmul's weight sums, wgpu/quant.py). ``flush = (kc, centre)``: integer
+    sums of any length (f32 products of integers, exact in f32 for at most ``kc`` of k):
+    the accumulators (and sums) move into i32 ones every ``kc // BK`` steps, and ``acc``
+    is their total plus ``centre`` × the sums, converted to f32 once."""
     tm4, tn4 = tile["TM"] // 4, tile["TN"] // 4
     rows = [(g, q) for g in range(tm4) for q in range(4)]
-    decl = [f"    var acc{g}_{q}_{j}: vec4<{ct}>;" for g, q in rows for j in range(tn4)]
-    decl += [f"    var ws{i}: vec4<{ct}>;" for i in range(tm4 if sums == "a" else tn4)
-             if sums]
+    accs = [f"acc{g}_{q}_{j}" for g, q in rows for j in range(tn4)]
+    wss = [f"ws{i}" for i in range(tm4 if sums == "a" else tn4) if sums]
+    decl = [f"    var {a}: vec4<{ct}>;" for a in accs + wss]
     inner = []
     for c in range(tile["BK"]):
         inner += [f"        let b{c}_{j} = Bs[{c}u * (BN / 4u) + lid.x + LX * {j}u];"
@@ -281,6 +285,22 @@ def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
                     v = value.format(acc=f"acc{g}_{q}_{j}[{w}]", r=r, col=col,
                                      ws=f"ws{g}[{q}]" if sums == "a" else f"ws{j}[{w}]")
                 store.append(f"    if ({r} < n && {col} < m) {{ out[u32({at})] = {v}; }}")
+    keys = {"FLUSH": "", "TOTAL": ""}
+    if flush:
+        kc, centre = flush
+        decl += [f"    var i{a}: vec4<i32>;" for a in accs + wss] + ["    var steps = 0u;"]
+        moves = [f"i{a} = i{a} + vec4<i32>({a}); {a} = vec4<f32>();" for a in accs + wss]
+        keys["FLUSH"] = "\n".join([
+            "        steps = steps + 1u;",
+            f"        if (steps == {kc // tile['BK']}u) {{", "            steps = 0u;",
+            *(f"            {line}" for line in moves), "        }"])
+        total = [f"    {line}" for line in moves]
+        for g, q in rows:
+            for j in range(tn4):
+                ws = f"vec4<i32>(iws{g}[{q}])" if sums == "a" else f"iws{j}"
+                extra = f" + {centre} * {ws}" if sums else ""
+                total.append(f"    acc{g}_{q}_{j} = vec4<f32>(iacc{g}_{q}_{j}{extra});")
+        keys["TOTAL"] = "\n".join(total)
     lanes = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
     loads = []
     for t in range(-(-tile["BM"] * tile["BK"] // lanes)):
@@ -292,7 +312,7 @@ def _unrolled(ct: str, tile: dict[str, int], value: str = "{acc}",
         loads.append(f"        if ({e} < BK * BN) {{ Bs[({e} / BN) * (BN / 4u) + ({e} % BN) / 4u]"
                      f"[{e} % 4u] = load_b(full, {e} / BN, {e} % BN, col0, k0, m, kk); }}")
     return {"ACC_DECL": "\n".join(decl), "INNER": "\n".join(inner), "STORE": "\n".join(store),
-            "LOADS": "\n".join(loads)}
+            "LOADS": "\n".join(loads), **keys}
 
 
 _SMALL_TILE = {"BM": 16, "BN": 32, "BK": 16, "TM": 4, "TN": 4}
@@ -334,7 +354,7 @@ def _copy_into(rt, src, out, out_view, batch_shape):
 
 
 def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epilogue=None,
-                    reads=None, sums: str = ""):
+                    reads=None, sums: str = "", flush: tuple[int, int] = ()):
     """One matmul dispatch per 65535 batch entries. float16 operands are read from their
     packed words into f32 (f32 accumulators); a float16 ``out`` gets them packed in pairs of
     columns (its offset, strides and width even). ``epilogue``: ``(key, code(), value,
@@ -343,7 +363,8 @@ def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epi
     the meta words after the matmul's. ``reads``: ``(code(), IN_A, IN_B)``, the operands' own
     element types and ``read_a``/``read_b`` functions returning f32 (in the pipeline's key
     through the epilogue's). An int8/uint8 ``out`` (the epilogue's codes) is stored a word
-    per four columns (offset, strides multiples of 4). ``sums``: see :func:`_unrolled`."""
+    per four columns (offset, strides multiples of 4). ``sums``, ``flush``: see
+    :func:`_unrolled`."""
     half = a.dtype is dt.float16
     ct = "f32" if half or reads else _ct(a)
     pairs = out.dtype is dt.float16
@@ -364,11 +385,11 @@ def matmul_dispatch(rt, a, b, sa, sb, out, out_view, splits, kc, o_ss, tile, epi
             helpers.append(rt.lib.snippet("matmul", "pack_f16"))
         return (render(rt.lib.source("matmul"), CT=ct, ZERO=zero, IN_A=in_a, IN_B=in_b,
                        OUT_T="u32" if pairs or quads else ct, HELPERS="\n".join(helpers),
-                       **_unrolled(ct, tile, value, pairs, quads, sums), **tile) + code(),
+                       **_unrolled(ct, tile, value, pairs, quads, sums, flush), **tile) + code(),
                 ("read", "read", "read", "read_write") + access)
 
-    pipe = rt.lib.pipeline(("matmul", ct, half, pairs, quads, sums, tuple(tile.items()))
-                           + key, build)
+    pipe = rt.lib.pipeline(("matmul", ct, half, pairs, quads, sums, flush,
+                            tuple(tile.items())) + key, build)
     gx, gy = -(-m // tile["BN"]), -(-n // tile["BM"])
     top = rt.info.max_groups_per_dim
     total = numel(a.shape[:-2]) * splits

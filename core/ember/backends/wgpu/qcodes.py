@@ -69,22 +69,11 @@ def padded(rt: Runtime, shape: tuple, lead: int, dtype: dt.DType) -> tuple[WgpuT
     return buf.view(shape, outer + contiguous_strides(tuple(shape[lead:]))), row
 
 
-def requant_map(rt: Runtime, y: WgpuTensor, codes: Codes, scales=None,
-                more: tuple = ()) -> WgpuTensor:
-    """Codes out from float results in one elementwise pass: ``scales = None``: ``y`` is the
-    float op's result (``v = y / out_scale``, within an ulp or so of the contract's ``v``);
-    else ``(in_scale, w_scale, bias)`` views of ``y``'s shape and ``y`` the exact sums, or
-    the first of the exact partial sums ``(y, *more)`` (two exact parts add up to exactly the
-    contract's ``float(acc)``: one rounding)."""
+def requant_map(rt: Runtime, y: WgpuTensor, codes: Codes) -> WgpuTensor:
+    """Codes out from the float op's result ``y`` in one elementwise pass
+    (``v = y / out_scale``, within an ulp or so of the contract's ``v``)."""
     full = tuple(y.shape)
     out = codes.scale.view(full, (0,) * len(full))
-    terms = [y, *more]
-    acc = "(" + " + ".join(f"x{i}" for i in range(len(terms))) + ")"
-    j = len(terms)
-    if scales is None:
-        v, views = f"({acc} / x{j})", [*terms, out]
-    else:
-        v = f"fma({acc}, (x{j} * x{j + 1}) / x{j + 3}, x{j + 2} / x{j + 3})"
-        views = [*terms, *scales, out]
+    v = "(x0 / x1)"
     q = f"i32(clamp(sign({v}) * floor(abs({v}) + 0.5), {codes.lo:.1f}, {codes.hi:.1f}))"
-    return map_op(rt, views, codes.dtype, q)
+    return map_op(rt, [y, out], codes.dtype, q)

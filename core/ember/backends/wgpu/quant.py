@@ -1,8 +1,9 @@
 """The quantized ops on wgpu. Linear and 1×1 convolutions run the tuned float matmul
 (shaders/matmul.wgsl) on int8 codes held in f32 — the int8 weight read byte by byte, the
 float32 input quantized as its tiles load, the rescale and bias stored by its epilogue
-(shaders/lib_quant.wgsl): one dispatch, the integer sum exact while K·127² < 2²⁴
-(``_EXACT_K``); longer sums in exact parts added in float32. Depthwise convs run the tuned
+(shaders/lib_quant.wgsl): one dispatch, the integer sum exact in the float accumulators
+while K·127² < 2²⁴ (``_EXACT_K``); for longer K the kernel moves them into int32
+accumulators every so many k steps (matmul.wgsl's FLUSH) and converts the total once. Depthwise convs run the tuned
 depthwise kernel of shaders/depthwise.wgsl on codes the same way (the input quantized as it is
 staged), and the other convolutions the implicit GEMM of shaders/conv_igemm.wgsl (the input
 quantized as it loads, the sums rescaled as they are stored) while the sum over
@@ -13,8 +14,8 @@ bytes unpacked in the kernel — rescaled with the bias as it is stored. (On the
 matmul on codes is 3.5× faster than that GEMM on EfficientNet's 1×1 convs:
 benchmarks/RESULTS.md.) ``qlinear_u8`` / ``qconv_u8`` (unsigned input codes 0..255) take the
 float paths with shorter exact sums (K·255·127 < 2²⁴; the matmul reads longer ones centred,
-code − 128, adding 128 × the weight's sums back: exact to K = 1032), else the contract's
-default body.
+code − 128, adding 128 × the weight's sums back: float parts of up to K = 1032), else the
+contract's default body.
 
 Codes between layers (:mod:`.qcodes`): every path also reads int8/uint8 codes as its input
 (packed four per u32 word, 4× fewer bytes than float32), and ``qlinear_q`` / ``qconv_q`` end
@@ -22,8 +23,7 @@ in codes: the matmul's epilogue, the implicit GEMM's store (positions a multiple
 the depthwise kernel's store (stride 1, rows a multiple of 4) requantize and write whole u32
 words, one dispatch per layer. Their rows (a Linear's outputs, a conv's planes) are padded
 to whole words (a 7×7 plane takes 52 bytes), so the codes are a strided view the next layer
-reads as it is. The depthwise conv at other sizes, the split sums, the integer GEMM and the
-implicit GEMM at other sizes requantize their float result in one more elementwise pass.
+reads as it is. The depthwise conv at other sizes, the integer GEMM and the implicit GEMM at other sizes requantize their float result in one more elementwise pass.
 Inputs of other dtypes take the contract's default body.
 Semantics: :mod:`ember.contract.quantized` (WGSL's division is not correctly rounded: an
 input exactly between two codes may round either way).
@@ -53,12 +53,12 @@ from ...contract.quantized import CODE_DTYPES, codes_dtype
 from ...shape import conv_output_size, numel
 from . import compute, conv, depthwise, qcodes, tuning
 from .kernels import render
-from .launch import Runtime, contiguous, map_op
-from .primitive import WgpuTensor, collapse, contiguous_strides
+from .launch import Runtime, contiguous
+from .primitive import WgpuTensor, collapse
 
 _TILE = 32  # the gemm section's output tile (rows and columns)
 # the longest sum of code products float32 holds exactly: K·127² < 2²⁴ (unsigned input codes:
-# K·255·127 < 2²⁴); longer sums run in parts of at most this length
+# K·255·127 < 2²⁴); the matmul moves longer sums into int32 after at most this much of K
 _EXACT_K = {False: 1040, True: 518}
 _PROBE = """@group(0) @binding(0) var<storage, read> prm: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<i32>;
@@ -132,15 +132,6 @@ def _exact_k(x: WgpuTensor, unsigned: bool) -> int:
     return _CENTRED_K if x.dtype is dt.int8 else _EXACT_K[False]
 
 
-def _exact_parts(k: int, tile: dict[str, int], limit: int) -> tuple[int, int]:
-    """``(splits, kc)``: the sum over k in one part, or in parts of ``kc`` (a multiple of the
-    tile's BK) no longer than ``limit``."""
-    if k <= limit:
-        return 1, k
-    kc = limit // tile["BK"] * tile["BK"]
-    return -(-k // kc), kc
-
-
 def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, per_row: bool,
                 w_scale, bias, in_scale, src: WgpuTensor, unsigned: bool,
                 out_codes: qcodes.Codes | None = None) -> WgpuTensor:
@@ -150,10 +141,9 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
     channel of each row (``per_row``) or column, plus its bias: the tuned float matmul, one
     dispatch, the sum exact; ``out_codes``: ending in codes (a word of four columns per
     store, the rows padded to whole words: :func:`.qcodes.padded`). Unsigned codes past
-    ``_EXACT_K`` are read centred (``_CENTRED_K``). For k past those, exact parts: two added
-    up as they are rescaled (two dispatches, the sum rounded once, as the contract's
-    ``float(acc)``), more summed first in float32 (within a few float32 roundings of the exact
-    sum; three dispatches)."""
+    ``_EXACT_K`` are read centred (``_CENTRED_K``). For k past the exact float32 sums, the
+    kernel moves its float sums into int32 ones every ``limit`` of k (at most) and rescales
+    their total converted once, as the contract's ``float(acc)``: still one dispatch."""
     n, k = a.shape[-2:]
     m = b.shape[-1]
     batch = a.shape[0]
@@ -162,17 +152,19 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
     wide = qcodes.wide(src, unsigned)
     centred = wide and k > _EXACT_K[True]
     limit = _CENTRED_K if centred else _exact_k(src, unsigned)
-    acc = "({acc} + 128.0 * {ws})" if centred else "{acc}"
+    # past the limit: int32 totals (the centring's 128 × the weight sums added in int32 too)
+    flush = (limit, 128 if centred else 0) if k > limit else ()
+    acc = "({acc} + 128.0 * {ws})" if centred and not flush else "{acc}"
 
     def reads():
         return "\n".join([rt.lib.snippet("lib_quant", "code"),
                           rt.lib.snippet("lib_quant", "read_codes", NAME=codes),
                           qcodes.reader(rt, quantized, src, unsigned, centred)])
 
-    def bindings(splits):
+    def bindings():
         text = (rt.lib.snippet("lib_quant", "scales", W_AT=4, IN_AT=6)
                 + rt.lib.snippet("lib_quant", "bias", AT=5))
-        if out_codes is not None and splits == 1:
+        if out_codes is not None:
             text += (rt.lib.snippet("lib_quant", "requant", OUT_AT=7, LO_AT=18)
                      + rt.lib.snippet("lib_quant", "requant_matmul"))
         return text
@@ -180,63 +172,39 @@ def _float_gemm(rt: Runtime, a, b, sa: int, sb: int, shape: tuple, codes: str, p
     x_t = "f32" if src.dtype is dt.float32 else "u32"
     types = ("u32", x_t) if codes == "a" else (x_t, "u32")
     blocks = [w_scale.block, bias.block, in_scale.block]
+    extra, meta = [], []
+    if out_codes is None:
+        value = f"{acc} * (q_in_scale[0] * q_w_scale[{ch}]) + q_bias[{ch}]"
+    else:
+        value = f"q_row({acc}, {{r}})" if per_row else f"q_cols({acc}, {{col}}, m - 1u)"
+        extra, meta = [out_codes.scale.block], [out_codes.lo, out_codes.hi]
+    key = ("int8", codes, per_row, qcodes.source_key(src, unsigned), centred,
+           None if out_codes is None else out_codes.dtype.name)
+    epilogue = (key, bindings, value, blocks + extra, ("read",) * (3 + len(extra)), meta)
+    sums = codes if centred else ""
 
-    def launch(option):
-        tile, splits, kc = option
-        extra, meta = [], []
-        if splits > 1:
-            value = acc
-        elif out_codes is None:
-            value = f"{acc} * (q_in_scale[0] * q_w_scale[{ch}]) + q_bias[{ch}]"
-        else:
-            value = f"q_row({acc}, {{r}})" if per_row else f"q_cols({acc}, {{col}}, m - 1u)"
-            extra, meta = [out_codes.scale.block], [out_codes.lo, out_codes.hi]
-        key = ("int8", codes, per_row, splits, qcodes.source_key(src, unsigned), centred,
-               None if out_codes is None or splits > 1 else out_codes.dtype.name)
-        epilogue = (key, lambda: bindings(splits), value, blocks + extra,
-                    ("read",) * (3 + len(extra)), meta)
-        sums = codes if centred else ""
-        if splits == 1:
-            if out_codes is None:
-                out = rt.empty(shape, dt.float32, "qmatmul")
-                view = (0, n * m, m)
-            else:
-                lead = 2 if per_row else len(shape) - 1
-                out, row = qcodes.padded(rt, shape, lead, out_codes.dtype)
-                view = (0, n * row, row)
-            compute.matmul_dispatch(rt, a, b, sa, sb, out, view, 1, k, 0, tile, epilogue,
-                                    (reads, *types), sums)
-            return out
-        parts = rt.empty((splits, batch, n, m), dt.float32, "qmatmul")
-        compute.matmul_dispatch(rt, a, b, sa, sb, parts, (0, n * m, m), splits, kc,
-                                batch * n * m, tile, epilogue, (reads, *types), sums)
-        full = (batch, n, m)
-        chan = (0, 1, 0) if per_row else (0, 0, 1)
-        if splits == 2:  # the two parts added in the rescaling pass: one rounding, exact
-            terms = [parts.view(full, (n * m, m, 1), i * batch * n * m) for i in range(2)]
-        else:
-            terms = [compute.reduce(rt, parts, (0,), "sum").view(full, (n * m, m, 1))]
-        views = [in_scale.view(full, (0, 0, 0)), w_scale.view(full, chan), bias.view(full, chan)]
+    def launch(tile):
         if out_codes is None:
-            j = len(terms)
-            total = " + ".join(f"x{i}" for i in range(j))
-            y = map_op(rt, [*terms, *views], dt.float32,
-                       f"({total}) * (x{j} * x{j + 1}) + x{j + 2}")
+            out = rt.empty(shape, dt.float32, "qmatmul")
+            view = (0, n * m, m)
         else:
-            y = qcodes.requant_map(rt, terms[0], out_codes, views, tuple(terms[1:]))
-        return y.view(shape, contiguous_strides(shape))
+            lead = 2 if per_row else len(shape) - 1
+            out, row = qcodes.padded(rt, shape, lead, out_codes.dtype)
+            view = (0, n * row, row)
+        compute.matmul_dispatch(rt, a, b, sa, sb, out, view, 1, k, 0, tile, epilogue,
+                                (reads, *types), sums, flush)
+        return out
 
-    def options():
-        return {name: (t, *_exact_parts(k, t, limit))
-                for name, (t, _, _) in compute._options(rt, n, m, k, batch).items()}
+    def options():  # the candidate tiles, without split-k (one dispatch, exact sums)
+        return {name: t for name, (t, splits, _) in
+                compute._options(rt, n, m, k, batch).items() if splits == 1}
 
     kind = "uint8" if wide else "int8"
     if src.dtype is not dt.float32 or out_codes is not None:  # their own timings
         out_name = out_codes.dtype.name if out_codes else "f32"
         kind += f">{qcodes.source_key(src, unsigned)}>{out_name}"
     chosen = tuning.TUNER.choose(rt, (n, m, k, batch), kind, options, launch)
-    tile = compute.choose_tile(rt, n, m, batch)
-    return launch(chosen or (tile, *_exact_parts(k, tile, limit)))
+    return launch(chosen or compute.choose_tile(rt, n, m, batch))
 
 
 def _row_stride(rt: Runtime, x: WgpuTensor) -> tuple[WgpuTensor, int]:
