@@ -359,7 +359,7 @@ def chain(model: Module, values: bool = True) -> None:
             consumer = leaves[j]
             bounds = _fold_range(act, consumer) if values else (0, 0)
             producer.chain_to(consumer.input_scale, bounds)
-            producer._out()  # read the range now, not first inside an ember.jit trace
+            producer._prepared()  # read the buffers now, not first inside an ember.jit trace
             if act is not None:
                 _replace(model, act, FoldedActivation(act))
 
@@ -435,6 +435,5 @@ def load(model: Module, path: str | os.PathLike) -> Module:
     load_record(skeleton, path)
     for m in skeleton.modules():
         if isinstance(m, (QuantConv2d, QuantLinear)):
-            m.unsigned  # noqa: B018 (read the flag now, not first inside an ember.jit trace)
-            m._out()
+            m._prepared()  # read the buffers now, not first inside an ember.jit trace
     return skeleton

@@ -12,6 +12,8 @@ backend's ``qlinear``/``qconv`` op; semantics in :mod:`ember.contract.quantized`
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
 from ..contract.quantized import CODE_DTYPES, codes_dtype
@@ -20,17 +22,14 @@ from ..ops.creation import zeros
 from ..tensor import Tensor, check_same_backend
 
 
-def _check(op: str, x: Tensor, weight: Tensor, w_scale: Tensor, bias, in_scale: Tensor,
-           out_scale=None) -> None:
-    if x.dtype in CODE_DTYPES:  # codes from the layer before: the scales set the dtype
-        check_float(op, w_scale, ("bias", bias), ("in_scale", in_scale),
-                    ("out_scale", out_scale))
-    else:
-        check_float(op, x, ("w_scale", w_scale), ("bias", bias), ("in_scale", in_scale),
-                    ("out_scale", out_scale))
+def _check_layer(op: str, weight: Tensor, w_scale: Tensor, bias, in_scale: Tensor,
+                 out_scale=None) -> None:
+    """The layer's own tensors: float scales and bias of one dtype, int8 weight codes, their
+    shapes, one backend."""
+    check_float(op, w_scale, ("bias", bias), ("in_scale", in_scale), ("out_scale", out_scale))
     if weight.dtype != dt.int8:
         raise DTypeError(f"{op}: weight must be int8 codes, got {weight.dtype}")
-    check_same_backend(op, x, weight)
+    check_same_backend(op, w_scale, weight)
     c_out = weight.shape[0]
     if w_scale.shape != (c_out,):
         raise ShapeError(f"{op}: w_scale must have shape ({c_out},), got {w_scale.shape}")
@@ -39,6 +38,14 @@ def _check(op: str, x: Tensor, weight: Tensor, w_scale: Tensor, bias, in_scale: 
     for name, scale in (("in_scale", in_scale), ("out_scale", out_scale)):
         if scale is not None and scale.shape != (1,):
             raise ShapeError(f"{op}: {name} must have shape (1,), got {scale.shape}")
+
+
+def _check_input(op: str, x: Tensor, w_scale: Tensor) -> None:
+    """``x``: codes from the layer before (int8/uint8), or floats of the scales' dtype, on
+    their backend."""
+    if x.dtype not in CODE_DTYPES:
+        check_float(op, x, ("w_scale", w_scale))
+    check_same_backend(op, x, w_scale)
 
 
 def _out_range(op: str, out_range) -> tuple[int, int]:
@@ -68,19 +75,45 @@ def qlinear(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None,
     >>> y.tolist(), y.dtype.name  # -5 / 2 clamps at code 0
     ([[0]], 'uint8')
     """
-    _check("qlinear", x, weight, w_scale, bias, in_scale, out_scale)
+    return qlinear_op(weight, w_scale, bias, in_scale, unsigned, out_scale, out_range)(x)
+
+
+def qlinear_op(weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_scale: Tensor,
+               unsigned: bool = False, out_scale: Tensor | None = None,
+               out_range: tuple[int, int] = (-127, 127)) -> Callable[[Tensor], Tensor]:
+    """:func:`qlinear` as a function of its input alone: the layer's tensors are checked
+    once, here, and each call checks only ``x`` (a quantized layer keeps this while its
+    buffers stay the same: a small layer runs in a few microseconds of Python).
+
+    >>> import ember
+    >>> w = ember.tensor([[3, 4]], dtype=ember.int8)
+    >>> one = ember.tensor([1.0])
+    >>> run = qlinear_op(w, one, None, ember.tensor([0.5]))
+    >>> run(ember.tensor([[1.0, -2.0]])).tolist()  # codes 2, -4; 6 - 16 = -10
+    [[-5.0]]
+    """
+    _check_layer("qlinear", weight, w_scale, bias, in_scale, out_scale)
+    if weight.ndim != 2:
+        raise ShapeError(f"qlinear: weight must be (N, K), got {weight.shape}")
     if bias is None:  # the op takes tensors only
-        bias = zeros(weight.shape[0], dtype=w_scale.dtype, backend=x.backend)
-    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
-        raise ShapeError(f"qlinear: input {x.shape} and weight {weight.shape} don't fit "
-                         "(need (..., K) and (N, K))")
-    b = x.backend
-    args = (x._prim, weight._prim, w_scale._prim, bias._prim, in_scale._prim)
+        bias = zeros(weight.shape[0], dtype=w_scale.dtype, backend=weight.backend)
+    b, k = weight.backend, weight.shape[1]
     if out_scale is not None:
         lo, hi = _out_range("qlinear", out_range)
-        return Tensor(b.qlinear_q(*args, out_scale._prim, bool(unsigned), lo, hi), b)
-    op = b.qlinear_u8 if unsigned else b.qlinear
-    return Tensor(op(*args), b)
+        op, tail = b.qlinear_q, (bool(unsigned), lo, hi)
+    else:
+        op, tail = (b.qlinear_u8 if unsigned else b.qlinear), ()
+    tensors = (weight, w_scale, bias, in_scale) + (() if out_scale is None else (out_scale,))
+
+    def run(x: Tensor) -> Tensor:
+        _check_input("qlinear", x, w_scale)
+        if x.ndim < 1 or x.shape[-1] != k:
+            raise ShapeError(f"qlinear: input {x.shape} and weight {weight.shape} don't fit "
+                             "(need (..., K) and (N, K))")
+        # the prims read now: an in-place change of a buffer is seen
+        return Tensor(op(x._prim, *(t._prim for t in tensors), *tail), b)
+
+    return run
 
 
 def qconv2d(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_scale: Tensor,
@@ -100,25 +133,54 @@ def qconv2d(x: Tensor, weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_
     >>> qconv2d(x, w, half, None, half, (1, 1), ((0, 0), (0, 0)), (1, 1), 1).tolist()
     [[[[0.25, 0.5], [0.75, 1.0]]]]
     """
-    _check("qconv2d", x, weight, w_scale, bias, in_scale, out_scale)
-    if x.ndim != 4 or weight.ndim != 4 or weight.shape[1] * groups != x.shape[1]:
-        raise ShapeError(f"qconv2d: input {x.shape} and weight {weight.shape} with "
-                         f"groups={groups} don't fit (need (N, C, H, W) and "
-                         "(C_out, C / groups, kh, kw))")
-    for size, k, (lo, hi), d in zip(x.shape[2:], weight.shape[2:], padding, dilation):
-        if size + lo + hi < d * (k - 1) + 1:
-            raise ShapeError(f"qconv2d: input {x.shape} padded by {padding} is smaller than "
-                             f"the kernel {weight.shape[2:]}")
-    b = x.backend
+    return qconv2d_op(weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
+                      unsigned, out_scale, out_range)(x)
+
+
+def qconv2d_op(weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_scale: Tensor,
+               stride: tuple[int, int], padding: tuple[tuple[int, int], ...],
+               dilation: tuple[int, int], groups: int, unsigned: bool = False,
+               out_scale: Tensor | None = None, out_range: tuple[int, int] = (-127, 127)
+               ) -> Callable[[Tensor], Tensor]:
+    """:func:`qconv2d` as a function of its input alone (the layer's tensors checked once,
+    as :func:`qlinear_op`).
+
+    >>> import ember
+    >>> w = ember.tensor([[[[2]]]], dtype=ember.int8)
+    >>> one = ember.tensor([1.0])
+    >>> run = qconv2d_op(w, one, None, one, (1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    >>> run(ember.tensor([[[[1.0, -3.0]]]])).tolist()
+    [[[[2.0, -6.0]]]]
+    """
+    _check_layer("qconv2d", weight, w_scale, bias, in_scale, out_scale)
+    if weight.ndim != 4:
+        raise ShapeError(f"qconv2d: weight must be (C_out, C / groups, kh, kw), got "
+                         f"{weight.shape}")
+    b = weight.backend
     geometry = (tuple(stride), tuple(tuple(p) for p in padding), tuple(dilation), groups)
+    tensors = [weight, w_scale, bias, in_scale]
     if out_scale is not None:
         lo, hi = _out_range("qconv2d", out_range)
         if bias is None:
-            bias = zeros(weight.shape[0], dtype=w_scale.dtype, backend=b)
-        prim = b.qconv_q(x._prim, weight._prim, w_scale._prim, bias._prim, in_scale._prim,
-                         out_scale._prim, *geometry, bool(unsigned), lo, hi)
-        return Tensor(prim, b)
-    op = b.qconv_u8 if unsigned else b.qconv
-    prim = op(x._prim, weight._prim, w_scale._prim, None if bias is None else bias._prim,
-              in_scale._prim, *geometry)
-    return Tensor(prim, b)
+            tensors[2] = zeros(weight.shape[0], dtype=w_scale.dtype, backend=b)
+        tensors.append(out_scale)
+        op, tail = b.qconv_q, (*geometry, bool(unsigned), lo, hi)
+    else:
+        op, tail = (b.qconv_u8 if unsigned else b.qconv), geometry
+    channels = weight.shape[1] * groups
+    spans = [d * (k - 1) + 1 for k, d in zip(weight.shape[2:], dilation)]
+
+    def run(x: Tensor) -> Tensor:
+        _check_input("qconv2d", x, w_scale)
+        if x.ndim != 4 or x.shape[1] != channels:
+            raise ShapeError(f"qconv2d: input {x.shape} and weight {weight.shape} with "
+                             f"groups={groups} don't fit (need (N, C, H, W) and "
+                             "(C_out, C / groups, kh, kw))")
+        for size, span, (lo, hi) in zip(x.shape[2:], spans, padding):
+            if size + lo + hi < span:
+                raise ShapeError(f"qconv2d: input {x.shape} padded by {padding} is smaller "
+                                 f"than the kernel {weight.shape[2:]}")
+        prims = (None if t is None else t._prim for t in tensors)
+        return Tensor(op(x._prim, *prims, *tail), b)
+
+    return run

@@ -101,6 +101,21 @@ class _Static(Module):
         self.register_buffer("output_range", make(list(out_range), dtype=dt.int32,
                                                   backend=out_scale.backend))
 
+    def _prepared(self):
+        """The layer's op on its input (:func:`.functional.qlinear_op`/``qconv2d_op``: the
+        buffers checked once), prepared again when a buffer or setting is replaced (a loaded
+        record, ``.to(backend)``, ``chain_to``)."""
+        key = tuple(self.__dict__.get(name) for name in self._SETTINGS)
+        cached = self.__dict__.get("_prepared_op")
+        if cached is None or any(a is not b for a, b in zip(cached[0], key, strict=True)):
+            cached = (key, self._prepare())
+            self.__dict__["_prepared_op"] = cached
+        return cached[1]
+
+    #: what the prepared op depends on (compared by identity)
+    _SETTINGS = ("weight", "weight_scale", "bias", "input_scale", "input_unsigned",
+                 "output_scale", "output_range")
+
     def _out(self) -> dict:
         """The ``out_scale``/``out_range`` arguments of a chained layer (read once per
         buffer, like :attr:`unsigned`), or none."""
@@ -158,8 +173,11 @@ class QuantLinear(_Static):
         return q
 
     def forward(self, x: Tensor) -> Tensor:
-        return QF.qlinear(x, self.weight, self.weight_scale, self.bias, self.input_scale,
-                          self.unsigned, **self._out())
+        return self._prepared()(x)
+
+    def _prepare(self):
+        return QF.qlinear_op(self.weight, self.weight_scale, self.bias, self.input_scale,
+                             self.unsigned, **self._out())
 
     def extra_repr(self) -> str:
         return f"{self.in_features}, {self.out_features}, int8{'/u8' * self.unsigned}"
@@ -206,10 +224,15 @@ class QuantConv2d(_Static):
         q._quantize(conv, amax, unsigned, weight_codes)
         return q
 
+    _SETTINGS = (*_Static._SETTINGS, "stride", "padding", "dilation", "groups")
+
     def forward(self, x: Tensor) -> Tensor:
-        return QF.qconv2d(x, self.weight, self.weight_scale, self.bias, self.input_scale,
-                          self.stride, self.padding, self.dilation, self.groups, self.unsigned,
-                          **self._out())
+        return self._prepared()(x)
+
+    def _prepare(self):
+        return QF.qconv2d_op(self.weight, self.weight_scale, self.bias, self.input_scale,
+                             self.stride, self.padding, self.dilation, self.groups,
+                             self.unsigned, **self._out())
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

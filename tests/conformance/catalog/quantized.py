@@ -202,12 +202,13 @@ for kind in CODES:
              t(rand(g, (c_out,), "float32", 0.001, 0.02)),
              t(rand(g, (c_out,), "float32", -1, 1)), t(np.array([0.0371], np.float32)),
              stride, pad, dil, groups, ref=ref_qconv, out="float32", kwargs=flag, tol=3)
-    # exact: unit scales, integer sums; the long ones pass float32's exact range (2**24)
-    for name, k in [("exact", 64), ("exact_long_k", 2100)]:
+    # exact: unit scales, integer sums; the long ones pass float32's exact range (2**24),
+    # the middle ones only that of unsigned codes (K * 255 * 127 < 2**24: K <= 518)
+    for name, k in [("exact", 64), ("exact_mid_k", 900), ("exact_long_k", 2100)]:
         case(f"qlinear/{kind}_codes/{name}", OP + "qlinear", t(_code_input((4, k), kind)),
              t(_weights((6, k))), t(np.ones(6, np.float32)), None, t(np.ones(1, np.float32)),
              ref=ref_qlinear, out="float32", kwargs=flag, tol=EXACT)
-    for name, c_in in [("exact", 8), ("exact_long_k", 260)]:
+    for name, c_in in [("exact", 8), ("exact_mid_k", 100), ("exact_long_k", 260)]:
         case(f"qconv2d/{kind}_codes/{name}", OP + "qconv2d",
              t(_code_input((1, c_in, 5, 5), kind)), t(_weights((3, c_in, 3, 3))),
              t(np.ones(3, np.float32)), None, t(np.ones(1, np.float32)), (1, 1),

@@ -3,9 +3,11 @@
 int8 codes times int8 codes summed over K stay integers below ``K * 127**2`` (unsigned input
 codes: ``K * 255 * 127``); float32 holds every integer below 2**24 exactly, so a float32 GEMM
 (any summation order) is exact while the bound stays below 2**24 (K <= 1040, unsigned
-K <= 518), and much faster than numpy's integer matmul (no BLAS). Longer sums are split into
-chunks of K that each stay exact, added in float64 (exact too). The weight codes' float32
-copy is made once per weight array and kept while the array lives.
+K <= 518), and much faster than numpy's integer matmul (no BLAS). Longer unsigned sums read
+the codes centred, ``code - 128`` in [-128, 127] (exact to K = 1032), and add 128 × the
+weight's sums back. Longer sums still are split into near-equal chunks of K that each stay
+exact, added in float64 (exact too). The weight codes' float32 copy and sums are made once
+per weight array and kept while the array lives.
 Semantics: :mod:`ember.contract.quantized`.
 """
 
@@ -17,12 +19,16 @@ import weakref
 import numpy as np
 
 from ...contract.quantized import LEVELS, code_range
+from .nn import _pad
 
 #: elements quantized per step: the passes over a chunk stay in the L2 cache
 CHUNK = 1 << 14
 
-#: id(weight codes) -> (a weak reference to them, their float32 copy)
-_FLOAT_CODES: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+#: the longest exact float32 sum of products of centred codes (within ±128) and weight codes
+CENTRED_K = (1 << 24) // (128 * LEVELS)
+
+#: (id(weight codes), what) -> (a weak reference to them, a value made from them)
+_DERIVED: dict[tuple[int, str], tuple[weakref.ref, np.ndarray]] = {}
 
 
 def exact_k(unsigned: bool) -> int:
@@ -36,16 +42,36 @@ def _is_codes(x: np.ndarray) -> bool:
     return x.dtype in (np.int8, np.uint8)
 
 
-def _float_codes(weight: np.ndarray) -> np.ndarray:
-    """``weight`` (int8) as float32, converted once while the array lives (a quantized
-    layer's weight buffer is replaced, never written in place, when a record is loaded)."""
-    key = id(weight)
-    hit = _FLOAT_CODES.get(key)
+def _derived(weight: np.ndarray, what: str, make) -> np.ndarray:
+    """``make(weight)``, made once while the array lives (a quantized layer's weight buffer
+    is replaced, never written in place, when a record is loaded)."""
+    key = (id(weight), what)
+    hit = _DERIVED.get(key)
     if hit is not None and hit[0]() is weight:
         return hit[1]
-    w = weight.astype(np.float32)
-    _FLOAT_CODES[key] = (weakref.ref(weight, lambda _, k=key: _FLOAT_CODES.pop(k, None)), w)
-    return w
+    value = make(weight)
+    _DERIVED[key] = (weakref.ref(weight, lambda _, k=key: _DERIVED.pop(k, None)), value)
+    return value
+
+
+def _float_codes(weight: np.ndarray) -> np.ndarray:
+    """``weight`` (int8) as float32."""
+    return _derived(weight, "float32", lambda w: w.astype(np.float32))
+
+
+def _centring(weight: np.ndarray, lead: int) -> np.ndarray:
+    """What centred input codes leave out of each output channel's sums: 128 × the sum of
+    its weight codes, float64, shaped to add onto sums with ``lead`` trailing dims."""
+    def make(w):
+        return 128.0 * w.reshape(len(w), -1).sum(axis=1, dtype=np.float64).reshape(
+            (-1,) + (1,) * lead)
+
+    return _derived(weight, f"centring{lead}", make)
+
+
+def _chunk(k: int, limit: int) -> int:
+    """The length of near-equal chunks of ``k``, each at most ``limit``."""
+    return -(-k // -(-k // limit))
 
 
 def _codes(x: np.ndarray, in_scale: np.ndarray, unsigned: bool = False) -> np.ndarray:
@@ -144,34 +170,44 @@ class NumpyQuantOps:
         return _rescale(acc, w_scale, bias, in_scale, 1, w_scale.dtype)
 
     def _linear_acc(self, x, weight, in_scale, unsigned):
-        """The exact sums, (rows, N), float32 (float64 when split)."""
+        """The exact sums, (rows, N), float32 (float64 when centred or split)."""
         k = x.shape[-1]
         unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
         rows = math.prod(x.shape[:-1])  # not reshape(-1, k): k may be 0
         q = _codes(x.reshape(rows, k), in_scale, unsigned).astype(np.float32, copy=False)
         w = _float_codes(weight)
-        step = exact_k(unsigned)
+        centred = unsigned and k > exact_k(True)
+        if centred:
+            q -= 128  # q is a new array (_codes' result)
+        step = _chunk(k, CENTRED_K if centred else exact_k(unsigned))
         if k <= step:
-            return q @ w.T
-        acc = np.zeros((q.shape[0], w.shape[0]))
-        for s in range(0, k, step):
-            acc += q[:, s:s + step] @ w[:, s:s + step].T
-        return acc
+            acc = q @ w.T
+        else:
+            acc = np.zeros((q.shape[0], w.shape[0]))
+            for s in range(0, k, step):
+                acc += q[:, s:s + step] @ w[:, s:s + step].T
+        return acc + _centring(weight, 0) if centred else acc
 
     def _conv_acc(self, x, weight, in_scale, stride, padding, dilation, groups, unsigned):
-        """The exact sums, (N, C_out, ...), float32 (float64 when split)."""
+        """The exact sums, (N, C_out, ...), float32 (float64 when centred or split)."""
         unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
         q = _codes(x, in_scale, unsigned).astype(np.float32, copy=False)
         w = _float_codes(weight)
         c = w.shape[1]
         taps = math.prod(w.shape[2:])
-        limit = exact_k(unsigned)
+        centred = unsigned and groups == 1 and c * taps > exact_k(True)
+        if centred:  # padded with code 0 first: centred, the padding is -128
+            q = _pad(q, padding, 0)
+            q -= 128  # a new array: _codes' result or the padded copy
+            padding = tuple((0, 0) for _ in padding)
+        limit = CENTRED_K if centred else exact_k(unsigned)
         if c * taps <= limit:
-            return self.conv(q, w, None, stride, padding, dilation, groups)
-        if groups == 1:
-            step = max(1, limit // taps)
-            return sum(self.conv(q[:, s:s + step], w[:, s:s + step], None, stride, padding,
-                                 dilation, 1).astype(np.float64) for s in range(0, c, step))
-        # grouped with long sums: float64 is exact up to 2**53
-        return self.conv(q.astype(np.float64), w.astype(np.float64), None, stride, padding,
-                         dilation, groups)
+            acc = self.conv(q, w, None, stride, padding, dilation, groups)
+        elif groups == 1:
+            step = _chunk(c, max(1, limit // taps))
+            acc = sum(self.conv(q[:, s:s + step], w[:, s:s + step], None, stride, padding,
+                                dilation, 1).astype(np.float64) for s in range(0, c, step))
+        else:  # grouped with long sums: float64 is exact up to 2**53
+            acc = self.conv(q.astype(np.float64), w.astype(np.float64), None, stride,
+                            padding, dilation, groups)
+        return acc + _centring(weight, q.ndim - 2) if centred else acc
