@@ -20,6 +20,7 @@ import sys
 import types
 
 from .convert import META_KEY, chain, load, quantize, save, size_bytes
+from .distill import distill
 from .layers import FoldedActivation, QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
 from .observers import Observer
 from .qat import QATConv2d, QATLinear, convert_qat, prepare_qat
@@ -38,7 +39,7 @@ sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
     "META_KEY", "PRESETS", "FoldedActivation", "Observer", "QATConv2d", "QATLinear", "QuantConv2d", "QuantLinear",
-    "Scheme", "chain", "convert_qat", "prepare_qat",
+    "Scheme", "chain", "convert_qat", "distill", "prepare_qat",
     "WeightOnlyConv2d", "WeightOnlyLinear", "load", "quantize", "save", "sensitivity",
     "size_bytes",
 ]

@@ -57,6 +57,27 @@ def fake_quantize(x: Tensor, scale: Tensor, lo: int = -LEVELS, hi: int = LEVELS)
     return _straight_through(q, where(inside, x, 0.0))
 
 
+def fake_quantize_learned(x: Tensor, scale: Tensor, lo: int = -LEVELS,
+                          hi: int = LEVELS) -> Tensor:
+    """:func:`fake_quantize` whose ``scale`` learns too (LSQ, Esser et al., 2020): the same
+    value; ``x`` gets the straight-through gradient, ``scale`` the gradient of
+    ``round(clamp(x / scale)) * scale`` with the rounding taken as the identity (code minus
+    ``x / scale`` inside the range, the bound outside).
+
+    >>> import ember
+    >>> ad = "autodiff-numpy"
+    >>> s = ember.tensor([0.5], backend=ad).require_grad()
+    >>> y = fake_quantize_learned(ember.tensor([0.3, 3.0], backend=ad), s, hi=4)
+    >>> y.tolist(), s.grad(y.sum().backward()).tolist()  # codes 1 and 4: 1 - 0.6 + 4
+    ([0.5, 2.0], [4.400000095367432])
+    """
+    v = (x / scale).clamp(lo, hi)
+    with no_grad():
+        c = codes(x, scale, lo, hi)
+    # v + (c - v) is c exactly (|c - v| <= 0.5: Sterbenz), so the value is codes * scale
+    return (v + (c - v.detach())) * scale
+
+
 def _straight_through(q: Tensor, passed: Tensor) -> Tensor:
     """``q``'s value with ``passed``'s gradient: ``q + (passed - passed)`` adds an exact
     zero, and only the first ``passed`` is tracked."""
@@ -78,17 +99,17 @@ def channel_scale(w: Tensor) -> Tensor:
         return scale.reshape((w.shape[0],) + (1,) * (w.ndim - 1))
 
 
-def fake_quantize_weight(w: Tensor) -> Tensor:
-    """``w`` fake-quantized per output channel (symmetric int8, :func:`channel_scale`); the
-    gradient passes straight through everywhere (every weight lies inside its channel's
-    range; a channel's largest weight may land a rounding error past code 127, which must
-    not stop its gradient).
+def fake_quantize_weight(w: Tensor, scale: Tensor | None = None) -> Tensor:
+    """``w`` fake-quantized per output channel (symmetric int8, :func:`channel_scale`, or
+    ``scale`` given, fixed, shaped to broadcast against ``w``); the gradient passes straight
+    through everywhere (every weight lies inside its channel's range; a channel's largest
+    weight may land a rounding error past code 127, which must not stop its gradient).
 
     >>> import ember
     >>> fake_quantize_weight(ember.tensor([[1.0, 0.3]])).tolist()  # step 1/127
     [[1.0, 0.29921260476112366]]
     """
-    scale = channel_scale(w)
+    scale = channel_scale(w) if scale is None else scale
     with no_grad():
         q = codes(w, scale) * scale
     return _straight_through(q, w) if w.is_require_grad() else q

@@ -43,7 +43,7 @@ from ..ops.creation import tensor
 from ..ops.where import where
 from ..tensor import Tensor
 from .convert import _calibrate, _copy, _fold_batchnorms, _targets, chain
-from .fake_quant import fake_quantize, fake_quantize_weight
+from .fake_quant import codes, fake_quantize, fake_quantize_learned, fake_quantize_weight
 from .layers import QuantConv2d, QuantLinear
 from .scheme import Scheme
 
@@ -88,10 +88,16 @@ class _FakeQuantized:
             return where(amax > 0, amax / code_range(self.unsigned)[1], 1.0)
 
     def _fake_inputs(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        lo, hi = code_range(self.unsigned)
+        # a fixed per-channel weight scale (buffer ``weight_scale``) and a learned input range
+        # (Parameter ``input_log_amax``, its log): set by ember.quantize.distill
+        w = fake_quantize_weight(self.weight, self.__dict__.get("weight_scale"))
+        log_amax = self.__dict__.get("input_log_amax")
+        if log_amax is not None:
+            return fake_quantize_learned(x, log_amax.exp() / hi, lo, hi), w
         if self.training:
             self._observe(x)
-        lo, hi = code_range(self.unsigned)
-        return fake_quantize(x, self.input_scale(), lo, hi), fake_quantize_weight(self.weight)
+        return fake_quantize(x, self.input_scale(), lo, hi), w
 
 
 class QATLinear(_FakeQuantized, Linear):
@@ -203,6 +209,18 @@ def prepare_qat(model: Module, calibration=None, scheme: str | dict | Scheme = "
     return qat.train()
 
 
+def _fixed_codes(layer: _FakeQuantized):
+    """``(codes, scale)`` of a layer trained with a fixed weight scale: the codes its fake
+    quantization used (the same tensor ops); None (the nearest codes at max |w| / 127)
+    otherwise."""
+    scale = layer.__dict__.get("weight_scale")
+    if scale is None:
+        return None
+    with no_grad():
+        w = layer.weight.detach()
+        return codes(w, scale).numpy().astype("int8"), scale.reshape(-1).numpy()
+
+
 def convert_qat(model: Module) -> Module:
     """The int8 model of a :func:`prepare_qat` copy (which is left as it is): each QAT layer
     becomes the QuantLinear/QuantConv2d that PTQ makes, from its trained weight and its
@@ -224,7 +242,7 @@ def convert_qat(model: Module) -> Module:
             if isinstance(child, _FakeQuantized):
                 kind = QuantConv2d if isinstance(child, Conv2d) else QuantLinear
                 setattr(parent, name, kind.from_float(child, child.input_amax.item(),
-                                                      child.unsigned))
+                                                      child.unsigned, _fixed_codes(child)))
     if scheme.chain:
         chain(q)
     q.scheme = scheme
