@@ -3,6 +3,9 @@ float32 models they come from, side by side in one run.
 
     .venv/bin/python benchmarks/bench_quant.py [--backend numpy,wasm] [--batch 1]
         [--repeat 5] [--skip size,mnist,effnet-accuracy,speed] [--epochs 4] [--images 0]
+        [--rows N,M] [--threads 1] [--distill-steps 200] [--distill-batch 8]
+        [--distill-lr 1e-5] [--distill-loss kl] [--distill-temperature 1]
+        [--distill-learn-ranges] [--distill-mixup 0] [--distill-crop 0.15,0.8]
 
 Sections:
 
@@ -19,11 +22,21 @@ Sections:
   ImageNet labels exist for them, so agreement with float32 is the measure, also on the
   inputs float32 itself is sure of (top-1 ahead of the second by > 0.1); rows with GPTQ
   rounding and with the layers ``ember.quantize.sensitivity`` ranks first kept float; the
-  peer, onnxruntime's ``quantize_static`` of the same network (exported from the reference
-  PyTorch model) on the same crops and inputs, last;
+  distilled row (``ember.quantize.distill``: ``"int8-u8"`` PTQ on 64 crops, then
+  quantization-aware fine-tuning against float32 on random crops of scikit-learn's two
+  photos, never the test photos; the ``--distill-*`` flags set its steps, crops per step,
+  Adam learning rate, loss ``kl``/``mse``, softmax temperature, learned input ranges, mixup
+  and crop area range; it prints its time); the peer, onnxruntime's ``quantize_static`` of
+  the same network (exported from the reference PyTorch model) on the same crops and
+  inputs, last;
 - **speed**: EfficientNet-Lite0 at 224 px and the MNIST CNN, float32 vs int8 forwards on each
   ``--backend`` at ``--batch``, timed in alternation (medians of ``--repeat``), eager; the
   outputs are checked against each other (max |logit difference|).
+
+The distilled row alone (row 18; the onnxruntime peer is row 19), e.g. on 16 cores::
+
+    .venv/bin/python benchmarks/bench_quant.py --skip size,mnist,speed --rows 18 --threads 16 \
+        --distill-steps 400 --distill-batch 16
 
 On the H200 (the wgpu goal: int8 >= 1.3x faster at batch 32)::
 
@@ -37,6 +50,7 @@ import os
 import platform
 import sys
 import tempfile
+import time
 from datetime import date
 from pathlib import Path
 
@@ -112,6 +126,23 @@ def bench_mnist(epochs: int) -> list[str]:
             f"{q['f32_bytes'] / q['bytes']:.2f}x smaller |"]
 
 
+def _distill_images() -> list[np.ndarray]:
+    """scikit-learn's two sample photos (china.jpg, flower.jpg: the calibration photos, none
+    of the test photos), whole, shorter side resized to 256 as ``load_image`` does (PIL,
+    bilinear), in the model's [-1, 1] (3, H, W): the unlabelled images ``distill`` crops."""
+    from ember.demos.classify import RESIZE
+    from PIL import Image
+    from sklearn.datasets import load_sample_images
+
+    out = []
+    for img in load_sample_images().images:
+        h, w = img.shape[:2]
+        size = (round(w * RESIZE / min(h, w)), round(h * RESIZE / min(h, w)))
+        arr = np.asarray(Image.fromarray(img).resize(size, Image.BILINEAR), dtype=np.float32)
+        out.append(np.ascontiguousarray((arr / 127.5 - 1.0).transpose(2, 0, 1)))
+    return out
+
+
 PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "retina", "colorwheel",
           "hubble_deep_field", "immunohistochemistry", "stereo_motorcycle", "logo", "camera",
           "clock", "coins", "moon", "page", "text", "brick", "grass", "gravel", "horse")
@@ -143,7 +174,8 @@ def _views(img: np.ndarray) -> list[np.ndarray]:
     return [load_image(c) for c in crops] + [load_image(c[:, ::-1]) for c in crops]
 
 
-def bench_effnet_accuracy(rows: set[int] | None = None) -> list[str]:
+def bench_effnet_accuracy(rows: set[int] | None = None, distill: dict | None = None
+                          ) -> list[str]:
     from ember.quantize import Scheme
 
     model = _effnet()
@@ -197,11 +229,16 @@ def bench_effnet_accuracy(rows: set[int] | None = None) -> list[str]:
             Scheme(**{**fine.to_dict(), **GPTQ, "keep_float": ("depthwise_conv",)}))),
         *[(f"int8 u8 + GPTQ, {CALIBRATION} crops, the {k} layers `sensitivity` ranks first "
            "float", lambda k=k: _sensitive_float(model, k)) for k in SENSITIVE],
+        (_distill_label(distill or {}), lambda: _distilled(model, distill or {})),
     )
     for i, (name, make) in enumerate(variants, 1):
         if rows and i not in rows:
             continue
-        pq = probs(make())
+        start = time.perf_counter()
+        q = make()
+        if name.startswith("distilled"):
+            name += f", {time.perf_counter() - start:.0f} s"
+        pq = probs(q)
         same = pf.argmax(1) == pq.argmax(1)
         lines.append(f"| {name} | {same.mean():.1%} | {same[sure].mean():.1%} | "
                      f"{np.abs(pf - pq).max():.3f} |")
@@ -223,6 +260,19 @@ def _sensitive_float(model, k: int):
         print("sensitivity ranking (first 8):", _RANKING["ranking"][:8], flush=True)
     keep = tuple(path for path, _ in _RANKING["ranking"][:k])
     return ember.quantize(model, calib, Scheme(**{**scheme.to_dict(), "keep_float": keep}))
+
+
+def _distill_label(kw: dict) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in kw.items())
+    return (f"distilled: int8 u8 + GPTQ, {CALIBRATION} crops, then `ember.quantize.distill` "
+            f"on crops of scikit-learn's two photos ({shown})")
+
+
+def _distilled(model, kw: dict):
+    """``ember.quantize.distill`` from the "int8-u8" PTQ on the 64 calibration crops, trained
+    on random crops of scikit-learn's two photos (``kw``: its steps, batch, lr...)."""
+    return ember.quantize.distill(model, _distill_images(), "int8-u8", size=224,
+                                  calibration=_calibration("numpy", CALIBRATION), **kw)
 
 
 def bench_onnxruntime_accuracy(x: np.ndarray) -> list[str]:
@@ -326,7 +376,19 @@ def main() -> None:
     p.add_argument("--rows", default="", help="effnet-accuracy: only these rows (1-based, "
                    "comma-separated)")
     p.add_argument("--threads", default="1", help="BLAS threads (numpy)")
+    p.add_argument("--distill-steps", type=int, default=200)
+    p.add_argument("--distill-batch", type=int, default=8, help="crops per distill step")
+    p.add_argument("--distill-lr", type=float, default=1e-5)
+    p.add_argument("--distill-loss", default="kl", choices=("kl", "mse"))
+    p.add_argument("--distill-temperature", type=float, default=1.0)
+    p.add_argument("--distill-learn-ranges", action="store_true")
+    p.add_argument("--distill-mixup", type=float, default=0.0)
+    p.add_argument("--distill-crop", default="0.15,0.8", help="crop area range (fractions)")
     args = p.parse_args()
+    distill = {"steps": args.distill_steps, "batch": args.distill_batch, "lr": args.distill_lr,
+               "loss": args.distill_loss, "temperature": args.distill_temperature,
+               "learn_ranges": args.distill_learn_ranges, "mixup": args.distill_mixup,
+               "crop_scale": tuple(float(v) for v in args.distill_crop.split(","))}
     skip = {s for s in args.skip.split(",") if s}
     unknown = skip - set(SECTIONS)
     if unknown:
@@ -340,7 +402,7 @@ def main() -> None:
         print("\n".join(bench_mnist(args.epochs)) + "\n", flush=True)
     if "effnet-accuracy" not in skip:
         rows = {int(r) for r in args.rows.split(",") if r}
-        print("\n".join(bench_effnet_accuracy(rows)) + "\n", flush=True)
+        print("\n".join(bench_effnet_accuracy(rows, distill)) + "\n", flush=True)
     if "speed" not in skip:
         lines = bench_speed(args.backend.split(","), args.batch, args.repeat)
         print("\n" + "\n".join(lines))
