@@ -30,9 +30,13 @@ fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 // codes: the input quantized as it is staged (or its codes read), int8 weights (WEIGHT_T u32)
 // unpacked once per workgroup into the wtile floats (W_TILE, W_STAGE: a lane of a plane reads
 // them from there, not bytes of its own), the sums rescaled as they are stored (the
-// launcher's QUANT key: its extra bindings) — or, ending in codes (CODES: BX = 4, rows a whole
-// number of words), requantized and stored four to a u32 word (the output scale one more
-// binding, the range meta words 17 and 18).
+// launcher's QUANT key: its extra bindings) — or, ending in codes, requantized (the output
+// scale one more binding, the range meta words 17 and 18) and stored four to a u32 word:
+// CODES (BX = 4, rows a whole number of words): a lane's four outputs of a row are a word;
+// CTILE (the float kernel's blocking): the codes go through workgroup memory and lanes pack
+// the tile's words from there (the `pack_codes_tile` section: the tile is a whole plane, or
+// its rows are whole words). int8 / uint8 input codes in rows of stride 1 are staged a u32
+// word (four codes) per load (`stage_plane_words`).
 // meta: [planes, C_out, multiplier, OH, OW, H, W, pad_h, pad_w, tiles_x, tiles_per_plane,
 //        x_off, sN, sC, sH, sW, has_bias]
 // SRC_T: IN_T, or u32 for int8 / uint8 input codes
@@ -86,7 +90,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
     let ly = (li / LX) % LY;
     let lx = li % LX;
     let plane = first + p;
-    if (plane >= planes) { return; }
+    // EXIT: lanes past the last plane stop (CTILE: they go on to the barrier before the
+    // packing, their sums never stored)
+{{EXIT}}
     let co = plane % cout;
     let base = p * TH * TW + ly * BY * SH * TW + lx * BX * SW;
     let wb = co * KH * KW;
@@ -287,6 +293,67 @@ fn read_{{NAME}}(e: u32) -> f32 { return {{NAME}}[e]; }
 // element e of the float16 buffer {{NAME}}: half e % 2 of word e / 2 (f16_bits_to_f32: exact)
 fn read_{{NAME}}(e: u32) -> f32 {
     return f16_bits_to_f32(({{NAME}}[e >> 1u] >> ((e & 1u) * 16u)) & 0xffffu);
+}
+
+//! pack_codes_tile
+// CTILE: the workgroup's codes (one a u32; PL planes of CR × CW) packed into the output's
+// words, the first code in the low byte. WHOLE = 1: the tile is the whole plane, its codes
+// are at their place in the plane (oy · OW + ox, written where inside it; the rest stays
+// zero, workgroup memory starting zeroed) and its words are the plane's, padded to whole
+// words; WHOLE = 0: the codes are at their place in the tile and rows are whole words (OW a
+// multiple of 4), so every word of the tile's rows lies in this tile.
+const CR: u32 = LY * BY;
+const CW: u32 = LX * BX;
+const WHOLE: u32 = {{WHOLE}}u;
+var<workgroup> ctile: array<u32, PL * CR * CW>;
+
+fn pack_tile(first: u32, planes: u32, oh: u32, ow: u32, oy0: u32, ox0: u32, li: u32) {
+    let pw = (oh * ow + 3u) / 4u;  // a plane's words
+    for (var e = li; e < PL * CR * CW / 4u; e = e + LANES) {
+        let plane = first + e / (CR * CW / 4u);
+        let j = e % (CR * CW / 4u);
+        let oy = oy0 + j / (CW / 4u);
+        let ox = ox0 + 4u * (j % (CW / 4u));
+        let word = pack_codes(ctile[4u * e], ctile[4u * e + 1u], ctile[4u * e + 2u],
+                              ctile[4u * e + 3u]);
+        if (WHOLE == 1u) {
+            if (plane < planes && j < pw) { out[plane * pw + j] = word; }
+        } else if (plane < planes && oy < oh && ox < ow) {
+            out[(plane * oh * ow + oy * ow + ox) >> 2u] = word;
+        }
+    }
+}
+
+//! stage_plane_words
+// stage_plane (below) for int8 / uint8 codes whose rows have stride 1 (src: u32 words of
+// four codes): a lane takes a word of a staged row — one load for four codes — and writes
+// those of its bytes that fall in the tile's TW columns (zeros outside the image). A row of
+// TW bytes from any alignment spans at most WPR words.
+const WPR: u32 = (TW + 6u) / 4u;
+
+fn stage_plane(slot: u32, valid: bool, chan: i32, y0: i32, x0: i32, li: u32) {
+    for (var e = li; e < TH * WPR; e = e + LANES) {
+        let r = e / WPR;
+        let yy = y0 + i32(r);
+        let a0 = chan + yy * si(14) + x0;  // the row's first staged element (maybe < 0)
+        let wa = (a0 >> 2u) + i32(e % WPR);
+        let c0 = wa * 4 - a0;  // the tile column of the word's first byte
+        let row = valid && yy >= 0 && yy < si(5);
+        var word = 0u;
+        // read only where one of its bytes is an element of the image row
+        if (row && x0 + c0 + 3 >= 0 && x0 + c0 < si(6)) { word = src[u32(wa)]; }
+        for (var j = 0; j < 4; j = j + 1) {
+            let c = c0 + j;
+            let xx = x0 + c;
+            if (c >= 0 && c < i32(TW)) {
+                var v = 0.0;
+                if (row && xx >= 0 && xx < si(6)) {
+                    v = f32(extractBits({{WORD}}, u32(j) * 8u, 8u));
+                }
+                tile[slot * TH * TW + r * TW + u32(c)] = v;
+            }
+        }
+    }
 }
 
 //! stage_plane

@@ -2,8 +2,9 @@
 // operand reads and rescaling bindings that run the tuned float kernels — the matmul of
 // shaders/matmul.wgsl, the depthwise conv of shaders/depthwise.wgsl, the implicit GEMM of
 // shaders/conv_igemm.wgsl — on int8 codes held as f32 (products and sums of the codes are
-// exact integers in f32 while K·127² < 2²⁴, K·255·127 for unsigned input codes; wgpu/quant.py
-// keeps longer sums off this path): inputs quantized as they load or int8/uint8 codes read
+// exact integers in f32 while K·127² < 2²⁴, K·255·127 for unsigned input codes; the matmul
+// moves longer sums into int32 as it goes, the other kernels don't take them): inputs
+// quantized as they load or int8/uint8 codes read
 // from their packed words, and the requantizing stores of codes out (qlinear_q / qconv_q).
 // Launched from core/ember/backends/wgpu/quant.py.
 

@@ -300,6 +300,9 @@ CODE_CONVS = [
     ((2, 6, 7, 7), (6, 5, 5), 1, 2, 6),  # depthwise 5x5 s1 on 7x7
     ((1, 4, 28, 28), (4, 5, 5), 2, 2, 4),  # depthwise 5x5 s2
     ((1, 2, 37, 37), (2, 3, 3), 1, 1, 2),  # depthwise, tiles of 24 rows (24·37: whole words)
+    ((1, 3, 64, 64), (3, 3, 3), 2, 1, 3),  # depthwise s2, 32 wide: codes via workgroup memory
+    ((1, 3, 72, 72), (3, 5, 5), 2, 2, 3),  # the same, 36 wide: a partial last tile
+    ((1, 3, 7, 7), (3, 3, 3), 1, 1, 3),  # two planes a workgroup: the last one has none
     ((1, 2, 40, 40), (2, 5, 5), 1, 2, 2),  # depthwise, tiles of 25 rows
     ((1, 1, 5, 1500), (1, 5, 5), 1, 2, 1),  # depthwise rows too wide to stage: conv, requant
     ((1, 3, 12, 12), (8, 3, 3), 2, 1, 1),  # the stem: the implicit GEMM storing codes
@@ -319,6 +322,48 @@ def test_qconv_codes_in_and_out(kind, xs, wk, stride, pad, groups, rng_):
 def test_qconv_codes_through_the_integer_gemm(dot, kind):
     # K = 1053 (int8 codes past float32's exact sums): packed patches, the integer GEMM
     _check_qconv_codes(kind, (1, 117, 4, 4), (3, 3, 3), 1, 1, 1, "relu6")
+
+
+@pytest.mark.parametrize("kind", ["uint8", "int8"])
+@pytest.mark.parametrize("out", ["float", "codes"])
+def test_depthwise_stages_code_words_at_any_alignment(kind, out):
+    # int8/uint8 codes are staged a u32 word per load: rows starting at any byte of a word
+    # (a view at an odd offset, rows of 13), the image's edges inside a word
+    torch = pytest.importorskip("torch")
+    big, q, s = _input_codes((2, 6, 12, 13), kind)
+    x, q = big[:, :, 1:, 2:], q[:, :, 1:, 2:]
+    w, ws, b = _layer(6, (6, 1, 3, 3))
+    o = 0.37
+    extra = dict(out_scale=_t(np.float32([o])), out_range=(-127, 127)) if out == "codes" else {}
+    y = qconv2d(x, _t(w, ember.int8), _t(ws), _t(b), _t(np.float32([s])), (1, 1),
+                ((1, 1), (1, 1)), (1, 1), 6, **extra)
+    acc = torch.nn.functional.conv2d(torch.from_numpy(q), torch.from_numpy(w.astype(np.float64)),
+                                     padding=1, groups=6).numpy()
+    if out == "codes":
+        want, v = _requant(acc, s, ws, b, o, -127, 127, 1)
+        _assert_codes(y, want, v, ember.int8)
+    else:
+        want = acc * (s * ws.astype(np.float64)).reshape(1, -1, 1, 1) + b.reshape(1, -1, 1, 1)
+        np.testing.assert_allclose(y.numpy(), want, rtol=2e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant,dispatches", [("plain", 2), ("words", 2), ("all", 1)])
+def test_the_depthwise_variants_agree(monkeypatch, variant, dispatches):
+    # EMBER_WGPU_Q8_DEPTHWISE (for comparing them on a device): the same codes either way
+    monkeypatch.setenv("EMBER_WGPU_Q8_DEPTHWISE", variant)
+    torch = pytest.importorskip("torch")
+    x, q, s = _input_codes((2, 6, 7, 7), "uint8")
+    w, ws, b = (_t(a, d) for a, d in zip(_layer(6, (6, 1, 5, 5)), (ember.int8, None, None)))
+    scales = _t(np.float32([s])), _t(np.float32([0.3]))
+    x.numpy(), w.numpy(), ws.numpy(), b.numpy()  # uploads done
+    before = B.rt.engine.dispatches
+    y = qconv2d(x, w, ws, b, scales[0], (1, 1), ((2, 2), (2, 2)), (1, 1), 6,
+                out_scale=scales[1], out_range=(0, 48))
+    assert B.rt.engine.dispatches - before == dispatches
+    acc = torch.nn.functional.conv2d(torch.from_numpy(q), torch.from_numpy(
+        w.numpy().astype(np.float64)), padding=2, groups=6).numpy()
+    want, v = _requant(acc, s, ws.numpy(), b.numpy(), 0.3, 0, 48, 1)
+    _assert_codes(y, want, v, ember.uint8)
 
 
 def _check_qconv_codes(kind, xs, wk, stride, pad, groups, rng_):
@@ -367,7 +412,8 @@ def test_codes_flow_through_a_chain_of_layers():
 @pytest.mark.parametrize("xs,wk,pad,groups,dispatches", [
     ((2, 8, 7, 7), (6, 8, 1, 1), 0, 1, 1),  # 1x1 (padded planes)
     ((2, 16, 16, 16), (16, 1, 3, 3), 1, 16, 1),  # depthwise: rows of whole words
-    ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8, 2),  # depthwise, 7-wide rows: float sums, requantized
+    ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8, 1),  # depthwise, 7-wide rows: a whole plane a tile
+    ((1, 2, 37, 37), (2, 1, 3, 3), 1, 2, 2),  # depthwise, words across tiles: float, requant
     ((2, 3, 16, 16), (8, 3, 3, 3), 1, 1, 1),  # the stem's implicit GEMM (whole words)
 ])
 def test_a_layer_of_codes_takes_its_dispatches(xs, wk, pad, groups, dispatches):

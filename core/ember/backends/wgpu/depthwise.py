@@ -18,10 +18,16 @@ float16 inputs (all of them) are read packed, two per u32 word, into the f32 til
 registers; the sums are f32. The forward (and that 180° input gradient) stores float16 pairs
 when a lane's outputs come in pairs within a row (BX and the output width even), else float32
 that is narrowed once, as the other kernels' outputs are.
-The int8 forward (wgpu/quant.py's qconv) runs the same kernel on codes — the input's int8 /
-uint8 codes, or a float32 input quantized as it is staged — and, ending in codes (qconv_q),
-requantizes in its own store at stride 1 where rows are whole words, else the float result
-in a second pass.
+The int8 forward (wgpu/quant.py's qconv) runs the same kernel, with the float kernel's
+blocking, on codes — the input's int8 / uint8 codes (staged a u32 word of four per load where
+rows have stride 1), or a float32 input quantized as it is staged — and, ending in codes
+(qconv_q), requantizes them in the same dispatch: in its own store at stride 1 where rows are
+whole words (four outputs of a row a lane), else through workgroup memory where each output
+word lies in one workgroup's tile (a 7×7 or 14×14 plane in one tile, rows of whole words);
+only planes whose words straddle tiles keep the float result for a second, requantizing pass.
+``EMBER_WGPU_Q8_DEPTHWISE`` picks the int8 kernel's variants to compare them on a device:
+``plain`` (codes staged one per load, codes out through workgroup memory off), ``words``
+(only the word staging), unset or ``all`` both.
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
@@ -31,6 +37,9 @@ True
 """
 
 from __future__ import annotations
+
+import os
+import warnings
 
 from ... import dtype as dt
 from ...shape import conv_output_size, conv_transpose_output_size, numel
@@ -150,6 +159,11 @@ def _f32(rt: Runtime, x: WgpuTensor) -> WgpuTensor:
     return widen(rt, x) if x.dtype != dt.float32 else x
 
 
+# the forward's lanes past the last plane stop after staging (not with CTILE: the barrier
+# before its packing is the whole workgroup's)
+_EXIT = "    if (plane >= planes) { return; }"
+
+
 def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
     """The forward's register block as named statements (see shaders/depthwise.wgsl): each
     staged input of a kernel row is read once into a register and used by every output and
@@ -179,7 +193,21 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
             stores.append(f"    {{ let oy = oy0 + ly * BY + {by}u; let ox = ox0 + lx * BX;"
                           f" if (oy < oh && ox < ow) {{ out[((plane * oh + oy) * ow + ox) >> 2u]"
                           f" = pack_codes({codes}); }} }}")
-        return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body),
+        return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body), "EXIT": _EXIT,
+                "STORES": "\n".join(stores), **_staged_weights(c)}
+    if c.get("CTILE"):  # codes out through workgroup memory, packed by pack_tile
+        stores = ["    let m = requant_m(co);", "    let c = requant_c(b);"]
+        for by in bys:  # at the code's place in the plane (WHOLE) or in the tile
+            for bx in bxs:
+                oy, ox = f"ly * BY + {by}u", f"lx * BX + {bx}u"
+                code = f"requant_at(a{by}_{bx}, m, c)"
+                if c["CTILE"] == 2:
+                    stores.append(f"    if ({oy} < oh && {ox} < ow) {{ ctile[p * CR * CW + "
+                                  f"({oy}) * ow + {ox}] = {code}; }}")
+                else:
+                    stores.append(f"    ctile[p * CR * CW + ({oy}) * CW + {ox}] = {code};")
+        stores += ["    workgroupBarrier();", "    pack_tile(first, planes, oh, ow, oy0, ox0, li);"]
+        return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body), "EXIT": "",
                 "STORES": "\n".join(stores), **_staged_weights(c)}
     # int8 codes (Q8): the exact integer sums rescaled by the input and channel scales
     stores = ["    let qs = q_in_scale[0] * q_w_scale[co];"] if c.get("Q8") else []
@@ -197,7 +225,7 @@ def _conv_unrolled(c: dict[str, int]) -> dict[str, str]:
                        for bx in bxs]
         stores.append("    }")
     return {"ACC_DECL": "\n".join(decl), "BODY": "\n".join(body), "STORES": "\n".join(stores),
-            **_staged_weights(c)}
+            "EXIT": _EXIT, **_staged_weights(c)}
 
 
 def _staged_weights(c: dict[str, int]) -> dict[str, str]:
@@ -253,7 +281,7 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
     int8 weights; two more bindings: the weight scales and the input scale)."""
     key = ("depthwise", section, half, tuple(sorted(cfg.items())))
     q8 = bool(cfg.get("Q8"))
-    codes = bool(cfg.get("CODES"))
+    codes = bool(cfg.get("CODES") or cfg.get("CTILE"))
     access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8 + codes)
     code = _UNROLLED.get(section, lambda c: {})
 
@@ -268,7 +296,12 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
                                    IN_AT=n_buffers + 3)
         if codes:  # the output scale's binding, the range in meta words 17, 18
             quant += rt.lib.snippet("lib_quant", "requant", OUT_AT=n_buffers + 4, LO_AT=17)
-        if section in _STAGED:
+        if cfg.get("CTILE"):
+            quant += rt.lib.snippet("depthwise", "pack_codes_tile", WHOLE=cfg["CTILE"] - 1)
+        if cfg.get("WORDS"):  # int8 / uint8 codes in rows of stride 1: a word per load
+            word = "bitcast<i32>(word)" if cfg["Q8"] == "int8" else "word"
+            helpers.append(rt.lib.snippet("depthwise", "stage_plane_words", WORD=word))
+        elif section in _STAGED:
             helpers.append(rt.lib.snippet("depthwise", "stage_plane"))
         if half or cfg.get("PAIRS"):
             helpers.append(rt.lib.snippet("lib_dtypes", "f16"))
@@ -285,23 +318,50 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
     return rt.lib.pipeline(key, build)
 
 
-def _q8_config(rt: Runtime, cfg: dict, out, nd: int, codes) -> tuple[dict, list]:
-    """The int8 forward's config and its extra bindings past the scales: room for the
-    unpacked weights (wtile); codes out in the store (CODES: four outputs of a row a lane,
-    BX = 4, where 2-d rows are a whole number of words, the stride is 1 and the tile still
-    fits). At stride 2 the wider tile stages twice the columns: on the H200 EfficientNet's
-    96x113x113 layer took 1.7x the float kernel plus a requantizing pass."""
-    def fit(c):
-        while (_tile_bytes(c) + 4 * c["PL"] * c["KH"] * c["KW"] > _wg_bytes(rt)
-               and c["PL"] > 1):
-            c["PL"] //= 2
-        return _tile_bytes(c) + 4 * c["PL"] * c["KH"] * c["KW"] <= _wg_bytes(rt)
+_VARIANTS = {"all": ("words", "ctile"), "words": ("words",), "plain": ()}
 
+
+def _variants() -> tuple[str, ...]:
+    """The int8 kernel's variants ``EMBER_WGPU_Q8_DEPTHWISE`` leaves on (the module doc)."""
+    flag = os.environ.get("EMBER_WGPU_Q8_DEPTHWISE", "").strip() or "all"
+    if flag not in _VARIANTS:
+        warnings.warn(f"EMBER_WGPU_Q8_DEPTHWISE={flag!r} is none of {sorted(_VARIANTS)}; "
+                      "using all", stacklevel=4)
+        flag = "all"
+    return _VARIANTS[flag]
+
+
+def _q8_config(rt: Runtime, cfg: dict, out, nd: int, codes, words: bool) -> tuple[dict, list]:
+    """The int8 forward's config and its extra bindings past the scales: room for the
+    unpacked weights (wtile); ``words``: the input's codes staged a word per load (WORDS).
+    Codes out, one dispatch: at stride 1 where 2-d rows are a whole number of words, in the
+    store (CODES: four outputs of a row a lane, BX = 4, while the tile fits; measured faster
+    on the H200 than the float-out kernel plus a requantizing pass); elsewhere with the float
+    kernel's blocking through workgroup memory (CTILE, 2 where the tile is the whole plane,
+    1 where its rows are whole words) — a stride-2 BX = 4 tile stages twice the columns (the
+    96x113x113 layer took 1.7x the float kernel plus a requantizing pass on the H200);
+    planes whose words straddle tiles keep the float result for a requantizing pass."""
+    def fit(c):
+        def size():
+            codes_tile = c["LY"] * c["BY"] * c["LX"] * c["BX"] if c.get("CTILE") else 0
+            return _tile_bytes(c) + 4 * c["PL"] * (c["KH"] * c["KW"] + codes_tile)
+
+        while size() > _wg_bytes(rt) and c["PL"] > 1:
+            c["PL"] //= 2
+        return size() <= _wg_bytes(rt)
+
+    variants = _variants()
+    cfg = {**cfg, "WORDS": 1} if words and "words" in variants else dict(cfg)
     if codes is not None and nd == 2 and out[1] % 4 == 0 and cfg["SW"] == 1:
         wide = {**cfg, "BX": 4, "CODES": 1}
         if fit(wide):
             return wide, [codes.scale.block]
-    cfg = dict(cfg)
+    if codes is not None and "ctile" in variants:
+        whole = cfg["LX"] * cfg["BX"] >= out[1] and cfg["LY"] * cfg["BY"] >= out[0]
+        if whole or out[1] % 4 == 0:
+            tiled = {**cfg, "CTILE": 2 if whole else 1}
+            if fit(tiled):
+                return tiled, [codes.scale.block]
     fit(cfg)
     return cfg, []
 
@@ -340,9 +400,11 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
     """``conv(x, weight, bias, stride, padding, dilation, groups=C_in)`` for a depthwise conv
     that :func:`supports` accepts (``padding`` as ``((lo, hi), ...)`` pairs); float32 sums,
     float16 inputs read packed, the result narrowed. Returns a contiguous ``(N, C_out, *out)``.
-    ``scales = (w_scale, in_scale, unsigned)``: int8 ``weight`` codes and a float32 ``x``
-    quantized at ``in_scale`` (``ember.contract.quantized``'s qconv, or qconv_u8's codes 0..255
-    where ``unsigned``; contiguous scales, a bias)."""
+    ``scales = (w_scale, in_scale, read, key, codes)``: int8 ``weight`` codes and ``x`` as
+    codes (``ember.contract.quantized``'s qconv: int8 / uint8 codes, or a float32 quantized at
+    ``in_scale``; ``read(name)`` the WGSL reading them, ``key`` naming it; contiguous scales,
+    a bias), ending in ``codes`` (:class:`.qcodes.Codes`: the planes padded to whole words)
+    or, for None, in float32."""
     dtype = x.dtype if scales is None else dt.float32  # int8 ops: float results
     nd = len(x.shape) - 2
     plan = _plan(rt, x.shape, weight.shape, tuple(stride), tuple(padding), tuple(dilation))
@@ -358,11 +420,12 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
     else:
         half, weight, b = False, contiguous(rt, weight), bias
         w_scale, in_scale, read, key, codes = scales
-        cfg, extra = _q8_config(rt, {**cfg, "Q8": key}, out, nd, codes)
+        words = x.dtype in (dt.int8, dt.uint8) and x.strides[-1] == 1
+        cfg, extra = _q8_config(rt, {**cfg, "Q8": key}, out, nd, codes, words)
         extra = [w_scale.block, in_scale.block] + extra
     n, c_out = x.shape[0], weight.shape[0]
-    if cfg.get("CODES"):  # rows of whole words: the codes contiguous
-        y = rt.empty((n, c_out) + out[2 - nd:], codes.dtype, "depthwise_conv")
+    if cfg.get("CODES") or cfg.get("CTILE"):  # planes padded to whole words
+        y, _ = qcodes.padded(rt, (n, c_out) + out[2 - nd:], 2, codes.dtype)
     else:
         y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
     planes = n * c_out
@@ -371,12 +434,12 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
         tiles = tiles_x * -(-out[0] // (cfg["LY"] * cfg["BY"]))
         meta = [planes, c_out, c_out // x.shape[1], *out, *_hw(x), pad[0][0], pad[1][0],
                 tiles_x, tiles, *_x_words(x), int(b is not None)]
-        if cfg.get("CODES"):
+        if cfg.get("CODES") or cfg.get("CTILE"):
             meta += [codes.lo & 0xFFFFFFFF, codes.hi]
         rt.engine.dispatch(_pipe(rt, "conv", 3, cfg, half, read), meta,
                            [x.block, weight.block, (b if b is not None else weight).block,
                             y.block, *extra], rt.groups(-(-planes // cfg["PL"]) * tiles, 1))
-    if cfg.get("CODES"):
+    if cfg.get("CODES") or cfg.get("CTILE"):
         return y
     if scales is not None and scales[4] is not None:
         # codes out, rows not a whole number of words: the float sums requantized in a

@@ -20,10 +20,12 @@ contract's default body.
 Codes between layers (:mod:`.qcodes`): every path also reads int8/uint8 codes as its input
 (packed four per u32 word, 4× fewer bytes than float32), and ``qlinear_q`` / ``qconv_q`` end
 in codes: the matmul's epilogue, the implicit GEMM's store (positions a multiple of 4) and
-the depthwise kernel's store (stride 1, rows a multiple of 4) requantize and write whole u32
-words, one dispatch per layer. Their rows (a Linear's outputs, a conv's planes) are padded
-to whole words (a 7×7 plane takes 52 bytes), so the codes are a strided view the next layer
-reads as it is. The depthwise conv at other sizes, the integer GEMM and the implicit GEMM at other sizes requantize their float result in one more elementwise pass.
+the depthwise kernel (its store, or through workgroup memory: :mod:`.depthwise`) requantize
+and write whole u32 words, one dispatch per layer. Their rows (a Linear's outputs, a conv's
+planes) are padded to whole words (a 7×7 plane takes 52 bytes), so the codes are a strided
+view the next layer reads as it is. The depthwise conv on planes whose words straddle its
+tiles, the integer GEMM and the implicit GEMM at other sizes requantize their float result
+in one more elementwise pass.
 Inputs of other dtypes take the contract's default body.
 Semantics: :mod:`ember.contract.quantized` (WGSL's division is not correctly rounded: an
 input exactly between two codes may round either way).
