@@ -347,23 +347,35 @@ def test_depthwise_stages_code_words_at_any_alignment(kind, out):
         np.testing.assert_allclose(y.numpy(), want, rtol=2e-6, atol=1e-5)
 
 
-@pytest.mark.parametrize("variant,dispatches", [("plain", 2), ("words", 2), ("all", 1)])
-def test_the_depthwise_variants_agree(monkeypatch, variant, dispatches):
-    # EMBER_WGPU_Q8_DEPTHWISE (for comparing them on a device): the same codes either way
+@pytest.mark.parametrize("size", [7, 16])
+@pytest.mark.parametrize("variant,dispatches", [("none", (2, 2)), ("wide", (2, 1)),
+                                                ("words", (2, 2)), ("words,ctile", (1, 1)),
+                                                ("", (1, 1))])
+def test_the_depthwise_variants_agree(monkeypatch, size, variant, dispatches):
+    # EMBER_WGPU_Q8_DEPTHWISE (for comparing them on a device): the same codes either way,
+    # in one dispatch, or two (float sums, then requantized)
     monkeypatch.setenv("EMBER_WGPU_Q8_DEPTHWISE", variant)
     torch = pytest.importorskip("torch")
-    x, q, s = _input_codes((2, 6, 7, 7), "uint8")
+    x, q, s = _input_codes((2, 6, size, size), "uint8")
     w, ws, b = (_t(a, d) for a, d in zip(_layer(6, (6, 1, 5, 5)), (ember.int8, None, None)))
     scales = _t(np.float32([s])), _t(np.float32([0.3]))
     x.numpy(), w.numpy(), ws.numpy(), b.numpy()  # uploads done
     before = B.rt.engine.dispatches
     y = qconv2d(x, w, ws, b, scales[0], (1, 1), ((2, 2), (2, 2)), (1, 1), 6,
                 out_scale=scales[1], out_range=(0, 48))
-    assert B.rt.engine.dispatches - before == dispatches
+    assert B.rt.engine.dispatches - before == dispatches[size == 16]
     acc = torch.nn.functional.conv2d(torch.from_numpy(q), torch.from_numpy(
         w.numpy().astype(np.float64)), padding=2, groups=6).numpy()
     want, v = _requant(acc, s, ws.numpy(), b.numpy(), 0.3, 0, 48, 1)
     _assert_codes(y, want, v, ember.uint8)
+
+
+def test_an_unknown_depthwise_variant_warns_and_uses_all(monkeypatch):
+    from ember.backends.wgpu import depthwise
+
+    monkeypatch.setenv("EMBER_WGPU_Q8_DEPTHWISE", "words,fast")
+    with pytest.warns(UserWarning, match="not a list of words, wide, ctile"):
+        assert depthwise._variants() == ("words", "wide", "ctile")
 
 
 def _check_qconv_codes(kind, xs, wk, stride, pad, groups, rng_):

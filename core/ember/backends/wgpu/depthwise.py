@@ -25,9 +25,11 @@ rows have stride 1), or a float32 input quantized as it is staged — and, endin
 whole words (four outputs of a row a lane), else through workgroup memory where each output
 word lies in one workgroup's tile (a 7×7 or 14×14 plane in one tile, rows of whole words);
 only planes whose words straddle tiles keep the float result for a second, requantizing pass.
-``EMBER_WGPU_Q8_DEPTHWISE`` picks the int8 kernel's variants to compare them on a device:
-``plain`` (codes staged one per load, codes out through workgroup memory off), ``words``
-(only the word staging), unset or ``all`` both.
+``EMBER_WGPU_Q8_DEPTHWISE`` picks the int8 kernel's variants, to compare them on a device: a
+comma-separated list of ``words`` (the word staging), ``wide`` (the stride-1 store of four
+outputs a lane), ``ctile`` (codes through workgroup memory), or ``none``; unset: all three
+(``wide`` alone is the kernel before the other two; ``words,ctile`` the float kernel's
+blocking everywhere).
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
@@ -318,17 +320,20 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
     return rt.lib.pipeline(key, build)
 
 
-_VARIANTS = {"all": ("words", "ctile"), "words": ("words",), "plain": ()}
+_VARIANTS = ("words", "wide", "ctile")
 
 
 def _variants() -> tuple[str, ...]:
     """The int8 kernel's variants ``EMBER_WGPU_Q8_DEPTHWISE`` leaves on (the module doc)."""
-    flag = os.environ.get("EMBER_WGPU_Q8_DEPTHWISE", "").strip() or "all"
-    if flag not in _VARIANTS:
-        warnings.warn(f"EMBER_WGPU_Q8_DEPTHWISE={flag!r} is none of {sorted(_VARIANTS)}; "
-                      "using all", stacklevel=4)
-        flag = "all"
-    return _VARIANTS[flag]
+    flag = os.environ.get("EMBER_WGPU_Q8_DEPTHWISE", "").strip()
+    if not flag:
+        return _VARIANTS
+    names = tuple(v.strip() for v in flag.split(",") if v.strip() not in ("", "none"))
+    if not set(names) <= set(_VARIANTS):
+        warnings.warn(f"EMBER_WGPU_Q8_DEPTHWISE={flag!r}: not a list of {', '.join(_VARIANTS)} "
+                      "or none; using all", stacklevel=4)
+        return _VARIANTS
+    return names
 
 
 def _q8_config(rt: Runtime, cfg: dict, out, nd: int, codes, words: bool) -> tuple[dict, list]:
@@ -352,7 +357,8 @@ def _q8_config(rt: Runtime, cfg: dict, out, nd: int, codes, words: bool) -> tupl
 
     variants = _variants()
     cfg = {**cfg, "WORDS": 1} if words and "words" in variants else dict(cfg)
-    if codes is not None and nd == 2 and out[1] % 4 == 0 and cfg["SW"] == 1:
+    if codes is not None and nd == 2 and out[1] % 4 == 0 and cfg["SW"] == 1 and \
+            "wide" in variants:
         wide = {**cfg, "BX": 4, "CODES": 1}
         if fit(wide):
             return wide, [codes.scale.block]
