@@ -25,7 +25,8 @@ fn si(j: u32) -> i32 { return bitcast<i32>(prm[j]); }
 // included (((LY·BY - 1)·SH + (KH - 1)·DH + 1) rows × the same in x), in workgroup memory —
 // zeros where the window hangs over the padding or the image, so the taps need no bounds
 // checks — then each lane sums a BY × BX block of adjacent outputs from it. One barrier per
-// workgroup. The output is contiguous (N, C_out, OH, OW); the weight contiguous
+// workgroup (CTILE: two). The output is contiguous (N, C_out, OH, OW) (codes: each plane
+// padded to whole words); the weight contiguous
 // (C_out, 1, KH, KW); the input a strided view. The int8 conv (wgpu/quant.py) runs it on
 // codes: the input quantized as it is staged (or its codes read), int8 weights (WEIGHT_T u32)
 // unpacked once per workgroup into the wtile floats (W_TILE, W_STAGE: a lane of a plane reads

@@ -405,12 +405,11 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
                    dilation, scales=None) -> WgpuTensor:
     """``conv(x, weight, bias, stride, padding, dilation, groups=C_in)`` for a depthwise conv
     that :func:`supports` accepts (``padding`` as ``((lo, hi), ...)`` pairs); float32 sums,
-    float16 inputs read packed, the result narrowed. Returns a contiguous ``(N, C_out, *out)``.
-    ``scales = (w_scale, in_scale, read, key, codes)``: int8 ``weight`` codes and ``x`` as
+    float16 inputs read packed, the result narrowed. Returns a contiguous ``(N, C_out, *out)``
+    (codes: its planes padded to whole words). ``scales = (w_scale, in_scale, read, key, codes)``: int8 ``weight`` codes and ``x`` as
     codes (``ember.contract.quantized``'s qconv: int8 / uint8 codes, or a float32 quantized at
     ``in_scale``; ``read(name)`` the WGSL reading them, ``key`` naming it; contiguous scales,
-    a bias), ending in ``codes`` (:class:`.qcodes.Codes`: the planes padded to whole words)
-    or, for None, in float32."""
+    a bias), ending in ``codes`` (:class:`.qcodes.Codes`) or, for None, in float32."""
     dtype = x.dtype if scales is None else dt.float32  # int8 ops: float results
     nd = len(x.shape) - 2
     plan = _plan(rt, x.shape, weight.shape, tuple(stride), tuple(padding), tuple(dilation))
