@@ -5,7 +5,8 @@ float32 models they come from, side by side in one run.
         [--repeat 5] [--skip size,mnist,effnet-accuracy,speed] [--epochs 4] [--images 0]
         [--rows N,M] [--threads 1] [--distill-steps 200] [--distill-batch 8]
         [--distill-lr 1e-5] [--distill-loss kl] [--distill-temperature 1]
-        [--distill-learn-ranges] [--distill-mixup 0] [--distill-crop 0.15,0.8]
+        [--distill-learn-ranges] [--distill-range-lr 1e-3] [--distill-mixup 0]
+        [--distill-crop 0.15,0.8] [--distill-photos 2]
 
 Sections:
 
@@ -25,8 +26,9 @@ Sections:
   distilled row (``ember.quantize.distill``: ``"int8-u8"`` PTQ on 64 crops, then
   quantization-aware fine-tuning against float32 on random crops of scikit-learn's two
   photos, never the test photos; the ``--distill-*`` flags set its steps, crops per step,
-  Adam learning rate, loss ``kl``/``mse``, softmax temperature, learned input ranges, mixup
-  and crop area range; it prints its time); the peer, onnxruntime's ``quantize_static`` of
+  Adam learning rate, loss ``kl``/``mse``, softmax temperature, learned input ranges and
+  their learning rate, mixup, crop area range, and ``--distill-photos 3`` adds matplotlib's
+  ``grace_hopper.jpg``; it prints its time); the peer, onnxruntime's ``quantize_static`` of
   the same network (exported from the reference PyTorch model) on the same crops and
   inputs, last;
 - **speed**: EfficientNet-Lite0 at 224 px and the MNIST CNN, float32 vs int8 forwards on each
@@ -126,16 +128,23 @@ def bench_mnist(epochs: int) -> list[str]:
             f"{q['f32_bytes'] / q['bytes']:.2f}x smaller |"]
 
 
-def _distill_images() -> list[np.ndarray]:
+def _distill_images(photos: int = 2) -> list[np.ndarray]:
     """scikit-learn's two sample photos (china.jpg, flower.jpg: the calibration photos, none
-    of the test photos), whole, shorter side resized to 256 as ``load_image`` does (PIL,
-    bilinear), in the model's [-1, 1] (3, H, W): the unlabelled images ``distill`` crops."""
+    of the test photos), with ``photos=3`` matplotlib's sample ``grace_hopper.jpg`` too,
+    whole, shorter side resized to 256 as ``load_image`` does (PIL, bilinear), in the
+    model's [-1, 1] (3, H, W): the unlabelled images ``distill`` crops."""
     from ember.demos.classify import RESIZE
     from PIL import Image
     from sklearn.datasets import load_sample_images
 
+    images = list(load_sample_images().images)
+    if photos == 3:
+        import matplotlib.cbook
+
+        with matplotlib.cbook.get_sample_data("grace_hopper.jpg") as f:
+            images.append(np.asarray(Image.open(f).convert("RGB")))
     out = []
-    for img in load_sample_images().images:
+    for img in images:
         h, w = img.shape[:2]
         size = (round(w * RESIZE / min(h, w)), round(h * RESIZE / min(h, w)))
         arr = np.asarray(Image.fromarray(img).resize(size, Image.BILINEAR), dtype=np.float32)
@@ -264,15 +273,23 @@ def _sensitive_float(model, k: int):
 
 def _distill_label(kw: dict) -> str:
     shown = ", ".join(f"{k}={v}" for k, v in kw.items())
+    photos = ("scikit-learn's two photos and grace_hopper.jpg" if kw.get("photos") == 3
+              else "scikit-learn's two photos")
     return (f"distilled: int8 u8 + GPTQ, {CALIBRATION} crops, then `ember.quantize.distill` "
-            f"on crops of scikit-learn's two photos ({shown})")
+            f"on crops of {photos} ({shown})")
 
 
 def _distilled(model, kw: dict):
     """``ember.quantize.distill`` from the "int8-u8" PTQ on the 64 calibration crops, trained
-    on random crops of scikit-learn's two photos (``kw``: its steps, batch, lr...)."""
-    return ember.quantize.distill(model, _distill_images(), "int8-u8", size=224,
-                                  calibration=_calibration("numpy", CALIBRATION), **kw)
+    on random crops of scikit-learn's two photos (``kw``: its steps, batch, lr..., and
+    ``backend``: where the teacher runs and the student trains, e.g. wgpu on a GPU); the
+    result is evaluated on numpy like the other rows."""
+    kw = dict(kw)
+    backend = kw.pop("backend", "numpy")
+    teacher = model if backend == "numpy" else _effnet(backend)
+    q = ember.quantize.distill(teacher, _distill_images(), "int8-u8", size=224,
+                               calibration=_calibration(backend, CALIBRATION), **kw)
+    return q.to("numpy")
 
 
 def bench_onnxruntime_accuracy(x: np.ndarray) -> list[str]:
@@ -384,11 +401,17 @@ def main() -> None:
     p.add_argument("--distill-learn-ranges", action="store_true")
     p.add_argument("--distill-mixup", type=float, default=0.0)
     p.add_argument("--distill-crop", default="0.15,0.8", help="crop area range (fractions)")
+    p.add_argument("--distill-range-lr", type=float, default=1e-3)
+    p.add_argument("--distill-photos", type=int, default=2, choices=(2, 3),
+                   help="3: matplotlib's grace_hopper.jpg too")
+    p.add_argument("--distill-backend", default="numpy",
+                   help="where distill trains (wgpu: on the GPU; evaluated on numpy)")
     args = p.parse_args()
     distill = {"steps": args.distill_steps, "batch": args.distill_batch, "lr": args.distill_lr,
                "loss": args.distill_loss, "temperature": args.distill_temperature,
                "learn_ranges": args.distill_learn_ranges, "mixup": args.distill_mixup,
-               "crop_scale": tuple(float(v) for v in args.distill_crop.split(","))}
+               "crop_scale": tuple(float(v) for v in args.distill_crop.split(",")),
+               "backend": args.distill_backend}
     skip = {s for s in args.skip.split(",") if s}
     unknown = skip - set(SECTIONS)
     if unknown:
