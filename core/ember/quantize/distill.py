@@ -40,7 +40,7 @@ LOSSES = ("kl", "mse")
 def distill(model: Module, images, scheme: str | dict | Scheme = "int8-u8", *,
             calibration=None, steps: int = 200, batch: int = 8, lr: float = 1e-5,
             loss: str = "kl", temperature: float = 1.0, learn_ranges: bool = False,
-            range_lr: float = 1e-3,
+            range_lr: float = 1e-3, lr_in_codes: bool = False,
             size: int | tuple[int, int] | None = None,
             crop_scale: tuple[float, float] = (0.25, 1.0), mixup: float = 0.0,
             seed: int = 0, progress=True) -> Module:
@@ -92,10 +92,9 @@ def distill(model: Module, images, scheme: str | dict | Scheme = "int8-u8", *,
     student.eval()
     from ..optim import Adam
 
-    ranges = [m.input_log_amax for m in student.modules() if "input_log_amax" in m.__dict__]
-    weights = [p for p in student.parameters() if all(p is not r for r in ranges)]
-    opt = Adam([{"params": weights, "lr": lr}]
-               + ([{"params": ranges, "lr": range_lr}] if ranges else []))
+    groups = _groups(student, lr, range_lr, lr_in_codes)
+    tops = [g["lr"] for g in groups]
+    opt = Adam(groups)
     show = _renderer(progress)
     show.on_fit_start({"model": f"{type(model).__name__} → int8 ({loss} distillation)",
                        "backend": trainer.name, "epochs": 1, "steps": steps,
@@ -114,7 +113,7 @@ def distill(model: Module, images, scheme: str | dict | Scheme = "int8-u8", *,
                 target = model(tensor(x, backend=home)).numpy()
             value = _loss(student(tensor(x, backend=trainer)), target, loss, temperature)
             decay = 0.5 * (1 + math.cos(math.pi * step / steps))
-            for group, top in zip(opt.param_groups, (lr, range_lr)):
+            for group, top in zip(opt.param_groups, tops):
                 group["lr"] = top * decay
             opt.step(value.backward())
             total += value.item()
@@ -130,6 +129,31 @@ def distill(model: Module, images, scheme: str | dict | Scheme = "int8-u8", *,
             m.input_amax = log_amax.detach().exp()
             del m.input_log_amax
     return convert_qat(student.to(home))
+
+
+def _groups(student: Module, lr: float, range_lr: float, in_codes: bool) -> list[dict]:
+    """Adam's parameter groups: the input ranges at ``range_lr``; the rest at ``lr``, or
+    (``in_codes``) each quantized layer's weight and bias at ``lr`` times the median of its
+    weight's code steps (a step then moves a weight by about that fraction of its code
+    step, whatever the layer's scale), the other parameters at the median over layers."""
+    import numpy as np
+
+    ranges, layers = [], []
+    for m in student.modules():
+        if "input_log_amax" in m.__dict__:
+            ranges.append(m.input_log_amax)
+        if isinstance(m, _FakeQuantized):
+            step = float(np.median(m.weight_scale.numpy()))
+            layers.append(([p for p in (m.weight, m.bias) if p is not None], step))
+    groups, seen = [], {id(p) for p in ranges}
+    if in_codes:
+        for params, step in layers:
+            groups.append({"params": params, "lr": lr * step})
+            seen.update(id(p) for p in params)
+    rest = [p for p in student.parameters() if id(p) not in seen]
+    median = float(np.median([step for _, step in layers])) if in_codes and layers else 1.0
+    groups += [{"params": rest, "lr": lr * median}] if rest else []
+    return groups + ([{"params": ranges, "lr": range_lr}] if ranges else [])
 
 
 def _check(scheme, steps, batch, lr, loss, temperature, crop_scale, mixup) -> None:
