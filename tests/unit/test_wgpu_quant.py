@@ -347,10 +347,13 @@ def test_depthwise_stages_code_words_at_any_alignment(kind, out):
         np.testing.assert_allclose(y.numpy(), want, rtol=2e-6, atol=1e-5)
 
 
-@pytest.mark.parametrize("size", [7, 16])
-@pytest.mark.parametrize("variant,dispatches", [("none", (2, 2)), ("wide", (2, 1)),
-                                                ("words", (2, 2)), ("words,ctile", (1, 1)),
-                                                ("", (1, 1))])
+# dispatches at plane sizes 7, 16 (each a whole plane in one tile) and 64 (rows of whole
+# words over several tiles)
+@pytest.mark.parametrize("size", [7, 16, 64])
+@pytest.mark.parametrize("variant,dispatches", [("none", (2, 2, 2)), ("wide", (2, 1, 1)),
+                                                ("words", (2, 2, 2)),
+                                                ("words,ctile", (2, 2, 1)),
+                                                ("words,cplane", (1, 1, 2)), ("", (2, 1, 1))])
 def test_the_depthwise_variants_agree(monkeypatch, size, variant, dispatches):
     # EMBER_WGPU_Q8_DEPTHWISE (for comparing them on a device): the same codes either way,
     # in one dispatch, or two (float sums, then requantized)
@@ -363,18 +366,18 @@ def test_the_depthwise_variants_agree(monkeypatch, size, variant, dispatches):
     before = B.rt.engine.dispatches
     y = qconv2d(x, w, ws, b, scales[0], (1, 1), ((2, 2), (2, 2)), (1, 1), 6,
                 out_scale=scales[1], out_range=(0, 48))
-    assert B.rt.engine.dispatches - before == dispatches[size == 16]
+    assert B.rt.engine.dispatches - before == dispatches[(7, 16, 64).index(size)]
     acc = torch.nn.functional.conv2d(torch.from_numpy(q), torch.from_numpy(
         w.numpy().astype(np.float64)), padding=2, groups=6).numpy()
     want, v = _requant(acc, s, ws.numpy(), b.numpy(), 0.3, 0, 48, 1)
     _assert_codes(y, want, v, ember.uint8)
 
 
-def test_an_unknown_depthwise_variant_warns_and_uses_all(monkeypatch):
+def test_an_unknown_depthwise_variant_warns_and_uses_the_default(monkeypatch):
     from ember.backends.wgpu import depthwise
 
     monkeypatch.setenv("EMBER_WGPU_Q8_DEPTHWISE", "words,fast")
-    with pytest.warns(UserWarning, match="not a list of words, wide, ctile"):
+    with pytest.warns(UserWarning, match="not a list of words, wide, ctile, cplane"):
         assert depthwise._variants() == ("words", "wide", "ctile")
 
 
@@ -424,7 +427,9 @@ def test_codes_flow_through_a_chain_of_layers():
 @pytest.mark.parametrize("xs,wk,pad,groups,dispatches", [
     ((2, 8, 7, 7), (6, 8, 1, 1), 0, 1, 1),  # 1x1 (padded planes)
     ((2, 16, 16, 16), (16, 1, 3, 3), 1, 16, 1),  # depthwise: rows of whole words
-    ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8, 1),  # depthwise, 7-wide rows: a whole plane a tile
+    # depthwise, 7-wide rows: a whole plane a tile (codes in the tile off by default:
+    # float, requant)
+    ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8, 2),
     ((1, 2, 37, 37), (2, 1, 3, 3), 1, 2, 2),  # depthwise, words across tiles: float, requant
     ((2, 3, 16, 16), (8, 3, 3, 3), 1, 1, 1),  # the stem's implicit GEMM (whole words)
 ])

@@ -22,14 +22,15 @@ The int8 forward (wgpu/quant.py's qconv) runs the same kernel, with the float ke
 blocking, on codes — the input's int8 / uint8 codes (staged a u32 word of four per load where
 rows have stride 1), or a float32 input quantized as it is staged — and, ending in codes
 (qconv_q), requantizes them in the same dispatch: in its own store at stride 1 where rows are
-whole words (four outputs of a row a lane), else through workgroup memory where each output
-word lies in one workgroup's tile (a 7×7 or 14×14 plane in one tile, rows of whole words);
-only planes whose words straddle tiles keep the float result for a second, requantizing pass.
-``EMBER_WGPU_Q8_DEPTHWISE`` picks the int8 kernel's variants, to compare them on a device: a
-comma-separated list of ``words`` (the word staging), ``wide`` (the stride-1 store of four
-outputs a lane), ``ctile`` (codes through workgroup memory), or ``none``; unset: all three
-(``wide`` alone is the kernel before the other two; ``words,ctile`` the float kernel's
-blocking everywhere).
+whole words (four outputs of a row a lane), else through workgroup memory where rows are whole
+words; other planes (a 7×7 or 14×14 plane in one tile among them) keep the float result for a
+second, requantizing pass. ``EMBER_WGPU_Q8_DEPTHWISE`` picks the int8 kernel's variants, to
+compare them on a device: a comma-separated list of ``words`` (the word staging), ``wide`` (the
+stride-1 store of four outputs a lane), ``ctile`` (codes through workgroup memory, rows of whole
+words), ``cplane`` (the same for a whole plane in one tile), or ``none``; unset: all but
+``cplane`` (``wide`` alone is the kernel before the others). ``cplane`` is off by default: on
+the H200 its 14×14 and 7×7 stride-1 layers took 0.58–0.64× of the float kernel's time against
+0.68–0.76× for the float result plus a requantizing pass (benchmarks/RESULTS.md).
 
 >>> import ember
 >>> from ember.backends.wgpu import depthwise
@@ -320,19 +321,20 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
     return rt.lib.pipeline(key, build)
 
 
-_VARIANTS = ("words", "wide", "ctile")
+_VARIANTS = ("words", "wide", "ctile", "cplane")
+_DEFAULT_VARIANTS = ("words", "wide", "ctile")
 
 
 def _variants() -> tuple[str, ...]:
     """The int8 kernel's variants ``EMBER_WGPU_Q8_DEPTHWISE`` leaves on (the module doc)."""
     flag = os.environ.get("EMBER_WGPU_Q8_DEPTHWISE", "").strip()
     if not flag:
-        return _VARIANTS
+        return _DEFAULT_VARIANTS
     names = tuple(v.strip() for v in flag.split(",") if v.strip() not in ("", "none"))
     if not set(names) <= set(_VARIANTS):
         warnings.warn(f"EMBER_WGPU_Q8_DEPTHWISE={flag!r}: not a list of {', '.join(_VARIANTS)} "
-                      "or none; using all", stacklevel=4)
-        return _VARIANTS
+                      "or none; using the default", stacklevel=4)
+        return _DEFAULT_VARIANTS
     return names
 
 
@@ -342,8 +344,8 @@ def _q8_config(rt: Runtime, cfg: dict, out, nd: int, codes, words: bool) -> tupl
     Codes out, one dispatch: at stride 1 where 2-d rows are a whole number of words, in the
     store (CODES: four outputs of a row a lane, BX = 4, while the tile fits; measured faster
     on the H200 than the float-out kernel plus a requantizing pass); elsewhere with the float
-    kernel's blocking through workgroup memory (CTILE, 2 where the tile is the whole plane,
-    1 where its rows are whole words) — a stride-2 BX = 4 tile stages twice the columns (the
+    kernel's blocking through workgroup memory (CTILE, 1 where its rows are whole words; 2
+    where the tile is the whole plane, variant ``cplane``) — a stride-2 BX = 4 tile stages twice the columns (the
     96x113x113 layer took 1.7x the float kernel plus a requantizing pass on the H200);
     planes whose words straddle tiles keep the float result for a requantizing pass."""
     def fit(c):
@@ -362,9 +364,10 @@ def _q8_config(rt: Runtime, cfg: dict, out, nd: int, codes, words: bool) -> tupl
         wide = {**cfg, "BX": 4, "CODES": 1}
         if fit(wide):
             return wide, [codes.scale.block]
-    if codes is not None and "ctile" in variants:
+    if codes is not None:
         whole = cfg["LX"] * cfg["BX"] >= out[1] and cfg["LY"] * cfg["BY"] >= out[0]
-        if whole or out[1] % 4 == 0:
+        if (whole and "cplane" in variants) or (
+                not whole and out[1] % 4 == 0 and "ctile" in variants):
             tiled = {**cfg, "CTILE": 2 if whole else 1}
             if fit(tiled):
                 return tiled, [codes.scale.block]
