@@ -166,3 +166,8 @@ def test_a_chained_model_jits(backend):
         want = q(xb).numpy()
         assert np.array_equal(fast(xb).numpy(), want)  # traced
         assert np.array_equal(fast(xb).numpy(), want)  # replayed
+        # replayed on new inputs: every quantized op was recorded, none baked in as a
+        # constant of the traced input
+        for scale in (0.5, 2.0, -1.0):
+            other = xb * scale
+            assert np.array_equal(fast(other).numpy(), q(other).numpy())

@@ -97,12 +97,12 @@ def qlinear_op(weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_scale: T
         raise ShapeError(f"qlinear: weight must be (N, K), got {weight.shape}")
     if bias is None:  # the op takes tensors only
         bias = zeros(weight.shape[0], dtype=w_scale.dtype, backend=weight.backend)
-    b, k = weight.backend, weight.shape[1]
+    k = weight.shape[1]
     if out_scale is not None:
         lo, hi = _out_range("qlinear", out_range)
-        op, tail = b.qlinear_q, (bool(unsigned), lo, hi)
+        op, tail = "qlinear_q", (bool(unsigned), lo, hi)
     else:
-        op, tail = (b.qlinear_u8 if unsigned else b.qlinear), ()
+        op, tail = ("qlinear_u8" if unsigned else "qlinear"), ()
     tensors = (weight, w_scale, bias, in_scale) + (() if out_scale is None else (out_scale,))
 
     def run(x: Tensor) -> Tensor:
@@ -110,8 +110,10 @@ def qlinear_op(weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_scale: T
         if x.ndim < 1 or x.shape[-1] != k:
             raise ShapeError(f"qlinear: input {x.shape} and weight {weight.shape} don't fit "
                              "(need (..., K) and (N, K))")
-        # the prims read now: an in-place change of a buffer is seen
-        return Tensor(op(x._prim, *(t._prim for t in tensors), *tail), b)
+        # the op and prims looked up now: ember.jit traces through the backend's methods,
+        # and an in-place change of a buffer is seen
+        b = x.backend
+        return Tensor(getattr(b, op)(x._prim, *(t._prim for t in tensors), *tail), b)
 
     return run
 
@@ -156,17 +158,16 @@ def qconv2d_op(weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_scale: T
     if weight.ndim != 4:
         raise ShapeError(f"qconv2d: weight must be (C_out, C / groups, kh, kw), got "
                          f"{weight.shape}")
-    b = weight.backend
     geometry = (tuple(stride), tuple(tuple(p) for p in padding), tuple(dilation), groups)
     tensors = [weight, w_scale, bias, in_scale]
     if out_scale is not None:
         lo, hi = _out_range("qconv2d", out_range)
         if bias is None:
-            tensors[2] = zeros(weight.shape[0], dtype=w_scale.dtype, backend=b)
+            tensors[2] = zeros(weight.shape[0], dtype=w_scale.dtype, backend=weight.backend)
         tensors.append(out_scale)
-        op, tail = b.qconv_q, (*geometry, bool(unsigned), lo, hi)
+        op, tail = "qconv_q", (*geometry, bool(unsigned), lo, hi)
     else:
-        op, tail = (b.qconv_u8 if unsigned else b.qconv), geometry
+        op, tail = ("qconv_u8" if unsigned else "qconv"), geometry
     channels = weight.shape[1] * groups
     spans = [d * (k - 1) + 1 for k, d in zip(weight.shape[2:], dilation)]
 
@@ -181,6 +182,7 @@ def qconv2d_op(weight: Tensor, w_scale: Tensor, bias: Tensor | None, in_scale: T
                 raise ShapeError(f"qconv2d: input {x.shape} padded by {padding} is smaller "
                                  f"than the kernel {weight.shape[2:]}")
         prims = (None if t is None else t._prim for t in tensors)
-        return Tensor(op(x._prim, *prims, *tail), b)
+        b = x.backend  # looked up now, as in qlinear_op
+        return Tensor(getattr(b, op)(x._prim, *prims, *tail), b)
 
     return run
