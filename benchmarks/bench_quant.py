@@ -3,8 +3,8 @@ float32 models they come from, side by side in one run.
 
     .venv/bin/python benchmarks/bench_quant.py [--backend numpy,wasm] [--batch 1]
         [--repeat 5] [--skip size,mnist,effnet-accuracy,speed] [--epochs 4] [--images 0]
-        [--rows N,M] [--threads 1] [--distill-steps 200] [--distill-batch 8]
-        [--distill-lr 1e-5] [--distill-loss kl] [--distill-temperature 1]
+        [--rows N,M] [--threads 1] [--distill-steps 200] [--distill-batch 16]
+        [--distill-lr 1e-5] [--distill-lr-in-codes] [--distill-loss kl] [--distill-temperature 1]
         [--distill-learn-ranges] [--distill-range-lr 1e-3] [--distill-mixup 0]
         [--distill-crop 0.15,0.8] [--distill-photos 2]
 
@@ -26,7 +26,8 @@ Sections:
   distilled row (``ember.quantize.distill``: ``"int8-u8"`` PTQ on 64 crops, then
   quantization-aware fine-tuning against float32 on random crops of scikit-learn's two
   photos, never the test photos; the ``--distill-*`` flags set its steps, crops per step,
-  Adam learning rate, loss ``kl``/``mse``, softmax temperature, learned input ranges and
+  Adam learning rate (absolute, or ``--distill-lr-in-codes``: in each layer's code steps),
+  loss ``kl``/``mse``, softmax temperature, learned input ranges and
   their learning rate, mixup, crop area range, and ``--distill-photos 3`` adds matplotlib's
   ``grace_hopper.jpg``; it prints its time); the peer, onnxruntime's ``quantize_static`` of
   the same network (exported from the reference PyTorch model) on the same crops and
@@ -35,10 +36,15 @@ Sections:
   ``--backend`` at ``--batch``, timed in alternation (medians of ``--repeat``), eager; the
   outputs are checked against each other (max |logit difference|).
 
-The distilled row alone (row 18; the onnxruntime peer is row 19), e.g. on 16 cores::
+The distilled row alone (row 18; the onnxruntime peer is row 19), e.g. on 16 cores (one step
+of 8 crops took 6-12 s on 2 shared cores; the 64-crop GPTQ PTQ it starts from ~4 min)::
 
     .venv/bin/python benchmarks/bench_quant.py --skip size,mnist,speed --rows 18 --threads 16 \
-        --distill-steps 400 --distill-batch 16
+        --distill-steps 200 --distill-batch 16
+
+Short runs on 2 cores (40 steps of 8 crops, RESULTS.md): Adam lr 1e-5 with KL at temperature
+1 and fixed ranges was best (lr 1e-4 diverges); ``--distill-lr 0.02 --distill-lr-in-codes``
+fitted the training crops best and is the other candidate.
 
 On the H200 (the wgpu goal: int8 >= 1.3x faster at batch 32)::
 
@@ -286,8 +292,9 @@ def _distilled(model, kw: dict):
     result is evaluated on numpy like the other rows."""
     kw = dict(kw)
     backend = kw.pop("backend", "numpy")
+    images = _distill_images(kw.pop("photos", 2))  # 3: matplotlib's grace_hopper.jpg too
     teacher = model if backend == "numpy" else _effnet(backend)
-    q = ember.quantize.distill(teacher, _distill_images(), "int8-u8", size=224,
+    q = ember.quantize.distill(teacher, images, "int8-u8", size=224,
                                calibration=_calibration(backend, CALIBRATION), **kw)
     return q.to("numpy")
 
@@ -394,8 +401,10 @@ def main() -> None:
                    "comma-separated)")
     p.add_argument("--threads", default="1", help="BLAS threads (numpy)")
     p.add_argument("--distill-steps", type=int, default=200)
-    p.add_argument("--distill-batch", type=int, default=8, help="crops per distill step")
+    p.add_argument("--distill-batch", type=int, default=16, help="crops per distill step")
     p.add_argument("--distill-lr", type=float, default=1e-5)
+    p.add_argument("--distill-lr-in-codes", action="store_true",
+                   help="--distill-lr in units of each layer's weight code step (try 0.02)")
     p.add_argument("--distill-loss", default="kl", choices=("kl", "mse"))
     p.add_argument("--distill-temperature", type=float, default=1.0)
     p.add_argument("--distill-learn-ranges", action="store_true")
@@ -411,7 +420,8 @@ def main() -> None:
                "loss": args.distill_loss, "temperature": args.distill_temperature,
                "learn_ranges": args.distill_learn_ranges, "mixup": args.distill_mixup,
                "crop_scale": tuple(float(v) for v in args.distill_crop.split(",")),
-               "backend": args.distill_backend}
+               "range_lr": args.distill_range_lr, "lr_in_codes": args.distill_lr_in_codes,
+               "photos": args.distill_photos, "backend": args.distill_backend}
     skip = {s for s in args.skip.split(",") if s}
     unknown = skip - set(SECTIONS)
     if unknown:
