@@ -85,6 +85,7 @@ def test_distill_crops_images_of_any_size_for_a_conv_model():
     ({"steps": 0}, "steps must be a positive int"),
     ({"batch": 2.5}, "batch must be a positive int"),
     ({"lr": 0.0}, "must be > 0"),
+    ({"temperature": -1.0}, "temperature=-1.0"),
     ({"loss": "ce"}, "loss must be one of"),
     ({"crop_scale": (0.5, 1.5)}, "crop_scale"),
     ({"images": []}, "images is empty"),

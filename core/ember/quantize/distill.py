@@ -55,12 +55,14 @@ def distill(model: Module, images, scheme: str | dict | Scheme = "int8-u8", *,
     drawn from Beta(mixup, mixup). The float ``model`` (the teacher, on its own backend)
     labels each batch; the student — ``prepare_qat`` of ``model`` on the Autodiff form of its
     backend, with the weights, biases and ranges of ``quantize(model, calibration,
-    scheme)`` — follows with Adam at ``lr`` (cosine decay to 0). ``loss``: ``"kl"`` (the
+    scheme)`` — follows with Adam at ``lr`` (cosine decay to 0; ``lr_in_codes``: ``lr`` is in
+    units of each layer's median weight code step, so every layer's weights move by the same
+    fraction of their grid whatever their scale; try 0.02). ``loss``: ``"kl"`` (the
     KL divergence of the softmax of outputs / ``temperature``, times temperature², for a
     classifier) or ``"mse"`` (the outputs' squared error). ``learn_ranges``: the input
     ranges train too (LSQ's gradient, on their logarithms, Adam at ``range_lr``) instead of
-    staying at PTQ's. ``calibration``: PTQ's
-    calibration inputs (default 64 crops of ``images``). ``progress``: True shows a progress
+    staying at PTQ's. ``calibration``: PTQ's calibration inputs (default 64 crops of
+    ``images``). ``progress``: True shows a progress
     bar (rich, on a terminal; ``ember.train``'s renderer), False nothing, or a
     :class:`~ember.train.renderers.Renderer`. The result is chained int8 (as ``quantize``),
     in eval mode, on ``model``'s backend; it saves with ``ember.quantize.save``.
@@ -76,7 +78,7 @@ def distill(model: Module, images, scheme: str | dict | Scheme = "int8-u8", *,
     import numpy as np
 
     scheme = Scheme.named(scheme)
-    _check(scheme, steps, batch, min(lr, range_lr), loss, temperature, crop_scale, mixup)
+    _check(scheme, steps, batch, (lr, range_lr, temperature), loss, crop_scale, mixup)
     pool = _as_images(images)
     size = _size(pool, size)
     rng = np.random.default_rng(seed)
@@ -156,16 +158,18 @@ def _groups(student: Module, lr: float, range_lr: float, in_codes: bool) -> list
     return groups + ([{"params": ranges, "lr": range_lr}] if ranges else [])
 
 
-def _check(scheme, steps, batch, lr, loss, temperature, crop_scale, mixup) -> None:
+def _check(scheme, steps, batch, rates, loss, crop_scale, mixup) -> None:
     if not scheme.activations:
         raise ValueError(f"distill: scheme {scheme} is weight-only; distillation fine-tunes "
                          "int8 activations (a scheme with activations=True, e.g. 'int8-u8')")
     for name, value in (("steps", steps), ("batch", batch)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"distill: {name} must be a positive int, got {value!r}")
-    if not lr > 0 or not temperature > 0 or mixup < 0:
-        raise ValueError(f"distill: lr and temperature must be > 0 and mixup >= 0, got "
-                         f"lr={lr}, temperature={temperature}, mixup={mixup}")
+    if not min(rates) > 0 or not mixup >= 0:
+        lr, range_lr, temperature = rates
+        raise ValueError(f"distill: lr, range_lr and temperature must be > 0 and mixup >= 0, "
+                         f"got lr={lr}, range_lr={range_lr}, temperature={temperature}, "
+                         f"mixup={mixup}")
     if loss not in LOSSES:
         raise ValueError(f"distill: loss must be one of {LOSSES}, got {loss!r}")
     lo, hi = crop_scale
