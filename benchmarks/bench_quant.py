@@ -36,7 +36,8 @@ Sections:
   ``--backend`` at ``--batch``, timed in alternation (medians of ``--repeat``), eager; the
   outputs are checked against each other (max |logit difference|).
 
-The distilled row alone (row 18; the onnxruntime peer is row 19), e.g. on 16 cores (one step
+The distilled row alone (row 18; the onnxruntime peer is row 19; row 20: the float32
+model itself under half a grey level of input noise and with float16 weights), e.g. on 16 cores (one step
 of 8 crops took 6-12 s on 2 shared cores; the 64-crop GPTQ PTQ it starts from ~4 min)::
 
     .venv/bin/python benchmarks/bench_quant.py --skip size,mnist,speed --rows 18 --threads 16 \
@@ -261,7 +262,30 @@ def bench_effnet_accuracy(rows: set[int] | None = None, distill: dict | None = N
         print(lines[-1], flush=True)
     if not rows or len(variants) + 1 in rows:
         lines += bench_onnxruntime_accuracy(x)
+    if not rows or len(variants) + 2 in rows:
+        lines += _noise_floor(model, x, pf, sure)
     return lines
+
+
+def _noise_floor(model, x: np.ndarray, pf: np.ndarray, sure: np.ndarray) -> list[str]:
+    """How far top-1 agreement moves under changes no one would call a different model: the
+    float32 model on the inputs plus Gaussian noise of sigma 1/255 (half a grey level in the
+    model's [-1, 1] scale), and with its weights rounded to float16."""
+    rows = []
+    noisy = x + np.random.default_rng(0).normal(0, 1 / 255, x.shape).astype(np.float32)
+    half = _effnet()
+    for p in half.parameters():
+        p.assign(ember.tensor(p.numpy().astype(np.float16).astype(np.float32)))
+    for name, m, inputs in (("float32, inputs + N(0, (1/255)²) noise (half a grey level)",
+                             model, noisy), ("float32, weights rounded to float16", half, x)):
+        with ember.no_grad():
+            pq = np.concatenate([m(ember.tensor(inputs[i:i + 20])).softmax(dim=1).numpy()
+                                 for i in range(0, len(inputs), 20)])
+        same = pf.argmax(1) == pq.argmax(1)
+        rows.append(f"| reference: {name} | {same.mean():.1%} | {same[sure].mean():.1%} | "
+                    f"{np.abs(pf - pq).max():.3f} |")
+        print(rows[-1], flush=True)
+    return rows
 
 
 def _sensitive_float(model, k: int):
