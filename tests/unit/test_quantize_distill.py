@@ -91,6 +91,7 @@ def test_distill_crops_images_of_any_size_for_a_conv_model():
     ({"images": []}, "images is empty"),
     ({"images": [np.zeros((3, 4, 4)), np.zeros((1, 4, 4))]}, "rank and channel count"),
     ({"images": [np.zeros((3, 4, 4)), np.zeros((3, 5, 4))]}, "give size="),
+    ({"images": [...]}, "images must be numbers"),
 ])
 def test_bad_arguments_are_refused_with_the_valid_choices(kwargs, match):
     model = nn.Sequential(nn.Linear(4, 2))

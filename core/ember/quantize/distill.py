@@ -193,6 +193,10 @@ def _as_images(images) -> list:
         raise ValueError("distill: the images must share a rank and channel count (or, not "
                          f"being (C, H, W) images, a shape); got shapes "
                          f"{sorted({p.shape for p in pool})}")
+    bad = [p for p in pool if p.dtype.kind not in "biuf"]
+    if bad:
+        raise ValueError("distill: images must be numbers (float arrays as the model wants "
+                         f"them), got dtype {bad[0].dtype}")
     return [p if p.dtype.kind == "f" else p.astype(np.float32) for p in pool]
 
 
