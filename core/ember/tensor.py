@@ -236,6 +236,19 @@ class Tensor:
         the primitive is a copy in every observable way, and costs nothing."""
         return Tensor(self._prim, self.backend)
 
+    def __deepcopy__(self, memo) -> Tensor:
+        """``copy.deepcopy``: :meth:`clone` — the same backend, shared, never copied (it is a
+        connection to a device: a model's deep copy runs where the model runs, with no
+        backend mismatch between the two), and the same never-changed primitive.
+
+        >>> import copy, ember
+        >>> t = ember.tensor([1.0, 2.0])
+        >>> c = copy.deepcopy(t)
+        >>> c.backend is t.backend, (c + t).tolist()
+        (True, [2.0, 4.0])
+        """
+        return self.clone()
+
     def contiguous(self) -> Tensor:
         """The tensor itself: Ember tensors have no strided views to compact (PyTorch compatibility)."""
         return self

@@ -197,6 +197,32 @@ def test_clone_is_independent():
     assert b.weight.backend is a.weight.backend
 
 
+@pytest.mark.parametrize("backend", ["numpy", "wgpu", AD])
+def test_deepcopy_runs_on_the_same_backend_and_is_independent(backend):
+    # copy.deepcopy of a model (an EMA or teacher copy, as PyTorch users make them): the
+    # copy's tensors keep the original's backend object, so the two mix with no backend
+    # mismatch; its parameters are new, and weights tied in the original stay tied
+    import copy
+
+    from ember.backends import available
+
+    if backend not in available():
+        pytest.skip(f"{backend} is not available here")
+    m = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.Flatten(), nn.Linear(32, 3),
+                      nn.Linear(3, 3)).to(backend)
+    tied = nn.Sequential(m, nn.Linear(3, 3).to(backend))
+    tied[1].weight = m[4].weight
+    c = copy.deepcopy(tied)
+    x = ember.randn(2, 1, 6, 6, backend=backend)
+    np.testing.assert_array_equal(c(x).numpy(), tied(x).numpy())
+    assert c[0][0].weight.backend is m[0].weight.backend
+    assert isinstance(c[0][3].weight, nn.Parameter) and c[0][3].weight.requires_grad
+    assert c[1].weight is c[0][4].weight and c[1].weight is not m[4].weight
+    assert float((c(x) - tied(x)).abs().sum()) == 0.0  # the two mix in one expression
+    c[0][3].weight.assign(c[0][3].weight * 0)
+    assert not np.array_equal(c(x).numpy(), tied(x).numpy())
+
+
 def test_python_backend_forward():
     em = nn.Sequential(nn.Linear(3, 2), nn.Sigmoid()).to("python")
     x = [[0.5, -1.0, 2.0]]

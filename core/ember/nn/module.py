@@ -49,15 +49,11 @@ from .parameter import Parameter, _detached, _onto
 
 
 def clone_module(module: Module) -> Module:
-    """An independent deep copy of ``module`` (new parameters, same backends)."""
+    """An independent deep copy of ``module`` (new parameters, same backends):
+    ``copy.deepcopy``, which tensors and parameters support so."""
     import copy
 
-    memo: dict[int, Any] = {}
-    for m in module.modules():
-        for value in m.__dict__.values():
-            if isinstance(value, Tensor):
-                memo[id(value.backend)] = value.backend
-    return copy.deepcopy(module, memo)
+    return copy.deepcopy(module)
 
 
 # ---------------------------------------------------------------------------- Module

@@ -98,3 +98,8 @@ class Parameter(Tensor):
 
     def __reduce__(self):
         return (Parameter, (_detached(self), self.requires_grad))
+
+    def __deepcopy__(self, memo) -> Parameter:
+        """``copy.deepcopy``: a new parameter (a fresh leaf) with the same values, on the same
+        backend (:meth:`Tensor.__deepcopy__ <ember.Tensor.__deepcopy__>`)."""
+        return Parameter(_detached(self), self.requires_grad)

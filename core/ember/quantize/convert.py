@@ -18,7 +18,7 @@ from ..nn.layers.dropout import Dropout
 from ..nn.layers.linear import Flatten, Identity, Linear
 from ..nn.layers.norm import BatchNorm1d, BatchNorm2d
 from ..nn.layers.pooling import MaxPool2d
-from ..nn.module import Module
+from ..nn.module import Module, clone_module
 from ..ops.creation import tensor, zeros
 from ..tensor import Tensor
 from .gptq import MAX_POSITIONS, Hessian, gptq_codes
@@ -29,24 +29,6 @@ from .scheme import Scheme
 
 #: the metadata key of a quantized model's record (``ember.save(..., metadata=...)``)
 META_KEY = "ember.quantize"
-
-
-def _copy(model: Module) -> Module:
-    """An independent copy of ``model``: every tensor copied by its backend (a deep copy
-    of a backend's array handle would share, and later free, the same device memory)."""
-    import copy
-
-    from ..nn.parameter import Parameter
-
-    memo: dict[int, object] = {}
-    for m in model.modules():
-        for value in m.__dict__.values():
-            if isinstance(value, Tensor) and id(value) not in memo:
-                memo[id(value.backend)] = value.backend
-                data = value.detach().clone()
-                memo[id(value)] = (Parameter(data, value.requires_grad)
-                                   if isinstance(value, Parameter) else data)
-    return copy.deepcopy(model, memo)
 
 
 def _fold_batchnorms(model: Module, values: bool = True) -> None:
@@ -253,7 +235,7 @@ def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int
 def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
     """:func:`quantize`; ``values=False``: the int8 structure only, zero placeholders made
     without numpy (for :func:`load`, in a web page too)."""
-    q = _copy(model)
+    q = clone_module(model)
     q.eval()
     _fold_batchnorms(q, values)
     targets = _targets(q, scheme)

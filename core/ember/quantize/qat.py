@@ -42,7 +42,8 @@ from ..nn.module import Module
 from ..ops.creation import tensor
 from ..ops.where import where
 from ..tensor import Tensor
-from .convert import _calibrate, _copy, _fold_batchnorms, _targets, chain
+from ..nn.module import clone_module
+from .convert import _calibrate, _fold_batchnorms, _targets, chain
 from .fake_quant import codes, fake_quantize, fake_quantize_learned, fake_quantize_weight
 from .layers import QuantConv2d, QuantLinear
 from .scheme import Scheme
@@ -194,7 +195,7 @@ def prepare_qat(model: Module, calibration=None, scheme: str | dict | Scheme = "
                          "(e.g. 'int8')")
     if not 0 <= momentum <= 1:
         raise ValueError(f"prepare_qat: momentum must be in [0, 1], got {momentum}")
-    qat = _copy(model)
+    qat = clone_module(model)
     _fold_batchnorms(qat)
     targets = _targets(qat, scheme)
     seen = _calibrate(qat, targets, calibration, scheme)[0]  # (inputs, outputs)
@@ -236,7 +237,7 @@ def convert_qat(model: Module) -> Module:
     scheme = getattr(model, "scheme", None)
     if scheme is None:
         raise ValueError("convert_qat: the model is not a prepare_qat() result (no scheme)")
-    q = _copy(model).eval()
+    q = clone_module(model).eval()
     for parent in list(q.modules()):
         for name, child in list(parent._own_modules()):
             if isinstance(child, _FakeQuantized):
