@@ -27,8 +27,8 @@ CHUNK = 1 << 14
 #: the longest exact float32 sum of products of centred codes (within ±128) and weight codes
 CENTRED_K = (1 << 24) // (128 * LEVELS)
 
-#: (id(weight codes), what) -> (a weak reference to them, a value made from them)
-_DERIVED: dict[tuple[int, str], tuple[weakref.ref, np.ndarray]] = {}
+#: (ids of arrays, what) -> (weak references to them, a value made from them)
+_DERIVED: dict[tuple, tuple[tuple[weakref.ref, ...], object]] = {}
 
 
 def exact_k(unsigned: bool) -> int:
@@ -42,21 +42,22 @@ def _is_codes(x: np.ndarray) -> bool:
     return x.dtype in (np.int8, np.uint8)
 
 
-def _derived(weight: np.ndarray, what: str, make) -> np.ndarray:
-    """``make(weight)``, made once while the array lives (a quantized layer's weight buffer
-    is replaced, never written in place, when a record is loaded)."""
-    key = (id(weight), what)
+def _derived(arrays: tuple[np.ndarray, ...], what, make):
+    """``make(*arrays)``, made once while the arrays live: a backend's primitives are never
+    written in place (a quantized layer's buffers are replaced when a record is loaded)."""
+    key = (tuple(map(id, arrays)), what)
     hit = _DERIVED.get(key)
-    if hit is not None and hit[0]() is weight:
+    if hit is not None and all(r() is a for r, a in zip(hit[0], arrays)):
         return hit[1]
-    value = make(weight)
-    _DERIVED[key] = (weakref.ref(weight, lambda _, k=key: _DERIVED.pop(k, None)), value)
+    value = make(*arrays)
+    refs = tuple(weakref.ref(a, lambda _, k=key: _DERIVED.pop(k, None)) for a in arrays)
+    _DERIVED[key] = (refs, value)
     return value
 
 
 def _float_codes(weight: np.ndarray) -> np.ndarray:
     """``weight`` (int8) as float32."""
-    return _derived(weight, "float32", lambda w: w.astype(np.float32))
+    return _derived((weight,), "float32", lambda w: w.astype(np.float32))
 
 
 def _centring(weight: np.ndarray, lead: int) -> np.ndarray:
@@ -66,7 +67,7 @@ def _centring(weight: np.ndarray, lead: int) -> np.ndarray:
         return 128.0 * w.reshape(len(w), -1).sum(axis=1, dtype=np.float64).reshape(
             (-1,) + (1,) * lead)
 
-    return _derived(weight, f"centring{lead}", make)
+    return _derived((weight,), f"centring{lead}", make)
 
 
 def _chunk(k: int, limit: int) -> int:
@@ -82,20 +83,28 @@ def _codes(x: np.ndarray, in_scale: np.ndarray, unsigned: bool = False) -> np.nd
         return x.astype(in_scale.dtype)
     s = in_scale.reshape(())
     lo, hi = code_range(unsigned)
+    if x.size <= CHUNK:  # one step: no chunk bookkeeping (a small layer's calls add up)
+        return _rounded(np.divide(x, s, out=np.empty_like(x)), lo, hi, unsigned)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    work = None if unsigned else np.empty(min(CHUNK, flat.size), dtype=flat.dtype)
-    half = flat.dtype.type(0.5)
+    work = None if unsigned else np.empty(CHUNK, dtype=flat.dtype)
     for start in range(0, flat.size, CHUNK):
         v = np.divide(flat[start:start + CHUNK], s, out=out[start:start + CHUNK])
-        if unsigned:
-            v += half
-            np.floor(v, out=v)
-        else:
-            v += np.copysign(half, v, out=work[:v.size])
-            np.trunc(v, out=v)
-        v.clip(lo, hi, out=v)  # the method: np.clip's dispatch costs ~1 µs a call
+        _rounded(v, lo, hi, unsigned, None if unsigned else work[:v.size])
     return out.reshape(x.shape)
+
+
+def _rounded(v: np.ndarray, lo: int, hi: int, unsigned: bool, work=None) -> np.ndarray:
+    """``v`` rounded half away from zero and clamped to ``[lo, hi]``, in place (``work``:
+    room for the signs' halves, else made)."""
+    half = v.dtype.type(0.5)
+    if unsigned:
+        v += half
+        np.floor(v, out=v)
+    else:
+        v += np.copysign(half, v, out=work)
+        np.trunc(v, out=v)
+    return v.clip(lo, hi, out=v)  # the method: np.clip's dispatch costs ~1 µs a call
 
 
 def _requantize(acc: np.ndarray, w_scale, bias, in_scale, out_scale, out_lo: int,
@@ -103,21 +112,28 @@ def _requantize(acc: np.ndarray, w_scale, bias, in_scale, out_scale, out_lo: int
     """The sums ``acc`` as codes at ``out_scale`` (the contract's ``v = acc * m + c``,
     rounded half away from zero, clamped): unsigned, three passes (the clamp writes the
     uint8 codes, truncating)."""
-    shape = [1] * acc.ndim
+    unsigned = out_lo >= 0
+    m, c = _derived((w_scale, bias, in_scale, out_scale), (unsigned, acc.ndim, axis),
+                    lambda *arrays: _factors(*arrays, unsigned, acc.ndim, axis))
+    v = acc.astype(m.dtype, copy=False)
+    v *= m
+    v += c
+    if unsigned:  # v >= 0 after the clamp: c holds the + 0.5, and the uint8 cast truncates
+        return v.clip(out_lo, out_hi, out=np.empty(v.shape, np.uint8), casting="unsafe")
+    return _rounded(v, out_lo, out_hi, False).astype(np.int8)
+
+
+def _factors(w_scale, bias, in_scale, out_scale, unsigned: bool, ndim: int, axis: int):
+    """The requantization's ``m = in_scale * w_scale / out_scale`` and ``c = bias /
+    out_scale`` per channel (unsigned: ``c + 0.5``, the rounding's half folded in), shaped
+    to broadcast along ``axis`` of ``ndim`` dims."""
+    shape = [1] * ndim
     shape[axis] = -1
     m = (in_scale[0] * w_scale) / out_scale[0]
     c = bias / out_scale[0]
-    v = acc.astype(m.dtype, copy=False)
-    v *= m.reshape(shape)
-    if out_lo >= 0:  # v >= 0 after the clamp: floor(v + 0.5), and the uint8 cast truncates
+    if unsigned:
         c += m.dtype.type(0.5)
-        v += c.reshape(shape)
-        return v.clip(out_lo, out_hi, out=np.empty(v.shape, np.uint8), casting="unsafe")
-    v += c.reshape(shape)
-    v += np.copysign(m.dtype.type(0.5), v)
-    np.trunc(v, out=v)
-    v.clip(out_lo, out_hi, out=v)
-    return v.astype(np.int8)
+    return m.reshape(shape), c.reshape(shape)
 
 
 def _rescale(acc: np.ndarray, w_scale, bias, in_scale, axis: int, dtype) -> np.ndarray:
