@@ -238,19 +238,12 @@ def _crop(img, size: tuple[int, int], rng, scale: tuple[float, float], mirror: b
 
 
 def _resize(img, size: tuple[int, int]):
-    """Bilinear resize of (C, H, W) to ``size`` (the half-pixel rule of PIL/torch)."""
-    import numpy as np
+    """Bilinear resize of (C, H, W) to ``size`` (pixel centres aligned, as PIL and torch):
+    ``F.interpolate`` on the numpy backend."""
+    from ..nn import functional as F
 
-    def taps(n_in: int, n_out: int):
-        pos = np.clip((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0, n_in - 1)
-        lo = np.floor(pos).astype(np.intp)
-        hi = np.minimum(lo + 1, n_in - 1)
-        return lo, hi, (pos - lo).astype(img.dtype)
-
-    y0, y1, fy = taps(img.shape[1], size[0])
-    x0, x1, fx = taps(img.shape[2], size[1])
-    rows = img[:, y0] * (1 - fy)[:, None] + img[:, y1] * fy[:, None]
-    return rows[:, :, x0] * (1 - fx) + rows[:, :, x1] * fx
+    x = tensor(img[None], backend="numpy")
+    return F.interpolate(x, size=size, mode="bilinear", align_corners=False).numpy()[0]
 
 
 def _autodiff(backend):
