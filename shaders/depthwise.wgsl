@@ -108,57 +108,64 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 }
 {{QUANT}}
 
-//! conv_direct
-// Codes out for planes of a few words (a 7×7 or 14×14 plane, whose words straddle rows): a
-// lane per output word of a plane padded to whole words — its four outputs, in the plane's
-// order, each summing its taps read straight from the input (through the cache: neighbouring
-// lanes read the same words), requantized and packed into the word. No workgroup memory and
-// no barrier: the tiled `conv` pays both for a workgroup of one or two such planes, and its
-// float sums need a second, requantizing pass. The input is `conv`'s (codes, or a float32
-// quantized as it is read), the weights int8 codes.
-// meta: `conv`'s (tiles_x, tiles_per_plane unused), the code range at 17, 18, the plane's words
-// at 19
+//! conv_plane_words
+// Codes out for planes of at most 64 words (7×7, 14×14, 15×15: words straddle rows): the
+// workgroup stages PL whole planes (halo included) as `conv` does, then a lane per output word
+// sums its four outputs, in the plane's order, from the tile, requantizes them and stores the
+// word — one barrier, no second pass. The plane size is compiled in (OH, OW: no runtime
+// division); the output's planes are padded to whole words (PW), the padding bytes any code.
+// meta: `conv`'s (tiles_x, tiles_per_plane unused), the code range at 17, 18
 @group(0) @binding(1) var<storage, read> src: array<{{SRC_T}}>;
 @group(0) @binding(2) var<storage, read> weight: array<u32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;
 
+const OH: u32 = {{OH}}u;
+const OW: u32 = {{OW}}u;
+const PW: u32 = (OH * OW + 3u) / 4u;
+const PL: u32 = {{PL}}u;
 const LANES: u32 = {{LANES}}u;
+const TW: u32 = (OW - 1u) * SW + (KW - 1u) * DW + 1u;
+const TH: u32 = (OH - 1u) * SH + (KH - 1u) * DH + 1u;
+
+var<workgroup> tile: array<f32, PL * TH * TW>;
+{{W_TILE}}
 
 @compute @workgroup_size(LANES)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
-    let pw = prm[19];
-    let i = gid.x + gid.y * nwg.x * LANES;
-    let plane = i / pw;
-    if (plane >= prm[0]) { return; }
+fn main(@builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+    let planes = prm[0];
     let cout = prm[1];
-    let oh = prm[3];
-    let ow = prm[4];
+    let first = (wid.x + wid.y * nwg.x) * PL;
+    for (var k = 0u; k < PL; k = k + 1u) {
+        let plane = first + k;
+        let chan = si(11) + i32(plane / cout) * si(12) + i32((plane % cout) / prm[2]) * si(13);
+        stage_plane(k, plane < planes, chan, -si(7), -si(8), li);
+    }
+{{W_STAGE}}
+    workgroupBarrier();
+
+    let p = li / PW;
+    let plane = first + p;
+    if (p >= PL || plane >= planes) { return; }
     let co = plane % cout;
-    let chan = si(11) + i32(plane / cout) * si(12) + i32(co / prm[2]) * si(13);
-    let wb = co * KH * KW;
-    // the weights w{ky}_{kx}, unrolled by the launcher
-{{ACC_DECL}}
     var b = 0.0;
     if (prm[16] == 1u) { b = read_bias(co); }
     let m = requant_m(co);
     let c = requant_c(b);
+    let wt = p * KH * KW;
     var word = 0u;
     for (var e = 0u; e < 4u; e = e + 1u) {
-        let pos = 4u * (i % pw) + e;
-        let oy = pos / ow;
-        let iy0 = i32(oy * SH) - si(7);
-        let ix0 = i32((pos - oy * ow) * SW) - si(8);
+        let pos = min(4u * (li % PW) + e, OH * OW - 1u);
+        let oy = pos / OW;
+        let base = p * TH * TW + oy * SH * TW + (pos - oy * OW) * SW;
         var acc = 0.0;
-        // the taps inside the image (unrolled by the launcher); the padding bytes past the
-        // plane's last output (oy >= oh) sum nothing
-        if (oy < oh) {
+        // the taps, unrolled by the launcher: acc += tile[base + offset] * wtile[wt + tap]
 {{BODY}}
-        }
         word = word | (requant_at(acc, m, c) << (8u * e));
     }
-    out[i] = word;
+    out[plane * PW + li % PW] = word;
 }
 {{QUANT}}
 

@@ -354,7 +354,7 @@ def test_depthwise_stages_code_words_at_any_alignment(kind, out):
                                                 ("words", (2, 2, 2)),
                                                 ("words,ctile", (2, 2, 1)),
                                                 ("words,cplane", (1, 1, 2)),
-                                                ("direct", (1, 1, 2)), ("", (1, 1, 1))])
+                                                ("pwords", (1, 1, 2)), ("", (1, 1, 1))])
 def test_the_depthwise_variants_agree(monkeypatch, size, variant, dispatches):
     # EMBER_WGPU_Q8_DEPTHWISE (for comparing them on a device): the same codes either way,
     # in one dispatch, or two (float sums, then requantized)
@@ -378,8 +378,8 @@ def test_an_unknown_depthwise_variant_warns_and_uses_the_default(monkeypatch):
     from ember.backends.wgpu import depthwise
 
     monkeypatch.setenv("EMBER_WGPU_Q8_DEPTHWISE", "words,fast")
-    with pytest.warns(UserWarning, match="not a list of words, wide, ctile, cplane, direct"):
-        assert depthwise._variants() == ("words", "wide", "ctile", "direct")
+    with pytest.warns(UserWarning, match="not a list of words, wide, ctile, cplane, pwords"):
+        assert depthwise._variants() == ("words", "wide", "ctile", "pwords")
 
 
 def _check_qconv_codes(kind, xs, wk, stride, pad, groups, rng_):
