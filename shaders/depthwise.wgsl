@@ -108,67 +108,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>,
 }
 {{QUANT}}
 
-//! conv_plane_words
-// Codes out for planes of at most 64 words (7×7, 14×14, 15×15: words straddle rows): the
-// workgroup stages PL whole planes (halo included) as `conv` does, then a lane per output word
-// sums its four outputs, in the plane's order, from the tile, requantizes them and stores the
-// word — one barrier, no second pass. The plane size is compiled in (OH, OW: no runtime
-// division); the output's planes are padded to whole words (PW), the padding bytes any code.
-// meta: `conv`'s (tiles_x, tiles_per_plane unused), the code range at 17, 18
-@group(0) @binding(1) var<storage, read> src: array<{{SRC_T}}>;
-@group(0) @binding(2) var<storage, read> weight: array<u32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<u32>;
-
-const OH: u32 = {{OH}}u;
-const OW: u32 = {{OW}}u;
-const PW: u32 = (OH * OW + 3u) / 4u;
-const PL: u32 = {{PL}}u;
-const LANES: u32 = {{LANES}}u;
-const TW: u32 = (OW - 1u) * SW + (KW - 1u) * DW + 1u;
-const TH: u32 = (OH - 1u) * SH + (KH - 1u) * DH + 1u;
-
-var<workgroup> tile: array<f32, PL * TH * TW>;
-{{W_TILE}}
-
-@compute @workgroup_size(LANES)
-fn main(@builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {
-    let planes = prm[0];
-    let cout = prm[1];
-    let first = (wid.x + wid.y * nwg.x) * PL;
-    for (var k = 0u; k < PL; k = k + 1u) {
-        let plane = first + k;
-        let chan = si(11) + i32(plane / cout) * si(12) + i32((plane % cout) / prm[2]) * si(13);
-        stage_plane(k, plane < planes, chan, -si(7), -si(8), li);
-    }
-{{W_STAGE}}
-    workgroupBarrier();
-
-    let p = li / PW;
-    let plane = first + p;
-    if (p >= PL || plane >= planes) { return; }
-    let co = plane % cout;
-    var b = 0.0;
-    if (prm[16] == 1u) { b = read_bias(co); }
-    let m = requant_m(co);
-    let c = requant_c(b);
-    let wt = p * KH * KW;
-    var word = 0u;
-    for (var e = 0u; e < 4u; e = e + 1u) {
-        let pos = min(4u * (li % PW) + e, OH * OW - 1u);
-        let oy = pos / OW;
-        let base = p * TH * TW + oy * SH * TW + (pos - oy * OW) * SW;
-        var acc = 0.0;
-        // the taps, unrolled by the launcher: acc += tile[base + offset] * wtile[wt + tap]
-{{BODY}}
-        word = word | (requant_at(acc, m, c) << (8u * e));
-    }
-    out[plane * PW + li % PW] = word;
-}
-{{QUANT}}
-
 //! weight_grad_partial
 // The weight gradient's first pass: workgroup (co, chunk) sums, over one chunk of PER_CHUNK of
 // the N·OH·OW output positions, grad[n, co, oy, ox] · x[n, co / multiplier, oy·SH + ky·DH -

@@ -353,8 +353,7 @@ def test_depthwise_stages_code_words_at_any_alignment(kind, out):
 @pytest.mark.parametrize("variant,dispatches", [("none", (2, 2, 2)), ("wide", (2, 1, 1)),
                                                 ("words", (2, 2, 2)),
                                                 ("words,ctile", (2, 2, 1)),
-                                                ("words,cplane", (1, 1, 2)),
-                                                ("pwords", (1, 1, 2)), ("", (1, 1, 1))])
+                                                ("words,cplane", (1, 1, 2)), ("", (2, 1, 1))])
 def test_the_depthwise_variants_agree(monkeypatch, size, variant, dispatches):
     # EMBER_WGPU_Q8_DEPTHWISE (for comparing them on a device): the same codes either way,
     # in one dispatch, or two (float sums, then requantized)
@@ -378,8 +377,8 @@ def test_an_unknown_depthwise_variant_warns_and_uses_the_default(monkeypatch):
     from ember.backends.wgpu import depthwise
 
     monkeypatch.setenv("EMBER_WGPU_Q8_DEPTHWISE", "words,fast")
-    with pytest.warns(UserWarning, match="not a list of words, wide, ctile, cplane, pwords"):
-        assert depthwise._variants() == ("words", "wide", "ctile", "pwords")
+    with pytest.warns(UserWarning, match="not a list of words, wide, ctile, cplane"):
+        assert depthwise._variants() == ("words", "wide", "ctile")
 
 
 def _check_qconv_codes(kind, xs, wk, stride, pad, groups, rng_):
@@ -428,8 +427,9 @@ def test_codes_flow_through_a_chain_of_layers():
 @pytest.mark.parametrize("xs,wk,pad,groups,dispatches", [
     ((2, 8, 7, 7), (6, 8, 1, 1), 0, 1, 1),  # 1x1 (padded planes)
     ((2, 16, 16, 16), (16, 1, 3, 3), 1, 16, 1),  # depthwise: rows of whole words
-    # depthwise, 7-wide rows, the whole plane in one tile: a lane per output word
-    ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8, 1),
+    # depthwise, 7-wide rows: a whole plane a tile (codes in the tile off by default:
+    # float, requant)
+    ((2, 8, 7, 7), (8, 1, 5, 5), 2, 8, 2),
     ((1, 2, 37, 37), (2, 1, 3, 3), 1, 2, 2),  # depthwise, words across tiles: float, requant
     ((2, 3, 16, 16), (8, 3, 3, 3), 1, 1, 1),  # the stem's implicit GEMM (whole words)
 ])

@@ -265,23 +265,15 @@ def _wgrad_unrolled(c: dict[str, int]) -> dict[str, str]:
                                 for i, (ky, kx) in enumerate(taps))}
 
 
-def _plane_words_unrolled(c: dict[str, int]) -> dict[str, str]:
-    """conv_plane_words's taps of one output (see the shader) and its staged weights."""
-    body = [f"        acc = acc + tile[base + {ky * c['DH']}u * TW + {kx * c['DW']}u] * "
-            f"wtile[wt + {ky * c['KW'] + kx}u];" for ky in range(c["KH"]) for kx in range(c["KW"])]
-    return {"BODY": "\n".join(body), **_staged_weights(c)}
-
-
-_UNROLLED = {"conv": _conv_unrolled, "conv_plane_words": _plane_words_unrolled,
-             "weight_grad_partial": _wgrad_unrolled}
+_UNROLLED = {"conv": _conv_unrolled, "weight_grad_partial": _wgrad_unrolled}
 
 
 # the input buffers each section reads through read_<name> (shaders/depthwise.wgsl)
-_READS = {"conv": ("src", "weight", "bias"), "conv_plane_words": ("src", "weight", "bias"),
+_READS = {"conv": ("src", "weight", "bias"),
           "conv_transpose": ("src", "weight", "bias"),
           "weight_grad_partial": ("src", "grad"), "weight_grad_sum": ()}
 # the sections that stage input planes into their tile with stage_plane
-_STAGED = ("conv", "conv_transpose", "conv_plane_words")
+_STAGED = ("conv", "conv_transpose")
 
 
 def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = False,
@@ -292,7 +284,7 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
     int8 weights; two more bindings: the weight scales and the input scale)."""
     key = ("depthwise", section, half, tuple(sorted(cfg.items())))
     q8 = bool(cfg.get("Q8"))
-    codes = bool(cfg.get("CODES") or cfg.get("CTILE") or section == "conv_plane_words")
+    codes = bool(cfg.get("CODES") or cfg.get("CTILE"))
     access = ("read",) * (n_buffers + 1) + ("read_write",) + ("read",) * (2 * q8 + codes)
     code = _UNROLLED.get(section, lambda c: {})
 
@@ -329,8 +321,8 @@ def _pipe(rt: Runtime, section: str, n_buffers: int, cfg: dict, half: bool = Fal
     return rt.lib.pipeline(key, build)
 
 
-_VARIANTS = ("words", "wide", "ctile", "cplane", "pwords")
-_DEFAULT_VARIANTS = ("words", "wide", "ctile", "pwords")
+_VARIANTS = ("words", "wide", "ctile", "cplane")
+_DEFAULT_VARIANTS = ("words", "wide", "ctile")
 
 
 def _variants() -> tuple[str, ...]:
@@ -374,16 +366,6 @@ def _q8_config(rt: Runtime, cfg: dict, out, nd: int, codes, words: bool) -> tupl
             return wide, [codes.scale.block]
     if codes is not None:
         whole = cfg["LX"] * cfg["BX"] >= out[1] and cfg["LY"] * cfg["BY"] >= out[0]
-        words_out = -(-out[0] * out[1] // 4)
-        if whole and words_out <= _LANES and "pwords" in variants:
-            keep = ("KH", "KW", "SH", "SW", "DH", "DW", "Q8", "WORDS")
-            span = [(o - 1) * cfg[s] + (cfg[k] - 1) * cfg[d] + 1
-                    for o, s, k, d in zip(out, ("SH", "SW"), ("KH", "KW"), ("DH", "DW"))]
-            plane = 4 * (span[0] * span[1] + cfg["KH"] * cfg["KW"])  # staged bytes a plane
-            if plane <= _wg_bytes(rt):
-                return {**{k: v for k, v in cfg.items() if k in keep}, "OH": out[0],
-                        "OW": out[1], "PL": min(_LANES // words_out, _wg_bytes(rt) // plane),
-                        "LANES": _LANES, "PWORDS": 1}, [codes.scale.block]
         if (whole and "cplane" in variants) or (
                 not whole and out[1] % 4 == 0 and "ctile" in variants):
             tiled = {**cfg, "CTILE": 2 if whole else 1}
@@ -450,19 +432,11 @@ def depthwise_conv(rt: Runtime, x: WgpuTensor, weight: WgpuTensor, bias, stride,
         cfg, extra = _q8_config(rt, {**cfg, "Q8": key}, out, nd, codes, words)
         extra = [w_scale.block, in_scale.block] + extra
     n, c_out = x.shape[0], weight.shape[0]
-    if cfg.get("CODES") or cfg.get("CTILE") or cfg.get("PWORDS"):  # planes of whole words
+    if cfg.get("CODES") or cfg.get("CTILE"):  # planes padded to whole words
         y, _ = qcodes.padded(rt, (n, c_out) + out[2 - nd:], 2, codes.dtype)
     else:
         y = rt.empty((n, c_out) + out[2 - nd:], _out_dtype(cfg), "depthwise_conv")
     planes = n * c_out
-    if cfg.get("PWORDS"):
-        if planes and numel(out):
-            meta = [planes, c_out, c_out // x.shape[1], *out, *_hw(x), pad[0][0], pad[1][0],
-                    0, 0, *_x_words(x), int(b is not None), codes.lo & 0xFFFFFFFF, codes.hi]
-            rt.engine.dispatch(_pipe(rt, "conv_plane_words", 3, cfg, False, read), meta,
-                               [x.block, weight.block, (b if b is not None else weight).block,
-                                y.block, *extra], rt.groups(-(-planes // cfg["PL"]), 1))
-        return y
     if planes and numel(out):
         tiles_x = -(-out[1] // (cfg["LX"] * cfg["BX"]))
         tiles = tiles_x * -(-out[0] // (cfg["LY"] * cfg["BY"]))
