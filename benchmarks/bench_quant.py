@@ -17,11 +17,14 @@ Sections:
 - **mnist**: the demo CNN trained for ``--epochs`` on the MNIST training split (numpy), then
   quantized (calibrated on 512 training digits): held-out test accuracy, float32 vs int8;
 - **effnet-accuracy**: EfficientNet-Lite0 int8 (calibrated on 16 crops of scikit-learn's two
-  sample photos; min-max and MSE observers) and weight-only int8 against float32: top-1
-  agreement on every colour and grey photo of ``skimage.data`` that loads without a download,
-  each in 10 views (centre crop, four corner crops at 80 %, and their mirror images); no
-  ImageNet labels exist for them, so agreement with float32 is the measure, also on the
-  inputs float32 itself is sure of (top-1 ahead of the second by > 0.1); rows with GPTQ
+  sample photos; min-max and MSE observers) and weight-only int8 against float32 on three
+  sets (``make bench-data`` installs them): every labelled ImageNet image a registry package
+  ships (foolbox's 20 ImageNet validation images, alibi's 4 cats, foolbox 2.4.0's tiger cat,
+  opencv-doc's space shuttle and fox squirrel), each in 10 views (centre crop, four corner
+  crops at 80 %, and their mirror images): top-1 agreement with float32 and top-1 accuracy;
+  ai-benchmark's 100 unlabelled photos (the whole photo): agreement; and every colour and grey
+  photo of ``skimage.data`` that loads without a download, 10 views each: agreement, also on
+  the inputs float32 itself is sure of (top-1 ahead of the second by > 0.1); rows with GPTQ
   rounding and with the layers ``ember.quantize.sensitivity`` ranks first kept float; the
   distilled row (``ember.quantize.distill``: ``"int8-u8"`` PTQ on 64 crops, then
   quantization-aware fine-tuning against float32 on random crops of scikit-learn's two
@@ -182,22 +185,64 @@ def _photos() -> dict[str, np.ndarray]:
     return out
 
 
-def _imagenet_samples() -> tuple[list[np.ndarray], np.ndarray]:
-    """The labelled ImageNet images a registry package ships: foolbox's 20 samples of the
-    ImageNet validation set (``foolbox/data/imagenet_<i>_<label>.jpg``; installed
-    by ``make`` without its dependencies, and read as files: foolbox itself is not imported)
-    → (RGB uint8 arrays, their class indices)."""
+# the files `make bench-data` extracts, with the ImageNet class their packages give them:
+# foolbox 2.4.0's `utils.imagenet_example()` (282, tiger cat) and opencv's classification
+# tutorial (space shuttle; fox squirrel, its `squirrel_cls.jpg`)
+BENCH_DATA = Path(sys.prefix) / "bench-data"
+_FILE_LABELS = {"example.png": 282, "space_shuttle.jpg": 812, "squirrel_cls.jpg": 335}
+
+
+def _package_dir(name: str) -> Path:
+    """An installed package's folder, found without importing it (its dependencies are not
+    installed: ``make bench-data`` installs it for its data files alone)."""
     import importlib.util
 
+    spec = importlib.util.find_spec(name)
+    if spec is None or not BENCH_DATA.is_dir():
+        raise ImportError(f"the accuracy photos come from {name} and the files in "
+                          f"{BENCH_DATA}: run `make bench-data`")
+    return Path(spec.submodule_search_locations[0])
+
+
+def _rgb(data) -> np.ndarray:
     from PIL import Image
 
-    spec = importlib.util.find_spec("foolbox")
-    if spec is None:
-        raise ImportError("the labelled ImageNet samples come from the foolbox package: "
-                          "`pip install --no-deps foolbox` (make test installs it)")
-    files = sorted(Path(spec.submodule_search_locations[0], "data").glob("imagenet_*.jpg"))
-    labels = np.array([int(f.stem.rsplit("_", 1)[1]) for f in files])
-    return [np.asarray(Image.open(f).convert("RGB")) for f in files], labels
+    return np.asarray(Image.open(data).convert("RGB"))
+
+
+def _labelled_sets() -> dict[str, tuple[list[np.ndarray], list[int]]]:
+    """Every labelled ImageNet image set a registry package ships (name → RGB uint8 images,
+    class indices): foolbox's 20 ImageNet validation images (the class in the file name),
+    alibi's 4 cats (``<wnid>_<class>_<name>.jpg`` in ``data/cats.tar.gz``), and the three
+    single photos in :data:`_FILE_LABELS`."""
+    import io
+    import tarfile
+
+    files = sorted((_package_dir("foolbox") / "data").glob("imagenet_*.jpg"))
+    sets = {"foolbox 3.3.4": ([_rgb(f) for f in files],
+                              [int(f.stem.rsplit("_", 1)[1]) for f in files])}
+    cats: tuple[list, list] = ([], [])
+    with tarfile.open(_package_dir("alibi") / "data" / "cats.tar.gz") as tar:
+        for m in sorted(tar.getmembers(), key=lambda m: m.name):
+            if m.isfile() and m.name.endswith(".jpg") and m.size < 1 << 22:
+                cats[0].append(_rgb(io.BytesIO(tar.extractfile(m).read())))
+                cats[1].append(int(m.name.split("_")[1]))
+    sets["alibi 0.9.6"] = cats
+    sets["foolbox 2.4.0, opencv-doc 4.6.0"] = (
+        [_rgb(BENCH_DATA / f) for f in _FILE_LABELS], list(_FILE_LABELS.values()))
+    return sets
+
+
+def _imagenet_samples():  # TEMPORARY for a helper's scratch script: remove before the end
+    images, classes = _labelled_sets()["foolbox 3.3.4"]
+    return images, np.array(classes)
+
+
+def _unlabelled_photos() -> list[np.ndarray]:
+    """ai-benchmark's 100 photos (``data/classification/<i>.jpg``, 512×512, one everyday
+    object each, no labels)."""
+    folder = _package_dir("ai_benchmark") / "data" / "classification"
+    return [_rgb(folder / f"{i}.jpg") for i in range(100)]
 
 
 def _views(img: np.ndarray) -> list[np.ndarray]:
@@ -214,23 +259,19 @@ def bench_effnet_accuracy(rows: set[int] | None = None, distill: dict | None = N
     from ember.quantize import Scheme
 
     model = _effnet()
-    photos = _photos()
-    x = np.concatenate([np.stack(_views(img)) for img in photos.values()])
-
-    def probs(m):
-        with ember.no_grad():
-            return np.concatenate([m(ember.tensor(x[i:i + 20])).softmax(dim=1).numpy()
-                                   for i in range(0, len(x), 20)])
-
-    pf = probs(model)
-    top2 = np.sort(pf, axis=1)[:, -2:]
-    sure = top2[:, 1] - top2[:, 0] > 0.1  # float32's top-1 ahead of its second by 0.1
+    x, labels, group, sets = _accuracy_inputs()
+    pf = _probs(model, x)
     calib = _calibration("numpy")
-    lines = [f"EfficientNet-Lite0 vs float32 on {len(photos)} skimage.data photos "
-             f"({', '.join(photos)}), 10 views each = {len(x)} inputs; {int(sure.sum())} of "
-             "them with float32's top-1 probability ahead of the second by more than 0.1:", "",
-             "| model | top-1 agreement | on the confident inputs | max abs probability diff |",
-             "|---|---:|---:|---:|"]
+    named = ", ".join(f"{name}: {n}" for name, n in sets.items())
+    lines = [f"EfficientNet-Lite0 vs float32. Labelled ImageNet photos ({named} images; 10 "
+             f"views each = {int((group == 0).sum())} inputs; float32 top-1 accuracy "
+             f"{_accuracy(pf, labels, group):.1%}); ai-benchmark's unlabelled photos (one view "
+             f"each, {int((group == 1).sum())} inputs); skimage.data's photos (10 views each, "
+             f"{int((group == 2).sum())} inputs, {int(_sure(pf, group).sum())} of them with "
+             "float32's top-1 probability ahead of the second by more than 0.1):", "",
+             "| model | labelled: top-1 agreement | labelled: top-1 accuracy | ai-benchmark: "
+             "agreement | skimage: agreement | skimage: on the confident inputs | max abs "
+             "probability diff |", "|---|---:|---:|---:|---:|---:|---:|"]
     # the "int8-u8" preset as it was before GPTQ joined it: nearest rounding
     fine = Scheme(observer="mse", unsigned=True, bias_correction=True)
     variants = (
@@ -273,19 +314,62 @@ def bench_effnet_accuracy(rows: set[int] | None = None, distill: dict | None = N
         q = make()
         if name.startswith("distilled"):
             name += f", {time.perf_counter() - start:.0f} s"
-        pq = probs(q)
-        same = pf.argmax(1) == pq.argmax(1)
-        lines.append(f"| {name} | {same.mean():.1%} | {same[sure].mean():.1%} | "
-                     f"{np.abs(pf - pq).max():.3f} |")
+        lines.append(_row(name, pf, _probs(q, x), labels, group))
         print(lines[-1], flush=True)
     if not rows or len(variants) + 1 in rows:
-        lines += bench_onnxruntime_accuracy(x)
+        lines += bench_onnxruntime_accuracy(x, labels, group)
     if not rows or len(variants) + 2 in rows:
-        lines += _noise_floor(model, x, pf, sure)
+        lines += _noise_floor(model, x, pf, labels, group)
     return lines
 
 
-def _noise_floor(model, x: np.ndarray, pf: np.ndarray, sure: np.ndarray) -> list[str]:
+def _accuracy_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """effnet-accuracy's inputs → (inputs, ImageNet labels (-1: none), group (0 labelled, 1
+    ai-benchmark, 2 skimage), images per labelled set)."""
+    from ember.demos.classify import load_image
+
+    sets = _labelled_sets()
+    labelled = [img for images, _ in sets.values() for img in images]
+    classes = [c for _, cs in sets.values() for c in cs]
+    photos = list(_photos().values())
+    natural = _unlabelled_photos()
+    x = np.concatenate([np.stack(_views(img)) for img in labelled]
+                       + [np.stack([load_image(img) for img in natural])]
+                       + [np.stack(_views(img)) for img in photos])
+    group = np.repeat([0, 1, 2], [10 * len(labelled), len(natural), 10 * len(photos)])
+    labels = np.full(len(x), -1)
+    labels[group == 0] = np.repeat(classes, 10)
+    return x, labels, group, {name: len(images) for name, (images, _) in sets.items()}
+
+
+def _probs(model, x: np.ndarray) -> np.ndarray:
+    """``model``'s class probabilities for ``x``, 20 inputs at a time."""
+    with ember.no_grad():
+        return np.concatenate([model(ember.tensor(x[i:i + 20])).softmax(dim=1).numpy()
+                               for i in range(0, len(x), 20)])
+
+
+def _sure(p: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """The skimage inputs whose top-1 probability is ahead of the second by more than 0.1."""
+    top2 = np.sort(p, axis=1)[:, -2:]
+    return (top2[:, 1] - top2[:, 0] > 0.1) & (group == 2)
+
+
+def _accuracy(p: np.ndarray, labels: np.ndarray, group: np.ndarray) -> float:
+    return float((p[group == 0].argmax(1) == labels[group == 0]).mean())
+
+
+def _row(name: str, pf: np.ndarray, pq: np.ndarray, labels: np.ndarray,
+         group: np.ndarray) -> str:
+    """One table row: ``pq`` against the float32 probabilities ``pf`` on each set."""
+    same = pf.argmax(1) == pq.argmax(1)
+    return (f"| {name} | {same[group == 0].mean():.1%} | {_accuracy(pq, labels, group):.1%} | "
+            f"{same[group == 1].mean():.1%} | {same[group == 2].mean():.1%} | "
+            f"{same[_sure(pf, group)].mean():.1%} | {np.abs(pf - pq).max():.3f} |")
+
+
+def _noise_floor(model, x: np.ndarray, pf: np.ndarray, labels: np.ndarray,
+                 group: np.ndarray) -> list[str]:
     """How far top-1 agreement moves under changes no one would call a different model: the
     float32 model on the inputs plus Gaussian noise of sigma 1/255 (half a grey level in the
     model's [-1, 1] scale), and with its weights rounded to float16."""
@@ -296,12 +380,7 @@ def _noise_floor(model, x: np.ndarray, pf: np.ndarray, sure: np.ndarray) -> list
         p.assign(ember.tensor(p.numpy().astype(np.float16).astype(np.float32)))
     for name, m, inputs in (("float32, inputs + N(0, (1/255)²) noise (half a grey level)",
                              model, noisy), ("float32, weights rounded to float16", half, x)):
-        with ember.no_grad():
-            pq = np.concatenate([m(ember.tensor(inputs[i:i + 20])).softmax(dim=1).numpy()
-                                 for i in range(0, len(inputs), 20)])
-        same = pf.argmax(1) == pq.argmax(1)
-        rows.append(f"| reference: {name} | {same.mean():.1%} | {same[sure].mean():.1%} | "
-                    f"{np.abs(pf - pq).max():.3f} |")
+        rows.append(_row(f"reference: {name}", pf, _probs(m, inputs), labels, group))
         print(rows[-1], flush=True)
     return rows
 
@@ -342,7 +421,8 @@ def _distilled(model, kw: dict):
     return q.to("numpy")
 
 
-def bench_onnxruntime_accuracy(x: np.ndarray) -> list[str]:
+def bench_onnxruntime_accuracy(x: np.ndarray, labels: np.ndarray,
+                               group: np.ndarray) -> list[str]:
     """The peer: onnxruntime's ``quantize_static`` (QDQ, int8 weights per channel, uint8
     activations) of the reference PyTorch model exported to ONNX, calibrated on the same
     crops, against onnxruntime's own float32 run of that model on the same inputs."""
@@ -380,19 +460,15 @@ def bench_onnxruntime_accuracy(x: np.ndarray) -> list[str]:
         export_onnx(weights_path(), f32)
         quant_pre_process(f32, pre)
         pf = probs(f32)
-        top2 = np.sort(pf, axis=1)[:, -2:]
-        sure = top2[:, 1] - top2[:, 0] > 0.1
         for method in ("MinMax", "Entropy", "Percentile"):
             out = os.path.join(tmp, f"q_{method}.onnx")
             quantize_static(pre, out, Crops(), quant_format=QuantFormat.QDQ, per_channel=True,
                             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                             calibrate_method=getattr(CalibrationMethod, method))
-            pq = probs(out)
-            same = pf.argmax(1) == pq.argmax(1)
-            lines.append(f"| peer: onnxruntime {ort.__version__} `quantize_static` (QDQ, "
-                         f"per-channel int8 weights, uint8 activations, {method}), 16 crops | "
-                         f"{same.mean():.1%} | {same[sure].mean():.1%} | "
-                         f"{np.abs(pf - pq).max():.3f} |")
+            lines.append(_row(f"peer: onnxruntime {ort.__version__} `quantize_static` (QDQ, "
+                              f"per-channel int8 weights, uint8 activations, {method}), 16 "
+                              "crops (against onnxruntime's float32)", pf, probs(out), labels,
+                              group))
             print(lines[-1], flush=True)
     return lines
 
