@@ -1,13 +1,20 @@
 """The quantized ops on numpy: integer-exact products through float32 BLAS.
 
-int8 codes times int8 codes summed over K stay integers below ``K * 127**2`` (unsigned input
-codes: ``K * 255 * 127``); float32 holds every integer below 2**24 exactly, so a float32 GEMM
-(any summation order) is exact while the bound stays below 2**24 (K <= 1040, unsigned
-K <= 518), and much faster than numpy's integer matmul (no BLAS). Longer unsigned sums read
-the codes centred, ``code - 128`` in [-128, 127] (exact to K = 1032), and add 128 × the
-weight's sums back. Longer sums still are split into near-equal chunks of K that each stay
-exact, added in float64 (exact too). The weight codes' float32 copy and sums are made once
-per weight array and kept while the array lives.
+float32 holds every integer up to 2**24 exactly, so a float32 GEMM of codes (any summation
+order, fused multiply-adds included) is exact while every partial sum stays within 2**24: at
+most the largest input code (127, unsigned 255) times the largest sum of ``|weight codes|``
+over one output channel (at most ``K * 127``, far less for most trained or random weights).
+That is much faster than numpy's integer matmul (no BLAS). Unsigned codes whose bound is too
+large are read centred, ``code - 128`` in [-128, 127], and 128 × the weight's sums added back;
+sums longer still are split into near-equal chunks of K that each stay exact (by the K bound),
+added in float64 (exact too). What a layer's calls derive from its arrays (float32 weight
+codes, the bound, the requantization factors) is made once per set of arrays and kept while
+they live.
+
+A 2-d stride-1 convolution reads its input codes laid out flat and zero-padded per channel:
+each kernel tap's inputs for a whole *widened* output (rows as wide as the padded input) are
+one contiguous run, so the im2col copy is a few long runs; the quantization writes its codes
+straight into that padded layout, and the rescaling's first pass drops the widened columns.
 Semantics: :mod:`ember.contract.quantized`.
 """
 
@@ -18,22 +25,28 @@ import weakref
 
 import numpy as np
 
-from ...contract.quantized import LEVELS, code_range
-from .nn import _pad
+from ...contract.quantized import code_range
+from .nn import _TILED, _pad
 
 #: elements quantized per step: the passes over a chunk stay in the L2 cache
 CHUNK = 1 << 14
 
-#: the longest exact float32 sum of products of centred codes (within ±128) and weight codes
-CENTRED_K = (1 << 24) // (128 * LEVELS)
+#: the largest magnitude up to which float32 holds every integer
+EXACT = 1 << 24
+
+#: a centred code's largest magnitude (``code - 128`` in [-128, 127])
+CENTRED = 128
+
+#: the longest exact float32 sum of products of centred codes and any weight codes
+CENTRED_K = EXACT // (CENTRED * code_range(False)[1])
 
 #: (ids of arrays, what) -> (weak references to them, a value made from them)
 _DERIVED: dict[tuple, tuple[tuple[weakref.ref, ...], object]] = {}
 
 
 def exact_k(unsigned: bool) -> int:
-    """The longest sum of code products float32 holds exactly."""
-    return (1 << 24) // (code_range(unsigned)[1] * LEVELS)
+    """The longest sum of code products float32 holds exactly whatever the weights."""
+    return EXACT // (code_range(unsigned)[1] * code_range(False)[1])
 
 
 def _is_codes(x: np.ndarray) -> bool:
@@ -44,7 +57,8 @@ def _is_codes(x: np.ndarray) -> bool:
 
 def _derived(arrays: tuple[np.ndarray, ...], what, make):
     """``make(*arrays)``, made once while the arrays live: a backend's primitives are never
-    written in place (a quantized layer's buffers are replaced when a record is loaded)."""
+    written in place (a quantized layer's buffers are replaced when a record is loaded). The
+    value must not refer to the arrays (it would keep them alive)."""
     key = (tuple(map(id, arrays)), what)
     hit = _DERIVED.get(key)
     if hit is not None and all(r() is a for r, a in zip(hit[0], arrays)):
@@ -55,19 +69,57 @@ def _derived(arrays: tuple[np.ndarray, ...], what, make):
     return value
 
 
-def _float_codes(weight: np.ndarray) -> np.ndarray:
-    """``weight`` (int8) as float32."""
-    return _derived((weight,), "float32", lambda w: w.astype(np.float32))
+class _Layer:
+    """What a quantized layer's calls derive from its arrays: the weight codes as float32,
+    ``l1`` (the largest sum of ``|codes|`` over one output channel), 128 × each channel's
+    sum of codes (what centred inputs leave out), the float results' ``in_scale * w_scale``
+    and bias, and the code results' factors ``m``, ``c``; each reshaped once per layout.
+    """
+
+    __slots__ = ("codes", "l1", "centring", "centring32", "scale", "bias", "m", "c", "_shaped")
+
+    def __init__(self, weight, w_scale, bias, in_scale, out_scale=None):
+        self.codes = weight.astype(np.float32)
+        rows = weight.reshape(len(weight), -1).astype(np.int64)
+        self.l1 = int(np.abs(rows).sum(axis=1).max(initial=0))
+        self.centring = CENTRED * rows.sum(axis=1).astype(np.float64)
+        self.centring32 = self.centring.astype(np.float32)  # exact where used: |.| <= 128 l1
+        self.scale = w_scale * in_scale.reshape(())
+        self.bias = None if bias is None else bias.copy()
+        self.m = self.c = None
+        if out_scale is not None:  # the contract's m = in_scale * w_scale / out_scale
+            self.m = (in_scale[0] * w_scale) / out_scale[0]
+            self.c = bias / out_scale[0]
+        self._shaped: dict[tuple, tuple] = {}
+
+    def shaped(self, shape: tuple, codes: bool, unsigned: bool = False) -> tuple:
+        """``(m, c)`` (``codes``; unsigned: ``c + 0.5``, the rounding's half folded in) or
+        ``(scale, bias)``, reshaped to ``shape`` (-1 at the channels' dim)."""
+        key = (shape, codes, unsigned)
+        hit = self._shaped.get(key)
+        if hit is None:
+            a, b = (self.m, self.c) if codes else (self.scale, self.bias)
+            if unsigned:
+                b = b + b.dtype.type(0.5)
+            hit = self._shaped[key] = (a.reshape(shape), None if b is None else b.reshape(shape))
+        return hit
 
 
-def _centring(weight: np.ndarray, lead: int) -> np.ndarray:
-    """What centred input codes leave out of each output channel's sums: 128 × the sum of
-    its weight codes, float64, shaped to add onto sums with ``lead`` trailing dims."""
-    def make(w):
-        return 128.0 * w.reshape(len(w), -1).sum(axis=1, dtype=np.float64).reshape(
-            (-1,) + (1,) * lead)
+def _layer(weight, w_scale, bias, in_scale, out_scale=None) -> _Layer:
+    arrays = tuple(a for a in (weight, w_scale, bias, in_scale, out_scale) if a is not None)
+    return _derived(arrays, ("layer", bias is None, out_scale is None),
+                    lambda *_: _Layer(weight, w_scale, bias, in_scale, out_scale))
 
-    return _derived((weight,), f"centring{lead}", make)
+
+def _plan(l1: int, k: int, unsigned: bool, may_centre: bool = True) -> tuple[bool, int]:
+    """``(centred, step)``: whether to centre the unsigned input codes, and the length of
+    the chunks of K summed in float32 (``k``: one GEMM)."""
+    if code_range(unsigned)[1] * l1 <= EXACT:
+        return False, k
+    centred = unsigned and may_centre
+    if centred and CENTRED * l1 <= EXACT:
+        return True, k
+    return centred, _chunk(k, CENTRED_K if centred else exact_k(unsigned))
 
 
 def _chunk(k: int, limit: int) -> int:
@@ -77,8 +129,7 @@ def _chunk(k: int, limit: int) -> int:
 
 def _codes(x: np.ndarray, in_scale: np.ndarray, unsigned: bool = False) -> np.ndarray:
     """The input codes as integer-valued floats of ``x``'s dtype (the contract: half away
-    from zero, clamped to the range): ``trunc(v + copysign(0.5, v))`` is
-    ``sign(v) * floor(|v| + 0.5)`` (IEEE rounding is symmetric), one pass less; unsigned codes clamp at 0, so ``floor(v + 0.5)`` suffices."""
+    from zero, clamped to the range)."""
     if _is_codes(x):
         return x.astype(in_scale.dtype)
     s = in_scale.reshape(())
@@ -96,7 +147,9 @@ def _codes(x: np.ndarray, in_scale: np.ndarray, unsigned: bool = False) -> np.nd
 
 def _rounded(v: np.ndarray, lo: int, hi: int, unsigned: bool, work=None) -> np.ndarray:
     """``v`` rounded half away from zero and clamped to ``[lo, hi]``, in place (``work``:
-    room for the signs' halves, else made)."""
+    room for the signs' halves, else made): ``trunc(v + copysign(0.5, v))`` is
+    ``sign(v) * floor(|v| + 0.5)`` (IEEE rounding is symmetric), one pass less; unsigned
+    codes clamp at 0, so ``floor(v + 0.5)`` suffices."""
     half = v.dtype.type(0.5)
     if unsigned:
         v += half
@@ -107,43 +160,43 @@ def _rounded(v: np.ndarray, lo: int, hi: int, unsigned: bool, work=None) -> np.n
     return v.clip(lo, hi, out=v)  # the method: np.clip's dispatch costs ~1 µs a call
 
 
-def _requantize(acc: np.ndarray, w_scale, bias, in_scale, out_scale, out_lo: int,
-                out_hi: int, axis: int) -> np.ndarray:
-    """The sums ``acc`` as codes at ``out_scale`` (the contract's ``v = acc * m + c``,
-    rounded half away from zero, clamped): unsigned, three passes (the clamp writes the
-    uint8 codes, truncating)."""
-    unsigned = out_lo >= 0
-    m, c = _derived((w_scale, bias, in_scale, out_scale), (unsigned, acc.ndim, axis),
-                    lambda *arrays: _factors(*arrays, unsigned, acc.ndim, axis))
-    v = acc.astype(m.dtype, copy=False)
+def _same(v: np.ndarray) -> np.ndarray:
+    return v
+
+
+def _requantize(acc: np.ndarray, factors: tuple, out_lo: int, out_hi: int,
+                view=_same) -> np.ndarray:
+    """The sums ``acc`` (a new array: written in place) as codes (the contract's ``v = acc *
+    m + c``, rounded half away from zero, clamped), the results ``view(v)``: unsigned, three
+    passes (the clamp writes the uint8 codes, truncating; ``c`` holds the + 0.5)."""
+    m, c = factors
+    v = acc.astype(m.dtype, copy=False)  # float64 sums: float(acc) in the scales' dtype
     v *= m
     v += c
-    if unsigned:  # v >= 0 after the clamp: c holds the + 0.5, and the uint8 cast truncates
+    if out_lo >= 0:  # v >= 0 after the clamp, and the uint8 cast truncates
+        v = view(v)
         return v.clip(out_lo, out_hi, out=np.empty(v.shape, np.uint8), casting="unsafe")
-    return _rounded(v, out_lo, out_hi, False).astype(np.int8)
+    return view(_rounded(v, out_lo, out_hi, False)).astype(np.int8, order="C")
 
 
-def _factors(w_scale, bias, in_scale, out_scale, unsigned: bool, ndim: int, axis: int):
-    """The requantization's ``m = in_scale * w_scale / out_scale`` and ``c = bias /
-    out_scale`` per channel (unsigned: ``c + 0.5``, the rounding's half folded in), shaped
-    to broadcast along ``axis`` of ``ndim`` dims."""
-    shape = [1] * ndim
-    shape[axis] = -1
-    m = (in_scale[0] * w_scale) / out_scale[0]
-    c = bias / out_scale[0]
-    if unsigned:
-        c += m.dtype.type(0.5)
-    return m.reshape(shape), c.reshape(shape)
-
-
-def _rescale(acc: np.ndarray, w_scale, bias, in_scale, axis: int, dtype) -> np.ndarray:
-    shape = [1] * acc.ndim
-    shape[axis] = -1
+def _rescale(acc: np.ndarray, factors: tuple, dtype, view=_same) -> np.ndarray:
+    """The float results ``acc * (in_scale * w_scale) + bias`` (``acc``, ``view``: as
+    :func:`_requantize`), C-ordered."""
+    scale, bias = factors
     y = acc.astype(dtype, copy=False)
-    y *= (w_scale * in_scale.reshape(())).reshape(shape)
+    y *= scale
     if bias is not None:
-        y += bias.reshape(shape)
-    return y
+        y += bias
+    return np.ascontiguousarray(view(y))
+
+
+def _centre(acc: np.ndarray, layer: _Layer, shape: tuple, dtype) -> np.ndarray:
+    """Centred sums ``acc`` (float32, exact) plus what the centring left out (``layer``'s,
+    reshaped to ``shape``), in ``dtype`` (the scales'): float32 adds the two exact terms
+    rounded once, as ``float(acc)`` is; wider dtypes need the exact sum."""
+    if acc.dtype == np.float32 and np.dtype(dtype).itemsize <= 4:
+        return np.add(acc, layer.centring32.reshape(shape), out=acc)
+    return acc + layer.centring.reshape(shape)
 
 
 class NumpyQuantOps:
@@ -166,64 +219,140 @@ class NumpyQuantOps:
 
     def qlinear_q(self, x, weight, w_scale, bias, in_scale, out_scale, unsigned, out_lo,
                   out_hi):
-        acc = self._linear_acc(x, weight, in_scale, unsigned)
-        q = _requantize(acc, w_scale, bias, in_scale, out_scale, out_lo, out_hi, 1)
+        layer = _layer(weight, w_scale, bias, in_scale, out_scale)
+        acc = _linear_acc(x, layer, in_scale, unsigned, w_scale.dtype)
+        q = _requantize(acc, layer.shaped((1, -1), True, out_lo >= 0), out_lo, out_hi)
         return q.reshape(x.shape[:-1] + (weight.shape[0],))
 
     def qconv_q(self, x, weight, w_scale, bias, in_scale, out_scale, stride, padding,
                 dilation, groups, unsigned, out_lo, out_hi):
-        acc = self._conv_acc(x, weight, in_scale, stride, padding, dilation, groups, unsigned)
-        return _requantize(acc, w_scale, bias, in_scale, out_scale, out_lo, out_hi, 1)
+        layer = _layer(weight, w_scale, bias, in_scale, out_scale)
+        acc, shape, view = self._conv_acc(x, layer, in_scale, stride, padding, dilation,
+                                          groups, unsigned, w_scale.dtype)
+        return _requantize(acc, layer.shaped(shape, True, out_lo >= 0), out_lo, out_hi, view)
 
     def _qlinear(self, x, weight, w_scale, bias, in_scale, unsigned):
-        acc = self._linear_acc(x, weight, in_scale, unsigned)
-        y = _rescale(acc, w_scale, bias, in_scale, 1, w_scale.dtype)
+        layer = _layer(weight, w_scale, bias, in_scale)
+        acc = _linear_acc(x, layer, in_scale, unsigned, w_scale.dtype)
+        y = _rescale(acc, layer.shaped((1, -1), False), w_scale.dtype)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
 
     def _qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
                unsigned):
-        acc = self._conv_acc(x, weight, in_scale, stride, padding, dilation, groups, unsigned)
-        return _rescale(acc, w_scale, bias, in_scale, 1, w_scale.dtype)
+        layer = _layer(weight, w_scale, bias, in_scale)
+        acc, shape, view = self._conv_acc(x, layer, in_scale, stride, padding, dilation,
+                                          groups, unsigned, w_scale.dtype)
+        return _rescale(acc, layer.shaped(shape, False), w_scale.dtype, view)
 
-    def _linear_acc(self, x, weight, in_scale, unsigned):
-        """The exact sums, (rows, N), float32 (float64 when centred or split)."""
-        k = x.shape[-1]
+    def _conv_acc(self, x, layer, in_scale, stride, padding, dilation, groups, unsigned,
+                  dtype):
+        """The exact sums (a new array): float32 (``dtype`` when centred, float64 when
+        split); the shape per-channel factors take to broadcast on them; the view of them
+        shaped (N, C_out, ...)."""
         unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
-        rows = math.prod(x.shape[:-1])  # not reshape(-1, k): k may be 0
-        q = _codes(x.reshape(rows, k), in_scale, unsigned).astype(np.float32, copy=False)
-        w = _float_codes(weight)
-        centred = unsigned and k > exact_k(True)
-        if centred:
-            q -= 128  # q is a new array (_codes' result)
-        step = _chunk(k, CENTRED_K if centred else exact_k(unsigned))
-        if k <= step:
-            acc = q @ w.T
-        else:
-            acc = np.zeros((q.shape[0], w.shape[0]))
-            for s in range(0, k, step):
-                acc += q[:, s:s + step] @ w[:, s:s + step].T
-        return acc + _centring(weight, 0) if centred else acc
-
-    def _conv_acc(self, x, weight, in_scale, stride, padding, dilation, groups, unsigned):
-        """The exact sums, (N, C_out, ...), float32 (float64 when centred or split)."""
-        unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
-        q = _codes(x, in_scale, unsigned).astype(np.float32, copy=False)
-        w = _float_codes(weight)
+        w = layer.codes
         c = w.shape[1]
         taps = math.prod(w.shape[2:])
-        centred = unsigned and groups == 1 and c * taps > exact_k(True)
+        centred, step = _plan(layer.l1, c * taps, unsigned, groups == 1)
+        if step == c * taps and _widens(x, w, stride, padding, dilation, groups):
+            return _widened_acc(x, layer, in_scale, padding, dilation, unsigned, centred,
+                                dtype)
+        q = _codes(x, in_scale, unsigned).astype(np.float32, copy=False)
         if centred:  # padded with code 0 first: centred, the padding is -128
             q = _pad(q, padding, 0)
-            q -= 128  # a new array: _codes' result or the padded copy
+            q -= CENTRED  # a new array: _codes' result or the padded copy
             padding = tuple((0, 0) for _ in padding)
-        limit = CENTRED_K if centred else exact_k(unsigned)
-        if c * taps <= limit:
+        if step == c * taps:
             acc = self.conv(q, w, None, stride, padding, dilation, groups)
         elif groups == 1:
-            step = _chunk(c, max(1, limit // taps))
+            step = _chunk(c, max(1, step // taps))
             acc = sum(self.conv(q[:, s:s + step], w[:, s:s + step], None, stride, padding,
                                 dilation, 1).astype(np.float64) for s in range(0, c, step))
         else:  # grouped with long sums: float64 is exact up to 2**53
             acc = self.conv(q.astype(np.float64), w.astype(np.float64), None, stride,
                             padding, dilation, groups)
-        return acc + _centring(weight, q.ndim - 2) if centred else acc
+        shape = (-1,) + (1,) * (q.ndim - 2)
+        if centred:
+            acc = _centre(acc, layer, shape, dtype)
+        return acc, (1,) + shape, _same
+
+
+def _linear_acc(x, layer, in_scale, unsigned, dtype):
+    """The exact sums, (rows, N): float32 (``dtype`` when centred, float64 when split)."""
+    k = x.shape[-1]
+    unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
+    rows = math.prod(x.shape[:-1])  # not reshape(-1, k): k may be 0
+    q = _codes(x.reshape(rows, k), in_scale, unsigned).astype(np.float32, copy=False)
+    w = layer.codes
+    centred, step = _plan(layer.l1, k, unsigned)
+    if centred:
+        q -= CENTRED  # q is a new array (_codes' result)
+    if k <= step:
+        acc = q @ w.T
+    else:
+        acc = np.zeros((q.shape[0], w.shape[0]))
+        for s in range(0, k, step):
+            acc += q[:, s:s + step] @ w[:, s:s + step].T
+    return _centre(acc, layer, (-1,), dtype) if centred else acc
+
+
+def _widens(x, w, stride, padding, dilation, groups) -> bool:
+    """Whether the conv runs on widened rows (:func:`_widened_acc`): 2-d, stride 1, dense,
+    a kernel larger than 1x1, no cropping, some output; one sample's columns only up to the
+    size where the float conv builds them in row tiles."""
+    if (x.ndim != 4 or groups != 1 or tuple(stride) != (1, 1) or not x.size
+            or w.shape[2] * w.shape[3] == 1 or min(p for pair in padding for p in pair) < 0):
+        return False
+    n, c, h, width = x.shape
+    hp, wp = h + sum(padding[0]), width + sum(padding[1])
+    ho, wo = hp - dilation[0] * (w.shape[2] - 1), wp - dilation[1] * (w.shape[3] - 1)
+    return ho > 0 and wo > 0 and (n > 1 or c * w.shape[2] * w.shape[3] * ho * wp * 4 <= _TILED)
+
+
+def _widened_acc(x, layer, in_scale, padding, dilation, unsigned, centred, dtype):
+    """:meth:`NumpyQuantOps._conv_acc` of a 2-d stride-1 conv: the sums in widened rows
+    (C_out, N, ho, wp), from the input codes laid out flat per (sample, channel), padded."""
+    w = layer.codes
+    c_out, _, kh, kw = w.shape
+    n, c, h, width = x.shape
+    (pt, pb), (pl, pr) = padding
+    dh, dw = dilation
+    hp, wp = h + pt + pb, width + pl + pr
+    ho, wo = hp - dh * (kh - 1), wp - dw * (kw - 1)
+    # the last tap of the last widened row reads dw * (kw - 1) past the padded map
+    flat = np.zeros((n, c, hp * wp + dw * (kw - 1)), np.float32)
+    inner = flat[..., :hp * wp].reshape(n, c, hp, wp)[..., pt:pt + h, pl:pl + width]
+    if _is_codes(x) or x.dtype != np.float32:  # codes computed in x's own dtype
+        inner[...] = _codes(x, in_scale, unsigned)
+    else:  # quantized in place: the zero padding rounds to code 0
+        np.divide(x, in_scale.reshape(()), out=inner)
+        _rounded(flat, *code_range(unsigned), unsigned)
+    if centred:
+        flat -= CENTRED  # the padding too: it is code 0
+    length = ho * wp
+    es = flat.itemsize
+    cols = np.ndarray((c, kh, kw, n, length), np.float32, flat, 0,
+                      (flat.strides[1], dh * wp * es, dw * es, flat.strides[0], es))
+    acc = _gemm(w.reshape(c_out, -1), cols.reshape(c * kh * kw, n * length))  # the one copy
+    if centred:
+        acc = _centre(acc, layer, (-1, 1), dtype)
+    return (acc.reshape(c_out, n, ho, wp), (-1, 1, 1, 1),
+            lambda v: v[..., :wo].transpose(1, 0, 2, 3))
+
+
+#: OpenBLAS multiplies matrices of up to this many multiply-adds with its small-matrix
+#: kernels, without packing: 1.5x faster than just past it (e.g. 12 against 18 us on
+#: (32, 144) @ (144, 224)), so a GEMM a little over it runs as two
+SMALL_GEMM = 10**6
+
+
+def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b``; in two halves of ``a``'s rows where each fits the small kernels."""
+    work = a.shape[0] * a.shape[1] * b.shape[1]
+    if not SMALL_GEMM < work <= 2 * SMALL_GEMM or a.shape[0] < 16:
+        return a @ b
+    out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
+    half = a.shape[0] // 2
+    np.matmul(a[:half], b, out=out[:half])
+    np.matmul(a[half:], b, out=out[half:])
+    return out
