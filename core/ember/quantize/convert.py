@@ -26,6 +26,7 @@ from .layers import (FoldedActivation, QuantConv2d, QuantLinear, WeightOnlyConv2
                      WeightOnlyLinear, _pairs)
 from .observers import Observer
 from .scheme import Scheme
+from .weights import per_block
 
 #: the metadata key of a quantized model's record (``ember.save(..., metadata=...)``)
 META_KEY = "ember.quantize"
@@ -152,9 +153,30 @@ def _gptq(scheme: Scheme) -> bool:
     return scheme.rounding == "gptq"
 
 
-def _rounded(layer, hessian, top: int, block: int | None):
+def _weight_format(layer, scheme: Scheme) -> tuple[int, int]:
+    """``(bits, block)`` of a weight-only layer: the scheme's, but int8 with one scale per
+    output channel (a block of the whole row) for the small layers and short rows an int4
+    scheme leaves at 8 bits (``int8_below``, ``int8_short_rows``)."""
+    k = layer.weight.numel() // layer.weight.shape[0]
+    block = scheme.block or k
+    if scheme.bits == 4 and (layer.weight.numel() < scheme.int8_below
+                             or (scheme.int8_short_rows and k < block)):
+        return 8, k
+    return scheme.bits, block
+
+
+def _searched(layer, bits: int, block: int, scheme: Scheme):
+    """Nearest rounding's ``(codes, scales)`` with searched scales, or None: the layer's own
+    max-abs rounding (``from_float``)."""
+    if not scheme.scale_search:
+        return None
+    return per_block(layer.weight.numpy(), bits, block, search=True)
+
+
+def _rounded(layer, hessian, top: int, block: int | None, search: bool = False):
     """GPTQ's ``(codes (C_out, K), scales)`` for ``layer``'s weight: one scale per output
-    channel (``block`` None: max |w| / ``top``, as nearest rounding) or per ``block``."""
+    channel (``block`` None: max |w| / ``top``, as nearest rounding) or per ``block``
+    (``search``: each the least-squared-error one)."""
     import numpy as np
 
     w = np.asarray(layer.weight.numpy(), dtype=np.float64).reshape(layer.weight.shape[0], -1)
@@ -162,7 +184,7 @@ def _rounded(layer, hessian, top: int, block: int | None):
     if block is None:
         amax = np.abs(w).max(axis=1, keepdims=True)
         scale = np.where(amax > 0, amax / top, 1.0).astype(np.float32)
-    codes, scales = gptq_codes(w, hessian.matrix(), scale, top, block)
+    codes, scales = gptq_codes(w, hessian.matrix(), scale, top, block, search=search)
     return codes, scales.reshape(-1) if block is None else scales
 
 
@@ -247,11 +269,9 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
     refs = {}  # id(quantized layer) -> (float layer, input observer, float mean output)
     for parent, name, layer in targets:
         conv = isinstance(layer, Conv2d)
-        top = 127 if scheme.bits == 8 else 7
-        k = layer.weight.numel() // layer.weight.shape[0]
-        block = None if scheme.activations else scheme.block or k
-        codes = (_rounded(layer, hessians[id(layer)], top, block)
-                 if hessians and values else None)
+        bits, block = (8, None) if scheme.activations else _weight_format(layer, scheme)
+        codes = (_rounded(layer, hessians[id(layer)], 127 if bits == 8 else 7, block,
+                          scheme.scale_search) if hessians and values else None)
         if scheme.activations:
             obs = seen[id(layer)]
             unsigned = scheme.unsigned and obs.low >= 0 and calibration is not None
@@ -262,7 +282,7 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
                 refs[id(new)] = (layer, obs, outs[id(layer)].means())
         else:
             new = (WeightOnlyConv2d if conv else WeightOnlyLinear).from_float(
-                layer, scheme.bits, block, codes)
+                layer, bits, block, codes or _searched(layer, bits, block, scheme))
         setattr(parent, name, new)
     if refs:
         _refine(q, refs, calibration, scheme)
@@ -410,8 +430,9 @@ def load(model: Module, path: str | os.PathLike) -> Module:
                           "its metadata (write it with ember.quantize.save)")
     # a record written before chains existed has no "chain" field: it was not chained
     scheme = Scheme.named({"chain": False, **fields})
-    # the codes come from the record: built by nearest rounding (GPTQ would want calibration)
-    nearest = Scheme(**{**scheme.to_dict(), "rounding": "nearest"})
+    # the codes and scales come from the record: the structure is built by plain nearest
+    # rounding (GPTQ would want calibration; the scale search would be time lost)
+    nearest = Scheme(**{**scheme.to_dict(), "rounding": "nearest", "scale_search": False})
     skeleton = _build(model, None, nearest, values=not scheme.activations)
     skeleton.scheme = scheme
     load_record(skeleton, path)

@@ -88,17 +88,21 @@ def _round(v):
     return np.sign(v) * np.floor(np.abs(v) + 0.5)  # half away from zero, as weights.py
 
 
-def gptq_codes(w, h, scale, top: int, block: int | None = None, damp: float = 0.01):
+def gptq_codes(w, h, scale, top: int, block: int | None = None, damp: float = 0.01,
+               search: bool = False):
     """``(codes, scale)``: GPTQ's codes for the weights ``w`` (G·R, K) — ``R`` rows per group
     of ``h`` (G, K, K) — in ``-top..top``.
 
     ``scale``: (G·R, 1) one scale per row (kept), or with ``block`` None and a per-block
     scheme the scales are chosen as the rounding reaches each ``block`` of columns, from the
-    weights as GPTQ has updated them (returned (G·R, ceil(K / block)), float32).
+    weights as GPTQ has updated them (returned (G·R, ceil(K / block)), float32): max |w| /
+    ``top``, or with ``search`` the least-squared-error one (:func:`.weights.block_scales`).
     ``damp``: added to ``H``'s diagonal, as a fraction of its mean (inputs never seen, or
     fewer positions than ``K``, leave ``H`` singular).
     """
     import numpy as np
+
+    from .weights import block_scales
 
     h = np.array(h, dtype=np.float64)
     g, k, _ = h.shape
@@ -116,8 +120,7 @@ def gptq_codes(w, h, scale, top: int, block: int | None = None, damp: float = 0.
         e = min(b + width, k)
         part = w[:, :, b:e].copy()
         if not fixed:
-            amax = np.abs(part).max(axis=2, keepdims=True)
-            s = np.where(amax > 0, amax / top, 1.0).astype(np.float32).astype(np.float64)
+            s = block_scales(part, top, search).astype(np.float64)[:, :, None]
             scales.append(s[:, :, 0])
         errs = np.empty_like(part)
         for j in range(e - b):

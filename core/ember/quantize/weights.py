@@ -2,7 +2,10 @@
 int8/int4 per block, and the int4 nibble packing.
 
 Codes are symmetric (zero point 0), rounded half away from zero: int8 in -127..127, int4 in
--7..7 (stored as ``code + 8`` in a nibble, low nibble first).
+-7..7 (stored as ``code + 8`` in a nibble, low nibble first). A block's scale is its
+max |w| / top code, or with ``search`` the one of :data:`SEARCH`'s fractions of it that leaves
+the least squared rounding error in the block (clipping the largest weight a little buys
+finer steps for all the others: at 4 bits that matters).
 
 >>> import numpy as np
 >>> codes, scale = per_channel(np.array([[0.5, -1.0], [2.0, 0.0]]))
@@ -34,9 +37,53 @@ def per_channel(w):
     return codes, scale
 
 
-def per_block(w, bits: int, block: int):
+#: the fractions of a block's max |w| tried as its largest code's value by the scale search
+#: (1.00, 0.99, ..., 0.50: the first of equally good ones, max-abs itself on a tie)
+SEARCH = tuple(1 - i / 100 for i in range(51))
+
+
+def _error(blocks, scale, top: int):
+    """Squared rounding error of each block (..., block) at its scale (...)."""
+    import numpy as np
+
+    s = scale.astype(np.float64)[..., None]
+    codes = np.clip(_round(blocks / s), -top, top)
+    return ((codes * s - blocks) ** 2).sum(axis=-1)
+
+
+def block_scales(blocks, top: int, search: bool = False):
+    """float32 scales of ``blocks`` (..., block), one a block: max |w| / ``top`` (1 for an
+    all-zero block), or with ``search`` the fraction of it (:data:`SEARCH`) whose codes leave
+    the least squared error in the block (as the codes will be rounded: at the float32 scale).
+
+    >>> import numpy as np
+    >>> b = np.random.default_rng(0).standard_normal((1000, 64))    # 1000 blocks of 64
+    >>> plain, searched = block_scales(b, 7), block_scales(b, 7, search=True)
+    >>> bool((searched <= plain).all())                             # clipped a little, or not
+    True
+    >>> round(float(_error(b, searched, 7).sum() / _error(b, plain, 7).sum()), 2)
+    0.85
+    """
+    import numpy as np
+
+    blocks = np.asarray(blocks, dtype=np.float64)
+    amax = np.abs(blocks).max(axis=-1)
+    best = np.where(amax > 0, amax / top, 1.0).astype(np.float32)
+    if not search:
+        return best
+    least = _error(blocks, best, top)
+    for f in SEARCH[1:]:
+        scale = np.where(amax > 0, amax * f / top, 1.0).astype(np.float32)
+        err = _error(blocks, scale, top)
+        better = err < least
+        best, least = np.where(better, scale, best), np.where(better, err, least)
+    return best
+
+
+def per_block(w, bits: int, block: int, search: bool = False):
     """``(codes int8 (C_out, K), scale float32 (C_out, ceil(K / block)))`` for ``w``
-    flattened to (C_out, K): one scale per ``block`` consecutive weights of a channel."""
+    flattened to (C_out, K): one scale per ``block`` consecutive weights of a channel
+    (``search``: each the least-squared-error one, :func:`block_scales`)."""
     import numpy as np
 
     w = np.asarray(w, dtype=np.float64).reshape(len(w), -1)
@@ -45,8 +92,7 @@ def per_block(w, bits: int, block: int):
     nb = -(-k // block)
     padded = np.zeros((n, nb * block))
     padded[:, :k] = w
-    amax = np.abs(padded.reshape(n, nb, block)).max(axis=2)
-    scale = np.where(amax > 0, amax / top, 1.0).astype(np.float32)
+    scale = block_scales(padded.reshape(n, nb, block), top, search)
     full = np.repeat(scale.astype(np.float64), block, axis=1)[:, :k]
     codes = np.clip(_round(w / full), -top, top).astype(np.int8)
     return codes, scale

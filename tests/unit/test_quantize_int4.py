@@ -1,0 +1,144 @@
+"""Weight-only int4 (the ``"int4"`` preset): the per-block scale search against a brute-force
+numpy search of each block, GPTQ's searched scales against nearest rounding's where GPTQ has
+nothing to push (uncorrelated inputs), the layers an int4 scheme leaves at int8 per channel,
+and the preset's model through a record and the MCU export."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from ember.quantize import Scheme, WeightOnlyConv2d, WeightOnlyLinear
+from ember.quantize.gptq import gptq_codes
+from ember.quantize.weights import block_scales, per_block
+
+rng = np.random.default_rng(23)
+
+
+def _brute_force_scales(blocks, top):
+    """Each block's scale, one block and one fraction of its max |w| at a time: the float32
+    scale whose nearest codes (half away from zero, clipped) leave the least squared error,
+    the largest fraction on a tie."""
+    out = np.empty(len(blocks), dtype=np.float32)
+    for i, b in enumerate(blocks):
+        amax, best = np.abs(b).max(), None
+        for step in range(51):  # 1.00, 0.99, ..., 0.50 of max |w|
+            s = np.float32(amax * (100 - step) / 100 / top) if amax > 0 else np.float32(1)
+            v = b / np.float64(s)
+            codes = np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5), -top, top)
+            err = np.sum((codes * np.float64(s) - b) ** 2)
+            if best is None or err < best[0]:
+                best = (err, s)
+        out[i] = best[1]
+    return out
+
+
+@pytest.mark.parametrize("top", [7, 127])
+def test_scale_search_picks_each_blocks_least_squared_error(top):
+    # Gaussian blocks, heavy-tailed ones (one outlier), an all-zero block, a constant one
+    blocks = np.concatenate([rng.standard_normal((40, 16)), rng.standard_t(2, (40, 16)),
+                             np.zeros((1, 16)), np.full((1, 16), 0.3)])
+    got = block_scales(blocks, top, search=True)
+    np.testing.assert_array_equal(got, _brute_force_scales(blocks, top))
+    plain = block_scales(blocks, top)
+    assert (got <= plain).all() and got[-2] == 1 and got[-1] == plain[-1]
+
+
+def _block_error(w, bits, block, search):
+    codes, scale = per_block(w, bits, block, search=search)
+    assert np.abs(codes).max() <= (7 if bits == 4 else 127)
+    full = np.repeat(scale.astype(np.float64), block, axis=1)[:, :w.shape[1]]
+    return np.sum((codes * full - w) ** 2), scale
+
+
+def test_searched_scales_leave_less_error_than_max_abs_ones():
+    w = rng.standard_normal((32, 200))  # rows of 200: blocks of 64, 64, 64 and 8
+    plain, _ = _block_error(w, 4, 64, search=False)
+    searched, scale = _block_error(w, 4, 64, search=True)
+    assert searched < 0.9 * plain  # Gaussian weights: about 15 % less at 4 bits
+    padded = np.pad(w, ((0, 0), (0, 56))).reshape(-1, 64)  # the last block's zeros: no error
+    np.testing.assert_array_equal(scale, _brute_force_scales(padded, 7).reshape(32, 4))
+
+
+def test_gptq_with_uncorrelated_inputs_is_nearest_rounding_with_searched_scales():
+    """GPTQ pushes a weight's error along the input correlations: with H = I there are none,
+    and its codes and searched block scales are those of nearest rounding."""
+    w = rng.standard_normal((12, 96))
+    codes, scales = gptq_codes(w, np.eye(96)[None], None, 7, block=32, search=True)
+    want_codes, want_scales = per_block(w, 4, 32, search=True)
+    np.testing.assert_array_equal(scales, want_scales)
+    np.testing.assert_array_equal(codes, want_codes)
+
+
+def _model():
+    ember.seed(4)
+    return nn.Sequential(
+        nn.Conv2d(3, 128, 3, padding=1), nn.ReLU6(),                # 3456 weights, rows of 27
+        nn.Conv2d(128, 128, 3, padding=1, groups=128), nn.ReLU6(),  # depthwise: rows of 9
+        nn.Conv2d(128, 64, 1), nn.ReLU6(),                          # 8192 weights, rows of 128
+        nn.Conv2d(64, 768, 1), nn.ReLU6(),                          # 49152, rows of 64
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(768, 10),  # 7680
+    ).eval()
+
+
+def test_int4_preset_keeps_small_layers_and_short_rows_at_int8_per_channel():
+    model = _model()
+    q = ember.quantize(model, None, "int4")
+    got = [(type(m).__name__, m.bits, m.block) for m in q
+           if isinstance(m, (WeightOnlyConv2d, WeightOnlyLinear))]
+    assert got == [("WeightOnlyConv2d", 8, 27), ("WeightOnlyConv2d", 8, 9),
+                   ("WeightOnlyConv2d", 8, 128), ("WeightOnlyConv2d", 4, 64),
+                   ("WeightOnlyLinear", 8, 768)]
+    assert q[6].weight_scale.shape == (768, 1) and q[2].weight_scale.shape == (128, 1)
+    big = q[6]
+    codes, scale = per_block(model[6].weight.numpy(), 4, 64, search=True)
+    np.testing.assert_array_equal(big.weight_scale.numpy(), scale)
+    want = codes.astype(np.float64) * scale.astype(np.float64)
+    np.testing.assert_allclose(big.dequantized().numpy().reshape(768, 64), want, rtol=1e-6)
+    # the old behaviour, field by field: every layer of >= min_params weights in int4
+    plain = ember.quantize(model, None, Scheme(weights="int4", activations=False, block=64))
+    assert [m.bits for m in plain if isinstance(m, (WeightOnlyConv2d, WeightOnlyLinear))] == \
+        [4] * 5
+
+
+def test_int4_preset_round_trips_a_record_and_exports(tmp_path):
+    from ember.export import export, load, run_reference
+
+    model = _model()
+    q = ember.quantize(model, None, "int4")
+    ember.quantize.save(q, tmp_path / "q4")
+    twin = ember.quantize.load(_model(), tmp_path / "q4")
+    assert twin.scheme == Scheme.named("int4")
+    x = ember.tensor(rng.standard_normal((2, 3, 6, 6)).astype(np.float32))
+    assert twin(x).tolist() == q(x).tolist()
+    export(q, tmp_path / "q4.emb", (3, 6, 6))
+    program = load(tmp_path / "q4.emb")
+    assert [layer.w_bits for layer in program.layers if layer.w_bits] == [8, 8, 8, 4, 8]
+    np.testing.assert_allclose(run_reference(program, x.numpy()), q(x).numpy(), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_a_record_of_the_old_int4_scheme_loads_as_it_was_written(tmp_path):
+    """Records keep their scheme: one written before the new fields loads with them off."""
+    from ember.io import read_metadata, save
+
+    model = _model()
+    old = Scheme(weights="int4", activations=False, block=64)
+    q = ember.quantize(model, None, old)
+    fields = {k: v for k, v in old.to_dict().items()
+              if k not in ("scale_search", "int8_below", "int8_short_rows")}
+    save(q, tmp_path / "old", metadata={ember.quantize.META_KEY: fields})
+    assert "int8_below" not in read_metadata(tmp_path / "old")["user"][
+        ember.quantize.META_KEY]
+    twin = ember.quantize.load(_model(), tmp_path / "old")
+    x = ember.tensor(rng.standard_normal((1, 3, 6, 6)).astype(np.float32))
+    assert twin(x).tolist() == q(x).tolist()
+
+
+def test_int4_fields_are_weight_only():
+    with pytest.raises(ValueError, match="weight-only schemes"):
+        Scheme(scale_search=True)
+    with pytest.raises(ValueError, match="weight-only schemes"):
+        Scheme(int8_below=4096)
