@@ -83,24 +83,38 @@ def _model():
     ).eval()
 
 
-def test_int4_preset_keeps_small_layers_and_short_rows_at_int8_per_channel():
+def _formats(q):
+    return [(m.bits, m.block) for m in q if isinstance(m, (WeightOnlyConv2d, WeightOnlyLinear))]
+
+
+def test_int4_preset_keeps_short_rows_at_int8_per_channel():
     model = _model()
     q = ember.quantize(model, None, "int4")
-    got = [(type(m).__name__, m.bits, m.block) for m in q
-           if isinstance(m, (WeightOnlyConv2d, WeightOnlyLinear))]
-    assert got == [("WeightOnlyConv2d", 8, 27), ("WeightOnlyConv2d", 8, 9),
-                   ("WeightOnlyConv2d", 8, 128), ("WeightOnlyConv2d", 4, 64),
-                   ("WeightOnlyLinear", 8, 768)]
-    assert q[6].weight_scale.shape == (768, 1) and q[2].weight_scale.shape == (128, 1)
+    # the rest: 8192 + 49152 + 7680 weights; the smallest (7680) is over 1 % of them
+    assert _formats(q) == [(8, 27), (8, 9), (4, 64), (4, 64), (4, 64)]
+    assert q[0].weight_scale.shape == (128, 1) and q[2].weight_scale.shape == (128, 1)
     big = q[6]
     codes, scale = per_block(model[6].weight.numpy(), 4, 64, search=True)
     np.testing.assert_array_equal(big.weight_scale.numpy(), scale)
     want = codes.astype(np.float64) * scale.astype(np.float64)
     np.testing.assert_allclose(big.dequantized().numpy().reshape(768, 64), want, rtol=1e-6)
-    # the old behaviour, field by field: every layer of >= min_params weights in int4
+    # the fields one by one: every layer of >= min_params weights in int4 without them
     plain = ember.quantize(model, None, Scheme(weights="int4", activations=False, block=64))
-    assert [m.bits for m in plain if isinstance(m, (WeightOnlyConv2d, WeightOnlyLinear))] == \
-        [4] * 5
+    assert [bits for bits, _ in _formats(plain)] == [4] * 5
+
+
+@pytest.mark.parametrize("share,want", [(0.1, [4, 4, 4]), (0.12, [4, 4, 8]), (0.25, [8, 4, 8]),
+                                        (0.99, [8, 4, 8])])
+def test_int8_share_takes_the_smallest_layers_within_their_share(share, want):
+    scheme = Scheme(weights="int4", activations=False, block=64, int8_short_rows=True,
+                    int8_share=share)
+    # 8192, 49152, 7680 weights: 0.126, 0.756, 0.118 of the three; the largest always int4
+    q = ember.quantize(_model(), None, scheme)
+    got = _formats(q)
+    assert got[:2] == [(8, 27), (8, 9)]
+    assert [bits for bits, _ in got[2:]] == want
+    assert [block for bits, block in got[2:] if bits == 8] == [
+        k for k, bits in zip((128, 64, 768), want) if bits == 8]
 
 
 def test_int4_preset_round_trips_a_record_and_exports(tmp_path):
@@ -115,7 +129,7 @@ def test_int4_preset_round_trips_a_record_and_exports(tmp_path):
     assert twin(x).tolist() == q(x).tolist()
     export(q, tmp_path / "q4.emb", (3, 6, 6))
     program = load(tmp_path / "q4.emb")
-    assert [layer.w_bits for layer in program.layers if layer.w_bits] == [8, 8, 8, 4, 8]
+    assert [layer.w_bits for layer in program.layers if layer.w_bits] == [8, 8, 4, 4, 4]
     np.testing.assert_allclose(run_reference(program, x.numpy()), q(x).numpy(), rtol=1e-4,
                                atol=1e-4)
 
@@ -128,9 +142,9 @@ def test_a_record_of_the_old_int4_scheme_loads_as_it_was_written(tmp_path):
     old = Scheme(weights="int4", activations=False, block=64)
     q = ember.quantize(model, None, old)
     fields = {k: v for k, v in old.to_dict().items()
-              if k not in ("scale_search", "int8_below", "int8_short_rows")}
+              if k not in ("scale_search", "int8_short_rows", "int8_share")}
     save(q, tmp_path / "old", metadata={ember.quantize.META_KEY: fields})
-    assert "int8_below" not in read_metadata(tmp_path / "old")["user"][
+    assert "int8_share" not in read_metadata(tmp_path / "old")["user"][
         ember.quantize.META_KEY]
     twin = ember.quantize.load(_model(), tmp_path / "old")
     x = ember.tensor(rng.standard_normal((1, 3, 6, 6)).astype(np.float32))
@@ -141,4 +155,6 @@ def test_int4_fields_are_weight_only():
     with pytest.raises(ValueError, match="weight-only schemes"):
         Scheme(scale_search=True)
     with pytest.raises(ValueError, match="weight-only schemes"):
-        Scheme(int8_below=4096)
+        Scheme(int8_share=0.02)
+    with pytest.raises(ValueError, match=r"int8_share must be in \[0, 1\)"):
+        Scheme(weights="int4", activations=False, int8_share=1.0)

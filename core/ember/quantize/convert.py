@@ -153,16 +153,27 @@ def _gptq(scheme: Scheme) -> bool:
     return scheme.rounding == "gptq"
 
 
-def _weight_format(layer, scheme: Scheme) -> tuple[int, int]:
-    """``(bits, block)`` of a weight-only layer: the scheme's, but int8 with one scale per
-    output channel (a block of the whole row) for the small layers and short rows an int4
-    scheme leaves at 8 bits (``int8_below``, ``int8_short_rows``)."""
-    k = layer.weight.numel() // layer.weight.shape[0]
-    block = scheme.block or k
-    if scheme.bits == 4 and (layer.weight.numel() < scheme.int8_below
-                             or (scheme.int8_short_rows and k < block)):
-        return 8, k
-    return scheme.bits, block
+def _int8_layers(targets, scheme: Scheme) -> set[int]:
+    """``id`` of each target layer an int4 scheme leaves at int8, one scale per output
+    channel: rows shorter than the block (``int8_short_rows``), and the smallest of the other
+    layers, as many as hold at most ``int8_share`` of their weights (in the model's order
+    among layers of one size)."""
+    if scheme.bits != 4:
+        return set()
+    out, rest = set(), []
+    for _, _, layer in targets:
+        k = layer.weight.numel() // layer.weight.shape[0]
+        if scheme.int8_short_rows and k < (scheme.block or k):
+            out.add(id(layer))
+        else:
+            rest.append(layer)
+    budget = scheme.int8_share * sum(layer.weight.numel() for layer in rest)
+    for layer in sorted(rest, key=lambda m: m.weight.numel()):  # stable: model order on ties
+        budget -= layer.weight.numel()
+        if budget < 0:
+            break
+        out.add(id(layer))
+    return out
 
 
 def _searched(layer, bits: int, block: int, scheme: Scheme):
@@ -267,9 +278,12 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
     seen, outs, hessians = (_calibrate(q, targets, calibration, scheme)
                             if scheme.activations or _gptq(scheme) else ({}, {}, {}))
     refs = {}  # id(quantized layer) -> (float layer, input observer, float mean output)
+    eight = _int8_layers(targets, scheme)
     for parent, name, layer in targets:
         conv = isinstance(layer, Conv2d)
-        bits, block = (8, None) if scheme.activations else _weight_format(layer, scheme)
+        k = layer.weight.numel() // layer.weight.shape[0]
+        bits, block = ((8, None) if scheme.activations else (8, k) if id(layer) in eight
+                       else (scheme.bits, scheme.block or k))
         codes = (_rounded(layer, hessians[id(layer)], 127 if bits == 8 else 7, block,
                           scheme.scale_search) if hessians and values else None)
         if scheme.activations:

@@ -2,7 +2,7 @@
 
 >>> from ember.quantize import Scheme
 >>> Scheme.named("int4")
-Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False, keep_float=(), range_search=False, rounding='nearest', chain=True, scale_search=True, int8_below=32768, int8_short_rows=True)
+Scheme(weights='int4', activations=False, block=64, observer='minmax', percentile=99.99, min_params=1024, unsigned=False, bias_correction=False, keep_float=(), range_search=False, rounding='nearest', chain=True, scale_search=True, int8_short_rows=True, int8_share=0.01)
 """
 
 from __future__ import annotations
@@ -45,11 +45,12 @@ class Scheme:
     field, load unchained). ``scale_search`` (weight-only): each block's scale is the one
     that leaves the least squared rounding error in the block (max |w| times 1.00, 0.99, ...,
     0.50, :func:`.weights.block_scales`) rather than max |w| itself: clipping the largest
-    weight a little buys a finer step for all the others. ``int8_below`` (int4 schemes):
-    layers with fewer weights than this get int8 codes with one scale per output channel,
-    and ``int8_short_rows`` those whose rows (weights per output channel) are shorter than
-    ``block`` too (depthwise convolutions: 9 or 25 weights an output, whose errors don't
-    average out): small layers hardly count in the size and lose the most to 4 bits.
+    weight a little buys a finer step for all the others. ``int8_short_rows`` (int4
+    schemes): layers whose rows (weights per output channel) are shorter than ``block`` get
+    int8 codes with one scale per output channel (depthwise convolutions: 9 or 25 weights an
+    output, whose errors don't average out); ``int8_share``: so do the smallest of the other
+    layers, as many as hold at most this share of their weights (int4 for the largest
+    layers: the small ones hardly count in the size and lose the most to 4 bits).
 
     >>> s = Scheme(weights="int4", activations=False, block=32)
     >>> s.bits, s.to_dict()["block"], Scheme.named("int8").activations
@@ -71,8 +72,8 @@ class Scheme:
     rounding: str = "nearest"
     chain: bool = True
     scale_search: bool = False
-    int8_below: int = 0
     int8_short_rows: bool = False
+    int8_share: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, "keep_float", tuple(self.keep_float))  # a record's list
@@ -87,9 +88,11 @@ class Scheme:
         if self.activations and (self.weights != "int8" or self.block is not None):
             raise ValueError("Scheme: int8 activations need int8 weights per channel "
                              "(block=None); int4 and blocks are weight-only")
-        if self.activations and (self.scale_search or self.int8_below or self.int8_short_rows):
-            raise ValueError("Scheme: scale_search, int8_below and int8_short_rows are for "
+        if self.activations and (self.scale_search or self.int8_short_rows or self.int8_share):
+            raise ValueError("Scheme: scale_search, int8_short_rows and int8_share are for "
                              "weight-only schemes (activations=False)")
+        if not 0 <= self.int8_share < 1:
+            raise ValueError(f"Scheme: int8_share must be in [0, 1), got {self.int8_share}")
         if self.block is not None and self.block < 2:
             raise ValueError(f"Scheme: block must be None or >= 2, got {self.block}")
         if not 0 < self.percentile <= 100:
@@ -123,9 +126,9 @@ PRESETS = {
     # EfficientNet-Lite0 keeps far more of its float32 predictions (benchmarks/RESULTS.md)
     "int8-u8": Scheme(observer="mse", unsigned=True, bias_correction=True, rounding="gptq"),
     "int8-weights": Scheme(activations=False, block=None),
-    # int4 blocks of 64 for the large layers (searched scales), int8 per channel for the
-    # depthwise convs and the layers under 32768 weights: EfficientNet-Lite0 6.5x smaller
-    # than float32 and 95 % top-1 agreement with it, where int4 everywhere had 23 %
+    # int4 blocks of 64 (searched scales) for the large layers, int8 per channel for the
+    # depthwise convs and the smallest layers holding 1 % of the rest: EfficientNet-Lite0
+    # 6.5x smaller than float32 and 95 % top-1 agreement with it (int4 everywhere: 23 %)
     "int4": Scheme(weights="int4", activations=False, block=64, scale_search=True,
-                   int8_below=32768, int8_short_rows=True),
+                   int8_short_rows=True, int8_share=0.01),
 }
