@@ -40,8 +40,8 @@ CENTRED = 128
 #: the longest exact float32 sum of products of centred codes and any weight codes
 CENTRED_K = EXACT // (CENTRED * code_range(False)[1])
 
-#: (ids of arrays, what) -> (weak references to them, a value made from them)
-_DERIVED: dict[tuple, tuple[tuple[weakref.ref, ...], object]] = {}
+#: ids of a layer's (weight, w_scale, bias, in_scale, out_scale) -> what they give
+_LAYERS: dict[tuple[int, ...], _Layer] = {}
 
 
 def exact_k(unsigned: bool) -> int:
@@ -55,20 +55,6 @@ def _is_codes(x: np.ndarray) -> bool:
     return x.dtype in (np.int8, np.uint8)
 
 
-def _derived(arrays: tuple[np.ndarray, ...], what, make):
-    """``make(*arrays)``, made once while the arrays live: a backend's primitives are never
-    written in place (a quantized layer's buffers are replaced when a record is loaded). The
-    value must not refer to the arrays (it would keep them alive)."""
-    key = (tuple(map(id, arrays)), what)
-    hit = _DERIVED.get(key)
-    if hit is not None and all(r() is a for r, a in zip(hit[0], arrays)):
-        return hit[1]
-    value = make(*arrays)
-    refs = tuple(weakref.ref(a, lambda _, k=key: _DERIVED.pop(k, None)) for a in arrays)
-    _DERIVED[key] = (refs, value)
-    return value
-
-
 class _Layer:
     """What a quantized layer's calls derive from its arrays: the weight codes as float32,
     ``l1`` (the largest sum of ``|codes|`` over one output channel), 128 × each channel's
@@ -76,7 +62,8 @@ class _Layer:
     and bias, and the code results' factors ``m``, ``c``; each reshaped once per layout.
     """
 
-    __slots__ = ("codes", "l1", "centring", "centring32", "scale", "bias", "m", "c", "_shaped")
+    __slots__ = ("codes", "l1", "centring", "centring32", "scale", "bias", "m", "c", "_shaped",
+                 "refs")
 
     def __init__(self, weight, w_scale, bias, in_scale, out_scale=None):
         self.codes = weight.astype(np.float32)
@@ -106,9 +93,23 @@ class _Layer:
 
 
 def _layer(weight, w_scale, bias, in_scale, out_scale=None) -> _Layer:
-    arrays = tuple(a for a in (weight, w_scale, bias, in_scale, out_scale) if a is not None)
-    return _derived(arrays, ("layer", bias is None, out_scale is None),
-                    lambda *_: _Layer(weight, w_scale, bias, in_scale, out_scale))
+    """The :class:`_Layer` of these arrays, made once while they live (a backend's
+    primitives are never written in place; a quantized layer's buffers are replaced when a
+    record is loaded). The entry leaves when any of them dies, from its weak reference's
+    callback, so while it is there its ids name those live arrays: no check needed."""
+    key = (id(weight), id(w_scale), id(bias), id(in_scale), id(out_scale))
+    layer = _LAYERS.get(key)
+    if layer is None:
+        layer = _Layer(weight, w_scale, bias, in_scale, out_scale)
+
+        def forget(_, key=key):
+            _LAYERS.pop(key, None)
+
+        # kept by the layer: a weak reference's callback runs only while it lives itself
+        layer.refs = tuple(weakref.ref(a, forget)
+                           for a in (weight, w_scale, bias, in_scale, out_scale) if a is not None)
+        _LAYERS[key] = layer
+    return layer
 
 
 def _plan(l1: int, k: int, unsigned: bool, may_centre: bool = True) -> tuple[bool, int]:
@@ -167,16 +168,17 @@ def _same(v: np.ndarray) -> np.ndarray:
 def _requantize(acc: np.ndarray, factors: tuple, out_lo: int, out_hi: int,
                 view=_same) -> np.ndarray:
     """The sums ``acc`` (a new array: written in place) as codes (the contract's ``v = acc *
-    m + c``, rounded half away from zero, clamped), the results ``view(v)``: unsigned, three
-    passes (the clamp writes the uint8 codes, truncating; ``c`` holds the + 0.5)."""
+    m + c``, rounded half away from zero, clamped), as ``view`` shows them (a view of the
+    codes: they go on to the next layer, which reads them wherever they lie; cropping them
+    would be one more pass): unsigned, three passes (the clamp writes the uint8 codes,
+    truncating; ``c`` holds the + 0.5)."""
     m, c = factors
     v = acc.astype(m.dtype, copy=False)  # float64 sums: float(acc) in the scales' dtype
     v *= m
     v += c
     if out_lo >= 0:  # v >= 0 after the clamp, and the uint8 cast truncates
-        v = view(v)
-        return v.clip(out_lo, out_hi, out=np.empty(v.shape, np.uint8), casting="unsafe")
-    return view(_rounded(v, out_lo, out_hi, False)).astype(np.int8, order="C")
+        return view(v.clip(out_lo, out_hi, out=np.empty(v.shape, np.uint8), casting="unsafe"))
+    return view(_rounded(v, out_lo, out_hi, False).astype(np.int8))
 
 
 def _rescale(acc: np.ndarray, factors: tuple, dtype, view=_same) -> np.ndarray:
