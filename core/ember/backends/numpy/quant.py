@@ -63,7 +63,7 @@ class _Layer:
     """
 
     __slots__ = ("codes", "l1", "centring", "centring32", "scale", "bias", "m", "c", "_shaped",
-                 "refs")
+                 "convs", "refs")
 
     def __init__(self, weight, w_scale, bias, in_scale, out_scale=None):
         self.codes = weight.astype(np.float32)
@@ -78,6 +78,7 @@ class _Layer:
             self.m = (in_scale[0] * w_scale) / out_scale[0]
             self.c = bias / out_scale[0]
         self._shaped: dict[tuple, tuple] = {}
+        self.convs: dict[tuple, tuple] = {}  # a conv's plan per input shape and geometry
 
     def shaped(self, shape: tuple, codes: bool, unsigned: bool = False) -> tuple:
         """``(m, c)`` (``codes``; unsigned: ``c + 0.5``, the rounding's half folded in) or
@@ -252,13 +253,19 @@ class NumpyQuantOps:
         split); the shape per-channel factors take to broadcast on them; the view of them
         shaped (N, C_out, ...)."""
         unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
+        key = (x.shape, unsigned, stride, padding, dilation, groups)
+        plan = layer.convs.get(key)
+        if plan is None:  # the geometry's decisions, once per input shape
+            if len(layer.convs) > 16:  # inputs of ever new shapes: no growing without end
+                layer.convs.clear()
+            plan = layer.convs[key] = _conv_plan(x.shape, layer, unsigned, stride, padding,
+                                                 dilation, groups)
+        centred, step, widened = plan
+        if widened is not None:
+            return widened.acc(x, layer, in_scale, unsigned, centred, dtype)
         w = layer.codes
         c = w.shape[1]
         taps = math.prod(w.shape[2:])
-        centred, step = _plan(layer.l1, c * taps, unsigned, groups == 1)
-        if step == c * taps and _widens(x, w, stride, padding, dilation, groups):
-            return _widened_acc(x, layer, in_scale, padding, dilation, unsigned, centred,
-                                dtype)
         q = _codes(x, in_scale, unsigned).astype(np.float32, copy=False)
         if centred:  # padded with code 0 first: centred, the padding is -128
             q = _pad(q, padding, 0)
@@ -298,48 +305,70 @@ def _linear_acc(x, layer, in_scale, unsigned, dtype):
     return _centre(acc, layer, (-1,), dtype) if centred else acc
 
 
-def _widens(x, w, stride, padding, dilation, groups) -> bool:
-    """Whether the conv runs on widened rows (:func:`_widened_acc`): 2-d, stride 1, dense,
-    a kernel larger than 1x1, no cropping, some output; one sample's columns only up to the
-    size where the float conv builds them in row tiles."""
-    if (x.ndim != 4 or groups != 1 or tuple(stride) != (1, 1) or not x.size
-            or w.shape[2] * w.shape[3] == 1 or min(p for pair in padding for p in pair) < 0):
-        return False
-    n, c, h, width = x.shape
-    hp, wp = h + sum(padding[0]), width + sum(padding[1])
-    ho, wo = hp - dilation[0] * (w.shape[2] - 1), wp - dilation[1] * (w.shape[3] - 1)
-    return ho > 0 and wo > 0 and (n > 1 or c * w.shape[2] * w.shape[3] * ho * wp * 4 <= _TILED)
-
-
-def _widened_acc(x, layer, in_scale, padding, dilation, unsigned, centred, dtype):
-    """:meth:`NumpyQuantOps._conv_acc` of a 2-d stride-1 conv: the sums in widened rows
-    (C_out, N, ho, wp), from the input codes laid out flat per (sample, channel), padded."""
+def _conv_plan(shape, layer, unsigned, stride, padding, dilation, groups) -> tuple:
+    """``(centred, step, widened)``: :func:`_plan`'s, and the :class:`_Widened` geometry
+    where the conv runs on widened rows (2-d, stride 1, dense, a kernel larger than 1x1, no
+    cropping, some output, one GEMM; one sample's columns only up to the size where the
+    float conv builds them in row tiles), else None."""
     w = layer.codes
-    c_out, _, kh, kw = w.shape
-    n, c, h, width = x.shape
-    (pt, pb), (pl, pr) = padding
-    dh, dw = dilation
-    hp, wp = h + pt + pb, width + pl + pr
-    ho, wo = hp - dh * (kh - 1), wp - dw * (kw - 1)
-    # the last tap of the last widened row reads dw * (kw - 1) past the padded map
-    flat = np.zeros((n, c, hp * wp + dw * (kw - 1)), np.float32)
-    inner = flat[..., :hp * wp].reshape(n, c, hp, wp)[..., pt:pt + h, pl:pl + width]
-    if _is_codes(x) or x.dtype != np.float32:  # codes computed in x's own dtype
-        inner[...] = _codes(x, in_scale, unsigned)
-    else:  # quantized in place: the zero padding rounds to code 0
-        np.divide(x, in_scale.reshape(()), out=inner)
-        _rounded(flat, *code_range(unsigned), unsigned)
-    if centred:
-        flat -= CENTRED  # the padding too: it is code 0
-    length = ho * wp
-    es = flat.itemsize
-    cols = np.ndarray((c, kh, kw, n, length), np.float32, flat, 0,
-                      (flat.strides[1], dh * wp * es, dw * es, flat.strides[0], es))
-    acc = _gemm(w.reshape(c_out, -1), cols.reshape(c * kh * kw, n * length))  # the one copy
-    if centred:
-        acc = _centre(acc, layer, (-1, 1), dtype)
-    return (acc.reshape(c_out, n, ho, wp), (-1, 1, 1, 1),
-            lambda v: v[..., :wo].transpose(1, 0, 2, 3))
+    k = math.prod(w.shape[1:])
+    centred, step = _plan(layer.l1, k, unsigned, groups == 1)
+    if (len(shape) != 4 or groups != 1 or tuple(stride) != (1, 1) or not math.prod(shape)
+            or w.shape[2] * w.shape[3] == 1 or min(p for pair in padding for p in pair) < 0
+            or step < k):
+        return centred, step, None
+    widened = _Widened(shape, w.shape, padding, dilation)
+    n, c = shape[:2]
+    fits = n > 1 or c * w.shape[2] * w.shape[3] * widened.length * 4 <= _TILED
+    return centred, step, widened if widened.wo > 0 and widened.length > 0 and fits else None
+
+
+class _Widened:
+    """A 2-d stride-1 conv of one input shape on widened rows: the input codes laid out
+    flat per (sample, channel), padded, with room for the last tap's reads; the columns a
+    strided view of them; the sums (C_out, N, ho, wp)."""
+
+    __slots__ = ("flat", "inner", "cols", "rows", "out", "wo", "length")
+
+    def __init__(self, shape, w_shape, padding, dilation):
+        n, c, h, width = shape
+        c_out, _, kh, kw = w_shape
+        (pt, pb), (pl, pr) = padding
+        dh, dw = dilation
+        hp, wp = h + pt + pb, width + pl + pr
+        ho, self.wo = hp - dh * (kh - 1), wp - dw * (kw - 1)
+        self.length = max(ho, 0) * wp
+        # the last tap of the last widened row reads dw * (kw - 1) past the padded map
+        self.flat = (n, c, hp * wp + dw * (kw - 1))
+        self.inner = (Ellipsis, slice(0, hp * wp)), (n, c, hp, wp), (
+            Ellipsis, slice(pt, pt + h), slice(pl, pl + width))
+        es = np.dtype(np.float32).itemsize
+        row = self.flat[2] * es
+        self.cols = (c, kh, kw, n, self.length), (row, dh * wp * es, dw * es, c * row, es)
+        self.rows = (c * kh * kw, n * self.length)
+        self.out = (c_out, n, ho, wp)
+
+    def acc(self, x, layer, in_scale, unsigned, centred, dtype):
+        """:meth:`NumpyQuantOps._conv_acc` on widened rows."""
+        flat = np.zeros(self.flat, np.float32)
+        head, wide, window = self.inner
+        inner = flat[head].reshape(wide)[window]
+        if _is_codes(x) or x.dtype != np.float32:  # codes computed in x's own dtype
+            inner[...] = _codes(x, in_scale, unsigned)
+        else:  # quantized in place: the zero padding rounds to code 0
+            np.divide(x, in_scale.reshape(()), out=inner)
+            _rounded(flat, *code_range(unsigned), unsigned)
+        if centred:
+            flat -= CENTRED  # the padding too: it is code 0
+        cols = np.ndarray(*self.cols[:1], np.float32, flat, 0, self.cols[1])
+        acc = _gemm(layer.codes.reshape(self.out[0], -1), cols.reshape(self.rows))  # the copy
+        if centred:
+            acc = _centre(acc, layer, (-1, 1), dtype)
+        return acc.reshape(self.out), (-1, 1, 1, 1), self.view
+
+    def view(self, v: np.ndarray) -> np.ndarray:
+        """Results in widened rows (C_out, N, ho, wp) as (N, C_out, ho, wo)."""
+        return v[..., :self.wo].transpose(1, 0, 2, 3)
 
 
 #: OpenBLAS multiplies matrices of up to this many multiply-adds with its small-matrix
