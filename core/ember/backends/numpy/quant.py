@@ -14,7 +14,8 @@ they live.
 A 2-d stride-1 convolution reads its input codes laid out flat and zero-padded per channel:
 each kernel tap's inputs for a whole *widened* output (rows as wide as the padded input) are
 one contiguous run, so the im2col copy is a few long runs; the quantization writes its codes
-straight into that padded layout, and the rescaling's first pass drops the widened columns.
+straight into that padded layout. Codes out are a view that leaves the widened columns out
+(the next layer reads them where they lie); float results are copied out once.
 Semantics: :mod:`ember.contract.quantized`.
 """
 
@@ -67,7 +68,7 @@ class _Layer:
 
     def __init__(self, weight, w_scale, bias, in_scale, out_scale=None):
         self.codes = weight.astype(np.float32)
-        rows = weight.reshape(len(weight), -1).astype(np.int64)
+        rows = weight.reshape(len(weight), math.prod(weight.shape[1:])).astype(np.int64)
         self.l1 = int(np.abs(rows).sum(axis=1).max(initial=0))
         self.centring = CENTRED * rows.sum(axis=1).astype(np.float64)
         self.centring32 = self.centring.astype(np.float32)  # exact where used: |.| <= 128 l1
