@@ -41,6 +41,9 @@ CENTRED = 128
 #: the longest exact float32 sum of products of centred codes and any weight codes
 CENTRED_K = EXACT // (CENTRED * code_range(False)[1])
 
+#: results of up to this many elements take per-channel factors spread over their shape
+SPREAD = 1 << 15
+
 #: ids of a layer's (weight, w_scale, bias, in_scale, out_scale) -> what they give
 _LAYERS: dict[tuple[int, ...], _Layer] = {}
 
@@ -81,17 +84,27 @@ class _Layer:
         self._shaped: dict[tuple, tuple] = {}
         self.convs: dict[tuple, tuple] = {}  # a conv's plan per input shape and geometry
 
-    def shaped(self, shape: tuple, codes: bool, unsigned: bool = False) -> tuple:
+    def shaped(self, layout: tuple, codes: bool, unsigned: bool = False) -> tuple:
         """``(m, c)`` (``codes``; unsigned: ``c + 0.5``, the rounding's half folded in) or
-        ``(scale, bias)``, reshaped to ``shape`` (-1 at the channels' dim)."""
-        key = (shape, codes, unsigned)
+        ``(scale, bias)`` in ``layout``: ``(shape, full)``, reshaped to ``shape`` (-1 at the
+        channels' dim), then, unless ``full`` is None, spread over that whole shape (numpy
+        multiplies a small array by one of its own shape 1.4x faster than by channels
+        broadcast along rows: 2.9 against 4.0 us on 16 x 840)."""
+        key = (layout, codes, unsigned)
         hit = self._shaped.get(key)
         if hit is None:
+            shape, full = layout
             a, b = (self.m, self.c) if codes else (self.scale, self.bias)
             if unsigned:
                 b = b + b.dtype.type(0.5)
-            hit = self._shaped[key] = (a.reshape(shape), None if b is None else b.reshape(shape))
+            hit = tuple(None if v is None else v.reshape(shape) if full is None
+                        else np.broadcast_to(v.reshape(shape), full).copy() for v in (a, b))
+            self._shaped[key] = hit
         return hit
+
+    def clear_spread(self):
+        """Forget the factors spread over results' shapes."""
+        self._shaped = {k: v for k, v in self._shaped.items() if k[0][1] is None}
 
 
 def _layer(weight, w_scale, bias, in_scale, out_scale=None) -> _Layer:
@@ -225,28 +238,29 @@ class NumpyQuantOps:
                   out_hi):
         layer = _layer(weight, w_scale, bias, in_scale, out_scale)
         acc = _linear_acc(x, layer, in_scale, unsigned, w_scale.dtype)
-        q = _requantize(acc, layer.shaped((1, -1), True, out_lo >= 0), out_lo, out_hi)
+        q = _requantize(acc, layer.shaped(((1, -1), None), True, out_lo >= 0), out_lo, out_hi)
         return q.reshape(x.shape[:-1] + (weight.shape[0],))
 
     def qconv_q(self, x, weight, w_scale, bias, in_scale, out_scale, stride, padding,
                 dilation, groups, unsigned, out_lo, out_hi):
         layer = _layer(weight, w_scale, bias, in_scale, out_scale)
-        acc, shape, view = self._conv_acc(x, layer, in_scale, stride, padding, dilation,
+        acc, layout, view = self._conv_acc(x, layer, in_scale, stride, padding, dilation,
                                           groups, unsigned, w_scale.dtype)
-        return _requantize(acc, layer.shaped(shape, True, out_lo >= 0), out_lo, out_hi, view)
+        return _requantize(acc, layer.shaped(layout, True, out_lo >= 0), out_lo, out_hi,
+                           view)
 
     def _qlinear(self, x, weight, w_scale, bias, in_scale, unsigned):
         layer = _layer(weight, w_scale, bias, in_scale)
         acc = _linear_acc(x, layer, in_scale, unsigned, w_scale.dtype)
-        y = _rescale(acc, layer.shaped((1, -1), False), w_scale.dtype)
+        y = _rescale(acc, layer.shaped(((1, -1), None), False), w_scale.dtype)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
 
     def _qconv(self, x, weight, w_scale, bias, in_scale, stride, padding, dilation, groups,
                unsigned):
         layer = _layer(weight, w_scale, bias, in_scale)
-        acc, shape, view = self._conv_acc(x, layer, in_scale, stride, padding, dilation,
+        acc, layout, view = self._conv_acc(x, layer, in_scale, stride, padding, dilation,
                                           groups, unsigned, w_scale.dtype)
-        return _rescale(acc, layer.shaped(shape, False), w_scale.dtype, view)
+        return _rescale(acc, layer.shaped(layout, False), w_scale.dtype, view)
 
     def _conv_acc(self, x, layer, in_scale, stride, padding, dilation, groups, unsigned,
                   dtype):
@@ -259,6 +273,7 @@ class NumpyQuantOps:
         if plan is None:  # the geometry's decisions, once per input shape
             if len(layer.convs) > 16:  # inputs of ever new shapes: no growing without end
                 layer.convs.clear()
+                layer.clear_spread()
             plan = layer.convs[key] = _conv_plan(x.shape, layer, unsigned, stride, padding,
                                                  dilation, groups)
         centred, step, widened = plan
@@ -284,7 +299,7 @@ class NumpyQuantOps:
         shape = (-1,) + (1,) * (q.ndim - 2)
         if centred:
             acc = _centre(acc, layer, shape, dtype)
-        return acc, (1,) + shape, _same
+        return acc, ((1,) + shape, acc.shape if acc.size <= SPREAD else None), _same
 
 
 def _linear_acc(x, layer, in_scale, unsigned, dtype):
@@ -329,7 +344,7 @@ class _Widened:
     flat per (sample, channel), padded, with room for the last tap's reads; the columns a
     strided view of them; the sums (C_out, N, ho, wp)."""
 
-    __slots__ = ("flat", "inner", "cols", "rows", "out", "wo", "length")
+    __slots__ = ("flat", "inner", "cols", "rows", "out", "layout", "wo", "length")
 
     def __init__(self, shape, w_shape, padding, dilation):
         n, c, h, width = shape
@@ -348,6 +363,8 @@ class _Widened:
         self.cols = (c, kh, kw, n, self.length), (row, dh * wp * es, dw * es, c * row, es)
         self.rows = (c * kh * kw, n * self.length)
         self.out = (c_out, n, ho, wp)
+        # the factors spread over small results (each spread copy is as large as they are)
+        self.layout = (-1, 1, 1, 1), self.out if math.prod(self.out) <= SPREAD else None
 
     def acc(self, x, layer, in_scale, unsigned, centred, dtype):
         """:meth:`NumpyQuantOps._conv_acc` on widened rows."""
@@ -365,7 +382,7 @@ class _Widened:
         acc = _gemm(layer.codes.reshape(self.out[0], -1), cols.reshape(self.rows))  # the copy
         if centred:
             acc = _centre(acc, layer, (-1, 1), dtype)
-        return acc.reshape(self.out), (-1, 1, 1, 1), self.view
+        return acc.reshape(self.out), self.layout, self.view
 
     def view(self, v: np.ndarray) -> np.ndarray:
         """Results in widened rows (C_out, N, ho, wp) as (N, C_out, ho, wo)."""
