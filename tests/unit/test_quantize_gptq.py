@@ -40,8 +40,9 @@ def _output_error(codes, scale, w, x):
     return float(np.sum(((codes * scale - w) @ x.T) ** 2))
 
 
-@pytest.mark.parametrize("top,block", [(127, None), (7, None), (7, 16)])
-def test_gptq_moves_the_output_less_than_nearest_rounding(top, block):
+@pytest.mark.parametrize("top,block,search", [(127, None, False), (7, None, False),
+                                               (7, 16, False), (7, 16, True)])
+def test_gptq_moves_the_output_less_than_nearest_rounding(top, block, search):
     x = rng.standard_normal((400, 48)) @ rng.standard_normal((48, 48))  # correlated inputs
     w = rng.standard_normal((12, 48))
     h = Hessian()
@@ -53,8 +54,8 @@ def test_gptq_moves_the_output_less_than_nearest_rounding(top, block):
         full = scale
         np.testing.assert_array_equal(got_scale, scale)
     else:
-        codes, got_scale = gptq_codes(w, h.matrix(), None, top, block)
-        near, near_scale = per_block(w, 4, block)
+        codes, got_scale = gptq_codes(w, h.matrix(), None, top, block, search=search)
+        near, near_scale = per_block(w, 4, block, search=search)
         full = np.repeat(got_scale, block, axis=1)
         assert got_scale.shape == near_scale.shape
         near = near * np.repeat(near_scale, block, axis=1) / full

@@ -151,6 +151,15 @@ def test_a_record_of_the_old_int4_scheme_loads_as_it_was_written(tmp_path):
     assert twin(x).tolist() == q(x).tolist()
 
 
+def test_int4_gptq_preset_is_int4_with_gptq_rounding():
+    assert Scheme.named("int4-gptq") == Scheme(**{**Scheme.named("int4").to_dict(),
+                                                  "rounding": "gptq"})
+    model = _model()
+    x = ember.tensor(rng.standard_normal((8, 3, 6, 6)).astype(np.float32))
+    q = ember.quantize(model, x, "int4-gptq")
+    assert _formats(q) == _formats(ember.quantize(model, None, "int4"))
+
+
 def test_int4_fields_are_weight_only():
     with pytest.raises(ValueError, match="weight-only schemes"):
         Scheme(scale_search=True)

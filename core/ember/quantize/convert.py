@@ -248,10 +248,12 @@ def quantize(model: Module, calibration=None, scheme: str | dict | Scheme = "int
     ``scheme`` is a :class:`Scheme` or a preset: ``"int8"`` (int8 weights per channel, int8
     activations calibrated on ``calibration``: integer kernels), ``"int8-u8"`` (the same
     with unsigned codes for inputs never negative, MSE ranges, bias correction and GPTQ
-    rounding: more accurate), ``"int8-weights"`` and ``"int4"`` (weight-only, per block).
+    rounding: more accurate), ``"int8-weights"`` and ``"int4"`` (weight-only: int8 per
+    channel; int4 per block of 64 for the large layers, int8 per channel for the small ones
+    and depthwise convs) and ``"int4-gptq"`` (``"int4"`` with GPTQ rounding).
     ``calibration`` is a batch of inputs (Tensor or numpy, run in batches of 64) or an
     iterable of batches, a few hundred representative inputs; weight-only schemes don't need
-    it (unless ``rounding="gptq"``). ``calibration=None`` with ``"int8"`` gives the
+    it (unless ``rounding="gptq"``, as in ``"int4-gptq"``). ``calibration=None`` with ``"int8"`` gives the
     structure only (scales 1), e.g. to :func:`load` a record into.
 
     >>> import ember
