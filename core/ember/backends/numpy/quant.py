@@ -177,6 +177,7 @@ def _rounded(v: np.ndarray, lo: int, hi: int, unsigned: bool, work=None) -> np.n
 
 
 def _same(v: np.ndarray) -> np.ndarray:
+    """Results laid out as they are returned."""
     return v
 
 
@@ -265,8 +266,8 @@ class NumpyQuantOps:
     def _conv_acc(self, x, layer, in_scale, stride, padding, dilation, groups, unsigned,
                   dtype):
         """The exact sums (a new array): float32 (``dtype`` when centred, float64 when
-        split); the shape per-channel factors take to broadcast on them; the view of them
-        shaped (N, C_out, ...)."""
+        split); the layout of per-channel factors on them (:meth:`_Layer.shaped`); the view
+        of results in their layout as (N, C_out, ...)."""
         unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
         key = (x.shape, unsigned, stride, padding, dilation, groups)
         plan = layer.convs.get(key)
