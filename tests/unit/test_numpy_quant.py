@@ -186,3 +186,15 @@ def test_layer_cache_follows_the_arrays():
     del args
     gc.collect()
     assert len(quant._LAYERS) == before  # both entries left with their arrays
+
+
+def test_conv_plans_stay_bounded_over_many_input_shapes():
+    w = rng.integers(-127, 127, (3, 2, 3, 3), endpoint=True).astype(np.int8)
+    one = np.ones(3, np.float32)
+    args = [_t(w), _t(one), _t(np.zeros(3, np.float32)), _t(np.ones(1, np.float32))]
+    for h in range(3, 24):
+        x = rng.integers(-127, 127, (1, 2, h, 5), endpoint=True).astype(np.float32)
+        got = qconv2d(_t(x), *args, (1, 1), ((1, 1), (1, 1)), (1, 1), 1).numpy()
+        np.testing.assert_array_equal(got, _conv64(x, w, ((1, 1), (1, 1)), (1, 1)))
+    layer = quant._layer(*(a._prim for a in args))
+    assert 1 <= len(layer.convs) <= 17 and len(layer._shaped) <= 18  # the layer's own entry
