@@ -56,24 +56,25 @@ def exact_k(unsigned: bool) -> int:
 def _is_codes(x: np.ndarray) -> bool:
     """An int8/uint8 input is codes from the layer before (the contract's "codes between
     layers"), used as they are."""
-    return x.dtype in (np.int8, np.uint8)
+    return x.dtype.char in "bB"  # int8, uint8: the char compares ~5x faster than dtypes
 
 
 class _Layer:
-    """What a quantized layer's calls derive from its arrays: the weight codes as float32,
-    ``l1`` (the largest sum of ``|codes|`` over one output channel), 128 × each channel's
+    """What a quantized layer's calls derive from its arrays: the weight codes as float32
+    (``rows``: one per output channel), ``l1`` (the largest sum of ``|codes|`` over one output channel), 128 × each channel's
     sum of codes (what centred inputs leave out), the float results' ``in_scale * w_scale``
     and bias, and the code results' factors ``m``, ``c``; each reshaped once per layout.
     """
 
-    __slots__ = ("codes", "l1", "centring", "centring32", "scale", "bias", "m", "c", "_shaped",
-                 "convs", "refs")
+    __slots__ = ("codes", "rows", "l1", "centring", "centring32", "scale", "bias", "m", "c",
+                 "_shaped", "convs", "refs")
 
     def __init__(self, weight, w_scale, bias, in_scale, out_scale=None):
         self.codes = weight.astype(np.float32)
-        rows = weight.reshape(len(weight), math.prod(weight.shape[1:])).astype(np.int64)
-        self.l1 = int(np.abs(rows).sum(axis=1).max(initial=0))
-        self.centring = CENTRED * rows.sum(axis=1).astype(np.float64)
+        self.rows = self.codes.reshape(len(weight), math.prod(weight.shape[1:]))
+        ints = weight.reshape(self.rows.shape).astype(np.int64)
+        self.l1 = int(np.abs(ints).sum(axis=1).max(initial=0))
+        self.centring = CENTRED * ints.sum(axis=1).astype(np.float64)
         self.centring32 = self.centring.astype(np.float32)  # exact where used: |.| <= 128 l1
         self.scale = w_scale * in_scale.reshape(())
         self.bias = None if bias is None else bias.copy()
@@ -268,7 +269,7 @@ class NumpyQuantOps:
         """The exact sums (a new array): float32 (``dtype`` when centred, float64 when
         split); the layout of per-channel factors on them (:meth:`_Layer.shaped`); the view
         of results in their layout as (N, C_out, ...)."""
-        unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
+        unsigned = unsigned if not _is_codes(x) else x.dtype.char == "B"
         key = (x.shape, unsigned, stride, padding, dilation, groups)
         plan = layer.convs.get(key)
         if plan is None:  # the geometry's decisions, once per input shape
@@ -306,7 +307,7 @@ class NumpyQuantOps:
 def _linear_acc(x, layer, in_scale, unsigned, dtype):
     """The exact sums, (rows, N): float32 (``dtype`` when centred, float64 when split)."""
     k = x.shape[-1]
-    unsigned = unsigned if not _is_codes(x) else x.dtype == np.uint8
+    unsigned = unsigned if not _is_codes(x) else x.dtype.char == "B"
     rows = math.prod(x.shape[:-1])  # not reshape(-1, k): k may be 0
     q = _codes(x.reshape(rows, k), in_scale, unsigned).astype(np.float32, copy=False)
     w = layer.codes
@@ -372,7 +373,7 @@ class _Widened:
         flat = np.zeros(self.flat, np.float32)
         head, wide, window = self.inner
         inner = flat[head].reshape(wide)[window]
-        if _is_codes(x) or x.dtype != np.float32:  # codes computed in x's own dtype
+        if x.dtype.char != "f":  # codes, or codes computed in x's own dtype
             inner[...] = _codes(x, in_scale, unsigned)
         else:  # quantized in place: the zero padding rounds to code 0
             np.divide(x, in_scale.reshape(()), out=inner)
@@ -380,7 +381,7 @@ class _Widened:
         if centred:
             flat -= CENTRED  # the padding too: it is code 0
         cols = np.ndarray(*self.cols[:1], np.float32, flat, 0, self.cols[1])
-        acc = _gemm(layer.codes.reshape(self.out[0], -1), cols.reshape(self.rows))  # the copy
+        acc = _gemm(layer.rows, cols.reshape(self.rows))  # the one copy
         if centred:
             acc = _centre(acc, layer, (-1, 1), dtype)
         return acc.reshape(self.out), self.layout, self.view
