@@ -106,9 +106,9 @@ def test_weight_only_schemes_shrink_and_bound_the_error():
     assert type(q4[2]).__name__ == "Conv2d"  # below min_params: stays float
     assert f32 / ember.quantize.size_bytes(q4) > 6
     w = model[0].weight.numpy().astype(np.float64)
-    scale = np.repeat(q4[0].weight_scale.numpy(), 64, axis=1)[:, :256]
+    scale = np.abs(np.repeat(q4[0].weight_scale.numpy(), 64, axis=1)[:, :256])
     err = np.abs(q4[0].dequantized().numpy() - w)
-    # half a step, or (a weight the searched scale clips) its distance to the top code
+    # half a step, or (a weight the searched scale clips) its distance to code 7 or -8
     assert (err <= np.maximum(scale / 2, np.abs(w) - 7 * scale) * (1 + 1e-5) + 1e-7).all()
     q8 = ember.quantize(model, scheme="int8-weights")
     assert 3.5 < f32 / ember.quantize.size_bytes(q8) < 4.1

@@ -91,7 +91,7 @@ def _round(v):
 def gptq_codes(w, h, scale, top: int, block: int | None = None, damp: float = 0.01,
                search: bool = False):
     """``(codes, scale)``: GPTQ's codes for the weights ``w`` (G·R, K) — ``R`` rows per group
-    of ``h`` (G, K, K) — in ``-top..top``.
+    of ``h`` (G, K, K) — in ``-top..top`` (int4: -8..7, :func:`.weights.low_code`).
 
     ``scale``: (G·R, 1) one scale per row (kept), or with ``block`` None and a per-block
     scheme the scales are chosen as the rounding reaches each ``block`` of columns, from the
@@ -102,7 +102,7 @@ def gptq_codes(w, h, scale, top: int, block: int | None = None, damp: float = 0.
     """
     import numpy as np
 
-    from .weights import block_scales
+    from .weights import block_scales, low_code
 
     h = np.array(h, dtype=np.float64)
     g, k, _ = h.shape
@@ -125,7 +125,7 @@ def gptq_codes(w, h, scale, top: int, block: int | None = None, damp: float = 0.
         errs = np.empty_like(part)
         for j in range(e - b):
             col = part[:, :, j:j + 1]
-            code = np.clip(_round(col / s), -top, top)
+            code = np.clip(_round(col / s), low_code(top), top)
             q[:, :, b + j] = code[:, :, 0]
             err = (col - code * s) / u[:, b + j, b + j].reshape(g, 1, 1)
             part[:, :, j:] -= err * u[:, None, b + j, b + j:e]
