@@ -51,7 +51,7 @@ Weight-only layers (``ember.quantize`` schemes ``"int4"``, ``"int8-weights"``) k
 activations: each weight row (``row_len`` weights) is cut into ``nb = ceil(row_len / block)``
 blocks of ``block`` weights (the record's ``slot``; 0: one block of the whole row), and the
 scales are float32 ``(rows, nb)``. wdtype 2 (INT8_BLOCK): int8 codes, ``rows * row_len``
-bytes; wdtype 3 (INT4_BLOCK): codes -7..7 stored as ``code + 8`` in a nibble, two per byte,
+bytes; wdtype 3 (INT4_BLOCK): codes -8..7 stored as ``code + 8`` in a nibble, two per byte,
 low nibble first, each row starting on a byte (``ceil(row_len / 2)`` bytes a row, an odd row
 padded with code 0). A weight is ``code * scale[row, i // block]``; ``in_scale`` is 0. A file
 holds int8 layers or weight-only layers, not both.
