@@ -43,9 +43,10 @@ class Scheme:
     activation folded into its clamp): the activations stay int8 in memory between them,
     and the next layer doesn't quantize its input (records of older schemes, without the
     field, load unchained). ``scale_search`` (weight-only): each block's scale is the one
-    that leaves the least squared rounding error in the block (max |w| times 1.00, 0.99, ...,
-    0.50, :func:`.weights.block_scales`) rather than max |w| itself: clipping the largest
-    weight a little buys a finer step for all the others. ``int8_short_rows`` (int4
+    that leaves the least squared rounding error in the block (1.00, 0.99, ..., 0.50 of max
+    |w| / top; int4 also of -w_max / 8, which uses code -8: :func:`.weights.block_scales`)
+    rather than max |w| / top itself: clipping the largest weight a little buys a finer step
+    for all the others. ``int8_short_rows`` (int4
     schemes): layers whose rows (weights per output channel) are shorter than ``block`` get
     int8 codes with one scale per output channel (depthwise convolutions: 9 or 25 weights an
     output, whose errors don't average out); ``int8_share``: so do the smallest of the other
@@ -128,10 +129,11 @@ PRESETS = {
     "int8-weights": Scheme(activations=False, block=None),
     # int4 blocks of 64 (searched scales) for the large layers, int8 per channel for the
     # depthwise convs and the smallest layers holding 1 % of the rest: EfficientNet-Lite0
-    # 6.5x smaller than float32 and 95 % top-1 agreement with it (int4 everywhere: 23 %)
+    # 6.5x smaller than float32, 93.5 % top-1 agreement with it on labelled ImageNet images
+    # (int4 everywhere: 23 %; docs/guides/quantization.md, benchmarks/RESULTS.md)
     "int4": Scheme(weights="int4", activations=False, block=64, scale_search=True,
                    int8_short_rows=True, int8_share=0.01),
-    # the same with GPTQ rounding (needs calibration data): 96-98 % agreement, 16-64 crops
+    # the same with GPTQ rounding (needs calibration data): closer still
     "int4-gptq": Scheme(weights="int4", activations=False, block=64, scale_search=True,
                         int8_short_rows=True, int8_share=0.01, rounding="gptq"),
 }
