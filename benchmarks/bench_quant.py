@@ -12,7 +12,8 @@ Sections:
 
 - **size**: EfficientNet-Lite0 (ImageNet weights, batch norms folded) as float32, int8
   (``"int8"``: weights per channel, int8 activations) and weight-only int4 (``"int4"``:
-  blocks of 64): bytes of the state and of the record file (``ember.quantize.save`` vs
+  blocks of 64, the depthwise and smallest layers int8 per channel): bytes of the state and
+  of the record file (``ember.quantize.save`` vs
   ``ember.save``); also against the unfolded float32 model;
 - **mnist**: the demo CNN trained for ``--epochs`` on the MNIST training split (numpy), then
   quantized (calibrated on 512 training digits): held-out test accuracy, float32 vs int8;
@@ -117,8 +118,9 @@ def bench_size() -> list[str]:
             q = ember.quantize(model, calib, scheme)
             ember.quantize.save(q, Path(tmp) / scheme)
             size, file = ember.quantize.size_bytes(q), os.path.getsize(Path(tmp) / scheme)
-            lines.append(f"| {scheme} ({ember.quantize.Scheme.named(scheme).block or 'per channel'}"
-                         f" scales) | {size:,} | {file:,} | {f32 / size:.2f}x "
+            scales = ("per channel" if scheme == "int8" else "blocks of 64; depthwise and "
+                      "small layers int8 per channel")
+            lines.append(f"| {scheme} ({scales}) | {size:,} | {file:,} | {f32 / size:.2f}x "
                          f"(file {f32_file / file:.2f}x) |")
     return lines
 
@@ -233,11 +235,6 @@ def _labelled_sets() -> dict[str, tuple[list[np.ndarray], list[int]]]:
     return sets
 
 
-def _imagenet_samples():  # TEMPORARY for a helper's scratch script: remove before the end
-    images, classes = _labelled_sets()["foolbox 3.3.4"]
-    return images, np.array(classes)
-
-
 def _unlabelled_photos() -> list[np.ndarray]:
     """ai-benchmark's 100 photos (``data/classification/<i>.jpg``, 512×512, one everyday
     object each, no labels)."""
@@ -293,9 +290,10 @@ def bench_effnet_accuracy(rows: set[int] | None = None, distill: dict | None = N
                 "depthwise_conv", "stem", "head", "classifier")}))),
         ("weight-only int8, GPTQ rounding (16 crops)", lambda: ember.quantize(
             model, calib, Scheme(**{**Scheme.named("int8-weights").to_dict(), **GPTQ}))),
-        ("weight-only int4 (blocks of 64)", lambda: ember.quantize(model, None, "int4")),
-        ("weight-only int4 (blocks of 64), GPTQ rounding (16 crops)", lambda: ember.quantize(
-            model, calib, Scheme(**{**Scheme.named("int4").to_dict(), **GPTQ}))),
+        ('weight-only `"int4"` (blocks of 64, searched scales; depthwise and small layers '
+         "int8 per channel)", lambda: ember.quantize(model, None, "int4")),
+        ('weight-only `"int4-gptq"` (the same, GPTQ rounding), 16 crops',
+         lambda: ember.quantize(model, calib, "int4-gptq")),
         ("int8 u8 + GPTQ rounding, 16 crops", lambda: ember.quantize(
             model, calib, Scheme(**{**fine.to_dict(), **GPTQ}))),
         (f"int8 u8 + GPTQ, {CALIBRATION} crops", lambda: ember.quantize(
