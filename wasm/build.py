@@ -1,8 +1,9 @@
 """Build Ember's WebAssembly kernels: every ``wasm/*.c`` into one module,
 ``core/ember/backends/wasm/ember.wasm`` (git-ignored; the wheel ships it as an artifact).
 
-Needs Debian's ``clang``, ``lld`` and ``wasi-libc`` (malloc and libm for wasm32; the module
-imports nothing: no WASI calls are linked). Skips the build when the module is newer than
+Needs Debian's ``clang``, ``lld``, ``wasi-libc`` (malloc and libm for wasm32; the module
+imports nothing: no WASI calls are linked) and ``libclang-rt-14-dev-wasm32`` (compiler-rt's
+wasm32 builtins, which clang links into every module); ``make wasm`` installs them. Skips the build when the module is newer than
 every source.
 
     python wasm/build.py [--force]
@@ -26,6 +27,9 @@ FLAGS = [
 ]
 
 
+INSTALL = "apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32, or run `make wasm`"
+
+
 def sources() -> list[Path]:
     return sorted(HERE.glob("*.c"))
 
@@ -41,10 +45,11 @@ def build(force: bool = False) -> Path:
     if not force and not is_stale():
         return OUT
     if shutil.which("clang") is None:
-        raise SystemExit("wasm/build.py: clang is missing (apt-get install clang lld wasi-libc)")
+        raise SystemExit(f"wasm/build.py: clang is missing ({INSTALL})")
     tmp = OUT.with_suffix(".wasm.tmp")
     cmd = ["clang", *FLAGS, *map(str, sources()), "-lm", "-o", str(tmp)]
-    subprocess.run(cmd, check=True)
+    if subprocess.run(cmd).returncode != 0:
+        raise SystemExit(f"wasm/build.py: clang failed (above); the toolchain is: {INSTALL}")
     tmp.replace(OUT)  # atomic: a page or test never reads a half-written module
     return OUT
 

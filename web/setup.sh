@@ -3,7 +3,7 @@
 # Debian's chromium (ships SwiftShader for WebGPU), Playwright for Python (drives
 # /usr/bin/chromium; never `playwright install`), npm packages (pyodide; onnxruntime-web for
 # benchmarks/bench_browser.py) into web/node_modules, the wasm kernels when missing
-# (python wasm/build.py: clang, lld, wasi-libc; `make` builds them first), then web/dist
+# (`make wasm`, which installs their toolchain), then web/dist
 # (python web/build_dist.py, which runs Pyodide under Node to compile ember's wheel).
 #
 #   PYTHON=.venv/bin/python web/setup.sh
@@ -19,5 +19,5 @@ command -v npm >/dev/null || { echo "apt-get install npm"; apt_install npm; }
     || "$PY" -m pip install -q --disable-pip-version-check playwright
 [ -f node_modules/pyodide/pyodide-lock.json ] \
     || npm install --no-audit --no-fund --silent
-[ -f ../core/ember/backends/wasm/ember.wasm ] || "$PY" ../wasm/build.py
+[ -f ../core/ember/backends/wasm/ember.wasm ] || make -C .. wasm
 "$PY" build_dist.py

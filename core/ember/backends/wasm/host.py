@@ -27,8 +27,8 @@ def module_bytes() -> bytes:
         return MODULE.read_bytes()
     except FileNotFoundError:
         raise EmberError(
-            f"wasm: {MODULE} is missing; build it with `python wasm/build.py` (needs Debian's "
-            "clang, lld and wasi-libc) or `make` in a checkout"
+            f"wasm: {MODULE} is missing; in a checkout, `make wasm` installs the toolchain "
+            "(clang, lld, wasi-libc, libclang-rt-14-dev-wasm32) and builds it"
         ) from None
 
 
