@@ -2,6 +2,7 @@
 
 import os
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -153,3 +154,26 @@ def test_old_unknown_temporaries_are_removed_and_others_kept(tmp_path):
     os.utime(foreign, (old, old))
     save_file({"w": ember.ones(1)}, tmp_path / "w.safetensors")
     assert sorted(os.listdir(tmp_path)) == sorted([recent.name, foreign.name, "w.safetensors"])
+
+
+_WRITE_BOTH = """
+import sys
+from ember.io import atomic_write
+with atomic_write(sys.argv[1] + "/atomic.bin") as f:
+    f.write(b"x")
+with open(sys.argv[1] + "/plain.bin", "wb") as f:
+    f.write(b"x")
+"""
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_atomic_write_gives_the_mode_open_gives(tmp_path, umask):
+    subprocess.run([sys.executable, "-c", _WRITE_BOTH, str(tmp_path)], umask=umask, check=True)
+    mode = {name: stat.S_IMODE((tmp_path / name).stat().st_mode)
+            for name in ("atomic.bin", "plain.bin")}
+    assert mode["atomic.bin"] == mode["plain.bin"] == 0o666 & ~umask
+    # an existing file keeps its permissions, as open(path, "wb") keeps them
+    for name in ("atomic.bin", "plain.bin"):
+        os.chmod(tmp_path / name, 0o640)
+    subprocess.run([sys.executable, "-c", _WRITE_BOTH, str(tmp_path)], umask=umask, check=True)
+    assert {stat.S_IMODE((tmp_path / n).stat().st_mode) for n in mode} == {0o640}

@@ -2,7 +2,8 @@
 
 The data goes to a temporary file in the target's folder, is flushed to disk, replaces the
 target in one ``os.replace``, and the folder itself is flushed so the new name survives a
-power cut. A writer killed outright (SIGKILL, OOM killer) can't remove its temporary file;
+power cut. The file gets the permissions ``open(path, "wb")`` would give it: a new file those
+the umask allows (``0o666 & ~umask``), an existing one keeps its own. A writer killed outright (SIGKILL, OOM killer) can't remove its temporary file;
 the next atomic write into that folder does: temporary names carry the writer's process id
 (and a tag of its host and PID namespace), so a file is removed only when its writer is gone
 from this machine, or when nobody has touched it for :data:`STALE_AFTER_S` seconds.
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import platform
-import tempfile
+import re
+import secrets
+import stat
 import time
 import zlib
 from collections.abc import Iterator
@@ -77,6 +79,24 @@ def _fsync_folder(folder: str) -> None:
             os.close(fd)
 
 
+def _create_temporary(folder: str, path: str) -> tuple[int, str]:
+    """A new temporary file in ``folder`` (its descriptor, its path) with the mode ``open()``
+    would give ``path``: ``os.open``'s 0o666 lets the kernel apply the umask (and a default
+    ACL) as it does for ``open()``; an existing target's permission bits are copied."""
+    prefix = os.path.join(folder, f"{_PREFIX}{_host_tag()}-{os.getpid()}-")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = prefix + secrets.token_hex(6)
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        return fd, tmp
+    raise FileExistsError(f"atomic_write: no free temporary name for {path} in {folder}")
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """Open a temporary file next to ``path``; on success it replaces ``path`` in one step.
@@ -92,7 +112,7 @@ def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     remove_stale_temporaries(folder)
-    fd, tmp = tempfile.mkstemp(prefix=f"{_PREFIX}{_host_tag()}-{os.getpid()}-", dir=folder)
+    fd, tmp = _create_temporary(folder, path)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
