@@ -95,8 +95,10 @@ def _demo_mnist(args: argparse.Namespace) -> int:
         print(f"int8: test accuracy {q['test_accuracy']:.2%} ({q['change_points']:+.2f} points "
               f"from f32), {q['bytes']:,} bytes vs {q['f32_bytes']:,} "
               f"({q['f32_bytes'] / q['bytes']:.1f}x smaller): {q['file']}")
-    if summary["interrupted"]:
-        print(f"interrupted: continue with `ember demo mnist --resume --run-dir {folder}`")
+    if summary["interrupted"] or summary["max_steps_reached"]:
+        why = "interrupted" if summary["interrupted"] else \
+            f"stopped after --max-steps {args.max_steps} steps, in epoch {summary['epochs_run']}"
+        print(f"{why}: continue with `ember demo mnist --resume --run-dir {folder}`")
     print(_next_hint(args.dataset, run_dir))
     return 0
 

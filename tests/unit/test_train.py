@@ -59,7 +59,7 @@ def test_resume_equals_uninterrupted_run(tmp_path):
 
     model2, learner2, train2, valid2 = _setup(tmp_path / "split")
     first = learner2.fit(train2, valid2, epochs=4, max_steps=9)  # stops inside epoch 2
-    assert first.epochs_run == 2 and (tmp_path / "split/checkpoints/interrupted.ckpt").exists()
+    assert first.epochs_run == 2 and (tmp_path / "split/checkpoints/max-steps.ckpt").exists()
     # a fresh process would build everything again from scratch, with another seed even
     model3, learner3, train3, valid3 = _setup(tmp_path / "split", seed=123)
     resumed = learner3.fit(train3, valid3, epochs=4, resume=True)
@@ -81,7 +81,7 @@ def test_resume_mid_accumulation_equals_uninterrupted_run(tmp_path):
 
     _, learner2, train2, valid2 = _setup(tmp_path / "split", accumulate=4)
     learner2.fit(train2, valid2, epochs=3, max_steps=9)  # epoch 2, batch 3 of 4 summed
-    saved = load_checkpoint(tmp_path / "split/checkpoints/interrupted.ckpt")["accumulated"]
+    saved = load_checkpoint(tmp_path / "split/checkpoints/max-steps.ckpt")["accumulated"]
     assert saved["batches"] == 3 and saved["accumulate"] == 4
     assert sorted(saved["grads"]) == sorted(n for n, _ in learner2.model.named_parameters())
     model3, learner3, train3, valid3 = _setup(tmp_path / "split", seed=123, accumulate=4)
@@ -259,3 +259,72 @@ def test_one_read_per_step_gives_the_separate_reads(dtype):
     got = _read_step(loss, out, y)
     assert got == (loss.item(), out.tolist(), [2, 0, 3])
     assert _read_step(loss, None, None) == (loss.item(), None, None)
+
+
+class _Lines(PlainRenderer):
+    """A PlainRenderer that keeps its lines."""
+
+    def __init__(self):
+        import io
+
+        super().__init__(stream=io.StringIO())
+
+    @property
+    def text(self):
+        return self.stream.getvalue()
+
+
+def test_max_steps_is_reported_as_what_it_is(tmp_path):
+    _, learner, train, valid = _setup(tmp_path)
+    learner.renderer = _Lines()
+    result = learner.fit(train, valid, epochs=4, max_steps=9)  # 6 steps an epoch: epoch 2
+    assert result.max_steps_reached and not result.interrupted and result.epochs_run == 2
+    assert sorted(p.name for p in learner.checkpoints.iterdir()) == \
+        ["best.ckpt", "epoch-1.ckpt", "max-steps.ckpt"]
+    assert "stopped: max_steps=9 steps done at epoch 2, step 3 of 6" in learner.renderer.text
+    assert "interrupt" not in learner.renderer.text
+    assert result.summary["max_steps_reached"] is True
+    resumed = learner.fit(train, valid, epochs=4, resume=True)
+    assert not resumed.max_steps_reached and resumed.epochs_run == 4
+    assert not (learner.checkpoints / "max-steps.ckpt").exists()
+
+
+def test_max_steps_at_an_epoch_end_takes_no_extra_step(tmp_path):
+    _, learner, train, valid = _setup(tmp_path)
+    learner.renderer = _Lines()
+    result = learner.fit(train, valid, epochs=3, max_steps=12)  # exactly two epochs
+    assert result.max_steps_reached and result.epochs_run == 2
+    assert learner.optimizer.steps == 12
+    assert "max_steps=12 steps done at the end of epoch 2" in learner.renderer.text
+    # a budget that ends with the last epoch is a complete run
+    _, learner, train, valid = _setup(tmp_path / "exact")
+    assert not learner.fit(train, valid, epochs=2, max_steps=12).max_steps_reached
+
+
+def test_logged_lr_is_the_one_the_steps_used(tmp_path):
+    """A cosine schedule stepped per batch reaches 0 after the last step; the last epoch logs
+    the rate its last step used, as PyTorch's scheduler gives it (not the annealed 0)."""
+    torch = pytest.importorskip("torch")
+    from ember.optim.lr_scheduler import CosineAnnealingLR
+
+    epochs, steps = 3, 6
+    ember.seed(0)
+    with ember.use_backend("autodiff-numpy"):
+        model = nn.Sequential(nn.Linear(4, 3))
+    opt = SGD(model.parameters(), lr=0.1)
+    learner = Learner(model, opt, nn.loss.cross_entropy, folder=tmp_path, num_classes=3,
+                      scheduler=CosineAnnealingLR(opt, T_max=epochs * steps),
+                      scheduler_step="step", renderer=_Lines())
+    result = learner.fit(DataLoader(_data(), batch_size=16), epochs=epochs)
+
+    ref_opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    ref = torch.optim.lr_scheduler.CosineAnnealingLR(ref_opt, T_max=epochs * steps)
+    used = []
+    for _ in range(epochs * steps):
+        used.append(ref_opt.param_groups[0]["lr"])
+        ref_opt.step()
+        ref.step()
+    assert ref_opt.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)  # annealed
+    logged = [h["lr"] for h in result.history]
+    assert logged == pytest.approx([used[steps - 1], used[2 * steps - 1], used[-1]], rel=1e-9)
+    assert logged[-1] > 0 and "lr=0.0000" not in learner.renderer.text

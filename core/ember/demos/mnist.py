@@ -100,6 +100,7 @@ def train_mnist(dataset: str = "mnist", backend: str = "numpy", epochs: int | No
         "test_accuracy": round(test_accuracy, 4), "target_accuracy": TARGET_ACCURACY[dataset],
         "best": result.best, "best_epoch": result.best.get("accuracy", (None, None))[1],
         "epochs_run": result.epochs_run, "jit": learner.jit, "interrupted": result.interrupted,
+        "max_steps_reached": result.max_steps_reached,
         "wall_time_s": round(time.perf_counter() - started, 1),
         "sizes": {"train": len(train_part), "valid": len(valid_part), "test": len(test)},
         "files": {"model": str(folder / "model.safetensors"), "config": str(folder / "model.json"),

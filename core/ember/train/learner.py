@@ -35,11 +35,13 @@ from .runlog import RunLog, plot_curves
 @dataclass
 class FitResult:
     """What :meth:`Learner.fit` returns: epochs run, the best value (and epoch) of each tracked
-    metric, the per-(epoch, split) history, how the run ended, its folder and wall time.
+    metric, the per-(epoch, split) history, how the run ended (``interrupted``: Ctrl-C or
+    :meth:`Learner.request_stop`; ``stopped_early``: patience; ``max_steps_reached``: the
+    ``max_steps`` budget ran out before ``epochs``), its folder and wall time.
 
     >>> r = FitResult(epochs_run=2, best={"loss": (0.25, 2)}, history=[])
-    >>> r.best["loss"], r.interrupted, r.stopped_early
-    ((0.25, 2), False, False)
+    >>> r.best["loss"], r.interrupted, r.stopped_early, r.max_steps_reached
+    ((0.25, 2), False, False, False)
     """
 
     epochs_run: int
@@ -50,6 +52,11 @@ class FitResult:
     folder: Path | None = None
     wall_time: float = 0.0
     summary: dict = field(default_factory=dict)
+    max_steps_reached: bool = False
+
+
+#: the checkpoints a stop inside an epoch writes, by cause; ``resume`` continues from either
+MID_EPOCH = {"interrupted": "interrupted", "max_steps": "max-steps"}
 
 
 class Learner:
@@ -175,11 +182,11 @@ class Learner:
         return path
 
     def last_checkpoint(self) -> Path | None:
-        """The newest of the interrupted and the last epoch checkpoint (what ``resume`` loads),
-        or None."""
-        interrupted = self.checkpoints / "interrupted.ckpt"
+        """The newest of the mid-epoch checkpoints (``interrupted.ckpt``, ``max-steps.ckpt``)
+        and the last epoch checkpoint (what ``resume`` loads), or None."""
+        mid_epoch = [self.checkpoints / f"{name}.ckpt" for name in MID_EPOCH.values()]
         epochs = sorted(self.checkpoints.glob("epoch-*.ckpt"), key=_epoch_of)
-        candidates = [p for p in (interrupted, *(epochs[-1:])) if p.exists()]
+        candidates = [p for p in (*mid_epoch, *(epochs[-1:])) if p.exists()]
         return max(candidates, key=lambda p: p.stat().st_mtime_ns) if candidates else None
 
     def restore(self, path: Path, train_loader) -> dict:
@@ -209,7 +216,9 @@ class Learner:
     # ------------------------------------------------------------------ the loop
     def fit(self, train_loader, valid_loader=None, epochs: int = 1, resume: bool = False,
             max_steps: int | None = None) -> FitResult:
-        """Train for ``epochs``; ``max_steps`` stops after that many batches (tests, demos)."""
+        """Train for ``epochs``; ``max_steps`` stops after that many batches (tests, demos),
+        checkpointed like a Ctrl-C (``max-steps.ckpt`` inside an epoch) so ``resume=True``
+        continues; the result's ``max_steps_reached`` says it happened."""
         return _read_synchronously(self._loop(train_loader, valid_loader, epochs, resume,
                                               max_steps))
 
@@ -294,7 +303,7 @@ class Learner:
             "backend": self.backend.name, "model": type(self.model).__name__,
             "folder": str(self.folder), "has_valid": valid_loader is not None,
         })
-        interrupted = stopped_early = False
+        interrupted = stopped_early = reached = False
         epoch = start_epoch - 1
         steps_done = 0
         with GracefulInterrupt() as stop:
@@ -312,6 +321,7 @@ class Learner:
                     x, y = self.prepare(batch)
                     step += 1
                     steps_done += 1
+                    lr = self.optimizer.lr  # this step's: a "step" schedule moves it after
                     if self.accumulate == 1 and grads is None:
                         loss, out = self._train_step(x, y)
                     else:
@@ -325,22 +335,23 @@ class Learner:
                             grads = None
                     if grads is None and self.scheduler and self.scheduler_step == "step":
                         self.scheduler.step()
-                    yield from self._update(metrics, loss, out, y)
+                    yield from self._update(metrics, loss, out, y, lr)
                     live = {m.name: m.compute() for m in metrics if m.per_step}
                     renderer.on_step(epoch, "train", step, steps_per_epoch, live)
-                    if stop.requested or (max_steps is not None and steps_done >= max_steps):
+                    reached = max_steps is not None and steps_done >= max_steps
+                    if stop.requested or reached:
                         break
                     yield None
-                if stop.requested or (max_steps is not None and steps_done >= max_steps
-                                      and step < steps_per_epoch):
-                    interrupted = stop.requested
+                if stop.requested or (reached and step < steps_per_epoch):
+                    interrupted, reached = stop.requested, not stop.requested
                     state = yield _Snapshot(self._state(epoch, step, train_loader, best,
                                                         bad_epochs, metrics, history, grads))
-                    self.save("interrupted", state)
-                    renderer.on_message(
-                        f"{'interrupted' if interrupted else 'stopped'} at epoch {epoch}, step "
-                        f"{step}: checkpoint saved to {self.checkpoints / 'interrupted.ckpt'}"
-                    )
+                    cause = "interrupted" if interrupted else "max_steps"
+                    path = self.save(MID_EPOCH[cause], state)
+                    why = "interrupted" if interrupted else \
+                        f"stopped: max_steps={max_steps} steps done"
+                    renderer.on_message(f"{why} at epoch {epoch}, step {step} of "
+                                        f"{steps_per_epoch}: checkpoint saved to {path}")
                     break
                 if self.scheduler and self.scheduler_step == "epoch":
                     self.scheduler.step()
@@ -366,8 +377,9 @@ class Learner:
                 bad_epochs = 0 if improved else bad_epochs + 1
                 state = yield _Snapshot(self._state(epoch, 0, train_loader, best, bad_epochs,
                                                     None, history))
-                self.save(f"epoch-{epoch}", state)
-                (self.checkpoints / "interrupted.ckpt").unlink(missing_ok=True)
+                epoch_path = self.save(f"epoch-{epoch}", state)
+                for name in MID_EPOCH.values():
+                    (self.checkpoints / f"{name}.ckpt").unlink(missing_ok=True)
                 if improved:
                     self.save("best", state)
                 if self.patience is not None and bad_epochs >= self.patience:
@@ -377,27 +389,33 @@ class Learner:
                         f"(best {watched.get(self.monitor)!r:.8})"
                     )
                     break
+                if reached and epoch < epochs:
+                    renderer.on_message(f"stopped: max_steps={max_steps} steps done at the end "
+                                        f"of epoch {epoch}: checkpoint saved to {epoch_path}")
+                    break
+                reached = False  # the budget ran out with the last epoch: a complete run
         self._interrupt = None
         plot = plot_curves(log)
         wall = time.perf_counter() - start_time
         summary = {
             "epochs_run": epoch, "best": {k: list(v) for k, v in best.items()},
             "final": history[-1] if history else {}, "interrupted": interrupted,
-            "stopped_early": stopped_early, "wall_time_s": round(wall, 2),
+            "stopped_early": stopped_early, "max_steps_reached": reached, "wall_time_s": round(wall, 2),
             "backend": self.backend.name, "run_folder": str(self.folder),
             "plot": str(plot) if plot else None,
         }
         renderer.on_fit_end(summary)
         return FitResult(epoch, best, history, interrupted, stopped_early, self.folder, wall,
-                         summary)
+                         summary, reached)
 
-    def _update(self, metrics, loss, out, y):
-        """(A generator, as :meth:`_loop`: it yields the tensor to read.)"""
+    def _update(self, metrics, loss, out, y, lr: float | None = None):
+        """(A generator, as :meth:`_loop`: it yields the tensor to read.) ``lr``: the learning
+        rate the step was taken with."""
         needs_outputs = any(m.tracked and m.name != "loss" for m in metrics)
         loss_value, predictions, targets = yield from _reading_step(
             loss, out if needs_outputs else None, y if needs_outputs else None)
         step = StepOutput(loss=loss_value, batch_size=int(y.shape[0]), predictions=predictions,
-                          targets=targets, lr=self.optimizer.lr)
+                          targets=targets, lr=lr)
         for m in metrics:
             m.update(step)
 
