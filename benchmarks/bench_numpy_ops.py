@@ -15,7 +15,7 @@ import time
 import ember
 import ember.nn.functional as F
 import numpy as np
-from _common import median_time
+from _common import median_time, row, write_record
 from numpy.lib.stride_tricks import sliding_window_view
 
 
@@ -52,12 +52,15 @@ def main() -> None:
           f"{time.strftime('%Y-%m-%d')}")
     print("| op | size | ember µs | numpy µs | ratio | overhead µs |")
     print("|---|---|---:|---:|---:|---:|")
+    rows = []
     for size in args.sizes:
         repeat = args.repeat if size <= 256 else max(5, args.repeat // 5)
         for name, ember_fn, numpy_fn in cases(size, rng):
             te, tn = median_time(ember_fn, repeat), median_time(numpy_fn, repeat)
             print(f"| {name} | {size} | {te * 1e6:.1f} | {tn * 1e6:.1f} | {te / tn:.2f} | "
                   f"{(te - tn) * 1e6:.1f} |")
+            rows.append(row("cpu", f"{name}, n={size}", te * 1e6, tn * 1e6, "µs", "numpy"))
+    write_record(rows)
 
 
 if __name__ == "__main__":

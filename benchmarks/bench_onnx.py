@@ -45,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "onnx"))
 sys.path.insert(0, HERE)
 
+from _common import row, write_record  # noqa: E402
 from onnx_models import built  # noqa: E402
 from real_models import SHAPES, light_models, rapidocr_models  # noqa: E402
 
@@ -149,6 +150,7 @@ def main() -> int:
           f"{os.cpu_count()} cores, {args.threads} thread(s), median of {args.repeat}\n")
     print("| model | input | ember ms | onnxruntime ms | ratio | CPU-time ratio | max rel. diff |")
     print("|---|---|---:|---:|---:|---:|---:|")
+    rows = []
     for label, path, shape in _cases(args.batch):
         if args.only and not any(k == label or k in label.split() for k in args.only):
             continue
@@ -160,6 +162,10 @@ def main() -> int:
         dims = "×".join(map(str, shape)) if shape else "declared"
         print(f"| {label} | {dims} | {te * 1e3:.2f} | {to * 1e3:.2f} | {te / to:.2f} | "
               f"{cpu:.2f} | {err:.1e} |", flush=True)
+        rows.append(row("onnx", f"{label} ({dims})", te * 1e3, to * 1e3, "ms", "onnxruntime CPU",
+                        note=f"CPU-time ratio {cpu:.2f}"))
+    if rows:
+        write_record(rows)
     return 0
 
 
