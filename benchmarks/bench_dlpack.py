@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 import ember
-from _common import median_times
+from _common import median_times, row, write_record
 
 N = 16 * 1024 * 1024  # float32: 64 MB
 
@@ -33,10 +33,13 @@ def main() -> None:
     ]
     print("| exchange | ember µs | peer | peer µs | ratio |")
     print("|---|---:|---|---:|---:|")
+    record = []
     for name, fn, peer, peer_fn in rows:
         ours, theirs = median_times([fn, peer_fn], repeat=200)
         print(f"| {name} | {ours * 1e6:.1f} | {peer} | {theirs * 1e6:.1f} | "
               f"{ours / theirs:.2f}× |")
+        record.append(row("system", f"DLPack: {name}", ours * 1e6, theirs * 1e6, "µs", peer))
+    write_record(record)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "demos"))
 
-from _common import median_times, pin_blas_threads  # noqa: E402
+from _common import median_times, pin_blas_threads, row, write_record  # noqa: E402
 
 pin_blas_threads("1")
 
@@ -58,6 +58,7 @@ def main() -> None:
     print(f"WordPiece: {1e6 * t_tok / len(SENTENCES):.0f} µs per sentence")
     print("| sentences × tokens | ember numpy ms | torch CPU ms | ember / torch | max |diff| |")
     print("|---|---:|---:|---:|---:|")
+    rows = []
     for n, length in CASES:
         texts = [SENTENCES[i % len(SENTENCES)] + " and more" * length for i in range(n)]
         ids, mask = tok.batch(texts, max_length=length)
@@ -76,6 +77,9 @@ def main() -> None:
         t_e, t_t = median_times([run_ember, run_torch], args.repeat)
         print(f"| {n} × {length} | {1e3 * t_e:.1f} | {1e3 * t_t:.1f} | {t_e / t_t:.2f} | "
               f"{diff:.1e} |")
+        rows.append(row("cpu", f"all-MiniLM-L6-v2 embeddings, {n} × {length} tokens, "
+                        f"{args.threads} thread(s)", 1e3 * t_e, 1e3 * t_t, "ms", "PyTorch CPU"))
+    write_record(rows)
 
 
 if __name__ == "__main__":

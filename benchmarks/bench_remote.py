@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember
-from _common import median_times
+from _common import median_times, row, write_record
 from ember.demos.mnist_model import mnist_cnn, preprocess
 from ember.remote import Remote
 
@@ -98,13 +98,19 @@ def main() -> None:
         print("|---|---:|---:|---:|---|")
         print(f"| {args.ops} adds (4×4 f32) + 1 read | {r:.1f} | {n:.1f} | {r / n:.2f} | "
               f"≤ 50 µs/op: {'met' if r <= 50 else 'not met'} |")
+        peer = "numpy backend in process"
+        rows = [row("system", f"Remote over loopback: {args.ops} adds (4×4) + 1 read", r, n,
+                    "µs/op", peer)]
         print("\n| MNIST CNN inference | Remote ms | numpy ms | ratio | goal |")
         print("|---|---:|---:|---:|---|")
         for batch in (1, 64, 256):
             r, n = mnist(remote, numpy, batch, args.repeat)
             print(f"| batch {batch} | {r:.2f} | {n:.2f} | {r / n:.2f} | "
                   f"≤ 1.5×: {'met' if r / n <= 1.5 else 'not met'} |")
+            rows.append(row("system", f"Remote: MNIST CNN inference, batch {batch}", r, n, "ms",
+                            peer))
         remote.close()
+        write_record(rows)
     finally:
         proc.kill()
         proc.wait()

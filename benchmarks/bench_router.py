@@ -22,7 +22,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember
-from _common import median_times
+from _common import median_times, row, write_record
 
 
 def chain(backend, shape, ops):
@@ -50,6 +50,7 @@ def main() -> None:
         pairs.append(("wgpu", ember.Router("wgpu", "numpy"), (256, 256)))
     except Exception as e:  # noqa: BLE001 - no adapter: numpy only
         print(f"(wgpu skipped: {e})")
+    rows = []
     for name, router, shape in pairs:
         plain = ember.get_backend(name)
         assert chain(plain, shape, args.ops)() == chain(router, shape, args.ops)()
@@ -58,6 +59,9 @@ def main() -> None:
         print(f"| {args.ops} adds {shape} on {name} | {p:.1f} | {r:.1f} | {r - p:.1f} | "
               f"{r / p:.2f} |")
         assert router.moves == 0
+        rows.append(row("system", f"Router: {args.ops} adds {shape}, every op on {name}", r, p,
+                        "µs/op", f"{name} backend alone"))
+    write_record(rows)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from _common import row, write_record
+
 HERE = Path(__file__).resolve().parents[1]
 
 COMMANDS = {
@@ -50,6 +52,7 @@ def main() -> None:
     header = " | ".join(f"{name} s | {name} modules" for name in roots)
     print(f"| command | {header} |")
     print("|---|" + "---:|" * (2 * len(roots)))
+    rows = []
     for label, code in COMMANDS.items():
         times: dict[str, list[float]] = {name: [] for name in roots}
         modules: dict[str, int] = {}
@@ -59,6 +62,12 @@ def main() -> None:
                 times[name].append(elapsed)
         cells = " | ".join(f"{statistics.median(times[n]):.3f} | {modules[n]}" for n in roots)
         print(f"| `{label}` | {cells} |")
+        goal = "" if label == "import ember" else "goal < 0.3 s; "
+        peer = statistics.median(times["compare"]) if args.compare else None
+        rows.append(row("system", f"{label} (fresh interpreter)", statistics.median(times["this"]),
+                        peer, "s", f"checkout {args.compare}" if args.compare else "none",
+                        note=f"{goal}{modules['this']} ember modules"))
+    write_record(rows)
 
 
 if __name__ == "__main__":

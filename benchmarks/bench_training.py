@@ -15,7 +15,7 @@ import platform
 
 import ember
 import numpy as np
-from _common import blas_threads, median_times, torch_twin
+from _common import blas_threads, median_times, row, torch_twin, write_record
 from ember import nn, optim
 
 AD = "autodiff-numpy"
@@ -134,6 +134,9 @@ def main() -> None:
     print("|---|---:|---:|---:|")
     for label, te, tt in rows:
         print(f"| {label} | {te * 1e3:.2f} | {tt * 1e3:.2f} | {te / tt:.2f}× |")
+    if not args.ember_only:
+        write_record([row("training", f"{label} step, {args.optimizer}, {threads} thread(s)",
+                          te * 1e3, tt * 1e3, "ms", "PyTorch CPU") for label, te, tt in rows])
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember
+from _common import row, write_record
 from ember.tensordata import TensorData
 
 BUDGET_S = 20.0  # per timed case: fewer repeats when one call is slow
@@ -419,6 +420,15 @@ def main(argv=None) -> None:
           "queries (ember) or CUDA events (torch), in the same unit; ember vs peer: ember's "
           "speed as a percentage of the peer's, higher is better)")
     print(f"total benchmark time: {time.perf_counter() - started:.0f} s")
+    where = f"{peer_name} on {getattr(other, 'device', '?')}"
+    record = [row("gpu", f"{name}, {clock}", x, y, unit, where, higher_is_better=higher)
+              for name, unit, higher, values in rows
+              for clock, x, y in (("wall", values[0][0], values[1][0]),
+                                  ("kernel", values[0][1], values[1][1]))
+              if isinstance(x, float) and isinstance(y, float)]
+    if record:
+        write_record(record, variant="small" if args.small else None,
+                     device=getattr(mine, "device", None))
 
 
 if __name__ == "__main__":
