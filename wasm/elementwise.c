@@ -12,7 +12,7 @@
 /* ================================================================== binary */
 #define BINARY_OPS(X) \
     X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) \
-    X(ge) X(floor_divide) X(remainder) X(atan2) X(and) X(or) X(xor)
+    X(ge) X(floor_divide) X(remainder) X(atan2) X(and) X(or) X(xor) X(shl) X(shr)
 enum { BINARY_OPS(NAME_ENUM) OP_BINARY_COUNT };
 static const char binary_names[] = BINARY_OPS(NAME_STR);
 const char *EXPORT(em_binary_names)(void) { return binary_names; }
@@ -102,6 +102,8 @@ static inline int64_t ipow(int64_t base, int64_t e) {
 #define IMOD(T, x, y) ((y) == 0 || MINUS_ONE(T, y) ? (T)0 :                                    \
     (T)(((x) % (y) != 0 && (((x) % (y) < 0) != ((y) < 0))) ? (x) % (y) + (y) : (x) % (y)))
 
+/* a shift count inside [0, width); outside it << gives 0 and >> the sign (numpy's results) */
+#define SHIFT_OK(T, y) ((uint64_t)(int64_t)(y) < 8 * sizeof(T))
 #define INT_BINARY(T, U)                                                                   \
     static int binary_##T(int op, const void *pa, const void *pb, void *po, em_walk w) {   \
         switch (op) {                                                                      \
@@ -122,6 +124,8 @@ static inline int64_t ipow(int64_t base, int64_t e) {
         case OP_and: MAP2(T, T, x & y);                                                    \
         case OP_or: MAP2(T, T, x | y);                                                     \
         case OP_xor: MAP2(T, T, x ^ y);                                                    \
+        case OP_shl: MAP2(T, T, SHIFT_OK(T, y) ? (T)((U)x << y) : (T)0);                   \
+        case OP_shr: MAP2(T, T, SHIFT_OK(T, y) ? (T)(x >> y) : (T)(x < 0 ? -1 : 0));       \
         default: return 1;                                                                 \
         }                                                                                  \
     }

@@ -75,7 +75,11 @@ METHODS = {
     "__rand__": arithmetic.and_,
     "__ror__": arithmetic.or_,
     "__rxor__": arithmetic.xor,
-    "__invert__": arithmetic.logical_not,
+    "__invert__": arithmetic.invert,
+    "__lshift__": arithmetic.shift_left,
+    "__rshift__": arithmetic.shift_right,
+    "__rlshift__": arithmetic.rlshift,
+    "__rrshift__": arithmetic.rrshift,
     "__getitem__": indexing.getitem,
     "__setitem__": indexing.setitem,
     # creation

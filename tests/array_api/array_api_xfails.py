@@ -8,6 +8,4 @@ XFAILS = {
        for d in ("int16", "uint16", "uint32", "uint64", "complex64", "complex128")},
     "test_array_attribute[*-size]": "Tensor.size is PyTorch's method size(dim=None), not the "
     "standard's attribute (array-api-compat's size(x) works)",
-    "test_bitwise_operators_on_integers*": "the Tensor's &, |, ^, ~ are logical ops on bool "
-    "tensors (the op contract has no integer bitwise primitives); xp.bitwise_* work",
 }

@@ -97,20 +97,7 @@ def _to_device(self, device, /, *, stream=None):
     return self.to(resolve_device(device))
 
 
-def _shift(name: str, reflected: bool = False):
-    def method(self, other, /):
-        fn = __getattr__(name)
-        return fn(other, self) if reflected else fn(self, other)
-
-    return method
-
-
 # the array object's side of the standard, bound when `import ember` loads this package:
-# the namespace entry point, device moves, and the shift operators (which, like the integer
-# bitwise functions, have no op-contract primitive and run on the host)
+# the namespace entry point and device moves
 _Tensor.__array_namespace__ = _array_namespace
 _Tensor.to_device = _to_device
-_Tensor.__lshift__ = _shift("bitwise_left_shift")
-_Tensor.__rshift__ = _shift("bitwise_right_shift")
-_Tensor.__rlshift__ = _shift("bitwise_left_shift", reflected=True)
-_Tensor.__rrshift__ = _shift("bitwise_right_shift", reflected=True)

@@ -1,6 +1,6 @@
 """What every part of the namespace shares: the backend a call runs on (its ``device``),
 Python scalars lifted next to an array, and the host path for the few functions the op
-contract has no primitive for (bitwise ops, ``nextafter``...).
+contract has no primitive for (``nextafter``, ``hypot``...).
 
 The host path reads the values (``to_data``), computes them with Python's own arithmetic
 and writes them back to the same backend: slower than a kernel, but it gives every backend
@@ -90,8 +90,8 @@ def host_map(fn, dtype: dt.DType, *arrays: Tensor) -> Tensor:
 
     >>> import ember
     >>> from ember.array_api._common import host_map
-    >>> host_map(lambda a, b: a & b, ember.int32, ember.tensor([6, 5]), ember.tensor([3, 3])).tolist()
-    [2, 1]
+    >>> host_map(max, ember.int32, ember.tensor([6, 5]), ember.tensor([3, 7])).tolist()
+    [6, 7]
     """
     from ..ops.shape_ops import broadcast_tensors
 

@@ -36,6 +36,19 @@ int_lt = _int("int_lt", result=infer.to_bool)
 int_le = _int("int_le", result=infer.to_bool)
 int_neg = _int("int_neg", "x", infer.same)
 int_abs = _int("int_abs", "x", infer.same)
+int_bitwise_and = _int("int_bitwise_and", doc="AND of the two's-complement bits.")
+int_bitwise_or = _int("int_bitwise_or", doc="OR of the two's-complement bits.")
+int_bitwise_xor = _int("int_bitwise_xor", doc="XOR of the two's-complement bits.")
+int_bitwise_not = _int("int_bitwise_not", "x", infer.same, doc="``~x``: every bit flipped.")
+int_shift_left = _int(
+    "int_shift_left",
+    doc="``a << b`` wrapping around at the dtype's width; a count outside [0, width) gives 0.",
+)
+int_shift_right = _int(
+    "int_shift_right",
+    doc="``a >> b``, arithmetic (rounds toward -inf); a count outside [0, width) gives 0 for "
+    "a >= 0 and -1 for a < 0 (numpy's results).",
+)
 
 # ---------------------------------------------------------------------- int composites
 int_ne = _int("int_ne", result=infer.to_bool)

@@ -256,17 +256,26 @@ def logical_not(self) -> Tensor:
     return wrap(x, x.backend.bool_not(x._prim))
 
 
-def _bitwise_or_logical(family: fam.Family):
-    """``&``, ``|``, ``^``: logical on bool tensors (there are no integer bitwise ops)."""
+def _bitwise(family: fam.Family, doc: str):
+    """A binary bitwise operator: ``family``'s int op on integer tensors, its bool op (if any)
+    on bool ones; float operands raise naming the dtypes that work."""
 
     def operator(self, other):
-        if self.dtype.is_bool and (not isinstance(other, Tensor) or other.dtype.is_bool):
-            return _logical(family, self, other)
-        raise DTypeError(
-            f"{family.name}: bitwise ops on {self.dtype} are not supported; &, |, ^ work on bool tensors"
-        )
+        return binary(family, self, other)
 
+    operator.__name__ = operator.__qualname__ = f"bitwise_{family.name}"
+    operator.__doc__ = doc
     return operator
+
+
+def invert(self) -> Tensor:
+    """``~t``: every bit flipped on integer tensors (two's complement), NOT on bool tensors.
+
+    >>> import ember
+    >>> (~ember.tensor([5, -3])).tolist(), (~ember.tensor([True, False])).tolist()
+    ([-6, 2], [False, True])
+    """
+    return wrap(self, backend_op(self, fam.NOT)(self._prim))
 
 
 def _reflected(fn):
@@ -286,9 +295,39 @@ def _scalar_tensor(value, like: Tensor) -> Tensor:
 radd, rsub, rmul = _reflected(add), _reflected(sub), _reflected(mul)
 rtruediv, rfloordiv = _reflected(div), _reflected(floor_divide)
 rmod, rpow = _reflected(remainder), _reflected(pow)
-and_ = _bitwise_or_logical(fam.AND)
-or_ = _bitwise_or_logical(fam.OR)
-xor = _bitwise_or_logical(fam.XOR)
+and_ = _bitwise(fam.AND, """``a & b``: bitwise AND of integers, logical AND of bools.
+
+    >>> import ember
+    >>> (ember.tensor([6, -1]) & 3).tolist(), (ember.tensor([True]) & False).tolist()
+    ([2, 3], [False])
+    """)
+or_ = _bitwise(fam.OR, """``a | b``: bitwise OR of integers, logical OR of bools.
+
+    >>> import ember
+    >>> (ember.tensor([4, 1]) | 2).tolist()
+    [6, 3]
+    """)
+xor = _bitwise(fam.XOR, """``a ^ b``: bitwise XOR of integers, logical XOR of bools.
+
+    >>> import ember
+    >>> (ember.tensor([5, -1]) ^ 3).tolist()
+    [6, -4]
+    """)
+shift_left = _bitwise(fam.SHIFT_LEFT, """``a << b`` on integers, wrapping around at the dtype's
+    width; a count outside [0, width) gives 0.
+
+    >>> import ember
+    >>> (ember.tensor([1, -3], dtype=ember.int8) << 2).tolist()
+    [4, -12]
+    """)
+shift_right = _bitwise(fam.SHIFT_RIGHT, """``a >> b`` on integers, arithmetic (rounds toward
+    -inf); a count outside [0, width) gives 0, or -1 for negative ``a``.
+
+    >>> import ember
+    >>> (ember.tensor([16, -16]) >> 2).tolist()
+    [4, -4]
+    """)
+rlshift, rrshift = _reflected(shift_left), _reflected(shift_right)
 
 
 def pos(self: Tensor) -> Tensor:

@@ -188,6 +188,14 @@ _ELEMENTWISE = {
     float_math.float_ceil: np.ceil,
     float_math.float_trunc: np.trunc,
     float_math.float_reciprocal: np.reciprocal,
+    int_bool.int_bitwise_and: np.bitwise_and,
+    int_bool.int_bitwise_or: np.bitwise_or,
+    int_bool.int_bitwise_xor: np.bitwise_xor,
+    int_bool.int_bitwise_not: np.invert,
+    # numpy's shifts give 0 (left) or the sign (right) for counts outside [0, width): the
+    # contract's rule
+    int_bool.int_shift_left: np.left_shift,
+    int_bool.int_shift_right: np.right_shift,
     int_bool.bool_and: np.logical_and,
     int_bool.bool_or: np.logical_or,
     int_bool.bool_xor: np.logical_xor,

@@ -353,6 +353,28 @@ class PythonOps(Backend):
     def int_sign(self, x):
         return self._map1(lambda v: (v > 0) - (v < 0), x)
 
+    # Python's ints are two's complement of unbounded width: &, |, ^, ~ and >> on them are the
+    # fixed-width results once make() wraps them into the dtype
+    def int_bitwise_and(self, a, b):
+        return self._map2(operator.and_, a, b)
+
+    def int_bitwise_or(self, a, b):
+        return self._map2(operator.or_, a, b)
+
+    def int_bitwise_xor(self, a, b):
+        return self._map2(operator.xor, a, b)
+
+    def int_bitwise_not(self, x):
+        return self._map1(operator.invert, x)
+
+    def int_shift_left(self, a, b):
+        bits = a.dtype.bits
+        return self._map2(lambda u, v: u << v if 0 <= v < bits else 0, a, b)
+
+    def int_shift_right(self, a, b):
+        bits = a.dtype.bits
+        return self._map2(lambda u, v: u >> (v if 0 <= v < bits else bits), a, b)
+
     def int_sum(self, x, dims):
         return self._reduce(x, dims, sum)
 

@@ -15,6 +15,8 @@ _BINARY = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow", "maximum": "maximum",
     "minimum": "minimum", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge",
     "floor_divide": "floor_divide", "remainder": "remainder", "atan2": "atan2",
+    "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor", "shift_left": "shl",
+    "shift_right": "shr",
 }
 _COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 _FLOAT_UNARY = (
@@ -127,6 +129,9 @@ class WasmElementwise:
         return self._unary("gelu_tanh" if approximate == "tanh" else "gelu", x)
 
     def bool_not(self, x):
+        return self._unary("not", x)
+
+    def int_bitwise_not(self, x):
         return self._unary("not", x)
 
     def bool_and(self, a, b):

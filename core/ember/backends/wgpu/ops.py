@@ -132,6 +132,14 @@ _INT = {
     int_bool.int_minimum: "min(x0, x1)",
     int_bool.int_neg: "0 - x0",
     int_bool.int_abs: "abs(x0)",
+    # int8/uint8 compute in i32 (sign-/zero-extended) and are stored truncated: the same bits
+    int_bool.int_bitwise_and: "x0 & x1",
+    int_bool.int_bitwise_or: "x0 | x1",
+    int_bool.int_bitwise_xor: "x0 ^ x1",
+    int_bool.int_bitwise_not: "~x0",
+    # WGSL takes a runtime shift count modulo 32: counts outside [0, 32) are handled here
+    int_bool.int_shift_left: "select(0, x0 << u32(x1), u32(x1) < 32u)",
+    int_bool.int_shift_right: "x0 >> min(u32(x1), 31u)",
 }
 _INT_BOOL = {
     int_bool.int_eq: "x0 == x1",
