@@ -74,8 +74,9 @@ def sha256(path: Path) -> str:
 
 
 def build_ember_wheel(dest: Path) -> Path:
-    """``pip wheel --no-deps .`` of the checkout (hatchling force-includes shaders/); from an
-    installed ember, :func:`pack_installed`."""
+    """``pip wheel --no-deps .`` of the checkout (hatchling force-includes shaders/) without the
+    compiled kernels, which the page's wheel drops (``WHEEL_DROP``), so that a checkout without
+    the MicroPython build makes the page; from an installed ember, :func:`pack_installed`."""
     if not CHECKOUT:
         return pack_installed(dest)
     try:  # build offline with the local hatchling when there is one
@@ -88,7 +89,7 @@ def build_ember_wheel(dest: Path) -> Path:
         subprocess.run(
             [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-q", "-w", tmp,
              str(ROOT)],
-            check=True,
+            check=True, env={**os.environ, "EMBER_WHEEL_WITHOUT_KERNELS": "1"},  # hatch_build.py
         )
         (wheel,) = Path(tmp).glob("ember-*.whl")
         target = dest / wheel.name
