@@ -1,30 +1,37 @@
 # The ulab tier: vectorised kernels over ulab.numpy, viewing the runtime's array('f') buffers
 # ruff: noqa: FURB136, PLR1730 - MicroPython code: % formatting, inline compares
-# in place with frombuffer. Written against ulab's documented API and its C source only, on
-# 1-D/2-D arrays (ULAB_MAX_DIMS = 2, the common build):
-#   ulab.numpy: frombuffer, array, zeros, dot, maximum, clip, tanh, floor, where, mean,
-#   dtypes float / int8 / uint8; ndarray: reshape, itemsize, slicing with steps, slice
-#   assignment, in-place + - * / with broadcasting, comparisons.
-# Rules that keep it inside a board's heap and its firmware options:
-# - `dot` reads int8 operands itself and returns float (ulab's transform_dot converts element
-#   by element), so int8 weights and inputs are never widened into float copies;
-# - every temporary is bounded by one output row of a conv/pool, by STEP elements (QSTEP
-#   for quantize's byte masks) or by a dense chunk's rows; results
-#   are combined with in-place operators on preallocated or already-allocated arrays, and
-#   tanh/sigmoid write in place with out= where the build has it;
+# in place with frombuffer. Tested on real ulab 6.12 firmware (tests/embedded/test_ulab.py:
+# MicroPython 1.25 unix builds with ulab in 2-D and 4-D float32, float64, and without reverse
+# operators), on 1-D/2-D arrays (ULAB_MAX_DIMS = 2, the common build):
+#   ulab.numpy: frombuffer, zeros, dot, maximum, clip, tanh, floor, mean, dtypes float /
+#   int8 / uint8; ndarray: reshape, slicing with steps, slice assignment, in-place + - * /
+#   with broadcasting (any dtype on the right: read in place, no converted copy), comparisons,
+#   the buffer protocol.
+# What ulab does that the code relies on (code/ndarray.c, numpy/transform.c):
+# - assigning floats into an int8 array rounds half away from zero (roundf) and wraps beyond
+#   the int8 range: quantize clamps first, then assigns;
+# - `dot` reads int8 operands itself and returns a new float array, so int8 weights and inputs
+#   are never widened into float copies;
+# - every operation allocates: a result or view header (128 bytes on a 64-bit port, about half
+#   on a 32-bit board), its data, and three small shape/stride vectors per binary operator
+#   (a scalar operand becomes a 1-element array too); a slice assignment first copies its
+#   right-hand side converted to the target's dtype. So the kernels use few, large operations:
+#   in-place operators on views of the runtime's buffers, results placed through memoryviews
+#   (no copy), temporaries bounded by one output row of a conv/pool, QSTEP elements or a dense
+#   chunk's rows;
 # - the ndarray is always the left operand: firmware built with
 #   MICROPY_PY_REVERSE_SPECIAL_METHODS=0 (ESP8266 and other small ports) has no `1.0 - a`;
 # - single-precision firmware only: `np.float` must view array('f') memory. Double-precision
 #   firmware (PYBD_SF6, several NUCLEO/STM32F7 boards) raises ImportError here, and the tier
 #   choice falls back to native or pure (`ember_micro.info()` says so).
-# Not checked on real ulab firmware: ulab is in no package registry this project can reach.
-# The tests run this file on CPython with numpy standing in for ulab.numpy, refusing reverse
-# operators and widening in `dot` the way ulab does.
 from ulab import numpy as np
 
 name = "ulab"
 STEP = 256  # elements per elementwise step: temporaries of at most 1 KB
 QSTEP = 4 * STEP  # quantize's step: its temporaries are byte masks and int8 (1 KB)
+# a streamed layer's chunk (Model's `chunk`, bytes): a dot and its placement cost ~0.2 KB of
+# garbage per chunk, so this tier streams in chunks twice the other tiers' size
+CHUNK = 16384
 PATCH_BYTES = 8192  # a conv row's gathered input patch, when groups == 1 (else per tap)
 
 if np.zeros(1, dtype=np.float).itemsize != 4:
@@ -92,24 +99,18 @@ def act(x, n, code):
 
 
 def load_u8(x, data, n, mul, add):
-    # the slice assignment converts uint8 to float (through one STEP-sized copy, as ulab's
-    # assignment copies its right-hand side); then in place: no product array
-    u = np.frombuffer(data, dtype=np.uint8, count=n)
+    # zero, then add the uint8 view in place (converted element by element, no float copy),
+    # then scale and shift in place: four operations whatever n
     v = _f(x, n)
-    for lo in range(0, n, STEP):
-        hi = lo + STEP if lo + STEP < n else n
-        v[lo:hi] = u[lo:hi]
+    v[:] = 0.0
+    v += np.frombuffer(data, dtype=np.uint8, count=n)
     v *= mul
     v += add
 
 
 def copy(dst, src, n):
-    # in STEP slices: ulab's slice assignment copies its right-hand side into a new array first
-    d = _f(dst, n)
-    s = _f(src, n)
-    for lo in range(0, n, STEP):
-        hi = lo + STEP if lo + STEP < n else n
-        d[lo:hi] = s[lo:hi]
+    # float32 buffers (array('f')), through memoryviews: no ndarray, no copy of src
+    memoryview(dst)[:n] = memoryview(src)[:n]
 
 
 def add(x, y, n):
@@ -118,59 +119,56 @@ def add(x, y, n):
 
 
 def quantize(xq, x, n, inv_scale):
-    # round half away from zero, saturating at +-127, NaN -> 0 (as the other tiers)
-    # x is scaled in place (the runtime never reads a layer's float input again after
-    # quantising it): no product array; NaN and saturation through 1-D boolean index
-    # assignment (byte masks), the int8 conversion in the slice assignment
+    # round half away from zero, saturating at +-127, NaN -> 0 (as the other tiers). x is
+    # scaled in place (the runtime never reads a layer's float input again after quantising
+    # it); NaN and saturation through boolean-index assignment (byte masks); then the slice
+    # assignment converts to int8, rounding half away from zero (ulab's roundf)
     v = _f(x, n)
     q = _b(xq, n)
     v *= inv_scale
     for lo in range(0, n, QSTEP):
         hi = lo + QSTEP if lo + QSTEP < n else n
         t = v if n <= QSTEP else v[lo:hi]
-        qs = q if n <= QSTEP else q[lo:hi]
         t[t != t] = 0.0
         t[t > 127.0] = 127.0
         t[t < -127.0] = -127.0
-        t += 0.5
-        qs[:] = t  # truncates toward zero: right for t + 0.5 > 0, one too high otherwise
-        qs -= t <= 0.0  # int8 minus a byte mask: no float temporary
+        if n <= QSTEP:
+            q[:] = t
+        else:
+            q[lo:hi] = t
 
 
 def dequant(wf, codes, c0, nrows, row_len, scales, s0, block, wdtype):
-    # weight-only rows to floats (layout in _pure.dequant): each row in pieces of at most
-    # STEP codes, converted by slice assignment (int8 or uint8 to float), int4 nibbles split
-    # in place (high = floor(byte / 16), low = byte - 16 * high), then each block scaled in
-    # place; STEP is even, so an int4 piece starts on a byte
+    # weight-only rows to floats (layout in _pure.dequant), the chunk's rows at once as one
+    # (nrows, row_len) view: zeroed, the codes added in place (read element by element, no
+    # float copy); int4: low nibbles (byte % 16) into the even columns, high nibbles
+    # (byte // 16) into the odd ones, minus 8; then the block scales, in one operation when
+    # the row is one block or whole blocks, else one per block column
     nb = (row_len + block - 1) // block
-    rb = row_len if wdtype == 2 else (row_len + 1) >> 1
-    out = _f(wf, nrows * row_len)
-    for r in range(nrows):
-        o0 = r * row_len
-        for lo in range(0, row_len, STEP):
-            hi = lo + STEP if lo + STEP < row_len else row_len
-            o = out[o0 + lo:o0 + hi]
-            if wdtype == 2:
-                o[:] = _b(codes, hi - lo, c0 + r * rb + lo)
-                continue
-            u = np.frombuffer(codes, dtype=np.uint8, count=(hi - lo + 1) >> 1,
-                              offset=c0 + r * rb + (lo >> 1))
-            even, odd = o[0::2], o[1::2]
-            even[:] = u
-            if hi - lo > 1:
-                odd[:] = u[:(hi - lo) >> 1]
-                odd *= 0.0625
-                odd[:] = np.floor(odd)
-            t = np.floor(even * 0.0625)
-            t *= 16.0
-            even -= t
-            o -= 8.0
-        s = s0 + r * nb
+    o = _f(wf, nrows * row_len).reshape((nrows, row_len))
+    o[:, :] = 0.0
+    if wdtype == 2:
+        o += _b(codes, nrows * row_len, c0).reshape((nrows, row_len))
+    else:
+        rb = (row_len + 1) >> 1
+        u = np.frombuffer(codes, dtype=np.uint8, count=nrows * rb,
+                          offset=c0).reshape((nrows, rb))
+        even = o[:, 0::2]
+        even += u % 16
+        if row_len > 1:
+            odd = o[:, 1::2]
+            odd += (u // 16)[:, :row_len >> 1]
+        o -= 8.0
+    s = _f(scales, nrows * nb, s0).reshape((nrows, nb))
+    if nb == 1:
+        o *= s
+    elif row_len == nb * block:
+        v = o.reshape((nrows * nb, block))
+        v *= s.reshape((nrows * nb, 1))
+    else:
         for b in range(nb):
-            lo = o0 + b * block
-            hi = lo + block if b < nb - 1 else o0 + row_len
-            v = out[lo:hi]
-            v *= scales[s + b]
+            v = o[:, b * block:(b + 1) * block]
+            v *= s[:, b:b + 1]
 
 
 # The views of one weighted layer, kept from its first chunk of rows to its last: a streamed
@@ -178,7 +176,8 @@ def dequant(wf, codes, c0, nrows, row_len, scales, s0, block, wdtype):
 # views per chunk were most of its garbage. Dropped after the layer's last row, so no buffer
 # outlives its model through this cache. Callers give a layer's rows in order from row 0
 # (model.py and tune.py do): scale, bias and activation run once, after the last row.
-_layer = None  # [w, x, out, nrows, (nrows, nin) weights, input, output, next row]
+_layer = None  # [w, x, out, nrows, (nrows, nin) weights, input, output, next row, output
+# memoryview]
 
 
 def _views(out, o0, x, w, nrows, nin, rows, q):
@@ -187,7 +186,7 @@ def _views(out, o0, x, w, nrows, nin, rows, q):
     if o0 == 0:
         c = [w, x, out, nrows,
              (_b(w, nrows * nin) if q else _f(w, nrows * nin)).reshape((nrows, nin)),
-             _b(x, nin) if q else _f(x, nin), _f(out, rows), 0]
+             _b(x, nin) if q else _f(x, nin), _f(out, rows), 0, memoryview(out)]
         _layer = c
     elif c is None or c[0] is not w or c[1] is not x or c[2] is not out or c[7] != o0:
         _layer = None
@@ -209,8 +208,9 @@ def _dense(out, o0, x, w, nrows, nin, bias, mult, act_code, q):
         return
     c = _views(out, o0, x, w, nrows, nin, rows, q)
     w2 = c[4] if nrows == c[3] else c[4][:nrows]
-    # the raw dot per chunk; scale, bias and activation once over the layer's output
-    c[6][o0:o0 + nrows] = np.dot(w2, c[5])
+    # the raw dot per chunk, placed through a memoryview (a slice assignment would copy it);
+    # scale, bias and activation once over the layer's output
+    c[8][o0:o0 + nrows] = memoryview(np.dot(w2, c[5]))
     if o0 + nrows < rows:
         return
     global _layer

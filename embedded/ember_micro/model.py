@@ -94,8 +94,9 @@ class _Layer:
 
 
 class Model:
-    """A loaded model. `run(x)` takes 784 uint8 bytes (or an array('f') of already scaled
-    inputs) and returns the output array('f'); `predict(x)` returns the argmax.
+    """A loaded model. `run(x)` takes the input's uint8 bytes (784 for MNIST; the file's input
+    transform scales them), or already scaled inputs as an array('f') or a list of floats, and
+    returns the output array('f'); `predict(x)` returns the argmax.
 
         m = Model("mnist_cnn.emb")      # tier: native, else ulab, else pure
         label = m.predict(image_bytes)
@@ -103,12 +104,14 @@ class Model:
     `tier` forces one ("native", "ulab", "pure"); ember_micro.info() says which tier the
     default picks and why. Weight blocks of up to `resident` bytes stay in RAM; larger ones
     stream through one buffer of about `chunk` bytes (bytes allocated: int8 rows are 1 byte
-    per weight, f32 rows 4).
+    per weight, f32 rows 4; default: the tier's CHUNK, 8192 where it has none).
     """
 
-    def __init__(self, path, tier=None, resident=16384, chunk=8192, verify=True):
+    def __init__(self, path, tier=None, resident=16384, chunk=None, verify=True):
         self.k = kernels.get(tier)
         self.tier = self.k.name
+        if chunk is None:
+            chunk = getattr(self.k, "CHUNK", 8192)
         self.path = path
         try:
             f = open(path, "rb")
@@ -287,7 +290,10 @@ class Model:
                 codes, c0 = L.weights, r * L.rb
             else:  # memoryviews count items: floats, or bytes for codes
                 m = n * L.rb
-                if f.readinto(mv[:m // 4 if L.wdtype == F32 else m]) != m:
+                items = m // 4 if L.wdtype == F32 else m
+                # a chunk that fills the buffer is read into it as it is: a memoryview slice
+                # per chunk would be garbage
+                if f.readinto(buf if items == len(buf) else mv[:items]) != m:
                     raise self._err("truncated while streaming weights")
                 codes, c0 = buf, 0
             if wonly:  # this chunk's rows as floats, into the float chunk buffer
@@ -325,6 +331,10 @@ class Model:
         k = self.k
         cur, nxt = self.a, self.b
         n = self.in_size
+        if not isinstance(inp, (bytes, bytearray, array, memoryview, list, tuple)):
+            raise TypeError("ember_micro: input must be bytes or bytearray (uint8, scaled by "
+                            "the model's input transform), array('f') or a list of floats "
+                            "(already scaled); got %s" % type(inp).__name__)
         if len(inp) != n:
             raise ValueError("ember_micro: input has %d values, the model takes %d"
                              % (len(inp), n))
@@ -337,6 +347,9 @@ class Model:
                 qc, qn = self.q, self._q2
             else:
                 k.load_u8(cur, inp, n, self.in_mul, self.in_add)
+        elif isinstance(inp, (list, tuple)):  # Python numbers: stored as float32
+            for i in range(n):
+                cur[i] = inp[i]
         else:
             k.copy(cur, inp, n)
         for i in range(stop):

@@ -15,7 +15,7 @@ np = pytest.importorskip("numpy")
 from ember.export import embedded_dir
 
 EMB = embedded_dir()
-sys.path.insert(0, str(EMB))  # ember_micro also runs on CPython (pure and ulab tiers)
+sys.path.insert(0, str(EMB))  # ember_micro also runs on CPython (pure tier)
 sys.path.insert(0, str(Path(__file__).parent))
 
 
@@ -63,16 +63,15 @@ def trained_cnn(mnist):
     return train_briefly(mnist_cnn(), tx, ty, steps=25, batch=32, lr=3e-3)
 
 
-@pytest.fixture
-def ulab_standin():
-    import _ulab_standin
+@pytest.fixture(scope="session")
+def ulab(request) -> dict[str, str]:
+    """{build: binary} of the real ulab firmware beside the checkout (_ulab_firmware.py), with
+    ember_micro's .mpy files fresh (the `micropython` fixture's build); skips, naming the
+    folder, where it is absent."""
+    import _ulab_firmware
 
-    _ulab_standin.install(reverse=False)  # the strictest firmware: no reverse operators
-    sys.modules.pop("ember_micro._ulab", None)
-    from ember_micro import kernels
-
-    kernels._cache.pop("ulab", None)
-    yield
-    _ulab_standin.uninstall()
-    kernels._cache.pop("ulab", None)
-    sys.modules.pop("ember_micro._ulab", None)
+    why = _ulab_firmware.missing()
+    if why:
+        pytest.skip(why)
+    request.getfixturevalue("micropython")
+    return {name: _ulab_firmware.binary(name) for name in _ulab_firmware.BUILDS}

@@ -1,7 +1,7 @@
 """ember.quantize's weight-only layers (schemes "int4" and "int8-weights") exported for the
 microcontroller with their own codes and block scales, and run by ember_micro: on the real
-MicroPython binary (native and pure tiers) and on CPython (pure, and ulab through the
-stand-in), and the C kernels on emulated Cortex-M boards. Expected values come from CPython ember (``model_logits``: the quantized model's
+MicroPython binary (native and pure tiers), on real ulab firmware (the ulab tier), on
+CPython (pure), and the C kernels on emulated Cortex-M boards. Expected values come from CPython ember (``model_logits``: the quantized model's
 own forward) and from the numpy float64 reference of the written file.
 
 Tolerance: the float tests' (``test_budget.py``), |micro - want| <= 1e-4 (1 + max |want|):
@@ -115,17 +115,28 @@ def test_micropython_matches_ember_and_the_reference(micropython, exported, tier
         assert 0 <= run.garbage_bytes <= 16 * 1024
 
 
-@pytest.mark.parametrize("tier", ["pure", "ulab"])
 @pytest.mark.parametrize("resident", [16384, 0], ids=["resident", "streamed"])
-def test_cpython_tiers_resident_and_streamed(request, exported, tier, resident):
+def test_pure_tier_on_cpython_resident_and_streamed(exported, resident):
     import ember_micro
 
-    if tier == "ulab":
-        request.getfixturevalue("ulab_standin")
     _, q, path, _ = exported
     x = _inputs(1, seed=2)
-    m = ember_micro.Model(str(path), tier, resident=resident, chunk=1024)
+    m = ember_micro.Model(str(path), "pure", resident=resident, chunk=1024)
     _close([list(m.run(array("f", x[0].ravel())))], model_logits(q, x))
+
+
+@pytest.mark.parametrize("resident", [16384, 0], ids=["resident", "streamed"])
+def test_real_ulab_resident_and_streamed(ulab, exported, resident):
+    """The ulab tier's dequant on real firmware (2-D float32): one block per row
+    (int8-weights), blocks of 64 over rows that aren't whole blocks (int4), and odd rows with
+    blocks of 5 (int4-block5: rows ending mid-byte)."""
+    from _ulab_firmware import run_logits
+
+    _, q, path, _ = exported
+    x = _inputs(2, seed=2)
+    got = run_logits("2d-f32", path, x, resident=resident, chunk=1024)
+    _close(got, run_reference(load(path), x))
+    _close(got, model_logits(q, x))
 
 
 def test_export_refuses_int8_on_a_weight_only_model(exported, tmp_path):
