@@ -24,7 +24,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 import ember
 import ember.jit
 import numpy as np
-from _common import blas_threads, median_times, profile, torch_twin
+from _common import blas_threads, median_times, profile, row, torch_twin, write_record
 from ember import optim
 from ember.demos.mnist_model import mnist_cnn
 from ember.nn.loss import cross_entropy
@@ -132,6 +132,11 @@ def main() -> None:
         shown = ["-" if v is None else f"{v:.2f}" if isinstance(v, float) else v
                  for v in (dispatches, cpu, gpu)]
         print(f"| {label} | {t * 1e3:.2f} | {t / tt:.2f}× | {steps} | {' | '.join(map(str, shown))} |")
+    target, where = ("gpu", inner.device) if gpu else ("training", None)
+    step = f"MNIST CNN training step, batch {args.batch}, Adam, {backend.name}"
+    peer = f"torch eager ({device})"
+    record = [row(target, f"{step} + ember.jit", tj * 1e3, tt * 1e3, "ms", peer),
+              row(target, f"{step}, eager", te * 1e3, tt * 1e3, "ms", peer)]
 
     te, tj, tt = median_times(chain_calls(torch, inner, device), args.repeat, warmup=2)
     print()
@@ -141,6 +146,9 @@ def main() -> None:
     print("|---|---:|---:|")
     for label, t in (("ember eager", te), ("ember.jit", tj), (f"torch eager ({device})", tt)):
         print(f"| {label} | {t / CHAIN * 1e6:.2f} | {t / tt:.2f}× |")
+    record.append(row(target, f"chain of {CHAIN} elementwise ops on 16 floats, {inner.name} + "
+                      "ember.jit", tj / CHAIN * 1e6, tt / CHAIN * 1e6, "µs/op", peer))
+    write_record(record, variant=None if args.backend == "numpy" else args.backend, device=where)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import platform
 
 import ember
 import numpy as np
-from _common import median_times
+from _common import median_times, row, write_record
 from ember.contract import registry
 from ember.tensordata import TensorData
 
@@ -52,6 +52,7 @@ def main() -> None:
     print("| op | wasm kernel ms | default body on wasm ms | numpy ms | default/kernel | "
           "kernel/numpy |")
     print("|---|---:|---:|---:|---:|---:|")
+    rows = []
     for label, name, build in cases(np.random.default_rng(0)):
         op = registry.REGISTRY[name]
         wa, na = build(wasm), build(peer)
@@ -60,6 +61,9 @@ def main() -> None:
         kernel, default, numpy_ = median_times(fns, repeat=args.repeat)
         print(f"| {label} | {kernel * 1e3:.3f} | {default * 1e3:.3f} | {numpy_ * 1e3:.3f} | "
               f"{default / kernel:.1f}× | {kernel / numpy_:.2f}× |")
+        rows.append(row("wasm", f"wasm kernel: {label}", kernel * 1e3, numpy_ * 1e3, "ms", "numpy",
+                        note=f"the op's default body on wasm: {default / kernel:.1f}× slower"))
+    write_record(rows)
 
 
 if __name__ == "__main__":
