@@ -33,7 +33,7 @@ import platform
 import sys
 import tempfile
 
-from _common import blas_threads, median_times, pin_blas_threads, profile
+from _common import blas_threads, median_times, pin_blas_threads, profile, row, write_record
 
 if __name__ == "__main__":
     pin_blas_threads("1")
@@ -151,6 +151,14 @@ def print_table(rows, peer_label: str) -> None:
         print(f"| {n} | {label} | {t * 1e3:.2f} | {ratio:.2f}× | {shown}{diff:.1e} |")
 
 
+def write(rows, peer_label: str, target: str, **where) -> None:
+    """The benchmark's record: every ember variant and batch size against the peer."""
+    peer = {n: t for n, label, t, *_ in rows if label == peer_label}
+    write_record([row(target, f"EfficientNet-Lite0, batch {n}, {label}", t * 1e3, peer[n] * 1e3,
+                      "ms/image", peer_label)
+                  for n, label, t, *_ in rows if label != peer_label], **where)
+
+
 def main_wgpu(args, weights: str) -> None:
     import torch
 
@@ -169,6 +177,7 @@ def main_wgpu(args, weights: str) -> None:
           f"{torch.__version__} on {name}, median of {args.repeat}, calls alternated, ember "
           f"{ember.__version__}, load average {os.getloadavg()[0]:.1f}\n")
     print_table(rows, peer)
+    write(rows, peer, "gpu", variant="wgpu", device=backend.device)
 
 
 def main() -> None:
@@ -210,6 +219,7 @@ def main() -> None:
           f"alternated, ember {ember.__version__}, onnxruntime {ort.__version__}, load average "
           f"{os.getloadavg()[0]:.1f}\n")
     print_table(rows, "onnxruntime CPU")
+    write(rows, "onnxruntime CPU", "cpu")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember
-from _common import median_times
+from _common import median_times, row, write_record
 
 OPS = 1000
 
@@ -124,6 +124,7 @@ def main(argv=None) -> None:
     print(f"| size | eager µs/op | Fusion µs/op | torch µs/op | Fusion/eager | Fusion/torch "
           f"| {unit}/chain eager / Fusion |{gpu_col}")
     print(f"|---|---|---|---|---|---|---|{'---|' if gpu_col else ''}")
+    rows = []
     for shape in shapes:
         run_eager, run_fused = ember_case(eager, shape), ember_case(fused, shape)
         run_torch, peer = torch_case(shape)
@@ -142,7 +143,15 @@ def main(argv=None) -> None:
         size = "×".join(map(str, shape))
         print(f"| {size} | {times[0]:.2f} | {times[1]:.2f} | {t_torch:.2f} "
               f"| {times[1] / times[0]:.2f} | {times[1] / t_torch:.2f} | {counts} |{gpu}")
+        if run_torch:
+            rows.append(row("gpu" if args.backend == "wgpu" else "cpu",
+                            f"chain of {OPS:,} elementwise ops, {size}, Fusion({args.backend})",
+                            times[1], t_torch, "µs/op", f"{peer} eager",
+                            note=f"eager ember {times[0]:.3g} µs/op"))
     print(f"\npeer: {peer}")
+    if rows:
+        write_record(rows, variant=None if args.backend == "numpy" else args.backend,
+                     device=eager.device if args.backend == "wgpu" else None)
 
 
 if __name__ == "__main__":
