@@ -18,6 +18,12 @@ from ..errors import ShapeError, UnsupportedOpError
 from ..shape import conv_output_size
 from . import format as fmt
 
+#: what a traced forward may run (ember.export.traced maps each to a micro layer)
+SUPPORTED_STEPS = ("conv/qconv and float_matmul/qlinear with constant weights, float_add/sub/"
+                   "mul/div by a per-channel constant, float_neg, relu, relu6, sigmoid, tanh, "
+                   "hard_swish, max_pool, avg_pool, adaptive_avg_pool to 1x1, reshape keeping "
+                   "a batch of 1, softmax over a flat vector, and shortcuts x + f(x) that nest")
+
 
 @dataclass
 class Layer:
@@ -147,10 +153,11 @@ def _pair(v, what: str, name: str) -> tuple[int, int]:
 
 
 def _array(t):
+    """A weight (a tensor, or an array already) as numpy float64."""
     np = _np()
     if t is None:
         return None
-    return np.asarray(t.numpy(), dtype=np.float64)
+    return np.asarray(t.numpy() if hasattr(t, "numpy") else t, dtype=np.float64)
 
 
 _ACTS = {"ReLU": fmt.RELU, "ReLU6": fmt.RELU6, "Sigmoid": fmt.SIGMOID, "Tanh": fmt.TANH,
@@ -170,14 +177,23 @@ class _Lowering:
                 "without the batch dim"
             )
         self.input_shape = shape
+        self.np = _np()
         self.layers: list[Layer] = []
         self.unsupported: list[str] = []
         self.slots = 0
         self.open_slots = 0
         self.pad = None  # (top, bottom, left, right, name) waiting for the next Conv2d
+        #: whether the current activation is a flat (batch, features) tensor, not an image:
+        #: (C, H, W) alone can't tell (C, 1, 1) images from C features
+        self.flat = len(input_shape) == 1
 
     def emit(self, layer: Layer) -> tuple[int, int, int]:
         self.layers.append(layer)
+        if layer.op == fmt.LINEAR:
+            self.flat = True
+        elif layer.op in (fmt.MAXPOOL, fmt.AVGPOOL, fmt.GAP) or (
+                layer.op == fmt.CONV2D and not (self.flat and layer.kh == layer.kw == 1)):
+            self.flat = False
         return layer.out_shape
 
     def last_weighted(self) -> Layer | None:
@@ -193,9 +209,14 @@ class _Lowering:
             return self.activation(_ACTS[kind], name, shape)
         if kind in _SKIP:
             return shape
-        if handler is None:
-            self.unsupported.append(f"{name or '<model>'} ({kind})")
-            return shape
+        if handler is None:  # a module the walk doesn't know: lowered from its traced forward
+            from .traced import lower_traced
+
+            try:
+                return lower_traced(self, m, name, shape)
+            except UnsupportedOpError as e:
+                self.unsupported.append(f"{name or '<model>'} ({kind}: {e})")
+                return shape
         return handler(m, name, shape)
 
     def unpadded(self, what: str) -> None:
@@ -225,24 +246,34 @@ class _Lowering:
             shape = self.walk(child, f"{name}.{child_name}" if name else child_name, shape)
         return shape
 
-    def do_Residual(self, m, name, shape):
+    def save(self, shape, name: str) -> int:
+        """Keep the current activation in a new slot (a shortcut's start); returns the slot."""
         slot = self.open_slots
         self.open_slots += 1
         self.slots = max(self.slots, self.open_slots)
         self.emit(Layer(fmt.SAVE, shape, shape, name, slot=slot))
-        out = self.walk(m.body, f"{name}.body" if name else "body", shape)
+        return slot
+
+    def restore_add(self, slot: int, shape, name: str):
+        """Add the newest open slot (``slot``) to the current activation and close it."""
         self.open_slots -= 1
+        return self.emit(Layer(fmt.ADD, shape, shape, name, slot=slot))
+
+    def do_Residual(self, m, name, shape):
+        slot = self.save(shape, name)
+        out = self.walk(m.body, f"{name}.body" if name else "body", shape)
         if out != shape and not self.unsupported:
             raise ShapeError(
                 f"export: residual {name or '<model>'}: body maps {shape} to {out}; the add "
                 "needs the same shape"
             )
-        return self.emit(Layer(fmt.ADD, out, out, name, slot=slot))
+        return self.restore_add(slot, out, name)
 
     def do_Flatten(self, m, name, shape):
         if (m.start_dim, m.end_dim) not in ((1, -1), (1, 3)):
             self.unsupported.append(f"{name} (Flatten start_dim={m.start_dim}, "
                                     f"end_dim={m.end_dim}: only 1..-1)")
+        self.flat = True
         return (shape[0] * shape[1] * shape[2], 1, 1)
 
     def do_Linear(self, m, name, shape):
@@ -303,13 +334,17 @@ class _Lowering:
                                groups=m.groups))
 
     def _quantized(self, layer: Layer, m) -> tuple[int, int, int]:
+        return self.codes(layer, _array(m.weight), _array(m.weight_scale),
+                          float(_array(m.input_scale)[0]), m.unsigned)
+
+    def codes(self, layer: Layer, codes, w_scale, in_scale: float, unsigned: bool):
         """A layer of ``ember.quantize`` as it is: its int8 codes and scales, not
         re-quantized (the float weight is what the codes stand for)."""
-        np = _np()
-        layer.w_q = np.asarray(m.weight.numpy(), dtype=np.int8)
-        layer.w_scale = _array(m.weight_scale)
-        layer.in_scale = float(_array(m.input_scale)[0])
-        if m.unsigned:  # the boards quantize to +-127 only: the same range, half the steps
+        np = self.np
+        layer.w_q = np.asarray(codes, dtype=np.int8)
+        layer.w_scale = np.asarray(w_scale, dtype=np.float64)
+        layer.in_scale = in_scale
+        if unsigned:  # the boards quantize to +-127 only: the same range, half the steps
             layer.in_scale *= 255 / 127
         layer.weight = layer.w_q * layer.w_scale.reshape((-1,) + (1,) * (layer.w_q.ndim - 1))
         return layer.out_shape
@@ -348,20 +383,20 @@ class _Lowering:
 
     def do_WeightOnlyLinear(self, m, name, shape):
         out_f, in_f = m.weight_shape
-        self.do_Linear(_Geometry(in_features=in_f, out_features=out_f, bias=m.bias), name,
+        self.do_Linear(Geometry(in_features=in_f, out_features=out_f, bias=m.bias), name,
                        shape)
         return self._weight_only(self.layers[-1], m, name)
 
     def do_WeightOnlyConv2d(self, m, name, shape):
         out_c, in_g, kh, kw = m.weight_shape
-        self.do_Conv2d(_Geometry(in_channels=in_g * m.groups, out_channels=out_c,
+        self.do_Conv2d(Geometry(in_channels=in_g * m.groups, out_channels=out_c,
                                  kernel_size=(kh, kw), stride=m.stride, padding=m.padding,
                                  dilation=m.dilation, groups=m.groups, padding_mode="zeros",
                                  bias=m.bias), name, shape)
         return self._weight_only(self.layers[-1], m, name)
 
     def _batchnorm(self, m, name, shape):
-        np = _np()
+        np = self.np
         if m.running_mean is None:
             self.unsupported.append(f"{name} ({type(m).__name__} without running stats)")
             return shape
@@ -375,6 +410,12 @@ class _Lowering:
             shift = shift + _array(m.bias)
         if shape[0] != len(scale):
             raise ShapeError(f"export: {name} {type(m).__name__}({len(scale)}) gets {shape}")
+        return self.affine(scale, shift, name, shape)
+
+    def affine(self, scale, shift, name: str, shape):
+        """``x * scale + shift`` per channel: folded into the float Conv2d/Linear before it,
+        else a 1×1 depthwise conv."""
+        np = self.np
         prev = self.last_weighted()
         # a quantized layer keeps its codes: the affine can't fold into them
         if prev is not None and prev.w_q is None and prev.out_shape[0] == len(scale):
@@ -402,9 +443,12 @@ class _Lowering:
         if shape[1:] != (1, 1) or m.dim not in (None, 1, -1):
             self.unsupported.append(f"{name} (Softmax dim={m.dim} on {shape}: only over the "
                                     "features of a flat vector)")
+        return self.softmax(name, shape)
+
+    def softmax(self, name: str, shape):
         return self.emit(Layer(fmt.SOFTMAX, shape, shape, name))
 
-    def _pool(self, m, name, shape, op):
+    def pool(self, m, name, shape, op):
         kind = type(m).__name__
         kh, kw = _pair(m.kernel_size, "kernel_size", name)
         sh, sw = _pair(m.stride if m.stride is not None else m.kernel_size, "stride", name)
@@ -420,15 +464,18 @@ class _Lowering:
                                count_pad=bool(getattr(m, "count_include_pad", True))))
 
     def do_MaxPool2d(self, m, name, shape):
-        return self._pool(m, name, shape, fmt.MAXPOOL)
+        return self.pool(m, name, shape, fmt.MAXPOOL)
 
     def do_AvgPool2d(self, m, name, shape):
-        return self._pool(m, name, shape, fmt.AVGPOOL)
+        return self.pool(m, name, shape, fmt.AVGPOOL)
 
     def do_AdaptiveAvgPool2d(self, m, name, shape):
         if m.output_size not in (1, (1, 1), [1, 1]):
             self.unsupported.append(f"{name} (AdaptiveAvgPool2d({m.output_size!r}): only "
                                     "output_size=1, the global average pool)")
+        return self.global_average(name, shape)
+
+    def global_average(self, name: str, shape):
         return self.emit(Layer(fmt.GAP, shape, (shape[0], 1, 1), name))
 
 
@@ -437,8 +484,9 @@ def _unsupported(what: list[str]) -> str:
             "Linear, Conv2d (groups, stride, padding), MaxPool2d, AvgPool2d, "
             "AdaptiveAvgPool2d(1), BatchNorm1d/2d, ReLU, ReLU6, Sigmoid, Tanh, Softmax, "
             "Hardswish, Flatten, Dropout, Identity, ember.export.Residual, nested Sequential, "
-            "SamePad2d/ZeroPad2d before a Conv2d, and ember.quantize's QuantLinear, "
-            "QuantConv2d, WeightOnlyLinear, WeightOnlyConv2d.")
+            "SamePad2d/ZeroPad2d before a Conv2d, ember.quantize's QuantLinear, "
+            "QuantConv2d, WeightOnlyLinear, WeightOnlyConv2d; and any other module whose "
+            "forward, traced, runs " + SUPPORTED_STEPS + ".")
 
 
 class _FloatView:
@@ -450,9 +498,9 @@ class _FloatView:
         self.padding_mode = "zeros"
 
 
-class _Geometry:
-    """A weight-only layer's geometry seen as the float layer it replaced (no weight: the
-    codes give it afterwards)."""
+class Geometry:
+    """A layer's geometry and weights seen as the float layer a handler reads: a weight-only
+    layer's (no weight: the codes give it afterwards), a traced step's arguments."""
 
     weight = None
 
