@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember
 import ember.jit
+from _common import row, write_record
 
 BACKEND = ember.get_backend("wgpu")
 ENGINE = BACKEND.rt.engine
@@ -174,6 +175,7 @@ def run(small: bool, repeat: int) -> None:
     print("| workload | variant | µs/op | issue µs/op | dispatches/call | submits/call "
           "| GPU ms/call | × torch |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
+    rows = []
     for name, (fn, x, torch_fn) in workloads(small).items():
         variants = [ember_variant("ember eager", fn, x),
                     ember_variant("ember eager, submit at reads", fn, x, 1 << 30),
@@ -198,6 +200,11 @@ def run(small: bool, repeat: int) -> None:
             ratio = f"{wall / peer:.2f}" if peer else "-"
             print(f"| {name} | {v.name} | {wall / ops * 1e6:.2f} | {issue / ops * 1e6:.2f} "
                   f"| {d} | {s} | {f'{gpu * 1e3:.2f}' if gpu is not None else '-'} | {ratio} |")
+            if peer and v.name in ("ember eager", "ember jit"):
+                rows.append(row("gpu", f"{name}, {v.name}", wall / ops * 1e6,
+                                peer / ops * 1e6, "µs/op", f"torch {dev} eager"))
+    if rows:
+        write_record(rows, variant="small" if small else None, device=BACKEND.device)
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ os.environ.setdefault("EMBER_WGPU_TUNE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember
-from _common import median_times, profile
+from _common import median_times, profile, row, write_record
 from ember.backends.wgpu import tuning
 from ember.tensordata import TensorData
 
@@ -99,6 +99,7 @@ def main() -> None:
     print("| dtype | n | ember wall ms | ember kernel ms | peer | peer wall ms | peer kernel ms "
           "| ember TFLOP/s (wall) | ember/peer wall | ember/peer kernel |")
     print("|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
     for dtype in dtypes:
         for n in sizes:
             wall, kernels = ember_case(b, n, dtype)
@@ -113,11 +114,17 @@ def main() -> None:
             print(f"| {dtype} | {n} | {t_ember * 1e3:.3f} | {fmt(kernel)} | {name} | "
                   f"{t_peer * 1e3:.3f} | {fmt(peer_kernel)} | {flops / t_ember / 1e12:.3f} | "
                   f"{t_peer / t_ember:.0%} | {fmt(kernel_share, '.0%')} |")
+            rows.append(row("gpu", f"matmul {dtype} {n}, wall", t_ember * 1e3, t_peer * 1e3,
+                            "ms", name))
+            if kernel is not None and peer_kernel is not None:
+                rows.append(row("gpu", f"matmul {dtype} {n}, kernel", kernel, peer_kernel, "ms",
+                                name))
             b.rt.allocator.empty_cache()
     for adapter, classes in (tuning.TUNER.choices or {}).items():
         print(f"tuned on {adapter}:")
         for cls, choice in sorted(classes.items()):
             print(f"  (n, m, k, batch, dtype) class {cls}: {choice}")
+    write_record(rows, variant="small" if small else None, device=b.rt.info.name)
 
 
 if __name__ == "__main__":

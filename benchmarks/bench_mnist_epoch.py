@@ -45,7 +45,7 @@ import pstats
 import statistics
 import time
 
-from _common import blas_threads, dispatches, pin_blas_threads, torch_twin
+from _common import blas_threads, dispatches, pin_blas_threads, row, torch_twin, write_record
 
 pin_blas_threads()  # --threads N, before numpy loads (threadpoolctl, when installed, too)
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # wgpu-py's Vulkan loader wants one
@@ -253,6 +253,12 @@ def main() -> None:
         print(f"| {pipeline} | {label} | {t:.2f} | {ratio:.2f}× | {shown}"
               f"{final[(pipeline, label)]:.3f} |")
     print()
+    digits = f"{steps * BATCH if args.max_steps else n:,} digits"
+    write_record([row("gpu" if gpu else "training",
+                      f"one MNIST epoch ({digits}, batch {BATCH}), {pipeline}, {label}, "
+                      f"{threads} thread(s)", t, median[(pipeline, torch_label)], "s", torch_label)
+                  for (pipeline, label), t in median.items() if label != torch_label],
+                 variant="wgpu" if gpu else None, device=wgpu.device if gpu else None)
     for label, (_, _, _, jitted) in trainers.items():
         if jitted is not None:  # a trace costs more than an eager step: show how many ran
             stats = jitted.stats()

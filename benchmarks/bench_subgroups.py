@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import ember  # noqa: E402
 from ember.tensordata import TensorData  # noqa: E402
-from _common import median_times, profile  # noqa: E402
+from _common import median_times, profile, row, write_record  # noqa: E402
 
 SMALL = [((64, 4097), "sum"), ((1000, 256), "sum"), ((256, 1000), "max"), ((128, 1000), "argmax"),
          ((512, 1000), "softmax"), ((16, 32768), "softmax")]
@@ -50,6 +50,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     print(f"{'op':12s} {'shape':16s} {'plain ms':>9s} {'subgr ms':>9s} {'ratio':>6s}"
           f" {'plain GPU':>10s} {'subgr GPU':>10s}")
+    rows = []
     for shape, op in SMALL if args.small else LARGE:
         x = b.from_data(TensorData.from_numpy(rng.standard_normal(shape).astype(np.float32)))
 
@@ -62,7 +63,12 @@ def main() -> None:
         gtxt = [f"{g:10.3f}" if g is not None else f"{'n/a':>10s}" for g in gpu]
         print(f"{op:12s} {str(shape):16s} {plain * 1e3:9.2f} {sub * 1e3:9.2f} "
               f"{plain / sub:6.2f} {gtxt[0]} {gtxt[1]}")
+        case = f"{op} {shape[0]}×{shape[1]}, subgroup kernel"
+        rows.append(row("gpu", f"{case}, wall", sub * 1e3, plain * 1e3, "ms", "the plain kernel"))
+        if None not in gpu:
+            rows.append(row("gpu", f"{case}, GPU time", gpu[1], gpu[0], "ms", "the plain kernel"))
     os.environ.pop("EMBER_WGPU_SUBGROUPS", None)
+    write_record(rows, variant="small" if args.small else None, device=b.rt.info.name)
 
 
 if __name__ == "__main__":
