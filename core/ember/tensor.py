@@ -183,23 +183,36 @@ class Tensor:
         self.backend.caps.check_dtype(dtype, "astype", self.backend.name)
         return Tensor(self.backend.cast(self._prim, dtype), self.backend)
 
-    def to(self, target=None, dtype=None) -> Tensor:
-        """Move to a backend (name or instance) and/or convert to a dtype.
+    def to(self, target=None, dtype=None, *, device=None, non_blocking: bool = False) -> Tensor:
+        """Move to a device or backend and/or convert to a dtype, as PyTorch's ``to``.
+
+        ``target`` is a device string (``"cpu"``, ``"cuda"``, ``"gpu"``, ``"webgpu"``: see
+        :mod:`ember.backends.devices` for the backend each means), a backend name or Backend,
+        a dtype, or another tensor (its backend and dtype). ``device=`` is the keyword
+        spelling; ``non_blocking`` is accepted for PyTorch code, Ember's moves are synchronous.
+        An unknown name raises a :class:`~ember.errors.DeviceError` listing the valid ones.
 
         >>> import ember
-        >>> ember.tensor([1, 2]).to("python").to(ember.float32).backend.name
-        'python'
+        >>> x = ember.tensor([1, 2])
+        >>> x.to("cpu") is x, x.to("python", ember.float32).backend.name
+        (True, 'python')
+        >>> x.to(ember.float16).dtype, x.to("float64").dtype, x.to(x.float()).dtype
+        (ember.float16, ember.float64, ember.float32)
+        >>> x.to(device="cpu", dtype="int8").dtype
+        ember.int8
         """
-        from .contract import Backend
-        from .backends import available, get_backend
+        from .backends.devices import resolve, split
 
-        if target is not None and not (
-            isinstance(target, Backend) or (isinstance(target, str) and target in available())
-        ):
-            target, dtype = None, target  # t.to(ember.float16) / t.to("int32")
+        if device is not None:
+            if target is not None:
+                raise TypeError(f"to: got {target!r} and device={device!r}; pass one of them")
+            target = device
+        if isinstance(target, Tensor):
+            target, dtype = target.backend, target.dtype if dtype is None else dtype
+        target, dtype = split(target, dtype, "to")
         out = self
         if target is not None:
-            backend = get_backend(target)
+            backend = resolve(target, self.backend)
             if backend is not self.backend:
                 backend.caps.check_dtype(self.dtype, "to", backend.name)
                 out = Tensor(backend.from_data(self.to_data()), backend)

@@ -6,7 +6,7 @@ form of the checks that :mod:`grad_reference` computes on CPython.
 The Ember side: each leaf tensor is created from its stored data and marked
 ``require_grad()``, the runner's transform (transpose/slice/expand) is applied, the op runs,
 and ``loss = sum_k (out_k * cotangent_k).sum()`` is differentiated with ``loss.backward()``;
-each leaf's gradient is read with ``leaf.grad(grads)``.
+each leaf's gradient is read with ``grads.get(leaf)``.
 
 >>> # check = decode_check(encode_check(grad_check(case)))   # what a browser runner receives
 >>> # assert_grads(case, check, backward_grads(case, check, backend))
@@ -84,7 +84,7 @@ def backward_grads(case: Case, check: GradCheck, backend) -> list:
         loss = term if loss is None else loss + term
     assert loss is not None, f"{case.id}: no float output to differentiate"
     grads = loss.backward()
-    return [leaves[p].grad(grads) for p in check.leaves]
+    return [grads.get(leaves[p]) for p in check.leaves]
 
 
 # ---------------------------------------------------------------------------- comparison

@@ -800,4 +800,4 @@ def test_autodiff_gradients_through_composites(name):
                 moved[idx] += sign * eps
                 args = [ember.tensor(moved if j == i else arrays[j]) for j in range(len(arrays))]
                 numeric[idx] += sign * float((fn(*args).numpy() * weights).sum()) / (2 * eps)
-        np.testing.assert_allclose(t.grad(grads).numpy(), numeric, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(grads.get(t).numpy(), numeric, rtol=1e-6, atol=1e-6)

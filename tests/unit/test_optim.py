@@ -295,8 +295,10 @@ def test_bad_arguments():
         optim.Adam(model.parameters(), lr=-1.0)
     with pytest.raises(TypeError, match="nn.Parameter"):
         optim.SGD([ember.zeros(2)], lr=0.1)
-    with pytest.raises(TypeError, match=r"loss.backward\(\)"):
+    with pytest.raises(ember.EmberError, match=r"no parameter has a .grad; call loss.backward\(\)"):
         optim.SGD(model.parameters(), lr=0.1).step()
+    with pytest.raises(TypeError, match=r"expected the Gradients from loss.backward\(\)"):
+        optim.SGD(model.parameters(), lr=0.1).step([])
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ def test_fake_quantize_and_its_straight_through_gradient(lo, hi):
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-6, atol=0)
     inside = (v >= lo) & (v <= hi)
     assert 0 < inside.sum() < x.size  # both sides exercised
-    np.testing.assert_array_equal(xt.grad(grads).numpy(), np.where(inside, upstream, 0))
+    np.testing.assert_array_equal(grads.get(xt).numpy(), np.where(inside, upstream, 0))
 
 
 def test_fake_quantized_weight_is_the_per_channel_int8_weight():
@@ -72,7 +72,7 @@ def test_fake_quantized_weight_is_the_per_channel_int8_weight():
     want = (_codes(flat / scale[:, None], -127, 127) * scale[:, None]).reshape(w.shape)
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-6, atol=1e-9)
     grads = y.sum().backward()  # every weight is inside its channel's range
-    np.testing.assert_array_equal(wt.grad(grads).numpy(), np.ones_like(w))
+    np.testing.assert_array_equal(grads.get(wt).numpy(), np.ones_like(w))
 
 
 def test_fake_quantize_without_gradients_is_plain_rounding():

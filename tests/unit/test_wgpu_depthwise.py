@@ -153,7 +153,7 @@ def test_depthwise_gradients_match_torch(stride, padding, dilation, mult):
     yt = torch.nn.functional.conv2d(xt, wt, bt, stride, padding, dilation, 5)
     (yt * torch.tensor(g, dtype=torch.float64)).sum().backward()
     for mine, ref in ((xs, xt), (ws, wt), (bs, bt)):
-        np.testing.assert_allclose(mine.grad(grads).numpy(), ref.grad.numpy(), rtol=1e-4,
+        np.testing.assert_allclose(grads.get(mine).numpy(), ref.grad.numpy(), rtol=1e-4,
                                    atol=1e-4)
 
 
@@ -284,8 +284,8 @@ def test_the_backend_runs_depthwise_convs_and_their_gradients_on_these_kernels()
     ty = torch.nn.functional.conv2d(tx, tw, padding=1, groups=8)
     (ty * ty).sum().backward()
     np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(xt.grad(grads).numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-3)
-    np.testing.assert_allclose(wt.grad(grads).numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-2)
+    np.testing.assert_allclose(grads.get(xt).numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(grads.get(wt).numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-2)
 
 
 # -------------------------------------------------------------------- float16

@@ -1,26 +1,33 @@
 """Reverse-mode automatic differentiation as a backend decorator (Burn's ``Autodiff<B>``).
 
 ``Autodiff(inner)`` wraps any backend; tensors on it record a graph when an input is tracked.
-Registered names: ``"autodiff-numpy"`` and ``"autodiff-python"``.
+Registered names: ``"autodiff-numpy"``, ``"autodiff-python"`` and ``"autodiff-wgpu"``.
 
 >>> import ember
 >>> x = ember.tensor([1.0, 2.0, 3.0], backend="autodiff-numpy").require_grad()
 >>> loss = (x * x).sum()
 >>> grads = loss.backward()
->>> x.grad(grads).tolist()          # a Tensor on the inner backend (numpy)
+>>> grads.get(x).tolist()           # Burn's explicit gradients: a Tensor on the inner backend
+[2.0, 4.0, 6.0]
+>>> x.grad.tolist()                 # PyTorch's attribute, filled by the same backward call
 [2.0, 4.0, 6.0]
 
 API
 ---
 - ``t.require_grad()``: a tracked leaf (float tensors only; on a computed tensor: keep its
   gradient too). On a plain backend it raises, naming the Autodiff backend to use.
-- ``loss.backward(gradient=None, *, into=None, retain_graph=False)`` → :class:`Gradients`.
-  ``loss`` must be a one-element float unless ``gradient`` seeds it. The graph is released
-  afterwards (saved values freed); ``retain_graph=True`` keeps it for a second call.
-- ``x.grad(grads)``: the gradient as a Tensor on the *inner* backend, or None when no gradient
-  reached ``x``. ``grads.remove(x)`` takes it out; ``x in grads``; ``len(grads)``.
-- Accumulation: a tensor used several times gets the sum. Across backward calls, either
-  ``loss2.backward(into=grads)`` (adds into ``grads`` in place) or ``grads1 + grads2``.
+- ``loss.backward(gradient=None, *, into=None, retain_graph=False)`` → :class:`Gradients`,
+  and each tracked leaf's ``.grad`` gets the gradient added. ``loss`` must be a one-element
+  float unless ``gradient`` seeds it. The graph is released afterwards (saved values freed);
+  ``retain_graph=True`` keeps it for a second call.
+- ``x.grad`` (PyTorch's attribute): the gradient summed over backward calls, a Tensor on
+  ``x``'s backend (untracked), or None; ``x.grad = None`` (``optimizer.zero_grad()``) clears.
+- ``grads.get(x)`` (Burn's explicit gradients): the gradient of that call as a Tensor on the
+  *inner* backend, or None when no gradient reached ``x``. ``grads.remove(x)`` takes it out;
+  ``x in grads``; ``len(grads)``.
+- Accumulation: a tensor used several times gets the sum. Across backward calls, ``.grad``
+  sums until cleared; with explicit gradients, ``loss2.backward(into=grads)`` (adds into
+  ``grads`` in place) or ``grads1 + grads2``.
 - ``t.detach()`` (untracked, no copy), ``t.is_require_grad()``, ``t.inner()`` / ``t.to_inner()``
   (the inner-backend tensor, no graph), ``backend.from_inner(prim)`` (lift, untracked).
 - ``ember.no_grad()`` / ``enable_grad()``: context managers (a contextvar) to stop/resume
@@ -44,6 +51,7 @@ from .graph import Gradients, enable_grad, grad_enabled, no_grad
 
 register("autodiff-numpy", lambda: Autodiff(get_backend("numpy")))
 register("autodiff-python", lambda: Autodiff(get_backend("python")))
+register("autodiff-wgpu", lambda: Autodiff(get_backend("wgpu")))
 
 __all__ = [
     "ADPrim",

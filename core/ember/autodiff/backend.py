@@ -61,7 +61,7 @@ class Autodiff(Backend):
     >>> from ember import Autodiff, get_backend
     >>> b = Autodiff(get_backend("numpy"))
     >>> x = ember.tensor([3.0], backend=b).require_grad()
-    >>> x.grad((x * x).sum().backward()).tolist()
+    >>> (x * x).sum().backward().get(x).tolist()
     [6.0]
     """
 

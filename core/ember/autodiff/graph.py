@@ -78,6 +78,7 @@ class Node:
     __slots__ = (
         "__weakref__",
         "dtypes",
+        "grad",
         "id",
         "name",
         "out",
@@ -115,6 +116,7 @@ class Node:
         self.recompute = recompute
         self.retain = rule is None  # leaves keep their gradient; require_grad() sets it too
         self.released = False
+        self.grad = None  # a retained node's gradient summed over backward calls (``t.grad``)
 
     @classmethod
     def leaf(cls) -> Node:
@@ -191,8 +193,17 @@ class Context:
         return self.node.parents[i] is not None
 
 
-def run_backward(root: Node, seed, b, grads: Gradients, retain_graph: bool = False) -> Gradients:
-    """Propagate ``seed`` (an inner primitive shaped like the root) back to the leaves."""
+def run_backward(
+    root: Node,
+    seed,
+    b,
+    grads: Gradients,
+    retain_graph: bool = False,
+    before_grad: Callable[[Node], None] | None = None,
+) -> Gradients:
+    """Propagate ``seed`` (an inner primitive shaped like the root) back to the leaves: each
+    retained node's gradient goes into ``grads`` and is added to its ``grad`` (PyTorch's
+    accumulating ``.grad``), after ``before_grad(node)`` when given."""
     nodes: dict[int, Node] = {}
     stack = [root]
     while stack:
@@ -212,6 +223,9 @@ def run_backward(root: Node, seed, b, grads: Gradients, retain_graph: bool = Fal
         g = pending.pop(n.id, None)
         if g is not None and n.retain:
             grads._accumulate(n.id, g)
+            if before_grad is not None:
+                before_grad(n)
+            n.grad = g if n.grad is None else b.float_add(n.grad, g)
         if n.rule is None:
             continue
         if g is not None:
@@ -227,19 +241,20 @@ def run_backward(root: Node, seed, b, grads: Gradients, retain_graph: bool = Fal
 
 
 class Gradients:
-    """Gradients of one (or several accumulated) backward calls, keyed by tracked tensor.
+    """Gradients of one (or several accumulated) backward calls, keyed by tracked tensor:
+    Burn's explicit gradients, which ``loss.backward()`` returns.
 
-    ``x.grad(grads)`` reads one (a Tensor on the inner backend); ``grads.remove(x)`` takes it
-    out; ``grads1 + grads2`` (or ``loss.backward(into=grads)``) accumulates.
+    ``grads.get(x)`` reads one (a Tensor on the inner backend, or None); ``grads.remove(x)``
+    takes it out; ``grads1 + grads2`` (or ``loss.backward(into=grads)``) accumulates. The same
+    backward call also adds each gradient to ``x.grad`` (PyTorch's attribute).
 
     >>> import ember
     >>> x = ember.tensor([1.0, 2.0], backend="autodiff-numpy").require_grad()
     >>> grads = (x * x).sum().backward()
-    >>> x.grad(grads).tolist()
-    [2.0, 4.0]
-
-    >>> grads.get(x).tolist(), x in grads, grads.remove(x).tolist(), grads.get(x)
-    ([2.0, 4.0], True, [2.0, 4.0], None)
+    >>> grads.get(x).tolist(), x in grads, len(grads)
+    ([2.0, 4.0], True, 1)
+    >>> grads.remove(x).tolist(), grads.get(x), x.grad.tolist()
+    ([2.0, 4.0], None, [2.0, 4.0])
     """
 
     def __init__(self, inner, wrap: Callable):

@@ -2,7 +2,7 @@
 
 from .base import (
     ConcatDataset, Dataset, InMemoryDataset, MappedDataset, PartialDataset, ShuffledDataset,
-    WindowedDataset, split,
+    TensorDataset, WindowedDataset, split,
 )
 from .idx import read_idx, write_idx
 from .loader import Batcher, DataLoader
@@ -12,6 +12,7 @@ from .tabular import CsvDataset
 
 __all__ = [
     "ConcatDataset", "Dataset", "InMemoryDataset", "MappedDataset", "PartialDataset",
-    "ShuffledDataset", "WindowedDataset", "split", "read_idx", "write_idx", "Batcher",
+    "ShuffledDataset", "TensorDataset", "WindowedDataset", "split", "read_idx", "write_idx",
+    "Batcher",
     "DataLoader", "MnistDataset", "download", "ImageFolderDataset", "load_image", "CsvDataset",
 ]

@@ -60,6 +60,39 @@ class InMemoryDataset:
         return self.items[_check_index(index, len(self.items), "InMemoryDataset")]
 
 
+class TensorDataset:
+    """A dataset over tensors of one length along dim 0: item ``i`` is the tuple of each
+    tensor's row ``i``, as ``torch.utils.data.TensorDataset`` (a :class:`DataLoader` batches
+    the rows back into tensors).
+
+    >>> import ember
+    >>> from ember.dataset import DataLoader
+    >>> ds = TensorDataset(ember.arange(6.0).reshape(3, 2), ember.tensor([0, 1, 0]))
+    >>> len(ds), ds[1][0].tolist(), ds[-1][1].item()
+    (3, [2.0, 3.0], 0)
+    >>> [(x.shape, y.tolist()) for x, y in DataLoader(ds, batch_size=2)]
+    [((2, 2), [0, 1]), ((1, 2), [0])]
+    """
+
+    def __init__(self, *tensors):
+        if not tensors:
+            raise ValueError("TensorDataset: pass at least one tensor")
+        sizes = [t.shape[0] if getattr(t, "shape", ()) else None for t in tensors]
+        if sizes[0] is None or any(n != sizes[0] for n in sizes):
+            shapes = ", ".join(str(getattr(t, "shape", type(t).__name__)) for t in tensors)
+            raise ValueError(
+                f"TensorDataset: the tensors must have one size along dim 0, got shapes {shapes}"
+            )
+        self.tensors = tensors
+
+    def __len__(self) -> int:
+        return self.tensors[0].shape[0]
+
+    def __getitem__(self, index: int) -> tuple:
+        index = _check_index(index, len(self), "TensorDataset")
+        return tuple(t[index] for t in self.tensors)
+
+
 class MappedDataset:
     """Applies ``transform`` to every item when it is read (lazily).
 

@@ -29,7 +29,7 @@ class GradientAverager:
         import numpy as np
 
         started = time.perf_counter()
-        parts = [(p, p.grad(grads)) for _, p in self.named_params]
+        parts = [(p, grads.get(p)) for _, p in self.named_params]
         parts = [(p, g) for p, g in parts if g is not None]
         arrays = [np.asarray(g.numpy()).reshape(-1) for _, g in parts]
         flat = np.concatenate(arrays)

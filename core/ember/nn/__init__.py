@@ -1,6 +1,6 @@
 """Neural-network building blocks; ``ember.nn.functional`` holds the functions."""
 
-from . import functional, init, loss
+from . import functional, init, loss, utils
 from .config import Config
 from .layers import *
 from .loss import (

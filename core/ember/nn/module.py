@@ -9,17 +9,18 @@ How an optimizer updates a parameter (the contract)
 ---------------------------------------------------
 On an Autodiff backend a trainable parameter *is* a tracked leaf (``t.require_grad()``)::
 
-    grads = loss.backward()
+    model.zero_grad()
+    loss.backward()
     for p in model.parameters():          # frozen parameters are skipped by parameters()
-        g = p.grad(grads)                  # gradient on the INNER backend, or None
-        if g is None:
+        if p.grad is None:                 # on p's backend, untracked; or None
             continue
-        new = p.inner() - lr * g           # p.inner(): p's value on the inner backend
-        p.assign(new)                      # re-wrapped as a fresh tracked leaf, in place
+        p.assign(p.detach() - lr * p.grad) # re-wrapped as a fresh tracked leaf, in place
 
-``assign`` accepts a tensor on the parameter's backend, on its inner backend, or anywhere else
-(moved with ``.to``); it keeps the parameter's shape (checked) and dtype (cast). On a plain
-backend (no autodiff) ``assign`` just swaps the value and ``grad`` is unavailable.
+(with Burn's explicit gradients: ``grads = loss.backward()`` and ``grads.get(p)``, a tensor on
+the inner backend.) ``assign`` accepts a tensor on the parameter's backend, on its inner
+backend, or anywhere else (moved with ``.to``); it keeps the parameter's shape (checked) and
+dtype (cast), and the parameter keeps its ``.grad``. On a plain backend (no autodiff)
+``assign`` just swaps the value and ``.grad`` is always None.
 
 >>> import ember
 >>> from ember import nn
@@ -44,6 +45,7 @@ from typing import Any
 
 from ..errors import EmberError, ShapeError
 from ..jit import state as _jit
+from ..ops.autograd import clear_grads
 from ..tensor import Tensor
 from .parameter import Parameter, _detached, _onto
 
@@ -266,6 +268,21 @@ class Module:
         )
 
     # ------------------------------------------------------------------ modes
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the ``.grad`` of every parameter (None; zeros with ``set_to_none=False``), as
+        PyTorch's ``Module.zero_grad``.
+
+        >>> import ember
+        >>> from ember import nn
+        >>> lin = nn.Linear(2, 1).to("autodiff-numpy")
+        >>> _ = lin(ember.ones(1, 2, backend="autodiff-numpy")).sum().backward()
+        >>> lin.bias.grad.tolist()
+        [1.0]
+        >>> lin.zero_grad(); lin.bias.grad is None
+        True
+        """
+        clear_grads(self.parameters(), set_to_none)
+
     def train(self, mode: bool = True) -> Module:
         """Set training mode (``mode=False``: evaluation) on this module and its descendants; returns it."""
         for m in self.modules():
@@ -306,22 +323,17 @@ class Module:
         >>> nn.Linear(2, 2).to(dtype=ember.float64).weight.dtype
         ember.float64
         """
-        from ..contract import Backend
-        from ..backends import available, get_backend
+        from ..backends.devices import resolve, split
 
-        if backend is not None and not isinstance(backend, Backend) and not (
-            isinstance(backend, str) and backend in available()
-        ):
-            backend, dtype = None, backend  # module.to(ember.float64)
-        target = get_backend(backend) if backend is not None else None
+        backend, dtype = split(backend, dtype, f"{type(self).__name__}.to")
         for mod in self.modules():
             for _, p in mod._own_parameters():
                 value = Tensor(p._prim, p.backend)
                 if dtype is not None and p.dtype.is_float:
                     value = _detached(value).astype(dtype)
-                p._set(value, target or p.backend)
+                p._set(value, p.backend if backend is None else resolve(backend, p.backend))
             for name, b in list(mod._own_buffers()):
-                value = b if target is None else _onto(b, target)
+                value = b if backend is None else _onto(b, resolve(backend, b.backend))
                 if dtype is not None and b.dtype.is_float:
                     value = value.astype(dtype)
                 object.__setattr__(mod, name, value)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import operator
+
 from ..errors import ShapeError
 from ..jit import state as _jit
 from ..tensor import Tensor
@@ -25,6 +27,13 @@ def _onto(value: Tensor, backend) -> Tensor:
     return value.to(backend)
 
 
+def _in_place(op):
+    def update(self: Parameter, other) -> Parameter:
+        return self.assign(op(_detached(self), other))
+
+    return update
+
+
 class Parameter(Tensor):
     """A trainable tensor of a Module (a Tensor subclass whose value swaps in place).
 
@@ -38,6 +47,13 @@ class Parameter(Tensor):
 
     >>> p.data.is_require_grad(), p.inner().tolist(), p.set_requires_grad(False).requires_grad
     (False, [1.0, 1.0], False)
+
+    PyTorch's in-place updates assign, in place (``p.data = v`` too):
+
+    >>> q = p
+    >>> p -= ember.tensor([0.5, 1.0]); p *= 2; p.data = p.data + 1
+    >>> q is p, q.tolist()
+    (True, [2.0, 1.0])
     """
 
     __slots__ = ("requires_grad",)
@@ -59,7 +75,8 @@ class Parameter(Tensor):
         self._prim, self.backend = value._prim, value.backend
 
     def assign(self, value: Tensor) -> Parameter:
-        """Replace the value in place (a fresh tracked leaf on an Autodiff backend)."""
+        """Replace the value in place (a fresh tracked leaf on an Autodiff backend); ``.grad``
+        stays, as after a PyTorch optimizer step."""
         if not isinstance(value, Tensor):
             raise TypeError(f"Parameter.assign: expected a Tensor, got {type(value).__name__}")
         if tuple(value.shape) != self.shape:
@@ -70,9 +87,14 @@ class Parameter(Tensor):
         dtype = self.dtype
         value = value if value.dtype == dtype else value.astype(dtype)
         # in a traced function, the update is also written into the primitive (at the end of
-        # the call and of every replay), then wrapped as a fresh tracked leaf again
-        _jit.assign(self, value, settle=self._rewrap)
+        # the call and of every replay), then wrapped as a fresh tracked leaf again (with no
+        # .grad: the replays don't compute one)
+        traced = _jit.assign(self, value, settle=self._rewrap)
+        old = getattr(self._prim, "node", None)
         self._set(value, self.backend)
+        new = getattr(self._prim, "node", None)
+        if old is not None and new is not None and not traced:
+            new.grad = old.grad  # the same parameter: .grad stays, as after torch's step()
         return self
 
     def _rewrap(self) -> None:
@@ -84,8 +106,19 @@ class Parameter(Tensor):
 
     @property
     def data(self) -> Tensor:
-        """The value as a plain, untracked Tensor."""
+        """The value as a plain, untracked Tensor; assigning to it is :meth:`assign`."""
         return _detached(self)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self.assign(value)
+
+    # PyTorch's in-place updates of a parameter (`p -= lr * p.grad`) assign the new value:
+    # a parameter is the one tensor whose value swaps in place
+    __iadd__ = _in_place(operator.add)
+    __isub__ = _in_place(operator.sub)
+    __imul__ = _in_place(operator.mul)
+    __itruediv__ = _in_place(operator.truediv)
 
     def set_requires_grad(self, flag: bool) -> Parameter:
         """Make it trainable (tracked, listed by ``parameters()``) or frozen; returns the parameter."""

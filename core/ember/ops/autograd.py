@@ -1,11 +1,19 @@
-"""Tensor methods of autodiff: require_grad, backward, grad, detach, is_require_grad, inner."""
+"""Tensor methods of autodiff: require_grad, backward, the ``grad`` attribute, detach,
+is_require_grad, inner."""
 
 from __future__ import annotations
 
+import weakref
+
 from ..errors import DTypeError, EmberError, ShapeError
+from ..jit import state as _jit
+from ..jit.errors import JitError
 from ..tensor import Tensor
 from ..autodiff.backend import ADPrim, Autodiff
 from ..autodiff.graph import Gradients, Node, run_backward
+
+# tracer -> the nodes whose ``.grad`` the traced call wrote (a replay clears them)
+_TRACED_GRADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _autodiff(t: Tensor, op: str) -> Autodiff:
@@ -84,17 +92,22 @@ to_inner = inner
 def backward(
     self: Tensor, gradient=None, *, into: Gradients | None = None, retain_graph: bool = False
 ) -> Gradients:
-    """Gradients of this tensor with respect to every tracked leaf.
+    """Gradients of this tensor with respect to every tracked leaf: returned as a
+    :class:`Gradients` (Burn's explicit style) and added to each leaf's ``.grad`` (PyTorch's).
 
     ``gradient`` seeds it (same shape; default 1 for a one-element float tensor). ``into``
     adds the new gradients to an existing :class:`Gradients` (returned). The graph is released
-    afterwards unless ``retain_graph``.
+    afterwards unless ``retain_graph``. ``.grad`` accumulates over calls until cleared
+    (``optimizer.zero_grad()``, ``model.zero_grad()`` or ``x.grad = None``).
 
     >>> import ember
     >>> x = ember.tensor([1.0, 2.0], backend="autodiff-numpy").require_grad()
     >>> grads = (x * 3).sum().backward()
-    >>> x.grad(grads).tolist()
-    [3.0, 3.0]
+    >>> grads.get(x).tolist(), x.grad.tolist()
+    ([3.0, 3.0], [3.0, 3.0])
+    >>> _ = (x * x).sum().backward()
+    >>> x.grad.tolist()  # 3 + 2x
+    [5.0, 7.0]
     """
     b = _autodiff(self, "backward")
     node = self._prim.node
@@ -128,19 +141,109 @@ def backward(
     if into is not None and into.inner is not inner:
         raise EmberError(f"backward: into= holds gradients of backend {into.inner.name}")
     return run_backward(
-        node, seed, inner, into if into is not None else Gradients(inner, Tensor), retain_graph
+        node,
+        seed,
+        inner,
+        into if into is not None else Gradients(inner, Tensor),
+        retain_graph,
+        _traced_grad_check(self),
     )
 
 
-def grad(self: Tensor, grads: Gradients) -> Tensor | None:
-    """This tensor's gradient in ``grads`` (a Tensor on the inner backend), or None.
+def _traced_grad_check(like: Tensor):
+    """Inside a traced function, the check run before a node's ``.grad`` is written: a replay
+    can't add to a gradient summed outside the trace, so that raises; the nodes written are
+    cleared at each replay (their ``.grad`` would hold the traced call's values)."""
+    tracer = _jit.active() if _jit.tracing(like) else None
+    if tracer is None:
+        return None
+    written = _TRACED_GRADS.get(tracer)
+    if written is None:
+        written = _TRACED_GRADS[tracer] = {}
+        _jit.on_replay(lambda: [setattr(n, "grad", None) for n in written.values()], like)
+
+    def check(node: Node) -> None:
+        if node.grad is not None and node.id not in written:
+            raise JitError(
+                "backward: a tensor's .grad holds gradients from outside this traced function, "
+                "which its replays can't add to; clear them inside the function before "
+                "loss.backward() (optimizer.zero_grad() or model.zero_grad())"
+            )
+        written[node.id] = node
+
+    return check
+
+
+def _node(t: Tensor) -> Node | None:
+    return t._prim.node if isinstance(t._prim, ADPrim) else None
+
+
+def get_grad(self: Tensor) -> Tensor | None:
+    """The gradient ``backward()`` calls summed into this tensor (PyTorch's ``.grad``): a
+    Tensor on the tensor's own backend, untracked; None before any backward reached it, after
+    ``optimizer.zero_grad()`` and on an untracked tensor. Assign a tensor of the same shape
+    and dtype to replace it (``clip_grad_norm_`` does), or None to clear it.
+
+    Burn's explicit gradients read the same values: ``grads = loss.backward()``, then
+    ``grads.get(x)`` (on the inner backend).
 
     >>> import ember
     >>> x = ember.tensor([2.0], backend="autodiff-python").require_grad()
-    >>> grads = (x * x).sum().backward()
-    >>> x.grad(grads).tolist()
-    [4.0]
+    >>> x.grad is None
+    True
+    >>> _ = (x * x).sum().backward()
+    >>> x.grad.tolist(), x.grad.backend.name, x.grad.is_require_grad()
+    ([4.0], 'autodiff-python', False)
+    >>> x.grad = None; x.grad is None
+    True
     """
-    if not isinstance(grads, Gradients):
-        raise TypeError(f"grad: expected the Gradients from backward(), got {type(grads).__name__}")
-    return grads.get(self)
+    node = _node(self)
+    if node is None or node.grad is None:
+        return None
+    return Tensor(self.backend.from_inner(node.grad), self.backend)
+
+
+def set_grad(self: Tensor, value: Tensor | None) -> None:
+    node = _node(self)
+    if value is None:
+        if node is not None:
+            node.grad = None
+        return
+    if node is None:
+        raise EmberError(
+            "grad: only a tracked tensor has a gradient; make it one with .require_grad() on "
+            "an Autodiff backend (a parameter of a model moved with model.to('autodiff-numpy'))"
+        )
+    if not isinstance(value, Tensor):
+        raise TypeError(f"grad: assigned a {type(value).__name__}; expected a Tensor or None")
+    if value.shape != self.shape or value.dtype != self.dtype:
+        raise ShapeError(
+            f"grad: assigned a gradient of shape {value.shape} and {value.dtype} to a tensor of "
+            f"shape {self.shape} and {self.dtype}; they must match"
+        )
+    inner = self.backend.inner
+    value = value.inner() if isinstance(value.backend, Autodiff) else value
+    node.grad = (value if value.backend is inner else value.to(inner))._prim
+
+
+grad = property(get_grad, set_grad, doc=get_grad.__doc__)
+
+
+def clear_grads(tensors, set_to_none: bool = True) -> None:
+    """Clear the ``.grad`` of each tensor: None, or zeros where it had one with
+    ``set_to_none=False`` (what ``optimizer.zero_grad()`` and ``model.zero_grad()`` do).
+
+    >>> import ember
+    >>> x = ember.tensor([1.0], backend="autodiff-python").require_grad()
+    >>> _ = (x * 3).sum().backward()
+    >>> clear_grads([x], set_to_none=False); x.grad.tolist()
+    [0.0]
+    >>> clear_grads([x]); x.grad is None
+    True
+    """
+    for t in tensors:
+        node = _node(t)
+        if node is None or node.grad is None:
+            continue
+        inner = t.backend.inner
+        node.grad = None if set_to_none else inner.full(inner.shape(node.grad), 0, t.dtype)

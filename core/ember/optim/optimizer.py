@@ -1,18 +1,24 @@
 """The Optimizer base: parameter groups, gradient clipping, state save/load.
 
-Training step, Burn's gradients with PyTorch's habits::
+A training step, PyTorch's way (``.grad`` filled by ``backward``)::
 
     opt = ember.optim.Adam(model.parameters(), lr=1e-3)
-    grads = loss.backward()
-    opt.step(grads)        # reads p.grad(grads) for each parameter, updates p in place
+    opt.zero_grad()
+    loss.backward()
+    opt.step()             # reads p.grad for each parameter, updates p in place
+
+or Burn's way, with the explicit gradients ``backward`` returns::
+
+    opt.step(loss.backward())   # reads grads.get(p); the step consumes them (.grad cleared)
 
 Parameter groups take their own hyper-parameters::
 
     ember.optim.SGD([{"params": body.parameters()}, {"params": head.parameters(), "lr": 0.1}],
                     lr=0.01, momentum=0.9)
 
-Read gradients *before* ``opt.step(grads)``: the step replaces each parameter with a fresh
-tracked leaf (Burn's model), so ``p.grad(grads)`` afterwards finds nothing and returns None.
+The step replaces each parameter's value with a fresh tracked leaf (Burn's model); a
+parameter keeps its ``.grad`` across it, as after PyTorch's step, while a Gradients object
+is keyed by the old leaves: read ``grads.get(p)`` before ``opt.step(grads)``.
 
 A subclass implements :meth:`update` for one parameter; the math runs on the parameter's
 inner (non-autodiff) backend, so the update itself is never recorded.
@@ -24,8 +30,10 @@ import math
 import sys
 from typing import ClassVar
 
+from ..autodiff.graph import Gradients
 from ..errors import EmberError
 from ..jit import state as _jit
+from ..ops.autograd import clear_grads
 from ..jit.errors import JitError
 from ..tensor import Tensor
 
@@ -127,8 +135,9 @@ class Optimizer:
         _jit.state_replaced()  # a jitted step must trace again to update the new group
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Nothing to clear: each ``loss.backward()`` returns fresh gradients. Kept so a
-        PyTorch-style loop runs unchanged."""
+        """Clear every parameter's ``.grad`` (None; zeros with ``set_to_none=False``), as
+        PyTorch's ``zero_grad``: ``backward`` adds to ``.grad`` until it is cleared."""
+        clear_grads(self.parameters(), set_to_none)
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -142,19 +151,33 @@ class Optimizer:
         """Every parameter of every group, in order."""
         return [p for g in self.param_groups for p in g["params"]]
 
-    def step(self, grads=None) -> None:
-        """Apply one update from a Gradients object (``loss.backward()``'s result)."""
-        if grads is None:
+    def step(self, grads: Gradients | None = None) -> None:
+        """Apply one update from each parameter's ``.grad`` (PyTorch's ``step()``), or from
+        ``grads``, the Gradients ``loss.backward()`` returned (Burn's ``step(grads)``), which
+        the step consumes: the parameters' ``.grad`` is cleared too, so a loop that never
+        calls ``zero_grad()`` doesn't sum gradients across steps."""
+        if grads is not None and not isinstance(grads, Gradients):
             raise TypeError(
-                f"{type(self).__name__}.step: pass the gradients: grads = loss.backward(); "
-                "opt.step(grads)"
+                f"{type(self).__name__}.step: expected the Gradients from loss.backward() or "
+                f"nothing (then each parameter's .grad is read), got {type(grads).__name__}"
             )
         pairs = []
         for group in self.param_groups:
             for p in group["params"]:
-                g = p.grad(grads) if getattr(p, "requires_grad", True) else None
+                if not getattr(p, "requires_grad", True):
+                    continue
+                if grads is not None:
+                    g = grads.get(p)
+                else:
+                    g = p.grad
+                    g = None if g is None else g.inner()
                 if g is not None:
                     pairs.append((group, p, g))
+        if grads is None and not pairs:
+            raise EmberError(
+                f"{type(self).__name__}.step: no parameter has a .grad; call loss.backward() "
+                "before optimizer.step() (and zero_grad() before backward, not between them)"
+            )
         grads_only = [g for _, _, g in pairs]
         if self.grad_clip_value is not None:
             grads_only = clip_grad_value(grads_only, self.grad_clip_value)
@@ -183,6 +206,8 @@ class Optimizer:
             p.assign(self.update(value, g, state, group))
         if traced and pairs:
             self._count_on_replay(states, pairs[0][2])
+        if grads is not None:
+            clear_grads(self.parameters(), set_to_none=True)
 
     def _count_on_replay(self, states: list[dict], like: Tensor) -> None:
         """Traced: the Python counters this step advanced advance again at every replay
@@ -319,6 +344,41 @@ def clip_grad_value(grads: list[Tensor], clip: float) -> list[Tensor]:
     return [g.clamp(-clip, clip) for g in grads]
 
 
+def grad_norm(grads: list[Tensor], norm_type: float = 2.0) -> Tensor:
+    """The joint ``norm_type``-norm of all the gradients, a 0-d tensor (``inf``: the largest
+    magnitude), computed on the device.
+
+    >>> import ember
+    >>> from ember.optim.optimizer import grad_norm
+    >>> grad_norm([ember.tensor([3.0]), ember.tensor([4.0])]).item()
+    5.0
+    """
+    if math.isinf(norm_type):
+        total = grads[0].abs().max()
+        for g in grads[1:]:
+            total = total.maximum(g.abs().max())
+        return total
+    return sum((g.abs() ** norm_type).sum() for g in grads) ** (1.0 / norm_type)
+
+
+def scale_to_norm(grads: list[Tensor], max_norm: float, total: Tensor) -> list[Tensor]:
+    """``grads`` scaled by ``max_norm / (total + 1e-6)`` when that is below 1 (PyTorch's rule;
+    ``total`` is their joint norm); inside a traced function the scale is a tensor op, read
+    nowhere, so a replay clips by the norm of its own gradients.
+
+    >>> import ember
+    >>> from ember.optim.optimizer import scale_to_norm
+    >>> (g,) = scale_to_norm([ember.tensor([3.0, 4.0])], 1.0, total=ember.tensor(5.0))
+    >>> [round(v, 4) for v in g.tolist()]
+    [0.6, 0.8]
+    """
+    if _jit.tracing(grads[0]):
+        scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
+        return [g * scale for g in grads]
+    scale = max_norm / (total.item() + 1e-6)
+    return grads if scale >= 1.0 else [g * scale for g in grads]
+
+
 def clip_grad_norm(grads: list[Tensor], max_norm: float, norm_type: float = 2.0) -> list[Tensor]:
     """Scale gradients so their joint norm is at most ``max_norm`` (PyTorch's rule).
 
@@ -330,25 +390,4 @@ def clip_grad_norm(grads: list[Tensor], max_norm: float, norm_type: float = 2.0)
     """
     if not grads:
         return grads
-    if _jit.tracing(grads[0]):
-        return _clip_grad_norm_on_device(grads, max_norm, norm_type)
-    if math.isinf(norm_type):
-        total = max(g.abs().max().item() for g in grads)
-    else:
-        total = sum((g.abs() ** norm_type).sum().item() for g in grads) ** (1.0 / norm_type)
-    scale = max_norm / (total + 1e-6)
-    if scale >= 1.0:
-        return grads
-    return [g * scale for g in grads]
-
-
-def _clip_grad_norm_on_device(grads: list[Tensor], max_norm: float, norm_type: float):
-    """clip_grad_norm in tensor ops (no value read): the form an ``ember.jit`` trace captures."""
-    if math.isinf(norm_type):
-        total = grads[0].abs().max()
-        for g in grads[1:]:
-            total = total.maximum(g.abs().max())
-    else:
-        total = sum((g.abs() ** norm_type).sum() for g in grads) ** (1.0 / norm_type)
-    scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
-    return [g * scale for g in grads]
+    return scale_to_norm(grads, max_norm, grad_norm(grads, norm_type))

@@ -148,7 +148,7 @@ class Learner:
         """The gradients summed since the last optimizer step, by parameter name."""
         if grads is None:
             return None
-        named = {name: p.grad(grads) for name, p in self.model.named_parameters()}
+        named = {name: grads.get(p) for name, p in self.model.named_parameters()}
         return {"batches": step % self.accumulate, "accumulate": self.accumulate,
                 "grads": {name: g for name, g in named.items() if g is not None}}
 
