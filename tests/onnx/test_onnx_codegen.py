@@ -169,10 +169,10 @@ def test_convert_fails_loudly_when_the_module_differs(tmp_path, monkeypatch, cap
 
     real = codegen.spell
 
-    def wrong(node, ins, consts, opset):  # a deliberately broken spelling of Relu
+    def wrong(node, ins, consts, *rest):  # a deliberately broken spelling of Relu
         if node.op_type == "Relu":
             return ast.parse("ember.neg(x)", mode="eval").body
-        return real(node, ins, consts, opset)
+        return real(node, ins, consts, *rest)
 
     monkeypatch.setattr(codegen, "spell", wrong)
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [2, 3])],

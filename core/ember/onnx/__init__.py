@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 from ._graph import OnnxLoadError, OnnxUnsupportedError
-from ._verify import ConvertMismatchError
+from ._verify import ConvertCheckError, ConvertMismatchError
 
 
 def supported_ops() -> list[str]:
@@ -38,7 +38,9 @@ def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = No
 
     ``shapes`` fixes dynamic input dims (``{"input_ids": (1, 128)}``) so shape arithmetic
     folds; ``check`` runs the written module against ``load`` on the declared input shapes
-    and raises :class:`ConvertMismatchError` if they differ.
+    and raises :class:`ConvertMismatchError` if they differ, :class:`ConvertCheckError` if
+    the check cannot run (the message says why). Float weights are ``nn.Parameter``s, so the
+    module fine-tunes as written.
 
     >>> import os, tempfile, ember, ember.onnx
     >>> from ember import nn
@@ -70,6 +72,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "ConvertMismatchError", "OnnxLoadError", "OnnxModule", "OnnxUnsupportedError", "convert",
+    "ConvertCheckError", "ConvertMismatchError", "OnnxLoadError", "OnnxModule",
+    "OnnxUnsupportedError", "convert",
     "export", "load", "supported_ops",
 ]

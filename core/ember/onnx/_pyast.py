@@ -20,11 +20,14 @@ import math
 import re
 
 from ..errors import UnsupportedOpError
+from ..nn import Module
 
-# names the generated module itself uses: never a variable's name
+# names the generated module itself uses, and every member of nn.Module (a weight named
+# ``train`` or ``state_dict`` would hide the method): never a variable's or a weight's name
 RESERVED = frozenset({"self", "ember", "F", "nn", "call", "os", "load_file", "WEIGHTS", "load",
-                      "float", "bool", "int", "range", "len", "isinstance", "list", "None", "True", "False",
-                      "stack_outputs", "weights", "backend", "w"})
+                      "float", "bool", "int", "range", "len", "isinstance", "list", "None",
+                      "True", "False", "stack_outputs", "weights", "backend", "w",
+                      *dir(Module)})
 # how ONNX exporters pad names: dropped when a name is shortened
 _NOISE = re.compile(r"^(onnx|output|out|model|\d+|_+)$")
 
@@ -128,8 +131,7 @@ def short(onnx_name: str, width: int = 24) -> str:
     of a path such as ``/encoder/layer.0/attention/query/MatMul_output_0``."""
     text = re.sub(r"_output_\d+$", "", onnx_name)
     parts = [p for p in re.split(r"[^0-9A-Za-z]+", text) if p and not _NOISE.match(p.lower())]
-    base = "_".join(parts[-2:]).lower()[:width].strip("_") or "v"
-    return base
+    return "_".join(parts[-2:]).lower()[:width].strip("_") or "v"
 
 
 class Names:
@@ -154,7 +156,12 @@ class Names:
         return None
 
     def fresh(self, hint: str, prefix: str = "v_") -> str:
-        base = short(hint)
+        """A new identifier from an ONNX name (shortened: see :func:`short`)."""
+        return self.unique(short(hint), prefix)
+
+    def unique(self, base: str, prefix: str = "v_") -> str:
+        """``base`` (made of ``[a-z0-9_]``), prefixed where it would shadow a Python keyword,
+        builtin or reserved name, numbered where it is taken."""
         if (not base[0].isalpha() or keyword.iskeyword(base) or base in RESERVED
                 or hasattr(builtins, base)):  # never shadow slice, min, input...
             base = prefix + base

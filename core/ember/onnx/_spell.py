@@ -13,6 +13,7 @@ import ast
 
 from ._graph import Node
 from ._pyast import lit, template
+from ._spell_tensor import numbers, spell_tensor
 
 
 class NoSpelling(Exception):
@@ -49,9 +50,11 @@ _ARITY = {"Add": 2, "Sub": 2, "Mul": 2, "BatchNormalization": 5, "MatMul": 2, "C
           "Gemm": 2, "LayerNormalization": 2, "Linear": 2}
 
 
-def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int) -> ast.expr | None:
+def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int,
+          info: dict | None = None) -> ast.expr | None:
     """A direct spelling of a one-output ``node`` with input expressions ``ins`` (None for an
-    omitted input), or None. ``consts`` maps ONNX names to the constant tensors."""
+    omitted input), or None. ``consts`` maps ONNX names to the constant tensors, ``info``
+    names to their (element type, static dims) where shape inference knows them."""
     a, op = node.attrs, node.op_type
     need = _ARITY.get(op, 1)
     if (len(ins) < need or any(i is None for i in ins[:need]) or len(node.outputs) != 1
@@ -60,7 +63,10 @@ def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int) -> ast.expr
     x = ins[0]
     opt = [i if i is not None else ast.Constant(None) for i in ins]
     if op in _INFIX and len(ins) == 2 and "broadcast" not in a:
-        return ast.BinOp(x, {"+": ast.Add(), "-": ast.Sub(), "*": ast.Mult()}[_INFIX[op]], ins[1])
+        left, right = numbers(node, ins, consts)
+        return ast.BinOp(left,
+                         {"+": ast.Add(), "-": ast.Sub(), "*": ast.Mult()}[_INFIX[op]],
+                         right)
     if op in _UNARY and len(ins) == 1 and not a:
         return template(f"{_UNARY[op]}(P_x)", x=x)
     if op == "BatchNormalization" and len(ins) == 5 and not a.get("training_mode"):
@@ -70,7 +76,8 @@ def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int) -> ast.expr
     if op == "Div" and len(ins) == 2 and any(
             i in consts and consts[i].dtype.name.startswith("float") for i in node.inputs):
         # ONNX Div takes one type: a float constant makes it true division
-        return ast.BinOp(x, ast.Div(), ins[1])
+        left, right = numbers(node, ins, consts)
+        return ast.BinOp(left, ast.Div(), right)
     if op == "Gather" and len(ins) == 2 and _const_ints(node.inputs[1], consts, scalar=True):
         i, = _const_ints(node.inputs[1], consts, scalar=True)
         d = _int(a, "axis", 0)
@@ -127,7 +134,7 @@ def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int) -> ast.expr
             == 1.0 and a.get("beta", 1.0) == 1.0 and bias_1d):
         return template("F.linear(P_x, P_w, P_b)", x=x, w=ins[1],
                         b=opt[2] if len(ins) > 2 else ast.Constant(None))
-    return None
+    return spell_tensor(node, ins, consts, info or {})
 
 
 def _const_ints(key: str, consts: dict, scalar: bool = False) -> list[int] | None:

@@ -12,21 +12,26 @@ from __future__ import annotations
 from ._graph import Node
 
 
-def _static_dims(vi) -> tuple[int, ...] | None:
+def _static_info(vi) -> tuple[int | None, tuple[int, ...] | None]:
+    """(element type or None, static dims or None) of a value_info."""
     t = vi.type
-    if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
-        return None
+    if not t.HasField("tensor_type"):
+        return None, None
+    elem = t.tensor_type.elem_type or None
+    if not t.tensor_type.HasField("shape"):
+        return elem, None
     dims = []
     for d in t.tensor_type.shape.dim:
         if not d.HasField("dim_value") or d.dim_value < 0:
-            return None
+            return elem, None
         dims.append(int(d.dim_value))
-    return tuple(dims)
+    return elem, tuple(dims)
 
 
-def inferred_shapes(source, shapes: dict) -> dict[str, tuple[int, ...]]:
-    """ONNX name -> static shape for every value of the main graph that inference pins down
-    (after fixing the input dims in ``shapes``); empty when inference fails."""
+def inferred_info(source, shapes: dict) -> dict[str, tuple]:
+    """ONNX name -> (element type or None, static dims or None) for every value of the main
+    graph that inference describes (after fixing the input dims in ``shapes``); empty when
+    inference fails."""
     import onnx
 
     from ._proto import _parse
@@ -45,34 +50,47 @@ def inferred_shapes(source, shapes: dict) -> dict[str, tuple[int, ...]]:
     except Exception:  # noqa: BLE001 - no inference, no folding: the code stays correct
         return {}
     g = inferred.graph
-    out = {}
-    for vi in [*g.input, *g.value_info, *g.output]:
-        dims = _static_dims(vi)
-        if dims is not None:
-            out[vi.name] = dims
-    return out
+    return {vi.name: _static_info(vi) for vi in [*g.input, *g.value_info, *g.output]}
 
 
 def fix_input_shapes(module, shapes: dict) -> None:
-    """Declare the given inputs' dims (name -> dims) in place of the file's."""
+    """Declare the given inputs' dims (name -> dims) in place of the file's; they must agree
+    with what the graph declares (its rank, its fixed dims)."""
     graph = module.graph
     for name, dims in shapes.items():
         if name not in graph.inputs:
             raise ValueError(f"onnx convert: no graph input named {name!r}; the inputs are "
                              f"{graph.inputs}")
-        elem, _ = graph.input_info.get(name, (None, None))
-        graph.input_info[name] = (elem, tuple(int(d) for d in dims))
+        dims = tuple(int(d) for d in dims)
+        elem, declared = graph.input_info.get(name, (None, None))
+        given = f"shape {name}={','.join(map(str, dims))}"
+        if any(d < 1 for d in dims):
+            raise ValueError(f"onnx convert: {given}: every dim must be at least 1")
+        if declared is not None:
+            shown = "(" + ", ".join(str(d) if isinstance(d, int) and d > 0 else repr(
+                d or "?") for d in declared) + ")"
+            if len(declared) != len(dims):
+                raise ValueError(f"onnx convert: {given} has {len(dims)} dims; the graph "
+                                 f"declares {name} with {len(declared)}: {shown}")
+            fixed = [k for k, d in enumerate(declared)
+                     if isinstance(d, int) and d > 0 and d != dims[k]]
+            if fixed:
+                raise ValueError(f"onnx convert: {given}: dim {fixed[0]} is fixed to "
+                                 f"{declared[fixed[0]]} in the graph: {shown}")
+        graph.input_info[name] = (elem, dims)
 
 
-def fold_static(module, source, shapes: dict) -> None:
-    """Turn ``Shape``/``Size`` of statically shaped values into constants, then fold."""
+def fold_static(module, source, shapes: dict) -> dict[str, tuple]:
+    """Turn ``Shape``/``Size`` of statically shaped values into constants, then fold.
+    Returns what inference knows of each value (see :func:`inferred_info`)."""
     import numpy as np
 
     graph = module.graph
-    known = inferred_shapes(source, shapes)
+    info = inferred_info(source, shapes)
     nodes = []
     for n in graph.nodes:
-        dims = known.get(n.inputs[0]) if n.inputs and n.domain in ("", "ai.onnx") else None
+        dims = info.get(n.inputs[0], (None, None))[1] if n.inputs and n.domain in (
+            "", "ai.onnx") else None
         if dims is not None and n.op_type == "Shape":
             start, end = n.attrs.get("start", 0), n.attrs.get("end", None)
             value = np.array(dims[slice(start, end)], np.int64)
@@ -83,3 +101,4 @@ def fold_static(module, source, shapes: dict) -> None:
         nodes.append(n)
     graph.nodes = nodes
     module._fold(graph)
+    return info

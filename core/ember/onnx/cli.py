@@ -32,8 +32,8 @@ def _convert(args: argparse.Namespace) -> int:
             return 1
     for c in caught:
         print(f"ember onnx convert: warning: {c.message}", file=sys.stderr)
-    print(f"wrote {py}\nwrote {w}\nchecked: the generated module matches ember.onnx.load"
-          if not caught else f"wrote {py}\nwrote {w}")
+    # convert raises when the check fails or cannot run: reaching here means it passed
+    print(f"wrote {py}\nwrote {w}\nchecked: the generated module matches ember.onnx.load")
     return 0
 
 
@@ -66,7 +66,8 @@ def add_subcommand(subparsers) -> None:
     c.add_argument("-o", "--out", required=True, help="output folder")
     c.add_argument("--class-name", default="Model")
     c.add_argument("--shape", type=_shape, action="append", default=[],
-                   help="fix an input's dims, NAME=D1,D2,... (more shape arithmetic folds)")
+                   help="fix an input's dims, NAME=D1,D2,... (more shape arithmetic folds; "
+                        "the check runs on these shapes)")
     c.set_defaults(run=_convert)
     i = sub.add_parser("info", help="opset, inputs/outputs and operators of a model")
     i.add_argument("model")

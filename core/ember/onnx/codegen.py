@@ -22,8 +22,6 @@ import ast
 import importlib.util
 import keyword
 import os
-import re
-import warnings
 
 from ..errors import UnsupportedOpError, malformed_file
 from ..tensor import Tensor
@@ -31,9 +29,10 @@ from ._graph import Function, Graph, Node, OnnxLoadError, _AttrRef
 from ._flow import FlowWriter, safe_text
 from ._patterns import gelu_at, readers
 from ._pyast import RESERVED, Names, assign, fill, funcdef, lit, name, template
+from ._weightnames import meaningful, weight_roles
 from ._spell import NoSpelling, spell
 from ._types import BFLOAT16
-from ._verify import ConvertMismatchError, verify  # noqa: F401  (convert raises it)
+from ._verify import ConvertCheckError, ConvertMismatchError, verify  # noqa: F401 (raised)
 from .runtime import OnnxModule, load
 
 # keyword arguments of ``call`` itself: attributes named so go through ``**{...}``
@@ -79,22 +78,36 @@ def _uses(nodes: list[Node]) -> dict[str, int]:
     return count
 
 
+class _Weight:
+    """A constant of the graph, given an attribute of the Model when code first reads it."""
+
+    def __init__(self, onnx_name: str, value: Tensor, base: str | None, buffer: bool):
+        self.onnx_name, self.value, self.base, self.buffer = onnx_name, value, base, buffer
+
+
 class _Gen(FlowWriter):
     """Writes the statements of a graph (and the subgraphs and function bodies it holds)."""
 
-    def __init__(self, module: OnnxModule):
+    def __init__(self, module: OnnxModule, info: dict):
         self.m = module
+        self.info = info  # ONNX name -> (element type, static dims), from shape inference
         self.model = module._model
         self.weights: dict[str, Tensor] = {}  # attribute of the generated Model -> tensor
+        self.buffers: set[str] = set()  # the attributes that are buffers, not parameters
         self.attrs: dict[int, ast.expr] = {}  # id(tensor) -> self.<attr>
         self.names = Names()
 
     # ------------------------------------------------------------------ values
-    def weight(self, hint: str, value: Tensor) -> ast.expr:
-        """``self.<attr>`` for a constant tensor, stored once in the weights file."""
+    def weight(self, hint: str, value: Tensor, base: str | None = None,
+               buffer: bool = False) -> ast.expr:
+        """``self.<attr>`` for a constant tensor, stored once in the weights file; named
+        ``base`` when given, else after ``hint`` (an ONNX name). Float tensors are parameters
+        unless ``buffer``."""
         if id(value) not in self.attrs:
-            ident = self.names.fresh(hint, "c_")
+            ident = self.names.unique(base, "c_") if base else self.names.fresh(hint, "c_")
             self.weights[ident] = value
+            if buffer or not value.dtype.is_float:
+                self.buffers.add(ident)
             self.attrs[id(value)] = template(f"self.{ident}")
         return self.attrs[id(value)]
 
@@ -108,6 +121,8 @@ class _Gen(FlowWriter):
         if expr is None:
             raise UnsupportedOpError(f"onnx convert: {where} reads {onnx_name!r}, which no "
                                      "earlier node produces")
+        if isinstance(expr, _Weight):
+            return self.weight(expr.onnx_name, expr.value, expr.base, expr.buffer)
         return expr
 
     def attr_value(self, v, hint: str) -> ast.expr:
@@ -121,8 +136,10 @@ class _Gen(FlowWriter):
     def block(self, graph: Graph, scope: Names) -> list[ast.stmt]:
         """The statements computing ``graph``'s nodes; ``scope`` already binds its inputs."""
         consts = self.consts(graph)
+        roles = weight_roles(list(graph.walk()))  # a Loop body's MatMul names an outer weight
         for onnx_name, value in consts.items():
-            scope.bind(onnx_name, self.weight(onnx_name, value))
+            base, buffer = roles.get(onnx_name, (meaningful(onnx_name), True))
+            scope.bind(onnx_name, _Weight(onnx_name, value, base, buffer))
         visible = {**(scope.parent.consts if scope.parent else {}), **consts}
         scope.consts = visible
         uses = _uses(graph.nodes)
@@ -153,9 +170,10 @@ class _Gen(FlowWriter):
             return node
         wt = w.permute((1, 0)).contiguous()
         key = ("transposed", node.inputs[1])  # not a string: never an ONNX name
-        hint = re.sub(r"(MatMul|Gemm|Add)(_\d+)?(_output_\d+)?$", "", node.outputs[0])
-        if scope.get(key) is None:  # named after the layer: exporters number the weight
-            scope.bind(key, self.weight(f"{hint}/weight", wt))
+        if scope.get(key) is None:
+            original = scope.get(node.inputs[1])
+            base = original.base if isinstance(original, _Weight) else None
+            scope.bind(key, self.weight(node.inputs[1], wt, base))
         ins, out = [node.inputs[0], key], node.outputs[0]
         if uses.get(out) == 1:
             for j in range(k + 1, len(nodes)):
@@ -189,7 +207,7 @@ class _Gen(FlowWriter):
         outs = node.outputs[:last + 1]
         opset = int(self.model.opsets.get(node.domain, self.model.opset))
         try:
-            expr = spell(node, ins, consts, opset) if len(outs) == 1 else None
+            expr = spell(node, ins, consts, opset, self.info) if len(outs) == 1 else None
         except NoSpelling:
             expr = None
         if expr is None:
@@ -266,13 +284,16 @@ class _Gen(FlowWriter):
 
 def generate_tree(module: OnnxModule, class_name: str = "Model",
                   weights_file: str = "model.safetensors",
-                  source: str = "model.onnx") -> tuple[ast.Module, dict[str, Tensor]]:
-    """The syntax tree of ``model.py`` and the tensors its weights file must hold."""
+                  source: str = "model.onnx", info: dict | None = None
+                  ) -> tuple[ast.Module, dict[str, Tensor]]:
+    """The syntax tree of ``model.py`` and the tensors its weights file must hold. ``info``
+    (ONNX name -> (element type, static dims), see ``_static``) lets more nodes read as
+    ember code."""
     if not class_name.isidentifier() or keyword.iskeyword(class_name) or (
             class_name in RESERVED):
         raise ValueError(f"onnx convert: class name {class_name!r} is not a Python identifier "
                          "(or is a name the generated module uses); try 'Model'")
-    gen = _Gen(module)
+    gen = _Gen(module, info or {})
     graph: Graph = module.graph
     scope = gen.names
     args = [scope.define(i, "in_") for i in graph.inputs]
@@ -296,20 +317,40 @@ def generate_tree(module: OnnxModule, class_name: str = "Model",
     init = cls.body[0]
     cls.body.insert(0, ast.Expr(ast.Constant(
         f"Inputs: {', '.join(args)}; outputs: {', '.join(ast.unparse(r) for r in rets)}.")))
-    for attr in gen.weights:
-        init.body.append(ast.Expr(template("self.register_buffer(P_k, w[P_k])",
-                                           k=ast.Constant(attr))))
     cls.body.append(funcdef("forward", ["self", *args], body))
+    used = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    weights = {k: v for k, v in gen.weights.items() if k in used}  # inlined ones are not
+    for attr in weights:
+        key = ast.Constant(attr)
+        init.body.append(ast.Expr(template("self.register_buffer(P_k, w[P_k])", k=key))
+                         if attr in gen.buffers else ast.Assign(
+                             [ast.Attribute(name("self"), attr, ast.Store())],
+                             template("nn.Parameter(w[P_k])", k=key), lineno=0))
     loader = tree.body[-1]
     loader.body[0].value.func = name(class_name)
-    return ast.fix_missing_locations(tree), gen.weights
+    return ast.fix_missing_locations(tree), weights
 
 
 def generate(module: OnnxModule, class_name: str = "Model", weights_file: str = "model.safetensors",
              source: str = "model.onnx") -> str:
     """The source of ``model.py`` for a loaded model (see :func:`generate_tree`)."""
     tree, _ = generate_tree(module, class_name, weights_file, source)
-    return ast.unparse(tree) + "\n"
+    return source_text(tree)
+
+
+def source_text(tree: ast.Module) -> str:
+    """The module's text: each line that runs an op through ``call`` (no ember spelling)
+    ends with a comment naming the ONNX op."""
+    lines = ast.unparse(tree).split("\n")
+    ops: dict[int, list[str]] = {}
+    for n in ast.walk(ast.parse("\n".join(lines))):
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "call"
+                and n.args and isinstance(n.args[0], ast.Constant)):
+            ops.setdefault(n.end_lineno, []).append(safe_text(str(n.args[0].value)))
+    for line, names in ops.items():
+        lines[line - 1] += f"  # ONNX {', '.join(dict.fromkeys(names))}: no ember spelling"
+    return "\n".join(lines) + "\n"
 
 
 def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = None,
@@ -324,22 +365,19 @@ def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = No
     module = load(source, backend="numpy" if _has_numpy() else "python", fold=False)
     fix_input_shapes(module, shapes or {})
     with malformed_file(OnnxLoadError, "onnx convert: the model cannot be set up"):
-        fold_static(module, source, shapes or {})
+        info = fold_static(module, source, shapes or {})
     os.makedirs(out_dir, exist_ok=True)
     py_path = os.path.join(out_dir, "model.py")
     w_path = os.path.join(out_dir, "model.safetensors")
     src = source if isinstance(source, (str, os.PathLike)) else "model.onnx"
-    tree, weights = generate_tree(module, class_name, os.path.basename(w_path), str(src))
-    code = ast.unparse(tree) + "\n"
+    tree, weights = generate_tree(module, class_name, os.path.basename(w_path), str(src), info)
+    code = source_text(tree)
     save_file(weights, w_path, metadata={"source": safe_text(os.path.basename(str(src))),
                                          "generator": "ember onnx convert"})
     with open(py_path, "w") as f:
         f.write(code)
     if check:
-        why = verify(module, py_path)
-        if why:
-            warnings.warn(f"onnx convert: the generated module was not checked: {why}",
-                          stacklevel=2)
+        verify(module, py_path)
     return py_path, w_path
 
 
