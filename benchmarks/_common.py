@@ -273,7 +273,8 @@ def _nvidia_gpu() -> str | None:
         return None
     out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                          capture_output=True, text=True)
-    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+    names = out.stdout.strip().splitlines() if out.returncode == 0 else []
+    return names[0] if names else None
 
 
 def _commit() -> str:

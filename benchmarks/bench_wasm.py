@@ -40,7 +40,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from _common import blas_threads, pin_blas_threads
+from _common import blas_threads, pin_blas_threads, row, write_record
 
 if __name__ == "__main__":
     pin_blas_threads("1")
@@ -295,12 +295,15 @@ def main() -> None:
     threads, source = blas_threads()
     print(f"# bench_wasm {date.today()} — {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, load {load:.2f}, numpy BLAS threads {threads} ({source})\n")
+    record = []
     if "gemm" not in skip:
         print("| GEMM n×n×n | n | ember-wasm G(FL)OP/s | numpy G(FL)OP/s | wasm time / numpy "
               "time |")
         print("|---|---|---|---|---|")
         for kind, n, gw, gn, ratio in gemm_rows(args.repeat):
             print(f"| {kind} | {n} | {gw:.1f} | {gn:.1f} | {ratio:.2f} |")
+            record.append(row("wasm", f"GEMM {kind}, n={n}, wasmtime", gw, gn, "G(FL)OP/s",
+                              f"numpy, {threads} BLAS thread(s)", higher_is_better=True))
         print()
     if "layers" not in skip:
         print("| MNIST layer | output | wasm µs | numpy µs | wasm / numpy | wasm GFLOP/s "
@@ -328,6 +331,14 @@ def main() -> None:
             for name, why in notes.items():
                 print(f"\n{name}: not run ({why})")
             print()
+            peer = "onnxruntime-web wasm (node)"
+            peer_ms = {name: ms for name, ms, *_ in rows}.get(peer)
+            if peer_ms is not None:
+                record += [row("wasm", f"{title}, {name}", ms, peer_ms, "ms",
+                               "onnxruntime-web wasm (Node, 1 thread)")
+                           for name, ms, *_ in rows if name.startswith("ember-wasm")]
+    if record:
+        write_record(record)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import median_times
+from _common import median_times, row, write_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
@@ -130,6 +130,10 @@ def run(repeat: int, size: int, backend: str = "wasm") -> list[str]:
     for name, f32, i8, codes in rows:
         out.append(f"| {name} | {f32 * 1e3:.2f} | {i8 * 1e3:.2f} | {codes * 1e3:.2f} | "
                    f"{i8 / f32:.2f} | {codes / f32:.2f} | {codes / i8:.2f} |")
+    write_record([row("quant", f"wasm, {name}, {size}×{size}, int8 codes in/out", codes * 1e3,
+                      f32 * 1e3, "ms", "ember float32 on wasm",
+                      note=f"int8 with float in/out: {i8 / f32:.2f}× float32's time")
+                  for name, f32, i8, codes in rows])
     return out
 
 
