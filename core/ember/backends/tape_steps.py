@@ -1,15 +1,16 @@
 """What the backends that compile ``ember.jit`` tapes (wgpu, wasm) share: a step's arguments.
 
-The tape is read by duck typing — an argument whose class is named ``Slot`` is a slot —
-because backends sit below ``ember.jit`` and don't import it.
+The program types come from the contract layer (:mod:`ember.contract.program`).
 """
 
 from __future__ import annotations
 
+from ..contract.program import Slot
+
 
 def resolve(arg, env: dict):
     """``arg`` with every slot (also inside lists and tuples) replaced by its value in ``env``."""
-    if type(arg).__name__ == "Slot":
+    if isinstance(arg, Slot):
         return env[arg.id]
     if isinstance(arg, (list, tuple)):
         return type(arg)(resolve(a, env) for a in arg)

@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import ShapeError, UnsupportedOpError
 from ..shape import conv_output_size
 from . import format as fmt
+from .geometry import Geometry
 
 #: what a traced forward may run (ember.export.traced maps each to a micro layer)
 SUPPORTED_STEPS = ("conv/qconv and float_matmul/qlinear with constant weights, float_add/sub/"
@@ -496,16 +497,6 @@ class _FloatView:
     def __init__(self, m):
         self.__dict__.update(vars(m))
         self.padding_mode = "zeros"
-
-
-class Geometry:
-    """A layer's geometry and weights seen as the float layer a handler reads: a weight-only
-    layer's (no weight: the codes give it afterwards), a traced step's arguments."""
-
-    weight = None
-
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
 
 
 def dequantize(codes, scale, block: int):

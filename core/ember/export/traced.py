@@ -32,9 +32,10 @@ import math
 from typing import Any
 
 from ..errors import UnsupportedOpError
-from ..jit import JitError, Slot
+from ..contract.program import Slot
+from ..jit import JitError
 from . import format as fmt
-from .ir import Geometry
+from .geometry import Geometry
 
 _ACTS = {"relu": fmt.RELU, "relu6": fmt.RELU6, "float_sigmoid": fmt.SIGMOID,
          "float_tanh": fmt.TANH, "hard_swish": fmt.HARDSWISH}

@@ -20,7 +20,7 @@ import types
 from .chain import benefits
 from .errors import JitError
 from .function import Jitted, jit
-from .tape import Slot, Step, Tape, compile_generic, replay
+from ..contract.program import Slot, Step, Tape, compile_generic, replay
 from .state import assign, feed, on_replay, state_replaced, tracing
 
 

@@ -2,7 +2,7 @@
 
 Per signature (the structure of the arguments, each tensor's shape, dtype and backend, the
 non-tensor values): call 1 runs ``fn`` eagerly (lazily created state settles: optimizer
-moments, caches), call 2 runs it eagerly while recording a :class:`~ember.jit.tape.Tape`, and
+moments, caches), call 2 runs it eagerly while recording a :class:`~ember.contract.program.Tape`, and
 later calls replay the optimised tape. A call re-traces when state the tape reads was
 replaced outside it (an eager ``Parameter.assign`` of one of its parameters,
 ``load_state_dict``).
@@ -19,8 +19,8 @@ from ..tensor import Tensor
 from . import state, trace
 from .chain import innermost, lift, lower
 from .errors import JitError
-from .optimize import eliminate_dead, fold_constants
-from .tape import Tape, compile_generic
+from ..contract.passes import eliminate_dead, fold_constants
+from ..contract.program import Tape, compile_generic
 from .tree import flatten, unflatten
 
 

@@ -17,7 +17,7 @@ from ..tensor import Tensor
 from ..tensordata import TensorData
 from .chain import innermost, lift, lower
 from .errors import JitError
-from .tape import Slot, Step
+from ..contract.program import Slot, Step
 
 _ACTIVE: list = []  # the tracer of the call being traced (one at a time)
 _GENERATION = [0]  # bumped when state a tape reads is replaced outside a trace

@@ -1,7 +1,7 @@
-"""Recording one call into a :class:`~ember.jit.tape.Tape`.
+"""Recording one call into a :class:`~ember.contract.program.Tape`.
 
 While a function is traced, the innermost backend's op methods are shadowed by instance
-attributes that run the op and record a :class:`~ember.jit.tape.Step` (only the outermost
+attributes that run the op and record a :class:`~ember.contract.program.Step` (only the outermost
 call: a composite's inner ops are part of its step); reads of values raise
 :class:`~ember.jit.JitError`. Everything above that backend (Tensor wrappers, dispatch,
 autodiff bookkeeping, the optimizer's Python) runs during the trace and costs nothing at
@@ -20,7 +20,7 @@ from ..contract import registry
 from ..contract.registry import Kind
 from .errors import JitError
 from .state import _ACTIVE, StateRecorder
-from .tape import Slot, Step, Tape
+from ..contract.program import Slot, Step, Tape
 
 _READS = ("to_data", "to_data_async")
 _VIEWS = {op.name for op in registry.ops(Kind.MOVEMENT)}

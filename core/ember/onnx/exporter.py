@@ -27,8 +27,8 @@ import os
 from ..contract import registry
 from ..contract.registry import Kind
 from ..jit.chain import innermost, lower
-from ..jit.optimize import eliminate_dead
-from ..jit.tape import Slot
+from ..contract.passes import eliminate_dead
+from ..contract.program import Slot
 from ..jit.trace import Tracer
 from ..jit.tree import flatten
 from ..tensor import Tensor

@@ -13,14 +13,14 @@ states, ``(B·T, C)`` rows of a flattened sequence) without guessing from the va
 
 from __future__ import annotations
 
-from ..jit.tape import Slot
+from ..contract.program import Slot
 from .exporter_graph import Dim, OnnxExportError
 
 
 def symbolic(first, second, batch: int):
     """``first`` (a literal of the trace at ``batch``) with each int that differs in
     ``second`` (the trace at ``batch + 1``) replaced by its :class:`Dim` (tensors, as
-    :class:`~ember.jit.tape.Slot` markers, stay ``first``'s)."""
+    :class:`~ember.contract.program.Slot` markers, stay ``first``'s)."""
     if isinstance(first, Slot) and isinstance(second, Slot):
         return first
     if isinstance(first, (list, tuple)) and isinstance(second, (list, tuple)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import EmberError, UnsupportedOpError
-from ..jit.tape import Slot
+from ..contract.program import Slot
 
 class OnnxExportError(EmberError, ValueError):
     """A module or inputs that can't be exported (see the message for what would be valid)."""

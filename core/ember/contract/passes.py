@@ -1,8 +1,8 @@
-"""Tape optimisations run before a tape is compiled: constant folding and dead-step
-elimination.
+"""Passes over a program (:mod:`ember.contract.program`), run before a target compiles it:
+constant folding and dead-step elimination.
 
 >>> import ember
->>> from ember.jit.tape import Slot, Step, Tape
+>>> from ember.contract.program import Slot, Step, Tape
 >>> b = ember.get_backend("numpy")
 >>> steps = [Step("full", ((2,), 3.0, ember.float32), {}, 1),             # folded
 ...          Step("float_mul", (Slot(0), Slot(0)), {}, 2),                # dead
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .tape import Step, Tape, _getter
+from .program import Step, Tape, _getter
 
 
 def fold_constants(tape: Tape) -> Tape:

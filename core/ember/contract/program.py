@@ -1,4 +1,8 @@
-"""The tape: what ``ember.jit`` records of one traced call, and the generic replay.
+"""The program every front end lowers to: what ``ember.jit`` records of one traced call (a
+tape), and the generic compiler that replays it with a backend's methods.
+
+The types live in the contract layer so that backends compile programs through them (a
+``Slot`` is a ``Slot``, not a class name) and passes are written once for every front end.
 
 A tape is a straight-line program over *slots* (numbered primitive values) on ONE backend,
 the innermost of the traced tensors' backends. Each :class:`Step` calls a method of that
