@@ -29,6 +29,8 @@ run. Each `bench_*.py` script writes its headline figures to `records/<name>.jso
 renders this page from them, and a test checks that it is current. Rows dated "from the
 journal" were transcribed from [RESULTS.md](RESULTS.md), the dated journal that keeps every
 run with its context, the superseded figures included; rerunning the script replaces them.
+A trial run that should not replace the published figures writes its record elsewhere:
+`EMBER_BENCH_RECORDS=/tmp/records python benchmarks/bench_….py`.
 """
 
 LEGEND = """\
