@@ -149,6 +149,10 @@ TARGETS = {
     "system": "Start-up, interop, Remote, Router and Ray",
 }
 _LOAD_AT_START = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+# Environment variables that change what a benchmark measures: a record's command sets them
+SPEED_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBER_MALLOPT",
+             "EMBER_WGPU_ADAPTER", "EMBER_WGPU_Q8_DEPTHWISE", "EMBER_WGPU_SUBGROUPS",
+             "EMBER_WGPU_TUNE")
 
 
 def _is_number(v) -> bool:
@@ -313,8 +317,8 @@ def machine(device: str | None = None) -> dict:
 def write_record(rows: list[dict], *, variant: str | None = None,
                  device: str | None = None) -> str:
     """Write this run's headline figures (``row`` dicts) to records/<script>[-variant].json,
-    replacing the benchmark's previous record; the command line that reproduces them, the
-    date, the machine and the commit go with them. ``EMBER_BENCH_RECORDS`` names another
+    replacing the benchmark's previous record; the command line that reproduces them (with the
+    ``SPEED_ENV`` variables set), the date, the machine and the commit go with them. ``EMBER_BENCH_RECORDS`` names another
     folder (trial runs that should not replace the scoreboard's figures)."""
     import datetime
     import json
@@ -325,8 +329,9 @@ def write_record(rows: list[dict], *, variant: str | None = None,
     rec = {
         "benchmark": name,
         "script": f"benchmarks/{script}",
-        "command": " ".join(["python", f"benchmarks/{script}"] + [shlex.quote(a) for a in
-                                                                  sys.argv[1:]]),
+        "command": " ".join([f"{k}={shlex.quote(os.environ[k])}" for k in SPEED_ENV
+                             if k in os.environ] + ["python", f"benchmarks/{script}"]
+                            + [shlex.quote(a) for a in sys.argv[1:]]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
         "source": "measured",
         "commit": _commit(),

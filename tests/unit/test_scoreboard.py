@@ -91,17 +91,20 @@ def test_row_computes_the_ratio_so_that_below_one_ember_is_ahead():
 def test_write_record_replaces_the_record_and_the_page_shows_it(tmp_path, monkeypatch):
     monkeypatch.setenv("EMBER_BENCH_RECORDS", str(tmp_path))
     monkeypatch.setattr(sys, "argv", ["benchmarks/bench_numpy_ops.py", "--repeat", "3"])
+    for name in _common.SPEED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # changes what is measured: part of the command
     _common.write_record([_common.row("cpu", "add, n=32", 9.0, 1.0, "µs", "numpy")])
     _common.write_record([_common.row("cpu", "add, n=32", 2.0, 0.5, "µs", "numpy")])
     assert [p.name for p in tmp_path.iterdir()] == ["bench_numpy_ops.json"]
     rec = json.loads((tmp_path / "bench_numpy_ops.json").read_text(encoding="utf-8"))
-    assert rec["command"] == "python benchmarks/bench_numpy_ops.py --repeat 3"
+    assert rec["command"] == "OMP_NUM_THREADS=1 python benchmarks/bench_numpy_ops.py --repeat 3"
     assert rec["source"] == "measured" and rec["rows"][0]["ratio"] == 4.0
     assert rec["machine"]["cpu"] and rec["machine"]["load"] and rec["machine"]["gpu"]
     page = scoreboard.render(scoreboard.load_records(str(tmp_path)))
     assert "## CPU: the numpy backend" in page
     assert "| add, n=32 | 2 µs | numpy: 0.5 µs | 4.00× | 20" in page
-    assert "`python benchmarks/bench_numpy_ops.py --repeat 3`" in page
+    assert "`OMP_NUM_THREADS=1 python benchmarks/bench_numpy_ops.py --repeat 3`" in page
 
 
 def test_a_broken_record_stops_the_rendering_with_its_file_name(tmp_path):
