@@ -199,6 +199,19 @@ def test_tensor_ops(tmp_path):
                other_batch=(ember.randn(4, 4, 6), ember.randn(4, 3, 4)))
 
 
+def test_integer_and_boolean_ops(tmp_path):
+    class IntOps(nn.Module):
+        def forward(self, x, i):
+            j = (i @ i.permute(1, 0)).cumsum(dim=1) + i.prod(dim=1, keepdim=True)
+            flags = (j > 3).any(dim=1, keepdim=True).float() + (i > -2).all(dim=1, keepdim=True).float()
+            return x.trunc() * flags + j.float()
+
+    x = ember.tensor([[-1.5, 2.7], [3.9, -0.2]])
+    i = ember.tensor([[1, -2, 3], [-1, 2, 2]], dtype=ember.int64)
+    model = _roundtrip(IntOps(), (x, i), tmp_path)
+    assert {"CumSum", "ReduceProd", "ReduceMax", "ReduceMin", "MatMul", "Floor"} <= _ops(model)
+
+
 def test_unsupported_op_is_named(tmp_path):
     class Sorts(nn.Module):
         def forward(self, x):

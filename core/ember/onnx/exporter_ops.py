@@ -143,6 +143,27 @@ def _var(g, x, dims, correction):
     return g.node("Div", [total, g.scalar(max(n - correction, 0), x)])
 
 
+def _bool_reduce(op_type: str):
+    """any/all: ReduceMax/ReduceMin over the values as int32 (ONNX reduces no booleans)."""
+
+    def emit(g, x, dims):
+        from onnx import TensorProto
+
+        as_int = g.node("Cast", [x], to=TensorProto.INT32)
+        return g.node("Cast", [_reduce(op_type)(g, as_int, dims)], to=TensorProto.BOOL)
+
+    return emit
+
+
+def _trunc(g, x):
+    # ONNX has no Trunc: sign(x) * floor(|x|) (keeps -0.0, NaN and the infinities)
+    return g.node("Mul", [g.node("Sign", [x]), g.node("Floor", [g.node("Abs", [x])])])
+
+
+def _cumsum(g, x, dim):
+    return g.node("CumSum", [x, g.const(g.np.asarray(dim))])
+
+
 def _arg(op_type: str):
     return lambda g, x, dim: g.node(op_type, [x], axis=dim, keepdims=1)
 
@@ -325,8 +346,10 @@ EMITTERS: dict = {
     "float_logsumexp": _reduce("ReduceLogSumExp"), "float_var": _var,
     "float_argmax": _arg("ArgMax"), "float_argmin": _arg("ArgMin"),
     "int_argmax": _arg("ArgMax"), "int_argmin": _arg("ArgMin"),
-    "float_cumsum": lambda g, x, dim: g.node("CumSum", [x, g.const(g.np.asarray(dim))]),
-    "float_matmul": _simple("MatMul"),
+    "int_prod": _reduce("ReduceProd"), "bool_any": _bool_reduce("ReduceMax"),
+    "bool_all": _bool_reduce("ReduceMin"), "float_trunc": _trunc,
+    "float_cumsum": _cumsum, "int_cumsum": _cumsum,
+    "float_matmul": _simple("MatMul"), "int_matmul": _simple("MatMul"),
     "relu": _simple("Relu"), "relu6": _clip(0.0, 6.0), "leaky_relu": _leaky_relu, "elu": _elu,
     "gelu": _gelu, "silu": _silu, "softplus": _softplus, "hard_sigmoid": _hard_sigmoid,
     "hard_swish": _simple("HardSwish"), "mish": _mish,
