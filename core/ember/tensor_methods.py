@@ -16,6 +16,7 @@ from .ops import (
     activation, arithmetic, autograd, creation, indexing, linalg, math, reduction, shape_ops,
     sorting,
 )
+from .ops import pytorch_names
 from .ops.where import argwhere, nonzero, where_method
 from .tensor import Tensor
 
@@ -202,6 +203,16 @@ METHODS = {
     "to_inner": autograd.inner,
     "backward": autograd.backward,
     "grad": autograd.grad,
+    # PyTorch's names for moves and tracking, and the hints for those Ember lacks
+    "cpu": pytorch_names.cpu,
+    "cuda": pytorch_names.cuda,
+    "requires_grad": property(
+        pytorch_names.get_requires_grad,
+        pytorch_names.set_requires_grad,
+        doc=pytorch_names.get_requires_grad.__doc__,
+    ),
+    "requires_grad_": pytorch_names.requires_grad_,
+    "__getattr__": pytorch_names.missing,
     **math.FLOAT_FUNCTIONS,
 }
 

@@ -126,6 +126,15 @@ class Parameter(Tensor):
         self._set(Tensor(self._prim, self.backend), self.backend)
         return self
 
+    def requires_grad_(self, requires_grad: bool = True) -> Parameter:
+        """PyTorch's name for :meth:`set_requires_grad`.
+
+        >>> import ember
+        >>> Parameter(ember.zeros(1)).requires_grad_(False).requires_grad
+        False
+        """
+        return self.set_requires_grad(requires_grad)
+
     def __repr__(self) -> str:
         return "Parameter containing:\n" + Tensor.__repr__(Tensor(self._prim, self.backend))
 
