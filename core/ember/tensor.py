@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from . import dtype as dt
 from .tensordata import TensorData
+from .contract.backend import Device
 from .errors import BackendMismatchError, DTypeError, ShapeError
 from .shape import numel
 
@@ -29,7 +30,7 @@ class Tensor:
     >>> import ember
     >>> t = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
     >>> t.shape, t.ndim, t.dim(), t.numel(), t.size(1), t.dtype, t.device
-    ((2, 2), 2, 2, 4, 2, ember.float32, 'cpu')
+    ((2, 2), 2, 2, 4, 2, ember.float32, Device('numpy', 'cpu'))
     >>> t.tolist(), t[1, 0].item(), t.is_floating_point()
     ([[1.0, 2.0], [3.0, 4.0]], 3.0, True)
     >>> t.long().dtype, t.int().dtype, t.bool().dtype, t.half().dtype, t.double().dtype
@@ -66,9 +67,10 @@ class Tensor:
         return len(self.shape)
 
     @property
-    def device(self) -> str:
-        """The device of the tensor's backend (``"cpu"``, ``"gpu"``...)."""
-        return self.backend.device
+    def device(self) -> Device:
+        """Where the tensor lives: a :class:`Device` for its backend (``device.type`` is the
+        hardware, ``"cpu"``, ``"gpu:..."``)."""
+        return Device(self.backend)
 
     def dim(self) -> int:
         """The number of dims (PyTorch's name for ``ndim``)."""
@@ -188,8 +190,8 @@ class Tensor:
 
         ``target`` is a device string (``"cpu"``, ``"cuda"``, ``"gpu"``, ``"webgpu"``: see
         :mod:`ember.backends.devices` for the backend each means), a backend name or Backend,
-        a dtype, or another tensor (its backend and dtype). ``device=`` is the keyword
-        spelling; ``non_blocking`` is accepted for PyTorch code, Ember's moves are synchronous.
+        a tensor's ``device``, a dtype, or another tensor (its backend and dtype). ``device=`` is
+        the keyword spelling; ``non_blocking`` is accepted for PyTorch code, Ember's moves are synchronous.
         An unknown name raises a :class:`~ember.errors.DeviceError` listing the valid ones.
 
         >>> import ember

@@ -1,8 +1,9 @@
-"""Run array-agnostic library code on Ember arrays and on numpy arrays, print the results'
-differences as JSON. A separate process: SciPy reads SCIPY_ARRAY_API at import, and
-scikit-learn's array API dispatch needs it set.
+"""Run array-agnostic library code on Ember arrays of one backend, with another (or the same)
+backend as the default, and on numpy arrays; print the results' differences as JSON. A
+separate process: SciPy reads SCIPY_ARRAY_API at import, and scikit-learn's array API dispatch
+needs it set.
 
-    SCIPY_ARRAY_API=1 python tests/array_api/_library_check.py numpy
+    SCIPY_ARRAY_API=1 python tests/array_api/_library_check.py python numpy
 """
 
 import json
@@ -55,8 +56,8 @@ CASES = {
 }
 
 
-def main(device: str) -> None:
-    ember.set_default_backend(device)
+def main(device: str, default: str) -> None:
+    ember.set_default_backend(default)
     args = [xp.asarray(a, device=device) for a in (X, y, target)]
     args[0] = xp.astype(args[0], xp.float64)
     args[2] = xp.astype(args[2], xp.float64)
@@ -78,4 +79,4 @@ def main(device: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

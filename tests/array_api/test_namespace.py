@@ -109,7 +109,8 @@ def test_inspection(device):
     info = xp.__array_namespace_info__()
     caps = info.capabilities()
     assert caps["boolean indexing"] and caps["data-dependent shapes"]
-    assert device in info.devices()
+    assert xp.asarray(1, device=device).device in info.devices()
+    assert info.default_device() in info.devices()
     defaults = info.default_dtypes(device=device)
     assert defaults["real floating"] == xp.asarray(1.0, device=device).dtype
     assert defaults["integral"] == xp.asarray(1, device=device).dtype
@@ -118,6 +119,34 @@ def test_inspection(device):
     assert set(info.dtypes(device=device, kind="integral")) == {"int8", "int32", "int64", "uint8"}
     assert info.dtypes(device=device, kind="real floating") == {
         d.name: d for d in (xp.float32, xp.float64) if d in held}
+
+
+def test_devices_round_trip_and_keep_arrays_on_their_backend(device):
+    x = xp.asarray([1.0, 2.0], device=device)
+    other = "python" if device == "numpy" else "numpy"
+    with ember.use_backend(other):  # array-agnostic code's device=x.device beats the default
+        made = [xp.zeros(2, device=x.device), xp.asarray([3.0], device=x.device),
+                xp.arange(2, device=x.device), xp.full((1,), 2, device=x.device),
+                x.to_device(x.device), xp.astype(x, xp.int32, device=x.device)]
+    assert all(m.backend is x.backend and m.device == x.device for m in made)
+    assert x.device != xp.asarray([1.0], device=other).device
+    assert ember.tensor([1.0], backend=other).to(x.device).backend is x.backend
+    for d in xp.__array_namespace_info__().devices():
+        assert xp.zeros(1, device=d).device == d
+
+
+def test_devices_lists_only_backends_that_can_be_made():
+    """Without wgpu-py the wgpu backend can't be made: devices() leaves it out."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['wgpu'] = None\n"
+            "import ember.array_api as xp\n"
+            "print(' '.join(str(d) for d in xp.__array_namespace_info__().devices()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    names = out.stdout.split()
+    assert "wgpu" not in names and {"numpy", "python"} <= set(names), names
 
 
 def test_array_api_compat_recognises_ember_arrays(device):

@@ -14,18 +14,21 @@ from ..backends import available, default_backend, get_backend
 from ..contract import Backend
 from ..errors import DTypeError
 from ..ops.conversion import tensor as _tensor
-from ..tensor import Tensor
+from ..tensor import Device, Tensor
 from ..tensordata import TensorData
 
 
 def resolve_device(device) -> Backend:
     """The backend a ``device=`` argument names.
 
-    A Backend or a backend name selects it; a device string such as ``x.device`` ("cpu")
-    selects the default backend when it lives there, else an undecorated backend that does.
+    An array's ``device``, a Backend or a backend name selects that backend; a hardware
+    string ("cpu") selects the default backend when it runs there, else an undecorated
+    backend that does.
     """
     if device is None:
         return default_backend()
+    if isinstance(device, Device):
+        return device.backend
     if isinstance(device, Backend):
         return device
     if isinstance(device, str):
@@ -38,8 +41,8 @@ def resolve_device(device) -> Backend:
             if b.device == device and b.inner is None:
                 return b
     raise ValueError(
-        f"unknown device {device!r}; valid: a backend, a backend name ({', '.join(available())}) "
-        f"or the device of an array"
+        f"unknown device {device!r}; valid: an array's device, a backend, a backend name "
+        f"({', '.join(available())}) or 'cpu'"
     )
 
 

@@ -32,7 +32,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy: bool | None = None) -> Ten
     >>> import ember.array_api as xp
     >>> x = xp.asarray([[1, 2], [3, 4]], dtype=xp.float32, device="python")
     >>> x.shape, x.dtype, x.device, xp.asarray(x) is x
-    ((2, 2), ember.float32, 'cpu', True)
+    ((2, 2), ember.float32, Device('python', 'cpu'), True)
     """
     d = _dtype(dtype)
     if isinstance(obj, Tensor):

@@ -17,12 +17,19 @@ from ._statistical import _axes
 
 
 def broadcast_arrays(*arrays: Tensor) -> list[Tensor]:
-    """The arrays broadcast to their common shape.
+    """The arrays broadcast to their common shape. A Python scalar among them (SciPy passes
+    ``n == 2``) becomes an array on the first array's backend.
 
     >>> import ember.array_api as xp
     >>> [a.shape for a in xp.broadcast_arrays(xp.zeros((2, 1)), xp.zeros(3))]
     [(2, 3), (2, 3)]
+    >>> [a.backend.name for a in xp.broadcast_arrays(True, xp.zeros(3, device="python"))]
+    ['python', 'python']
     """
+    like = next((a for a in arrays if isinstance(a, Tensor)), None)
+    if like is not None:
+        arrays = [a if isinstance(a, Tensor) else ops.tensor(a, backend=like.backend)
+                  for a in arrays]
     return list(ops.broadcast_tensors(*arrays)) if arrays else []
 
 

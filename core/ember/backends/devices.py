@@ -6,7 +6,8 @@
 - ``"cuda"``, ``"gpu"``, ``"webgpu"`` (and ``":0"`` after any of them): the tensor's own
   backend when it already runs on a GPU, else ``wgpu`` (WebGPU: Vulkan, Metal, DX12 or the
   browser's ``navigator.gpu``; Ember has no CUDA backend);
-- a backend name (``"numpy"``, ``"autodiff-wgpu"``...) or a Backend: that backend.
+- a backend name (``"numpy"``, ``"autodiff-wgpu"``...), a Backend or a tensor's ``device``:
+  that backend.
 
 Moving a tensor of an Autodiff backend to a device keeps it on an Autodiff backend (``"cuda"``
 from ``autodiff-numpy`` is ``autodiff-wgpu``), so ``model.to("cuda")`` still trains.
@@ -20,7 +21,7 @@ from ``autodiff-numpy`` is ``autodiff-wgpu``), so ``model.to("cuda")`` still tra
 
 from __future__ import annotations
 
-from ..contract import Backend
+from ..contract import Backend, Device
 from ..errors import DeviceError
 from . import available, default_backend, get_backend
 
@@ -47,7 +48,7 @@ def is_target(spec) -> bool:
     >>> is_target("cuda:0"), is_target("numpy"), is_target("float16"), is_target("cuda:1")
     (True, True, False, False)
     """
-    return isinstance(spec, Backend) or (
+    return isinstance(spec, (Backend, Device)) or (
         isinstance(spec, str) and (spec in available() or _base(spec) is not None)
     )
 
@@ -75,9 +76,11 @@ def split(target, dtype, op: str) -> tuple:
     return None, as_dt
 
 
-def resolve(spec: str | Backend, current: Backend) -> Backend:
-    """The backend that ``spec`` (a device string, backend name or Backend) means for a tensor
-    on ``current``."""
+def resolve(spec: str | Backend | Device, current: Backend) -> Backend:
+    """The backend that ``spec`` (a device string, backend name, Backend or a tensor's
+    ``device``) means for a tensor on ``current``."""
+    if isinstance(spec, Device):
+        return spec.backend
     if isinstance(spec, Backend) or spec in available():
         return get_backend(spec)
     base = _base(spec) if isinstance(spec, str) else None

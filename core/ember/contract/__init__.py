@@ -34,7 +34,7 @@ How to add an op: see ``docs/architecture.md``.
 """
 
 from . import registry
-from .backend import Backend, Caps
+from .backend import Backend, Caps, Device
 from .registry import Kind, Op, Spec
 
-__all__ = ["Backend", "Caps", "Kind", "Op", "Spec", "registry"]
+__all__ = ["Backend", "Caps", "Device", "Kind", "Op", "Spec", "registry"]

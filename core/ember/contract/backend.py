@@ -79,3 +79,43 @@ class Backend:
 
 for _op in registry.ops():
     setattr(Backend, _op.name, _op.default if _op.default is not None else _op.missing())
+
+
+class Device:
+    """Where a tensor lives: its backend. ``t.device`` is one; ``t.to(device)``,
+    ``module.to(device)`` and every ``device=`` of ``ember.array_api`` take it back, so code
+    that makes arrays on ``x.device`` keeps them on ``x``'s backend. Two devices are equal when
+    they are the same backend; ``type`` is the hardware the backend runs on (``"cpu"``,
+    ``"gpu:<adapter>"``...).
+
+    >>> import ember
+    >>> t = ember.tensor([1.0], backend="python")
+    >>> t.device, str(t.device), t.device.type
+    (Device('python', 'cpu'), 'python', 'cpu')
+    >>> t.device == ember.tensor([2], backend="python").device, t.device == ember.tensor([2]).device
+    (True, False)
+    >>> ember.tensor([3.0]).to(t.device).backend.name
+    'python'
+    """
+
+    __slots__ = ("backend",)
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    @property
+    def type(self) -> str:
+        """The hardware of the backend: ``"cpu"``, ``"gpu:<adapter name>"``, ``"remote:<url>"``."""
+        return self.backend.device
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Device) and other.backend is self.backend
+
+    def __hash__(self) -> int:
+        return hash(id(self.backend))
+
+    def __repr__(self) -> str:
+        return f"Device({self.backend.name!r}, {self.backend.device!r})"
+
+    def __str__(self) -> str:
+        return self.backend.name
