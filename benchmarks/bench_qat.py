@@ -31,7 +31,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from _common import pin_blas_threads
+from _common import pin_blas_threads, row, write_record
 
 if __name__ == "__main__":
     pin_blas_threads("1")
@@ -100,7 +100,8 @@ def _outlier(model, k: float, calibration):
     return model
 
 
-def run(model, label: str, train_part, calibration, test_loader, lr: float) -> list[str]:
+def run(model, label: str, train_part, calibration, test_loader, lr: float,
+        record: list) -> list[str]:
     numpy = ember.get_backend("numpy")
     ad = ember.get_backend(AD)
 
@@ -125,6 +126,11 @@ def run(model, label: str, train_part, calibration, test_loader, lr: float) -> l
     lines += ["", f"QAT fake-quant model (eval) {fake:.2%}; converted int8 vs fake-quant logits "
                   f"max |diff| {diff:.2e} on 64 digits. Epoch time (steps alternating): float "
                   f"{t_float:.1f} s, QAT {t_qat:.1f} s = **{t_qat / t_float:.2f}x**."]
+    record += [row("quant", f"MNIST CNN ({label}): held-out accuracy, QAT int8 after 1 epoch",
+                   100 * rows[-1][1], 100 * ptq, "%", "PTQ int8 (ember)", higher_is_better=True,
+                   note=f"float32 {f32:.2%}"),
+               row("quant", f"MNIST CNN ({label}): one training epoch with QAT", t_qat, t_float,
+                   "s", "one float32 epoch (ember)")]
     return lines
 
 
@@ -145,12 +151,14 @@ def main() -> None:
           f"{time.perf_counter() - t0:.0f} s; test split {summary['sizes']['test']} digits.\n",
           flush=True)
     train_part, calibration, test_loader = _data()
+    record = []
     print("\n".join(run(model, f"{args.epochs} epochs", train_part, calibration, test_loader,
-                        args.lr)) + "\n", flush=True)
+                        args.lr, record)) + "\n", flush=True)
     if args.outlier:
         print(f"With one outlier hidden unit (×{args.outlier:g} in, ×1/{args.outlier:g} out):\n")
         print("\n".join(run(_outlier(model, args.outlier, calibration), "outlier unit", train_part,
-                            calibration, test_loader, args.lr)), flush=True)
+                            calibration, test_loader, args.lr, record)), flush=True)
+    write_record(record)
 
 
 if __name__ == "__main__":

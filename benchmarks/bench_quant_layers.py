@@ -29,7 +29,8 @@ from collections import defaultdict
 from datetime import date
 from pathlib import Path
 
-from _common import median_times, profile
+from _common import median_times, profile, write_record
+from _common import row as record_row
 
 import numpy as np
 
@@ -96,8 +97,9 @@ def _timed(backend, fn, repeat: int) -> tuple[float, int]:
     return ms / repeat, d // repeat
 
 
-def _whole(backend, model, q, x, repeat: int) -> list[str]:
-    """Rows for the whole forward: wall ms (median), GPU ms and dispatches per call."""
+def _whole(backend, model, q, x, repeat: int) -> tuple[list[str], dict]:
+    """Rows for the whole forward: wall ms (median), GPU ms and dispatches per call; and those
+    figures for the record."""
     import time
 
     run = [lambda m=m: m(x).numpy() for m in (model, q)]
@@ -108,12 +110,13 @@ def _whole(backend, model, q, x, repeat: int) -> list[str]:
     # GPU time: one profiled forward each, alternating, ``repeat`` times; the medians (a
     # single sample moves with the H200's clock by up to 1.7x)
     prof = [[profile(backend, f) for f in run] for _ in range(repeat)]
-    gpu = "n/a | n/a | n/a"
+    gpu, ms = "n/a | n/a | n/a", None
     if prof[0][0][2] is not None:
         ms = [statistics.median(p[i][2] for p in prof) for i in (0, 1)]
         gpu = f"{ms[0]:.2f} | {ms[1]:.2f} | {ms[0] / ms[1]:.2f}x"
     return [f"| whole forward | {wall[0] * 1e3:.2f} | {wall[1] * 1e3:.2f} | "
-            f"{wall[0] / wall[1]:.2f}x | {gpu} | {prof[0][0][0]} / {prof[0][1][0]} |"]
+            f"{wall[0] / wall[1]:.2f}x | {gpu} | {prof[0][0][0]} / {prof[0][1][0]} |"], {
+        "wall": wall, "gpu": ms, "dispatches": (prof[0][0][0], prof[0][1][0])}
 
 
 def main() -> None:
@@ -138,7 +141,7 @@ def main() -> None:
     backend = x.backend
     timed = "timestamp-query" in backend.rt.adapter.info.features
     with ember.no_grad():
-        whole = _whole(backend, model, q, x, args.repeat)
+        whole, figures = _whole(backend, model, q, x, args.repeat)
     # per kind: ms of float32, int8, int8 chained; layers; dispatches of the three
     totals = defaultdict(lambda: [0.0, 0.0, 0.0, 0, 0, 0, 0])
     rows = []
@@ -186,6 +189,18 @@ def main() -> None:
           "GPU speed-up | dispatches f32 / int8 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(whole))
+    case = (f"EfficientNet-Lite0 {args.size} px, batch {args.batch}, \"{args.scheme}\" chained "
+            "on wgpu")
+    peer, (f32, i8) = "ember float32 on wgpu", figures["wall"]
+    record = [record_row("quant", f"{case}, whole forward, wall", i8 * 1e3, f32 * 1e3, "ms",
+                         peer, note="dispatches {} → {}".format(*figures["dispatches"]))]
+    if figures["gpu"] is not None:
+        record.append(record_row("quant", f"{case}, whole forward, GPU time", figures["gpu"][1],
+                                 figures["gpu"][0], "ms", peer))
+    record.append(record_row("quant", f"{case}, every layer alone, summed ({unit})", sums[2],
+                             sums[0], "ms", peer))
+    write_record(record, variant=None if args.size == 224 else f"{args.size}px",
+                 device=backend.device)
 
 
 if __name__ == "__main__":
