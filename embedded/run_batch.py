@@ -77,8 +77,11 @@ def main(argv, clock=None):
             if out[j] > out[best]:
                 best = j
         print("p", i, best)
-        if show_logits:
-            print("l", i, " ".join(["%.7g" % v for v in out]))
+        if show_logits:  # value by value: a list of 1000 strings would need the heap
+            print("l", i, end="")
+            for v in out:
+                print(" %.7g" % v, end="")
+            print()
     src.close()
     print("%s_per_input" % unit, total // (n * reps) if n else 0)
     # heap in use right after an inference that started from a collected heap: live data plus
