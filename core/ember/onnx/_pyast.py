@@ -85,6 +85,14 @@ def lit(v) -> ast.expr:
         "numbers, strings, lists and tensors. Use ember.onnx.load(...) to run it")
 
 
+def f32(v: float) -> float:
+    """The shortest decimal that rounds to the same float32 as ``v`` (``0.2`` for ONNX's
+    float32 attribute 0.20000000298023224): the float32 computation is unchanged."""
+    import numpy as np
+
+    return float(np.format_float_positional(np.float32(v), unique=True, trim="0"))
+
+
 def _array(a) -> ast.expr:
     """``ember.tensor(values, dtype=ember.<dtype>)``, reshaped when it holds no elements."""
     import numpy as np

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from ._graph import Node
-from ._pyast import lit, template
+from ._pyast import f32, lit, template
 from ._spell_tensor import numbers, spell_tensor
 
 
@@ -35,10 +35,11 @@ def _ints(a: dict, key: str, default: list[int]) -> tuple[int, ...]:
 
 
 def _float(a: dict, key: str, default: float) -> float:
+    """A float attribute (float32 in ONNX), written as its shortest float32 decimal."""
     v = a.get(key, default)
     if type(v) is not float:
         raise NoSpelling(key)
-    return v
+    return f32(v)
 
 
 _INFIX = {"Add": "+", "Sub": "-", "Mul": "*"}
@@ -100,13 +101,19 @@ def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int,
         return template("P_x.permute(P_p)", x=x, p=lit(_ints(a, "perm", [])))
     if op == "Reshape" and len(ins) == 2 and node.inputs[1] in consts and not a.get("allowzero"):
         shape = [int(v) for v in consts[node.inputs[1]].reshape(-1).tolist()]
-        if 0 not in shape:  # 0 copies the input's dim: only call() knows the input's rank
-            return template("P_x.reshape(P_s)", x=x, s=lit(tuple(shape)))
+        # 0 copies the input's dim: x.shape[k]
+        dims = [template("P_x.shape[P_k]", x=x, k=lit(k)) if d == 0 else lit(d)
+                for k, d in enumerate(shape)]
+        return template("P_x.reshape(P_s)", x=x, s=ast.Tuple(dims, ast.Load()))
     if op == "Concat":
         parts = ast.List([i for i in ins if i is not None], ast.Load())
         return template("ember.cat(P_xs, dim=P_d)", xs=parts, d=lit(_int(a, "axis", 0)))
-    if op == "Softmax" and opset >= 13:
-        return template("F.softmax(P_x, dim=P_d)", x=x, d=lit(_int(a, "axis", -1)))
+    if op in ("Softmax", "LogSoftmax"):
+        fn = "F.softmax" if op == "Softmax" else "F.log_softmax"
+        axis = _int(a, "axis", -1 if opset >= 13 else 1)
+        rank = len((info or {}).get(node.inputs[0], (None, ()))[1] or ())
+        if opset >= 13 or axis in (-1, rank - 1):  # before 13: over the dims from axis on
+            return template(f"{fn}(P_x, dim=P_d)", x=x, d=lit(axis))
     if op == "Gelu" and len(ins) == 1:
         if a.get("approximate", "none") == "none":
             return template("F.gelu(P_x)", x=x)

@@ -14,7 +14,7 @@ import ast
 import math
 
 from ._graph import Node
-from ._pyast import lit, template
+from ._pyast import f32, lit, template
 from ._types import BOOL, DOUBLE, FLOAT, FLOAT16, INT8, INT32, INT64, UINT8
 
 # Cast's target -> the Tensor method that casts to it
@@ -78,16 +78,39 @@ def spell_tensor(node: Node, ins: list, consts: dict, info: dict) -> ast.expr | 
         return ast.BinOp(x, ast.Mod(), ins[1])  # fmod=0: the sign of the divisor, as Python's
     if op == "Where" and len(ins) == 3:
         return template("ember.where(P_c, P_x, P_y)", c=x, x=ins[1], y=ins[2])
-    if op == "Pow" and len(ins) == 2:
-        return ast.BinOp(x, ast.Pow(), ins[1])
+    if op == "Pow" and len(ins) == 2 and info.get(node.inputs[0], (None,))[0] in _FLOATS:
+        return ast.BinOp(x, ast.Pow(), ins[1])  # an integer base keeps its type: call
+    if op == "Div" and len(ins) == 2 and info.get(node.inputs[0], (None,))[0] in _FLOATS:
+        return ast.BinOp(x, ast.Div(), ins[1])  # integers divide toward zero: call
+    if op == "Sum" and ins and None not in ins:
+        out = ins[0]
+        for other in ins[1:]:
+            out = ast.BinOp(out, ast.Add(), other)
+        return out
+    if op == "Dropout" and len(ins) <= 2:  # ratio only: off in eval(), as in ONNX inference
+        ratio = _consts(node.inputs[1], consts) if len(ins) == 2 else [a.get("ratio", 0.5)]
+        if ratio is not None and len(ratio) == 1:
+            return template("F.dropout(P_x, P_p, self.training)", x=x, p=lit(f32(ratio[0])))
+    if op == "Shape" and len(ins) == 1 and set(a) <= {"start", "end"}:
+        part = ast.Slice(lit(a["start"]) if a.get("start") else None,
+                         lit(a["end"]) if "end" in a else None, None)
+        shape = template("P_x.shape", x=x)
+        if "start" in a or "end" in a:
+            shape = ast.Subscript(shape, part, ast.Load())
+        return template("ember.tensor(P_s, dtype=ember.int64)", s=shape)
+    if op == "ConvTranspose" and len(ins) >= 2 and node.inputs[1] in consts:
+        return _conv_transpose(node, ins, consts)
+    if op == "Resize" and 3 <= len(ins) <= 4:
+        return _resize(node, x, consts)
     if op in _UNARY_METHODS and len(ins) == 1 and not a:
         return template(f"P_x.{_UNARY_METHODS[op]}()", x=x)
     if op == "LeakyRelu" and len(ins) == 1:
-        return template("F.leaky_relu(P_x, P_a)", x=x, a=lit(float(a.get("alpha", 0.01))))
-    if op == "HardSigmoid" and len(ins) == 1 and math.isclose(a.get("alpha", 0.2), 1 / 6,
-                                                               rel_tol=1e-6) and math.isclose(
-            a.get("beta", 0.5), 0.5):
-        return template("F.hardsigmoid(P_x)", x=x)
+        return template("F.leaky_relu(P_x, P_a)", x=x, a=lit(f32(a.get("alpha", 0.01))))
+    if op == "HardSigmoid" and len(ins) == 1:
+        alpha, beta = f32(a.get("alpha", 0.2)), f32(a.get("beta", 0.5))
+        if math.isclose(alpha, 1 / 6, rel_tol=1e-6) and beta == 0.5:
+            return template("F.hardsigmoid(P_x)", x=x)
+        return template("(P_x * P_a + P_b).clamp(0.0, 1.0)", x=x, a=lit(alpha), b=lit(beta))
     if op == "HardSwish" and len(ins) == 1:
         return template("F.hardswish(P_x)", x=x)
     return None
@@ -103,9 +126,52 @@ def numbers(node: Node, ins: list[ast.expr], consts: dict) -> list[ast.expr]:
     out = []
     for k, e in zip(keys, ins):
         t = consts.get(k)
-        out.append(lit(t.item()) if t is not None and t.ndim == 0 and t.dtype.name != "bool"
+        out.append(lit(_number(t)) if t is not None and t.ndim == 0 and t.dtype.name != "bool"
                    else e)
     return out
+
+
+# Resize (mode, coordinate_transformation_mode, nearest_mode) -> F.interpolate's arguments
+_RESIZE = {("nearest", "asymmetric", "floor"): "mode='nearest'",
+           ("linear", "half_pixel", None): "mode='bilinear', align_corners=False",
+           ("linear", "align_corners", None): "mode='bilinear', align_corners=True"}
+
+
+def _resize(node: Node, x, consts: dict):
+    a = node.attrs
+    mode = a.get("mode", "nearest")
+    key = (mode, a.get("coordinate_transformation_mode", "half_pixel"),
+           a.get("nearest_mode", "round_prefer_floor") if mode == "nearest" else None)
+    scales = _consts(node.inputs[2], consts)
+    sizes = node.inputs[3] if len(node.inputs) > 3 else ""
+    if (key not in _RESIZE or not scales or len(scales) != 4 or scales[:2] != [1.0, 1.0]
+            or sizes or set(a) - {"mode", "coordinate_transformation_mode", "nearest_mode",
+                                  "cubic_coeff_a"}):
+        return None
+    return template(f"F.interpolate(P_x, scale_factor=P_s, {_RESIZE[key]})", x=x,
+                    s=lit((f32(scales[2]), f32(scales[3]))))
+
+
+def _conv_transpose(node: Node, ins: list, consts: dict):
+    a = node.attrs
+    w = consts[node.inputs[1]]
+    pads = a.get("pads", [0] * 4)
+    if (w.ndim != 4 or a.get("auto_pad", "NOTSET") != "NOTSET" or "output_shape" in a
+            or pads[:2] != pads[2:]):
+        return None
+    return template(
+        "F.conv_transpose2d(P_x, P_w, P_b, stride=P_s, padding=P_p, output_padding=P_o, "
+        "groups=P_g, dilation=P_d)", x=ins[0], w=ins[1],
+        b=ins[2] if len(ins) > 2 and ins[2] is not None else ast.Constant(None),
+        s=lit(tuple(a.get("strides", [1, 1]))), p=lit(tuple(pads[:2])),
+        o=lit(tuple(a.get("output_padding", [0, 0]))), g=lit(int(a.get("group", 1))),
+        d=lit(tuple(a.get("dilations", [1, 1]))))
+
+
+def _number(t):
+    """A 0-d constant's value as a Python number (float32 ones as their shortest decimal)."""
+    v = t.reshape(-1).tolist()[0]
+    return f32(v) if t.dtype.name == "float32" else v
 
 
 def _cast(node: Node, x, info: dict):
@@ -131,7 +197,7 @@ def _slice(node: Node, x, consts: dict, info: dict):
     axes = axes if axes is not None else list(range(len(starts)))
     steps = steps if steps is not None else [1] * len(starts)
     rank = _rank(node.inputs[0], info)
-    if rank is not None:
+    if rank is not None and min(axes) < 0 <= max(axes):  # mixed: count all from the start
         axes = [ax + rank if ax < 0 else ax for ax in axes]
     if len(set(axes)) != len(axes) or 0 in steps or not (
             all(ax >= 0 for ax in axes) or all(ax < 0 for ax in axes)):
@@ -157,10 +223,10 @@ def _bound(node: Node, slot: int, key: str, consts: dict):
     """A Clip bound: a constant input, or (before opset 11) an attribute; ``...`` when
     neither is a plain number."""
     if len(node.inputs) > slot and node.inputs[slot]:
-        v = _consts(node.inputs[slot], consts)
-        return v[0] if v is not None and len(v) == 1 else ...  # the input's own type
+        t = consts.get(node.inputs[slot])
+        return _number(t) if t is not None and t.numel() == 1 else ...  # the input's type
     v = node.attrs.get(key)
-    return float(v) if isinstance(v, (int, float)) else None
+    return f32(v) if isinstance(v, (int, float)) else None
 
 
 def _clip(node: Node, x, consts: dict):
@@ -179,9 +245,10 @@ def _clip(node: Node, x, consts: dict):
 def _pad(node: Node, x, consts: dict):
     mode = node.attrs.get("mode", "constant")
     pads = _consts(node.inputs[1], consts)
-    value = _consts(node.inputs[2], consts) if len(node.inputs) > 2 and node.inputs[2] else [0]
-    if (pads is None or value is None or len(value) != 1 or mode not in ("constant", "reflect",
-                                                                          "edge")
+    t = consts.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    value = [0] if len(node.inputs) < 3 or not node.inputs[2] else (
+        [_number(t)] if t is not None and t.numel() == 1 else None)
+    if (pads is None or value is None or mode not in ("constant", "reflect", "edge")
             or (len(node.inputs) > 3 and node.inputs[3]) or any(p < 0 for p in pads)):
         return None
     n = len(pads) // 2

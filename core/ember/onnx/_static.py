@@ -12,25 +12,28 @@ from __future__ import annotations
 from ._graph import Node
 
 
-def _static_info(vi) -> tuple[int | None, tuple[int, ...] | None]:
-    """(element type or None, static dims or None) of a value_info."""
+def _static_info(vi) -> tuple[int | None, tuple | None]:
+    """(element type or None, dims or None) of a value_info; a dim is None where it is not
+    a fixed number."""
     t = vi.type
     if not t.HasField("tensor_type"):
         return None, None
     elem = t.tensor_type.elem_type or None
     if not t.tensor_type.HasField("shape"):
         return elem, None
-    dims = []
-    for d in t.tensor_type.shape.dim:
-        if not d.HasField("dim_value") or d.dim_value < 0:
-            return elem, None
-        dims.append(int(d.dim_value))
-    return elem, tuple(dims)
+    return elem, tuple(int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0
+                       else None for d in t.tensor_type.shape.dim)
+
+
+def static_dims(info: dict, name: str) -> tuple[int, ...] | None:
+    """``name``'s dims when every one is a fixed number, else None."""
+    dims = info.get(name, (None, None))[1]
+    return None if dims is None or None in dims else dims
 
 
 def inferred_info(source, shapes: dict) -> dict[str, tuple]:
-    """ONNX name -> (element type or None, static dims or None) for every value of the main
-    graph that inference describes (after fixing the input dims in ``shapes``); empty when
+    """ONNX name -> (element type or None, dims or None; see :func:`_static_info`) for every
+    value of the main graph that inference describes (after fixing the input dims in ``shapes``); empty when
     inference fails."""
     import onnx
 
@@ -89,7 +92,7 @@ def fold_static(module, source, shapes: dict) -> dict[str, tuple]:
     info = inferred_info(source, shapes)
     nodes = []
     for n in graph.nodes:
-        dims = info.get(n.inputs[0], (None, None))[1] if n.inputs and n.domain in (
+        dims = static_dims(info, n.inputs[0]) if n.inputs and n.domain in (
             "", "ai.onnx") else None
         if dims is not None and n.op_type == "Shape":
             start, end = n.attrs.get("start", 0), n.attrs.get("end", None)

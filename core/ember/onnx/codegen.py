@@ -60,7 +60,8 @@ class Model(nn.Module):
 
 
 def load(weights: str = WEIGHTS, backend=None):
-    return Model(weights, backend)
+    """The model in eval mode, as ONNX runs it; .train() before fine-tuning."""
+    return Model(weights, backend).eval()
 '''
 
 
@@ -328,7 +329,7 @@ def generate_tree(module: OnnxModule, class_name: str = "Model",
                              [ast.Attribute(name("self"), attr, ast.Store())],
                              template("nn.Parameter(w[P_k])", k=key), lineno=0))
     loader = tree.body[-1]
-    loader.body[0].value.func = name(class_name)
+    loader.body[1].value.func.value.func = name(class_name)  # Model(...).eval()
     return ast.fix_missing_locations(tree), weights
 
 
