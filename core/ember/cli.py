@@ -59,7 +59,8 @@ def _info(_: argparse.Namespace) -> int:
     print(f"default backend: {default_backend().name}")
     for extra, module in [("numpy", "numpy"), ("gpu", "wgpu"), ("train", "rich"), ("onnx", "onnx")]:
         found = importlib.util.find_spec(module) is not None
-        print(f"  {module:8} {'installed' if found else f'not installed (pip install ember[{extra}])'}")
+        state = "installed" if found else f"not installed (pip install 'ember[{extra}]')"
+        print(f"  {module:8} {state}")
     return 0
 
 
