@@ -19,6 +19,7 @@ import tempfile
 import time
 
 import numpy as np
+from _common import row, write_record
 from ember.demos.mnist_model import mnist_cnn
 from ember.export import export, find_micropython, model_logits, run_on_micropython
 from ember.demos.mnist_embedded import INPUT_TRANSFORM, mnist_arrays, mnist_mlp, normalize, train_briefly
@@ -97,6 +98,10 @@ def main() -> None:
               f"{r['heap_peak'] / 1024:.0f} / {r['pure_heap_peak'] / 1024:.0f} KB | "
               f"{_kb(r['garbage_native'])} / {_kb(r['garbage_pure'])} | {r['min_heap']} KB | "
               f"{100 * r['acc']:.1f}% ({100 * r['ember_acc']:.1f}%) |")
+    write_record([row("mcu", f"{r['model']} {r['weights']}, native kernels, MicroPython unix port",
+                      r["native_ms"], r["pure_ms"], "ms/image", "ember_micro pure-MicroPython tier",
+                      note=f"smallest heap that runs {r['min_heap']} KB")
+                  for r in rows])
 
 
 def _kb(n) -> str:

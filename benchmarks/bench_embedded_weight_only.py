@@ -20,6 +20,7 @@ import sys
 import tempfile
 
 import numpy as np
+from _common import row, write_record
 from ember.demos.mnist_embedded import INPUT_TRANSFORM, mnist_arrays, normalize, train_briefly
 from ember.demos.mnist_model import mnist_cnn
 from ember.export import export, load, model_logits, run_on_micropython, run_reference
@@ -81,6 +82,11 @@ def main() -> None:
     print(f"\n{args.images} held-out images (pure tier: {args.pure}); max |logit| of the f32 "
           f"model {np.abs(yf).max():.1f}; f32 native {f32_us / 1000:.1f} ms/image",
           file=sys.stderr)
+    peer = "the float32 file (same runtime)"
+    write_record([r for name, size, *_ in rows[1:] for r in (
+        row("mcu", f"MNIST CNN {name} file, size", size, f32_bytes, "bytes", peer),
+        row("mcu", f"MNIST CNN {name} file, time per image, native tier, MicroPython unix port",
+            float(np.median(times[name])) / 1000, f32_us / 1000, "ms/image", peer))])
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from _common import median_times, pin_blas_threads
+from _common import median_times, pin_blas_threads, row, write_record
 
 if __name__ == "__main__":
     pin_blas_threads("1")
@@ -476,6 +476,7 @@ def bench_speed(backends: list[str], batch: int, repeat: int) -> list[str]:
 
     lines = ["| backend | model | batch | float32 | scheme, time | speed-up | max abs diff |",
              "|---|---|---:|---:|---:|---:|---:|"]
+    record = []
     rng = np.random.default_rng(0)
     for be in backends:
         ember.seed(0)
@@ -504,6 +505,11 @@ def bench_speed(backends: list[str], batch: int, repeat: int) -> list[str]:
                                  f"{t * 1e3:.1f} ms | {tf / t:.2f}x | "
                                  f"{np.abs(yf - y).max():.3g} |")
                     print(lines[-1], flush=True)
+                    record.append(row("quant", f"{name}, batch {batch}, \"{label}\" on {be}",
+                                      t * 1e3, tf * 1e3, "ms", f"ember float32 on {be}"))
+    gpu = "wgpu" in backends
+    write_record(record, variant="-".join(backends) if set(backends) - {"numpy", "wasm"} else None,
+                 device=ember.get_backend("wgpu").device if gpu else None)
     return lines
 
 
