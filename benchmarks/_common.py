@@ -143,7 +143,7 @@ TARGETS = {
     "training": "Training on the CPU",
     "onnx": "ONNX models on the CPU",
     "wasm": "WebAssembly and the browser",
-    "gpu": "GPU: wgpu against torch CUDA",
+    "gpu": "GPU (wgpu)",
     "mcu": "Microcontrollers (MicroPython)",
     "quant": "Quantized models",
     "system": "Start-up, interop, Remote, Router and Ray",
