@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _common import row, write_record
 from ember.demos.mnist_embedded import INPUT_TRANSFORM, mnist_arrays, mnist_mlp, normalize
 from ember.demos.mnist_model import mnist_cnn
 from ember.export import embedded_dir, export, run_micropython_script, run_on_micropython
@@ -68,7 +69,14 @@ def _files(tmp: str, x):
     return out
 
 
-def unix_port(files, images, reps: int, tmp: str) -> None:
+def _garbage(model: str, where: str, garbage) -> dict:
+    """A record row: garbage per inference against the issue's goal (no peer measures it)."""
+    return row("mcu", f"garbage per inference, {model}, {where}",
+               None if garbage is None else garbage / 1024, None, "KB", "none",
+               note="goal ≤ 16 KB" + ("; more than the free heap" if garbage is None else ""))
+
+
+def unix_port(files, images, reps: int, tmp: str, record: list) -> None:
     print("| model | tier | garbage / inference | heap after load | heap peak |")
     print("|---|---|---|---|---|")
     for (name, int8), path in files.items():
@@ -76,6 +84,8 @@ def unix_port(files, images, reps: int, tmp: str) -> None:
             r = run_on_micropython(path, images[:1], tier=tier, heapsize="16M")
             print(f"| {name} {'int8' if int8 else 'f32'} | {tier} | {_kb(r.garbage_bytes)} | "
                   f"{r.heap_after_load / 1024:.0f} KB | {r.heap_peak / 1024:.0f} KB |")
+            record.append(_garbage(f"{name} {'int8' if int8 else 'f32'}",
+                                   f"{tier} tier, unix port", r.garbage_bytes))
     inputs = os.path.join(tmp, "img.u8")
     Path(inputs).write_bytes(images[0].tobytes())
     script = os.path.join(tmp, "alternate.py")
@@ -111,7 +121,7 @@ def ulab(files, images) -> None:
               f"{a.largest} B |")
 
 
-def boards(files, images) -> None:
+def boards(files, images, record: list) -> None:
     from ember.export import qemu
 
     print("\n| model | board | garbage / inference | heap after load | heap peak | "
@@ -123,6 +133,8 @@ def boards(files, images) -> None:
             print(f"| {name} {'int8' if int8 else 'f32'} | {board} pure | "
                   f"{_kb(r.garbage_bytes)} | {r.heap_after_load / 1024:.0f} KB | "
                   f"{r.heap_peak / 1024:.0f} KB | {r.insn_per_image / 1e6:.0f} M |")
+            record.append(_garbage(f"{name} {'int8' if int8 else 'f32'}",
+                                   f"pure tier, {board} (QEMU)", r.garbage_bytes))
 
 
 def main() -> None:
@@ -133,10 +145,12 @@ def main() -> None:
     (tx, _), (vx, _) = mnist_arrays("train"), mnist_arrays("test")
     with tempfile.TemporaryDirectory() as tmp:
         files = _files(tmp, tx[:200])
-        unix_port(files, vx[:1], args.reps, tmp)
+        record = []
+        unix_port(files, vx[:1], args.reps, tmp, record)
         ulab(files, vx[:1])
         if args.boards:
-            boards(files, vx[:1])
+            boards(files, vx[:1], record)
+    write_record(record)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ def test_every_record_has_the_required_fields_and_names_a_real_script():
 def test_every_benchmark_script_has_a_record():
     scripts = {p.name for p in BENCH.glob("bench_*.py")}
     recorded = {Path(rec["script"]).name for rec in scoreboard.load_records()}
-    assert scripts - recorded == set(), "benchmarks without a record on the scoreboard"
+    assert scripts - recorded == set(), (
+        "benchmarks without a record on the scoreboard: run each (its write_record call writes "
+        "benchmarks/records/<name>.json), then `python benchmarks/scoreboard.py`, and commit both")
 
 
 @pytest.mark.parametrize(
