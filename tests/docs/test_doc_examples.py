@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -87,21 +86,16 @@ def test_no_python_block_hides_doctest():
                 f"{b.where}: a '>>>' example belongs in a ```pycon block (run as a doctest)")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
-                    reason="mkdocs is not installed: pip install -e '.[docs]' (make docs)")
-def test_site_builds_strict(tmp_path):
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                           str(tmp_path / "site")], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log
-    assert "WARNING" not in log, log
-    assert (tmp_path / "site" / "index.html").is_file()
-    assert (tmp_path / "site" / "api" / "nn" / "index.html").is_file()
-    for page in (tmp_path / "site" / "api").rglob("*.html"):  # every doctest became code
+def test_site_builds_strict(built_site):
+    """``mkdocs build --strict`` (conftest.py's ``built_site``) succeeds with no warning."""
+    assert built_site.returncode == 0, built_site.log
+    assert "WARNING" not in built_site.log, built_site.log
+    site = built_site.path
+    assert (site / "index.html").is_file()
+    assert (site / "api" / "nn" / "index.html").is_file()
+    for page in (site / "api").rglob("*.html"):  # every doctest became code
         assert "<blockquote>" not in page.read_text(), f"{page}: a '>>>' rendered as a quote"
     # offline: every stylesheet, script, font and image comes from the site itself
     external = re.compile(r'<(?:link|script|img)\b[^>]*\b(?:href|src)="(?:https?:)?//[^"]+"')
-    for page in (tmp_path / "site").rglob("*.html"):
+    for page in site.rglob("*.html"):
         assert not external.findall(page.read_text()), (page, external.findall(page.read_text()))

@@ -75,6 +75,15 @@ def default_backend() -> Backend:
 
 
 def set_default_backend(spec: str | Backend) -> Backend:
+    """Make ``spec`` (a name or a Backend) the backend new tensors go to, for the whole process
+    (``use_backend`` sets it for a block); returns the backend.
+
+    >>> import ember
+    >>> before = ember.default_backend()
+    >>> set_default_backend("python").name, ember.ones(1).backend.name
+    ('python', 'python')
+    >>> _ = set_default_backend(before)
+    """
     global _default
     _default = get_backend(spec)
     return _default

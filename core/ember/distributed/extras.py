@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 
 INSTALL = "pip install 'ember[ray]'"
+"""The command that installs Ray for ``ember.distributed`` (errors name it)."""
 
 
 def ray_available() -> bool:

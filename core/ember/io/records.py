@@ -31,8 +31,10 @@ from .untrusted import parse_json, reading
 from .record_tree import flatten, tensor_keys, unflatten
 
 FORMAT = "ember-record"
-#: 2: the checksum covers the whole file; 1: it covered the tensor data only
+"""The ``format`` a record's metadata names (every reader checks it)."""
 VERSION = 2
+"""The record format version written: 2, the checksum covers the whole file (1: it covered
+the tensor data only; both load)."""
 _UNSET_CRC = "0" * 8
 
 Remap = Iterable[tuple[str, str]] | Mapping[str, str] | None

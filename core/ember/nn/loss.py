@@ -85,6 +85,14 @@ class CrossEntropyLoss(_Loss):
 
 
 class NLLLoss(_Loss):
+    """Module form of :func:`nll_loss` (input: log-probabilities).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.NLLLoss()(ember.tensor([[-1.0, -2.0]]), ember.tensor([1])).item()
+    2.0
+    """
+
     def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
                  reduction: str = "mean"):
         super().__init__(reduction)
@@ -96,6 +104,14 @@ class NLLLoss(_Loss):
 
 
 class BCELoss(_Loss):
+    """Module form of :func:`binary_cross_entropy` (input: probabilities).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> round(nn.BCELoss()(ember.tensor([0.5]), ember.tensor([1.0])).item(), 4)
+    0.6931
+    """
+
     def __init__(self, weight: Tensor | None = None, reduction: str = "mean"):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
@@ -105,6 +121,14 @@ class BCELoss(_Loss):
 
 
 class BCEWithLogitsLoss(_Loss):
+    """Module form of :func:`binary_cross_entropy_with_logits`.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> round(nn.BCEWithLogitsLoss()(ember.tensor([0.0]), ember.tensor([1.0])).item(), 4)
+    0.6931
+    """
+
     def __init__(self, weight: Tensor | None = None, reduction: str = "mean",
                  pos_weight: Tensor | None = None):
         super().__init__(reduction)
@@ -117,16 +141,40 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class MSELoss(_Loss):
+    """Module form of :func:`mse_loss`.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.MSELoss()(ember.tensor([1.0, 3.0]), ember.tensor([0.0, 0.0])).item()
+    5.0
+    """
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return mse_loss(input, target, self.reduction)
 
 
 class L1Loss(_Loss):
+    """Module form of :func:`l1_loss`.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.L1Loss()(ember.tensor([1.0, -3.0]), ember.tensor([0.0, 0.0])).item()
+    2.0
+    """
+
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return l1_loss(input, target, self.reduction)
 
 
 class HuberLoss(_Loss):
+    """Module form of :func:`huber_loss`.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.HuberLoss()(ember.tensor([0.5, 3.0]), ember.tensor([0.0, 0.0])).item()
+    1.3125
+    """
+
     def __init__(self, reduction: str = "mean", delta: float = 1.0):
         super().__init__(reduction)
         self.delta = delta
@@ -136,6 +184,14 @@ class HuberLoss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
+    """Module form of :func:`smooth_l1_loss`.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.SmoothL1Loss()(ember.tensor([0.5, 3.0]), ember.tensor([0.0, 0.0])).item()
+    1.3125
+    """
+
     def __init__(self, reduction: str = "mean", beta: float = 1.0):
         super().__init__(reduction)
         self.beta = beta
@@ -145,6 +201,14 @@ class SmoothL1Loss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    """Module form of :func:`kl_div` (input: log-probabilities).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.KLDivLoss(reduction="sum")(ember.tensor([0.0]), ember.tensor([1.0])).item()
+    0.0
+    """
+
     def __init__(self, reduction: str = "mean", log_target: bool = False):
         super().__init__(reduction)
         self.log_target = log_target
@@ -154,6 +218,14 @@ class KLDivLoss(_Loss):
 
 
 class CosineEmbeddingLoss(_Loss):
+    """Module form of :func:`cosine_embedding_loss`.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.CosineEmbeddingLoss()(ember.tensor([[1.0, 0.0]]), ember.tensor([[1.0, 0.0]]), ember.tensor([1])).item()
+    0.0
+    """
+
     def __init__(self, margin: float = 0.0, reduction: str = "mean"):
         super().__init__(reduction)
         self.margin = margin

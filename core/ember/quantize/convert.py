@@ -30,6 +30,7 @@ from .weights import per_block
 
 #: the metadata key of a quantized model's record (``ember.save(..., metadata=...)``)
 META_KEY = "ember.quantize"
+"""The key of a quantized model's scheme in its saved metadata (what ``load`` rebuilds from)."""
 
 
 def _fold_batchnorms(model: Module, values: bool = True) -> None:

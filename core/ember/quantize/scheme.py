@@ -137,3 +137,5 @@ PRESETS = {
     "int4-gptq": Scheme(weights="int4", activations=False, block=64, scale_search=True,
                         int8_short_rows=True, int8_share=0.01, rounding="gptq"),
 }
+"""The named schemes ``quantize(model, scheme=...)`` takes: ``"int8"``, ``"int8-u8"``,
+``"int8-weights"``, ``"int4"`` and ``"int4-gptq"``."""

@@ -12,6 +12,7 @@ import dataclasses
 
 #: the environment variable holding the shared token (server and client)
 TOKEN_ENV = "EMBER_REMOTE_TOKEN"
+"""The environment variable a server and a client read the shared token from."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,31 +25,79 @@ class ReLU(Module):
 
 
 class ReLU6(ReLU):
+    """``min(max(x, 0), 6)``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.ReLU6()(ember.tensor([-1.0, 3.0, 9.0])).tolist()
+    [0.0, 3.0, 6.0]
+    """
+
     def forward(self, x: Tensor) -> Tensor:
         return F.relu6(x)
 
 
 class Sigmoid(ReLU):
+    """``1 / (1 + exp(-x))``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.Sigmoid()(ember.tensor([0.0])).tolist()
+    [0.5]
+    """
+
     def forward(self, x: Tensor) -> Tensor:
         return F.sigmoid(x)
 
 
 class Tanh(ReLU):
+    """The hyperbolic tangent.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.Tanh()(ember.tensor([0.0])).tolist()
+    [0.0]
+    """
+
     def forward(self, x: Tensor) -> Tensor:
         return F.tanh(x)
 
 
 class SiLU(ReLU):
+    """``x * sigmoid(x)`` (swish).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.SiLU()(ember.tensor([0.0, 1.0])).tolist()[0]
+    0.0
+    """
+
     def forward(self, x: Tensor) -> Tensor:
         return F.silu(x)
 
 
 class Hardswish(ReLU):
+    """``x * relu6(x + 3) / 6`` (``HardSwish`` is the same class).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.Hardswish()(ember.tensor([-4.0, 3.0])).tolist()
+    [-0.0, 3.0]
+    """
+
     def forward(self, x: Tensor) -> Tensor:
         return F.hardswish(x)
 
 
 class Mish(ReLU):
+    """``x * tanh(softplus(x))``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.Mish()(ember.tensor([0.0])).tolist()
+    [0.0]
+    """
+
     def forward(self, x: Tensor) -> Tensor:
         return F.mish(x)
 
@@ -58,6 +106,14 @@ HardSwish = Hardswish
 
 
 class LeakyReLU(Module):
+    """``max(x, 0) + negative_slope * min(x, 0)``.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.LeakyReLU(0.5)(ember.tensor([-2.0, 2.0])).tolist()
+    [-1.0, 2.0]
+    """
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
         self.negative_slope = negative_slope
@@ -70,6 +126,14 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.ELU()(ember.tensor([0.0, 2.0])).tolist()
+    [0.0, 2.0]
+    """
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
         self.alpha = alpha
@@ -107,6 +171,14 @@ def _softmax_dim(ndim: int) -> int:
 
 
 class Softmax(Module):
+    """Softmax over ``dim`` (PyTorch's legacy choice of dim when None).
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.Softmax(dim=0)(ember.tensor([1.0, 1.0])).tolist()
+    [0.5, 0.5]
+    """
+
     def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
@@ -119,6 +191,14 @@ class Softmax(Module):
 
 
 class LogSoftmax(Softmax):
+    """Log of the softmax over ``dim``, computed stably.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> [round(v, 4) for v in nn.LogSoftmax(dim=0)(ember.tensor([1.0, 1.0])).tolist()]
+    [-0.6931, -0.6931]
+    """
+
     def forward(self, x: Tensor) -> Tensor:
         return F.log_softmax(x, self.dim if self.dim is not None else _softmax_dim(x.ndim))
 

@@ -154,10 +154,26 @@ class _InstanceNorm(_BatchNorm):
 
 
 class InstanceNorm1d(_InstanceNorm):
+    """Normalises each channel of each sample of (N, C, L) over L.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> [round(v, 4) for v in nn.InstanceNorm1d(1)(ember.tensor([[[1.0, 3.0]]]))[0, 0].tolist()]
+    [-1.0, 1.0]
+    """
+
     _ndims = (3,)
 
 
 class InstanceNorm2d(_InstanceNorm):
+    """Normalises each channel of each sample of (N, C, H, W) over H and W.
+
+    >>> import ember
+    >>> from ember import nn
+    >>> nn.InstanceNorm2d(3)(ember.randn(2, 3, 4, 4)).shape
+    (2, 3, 4, 4)
+    """
+
     _ndims = (4,)
 
 
