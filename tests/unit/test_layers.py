@@ -8,8 +8,8 @@ Layers, bottom up (docs/architecture.md draws them):
 1. contract — the op registry, the Backend base class, caps;
 2. backends — python, numpy, wgpu;
 3. decorators — autodiff, fusion, router, remote;
-4. the user API — tensor, tensor_methods, ops, printing, jit (graph capture, on tensors), and
-   dlpack (the capsules ``Tensor.__dlpack__`` exchanges);
+4. the user API — tensor, tensor_methods, ops, printing, jit (graph capture, on tensors),
+   dlpack (the capsules ``Tensor.__dlpack__`` exchanges) and tensor_stub (writes tensor.pyi);
 5. everything built on tensors — nn, optim, train, dataset, io, onnx, export, distributed, the
    ``array_api`` (the Array API namespace), and the ``ember`` package itself (its ``__init__``
    gathers the public API);
@@ -31,7 +31,7 @@ LAYERS = {
     1: ("contract",),
     2: ("backends",),
     3: ("autodiff", "fusion", "router", "remote"),
-    4: ("tensor", "tensor_methods", "ops", "printing", "jit", "dlpack"),
+    4: ("tensor", "tensor_methods", "tensor_stub", "ops", "printing", "jit", "dlpack"),
     5: ("", "nn", "optim", "train", "dataset", "io", "onnx", "export", "array_api",
         "distributed", "quantize"),
     6: ("demos", "cli", "__main__"),
