@@ -22,6 +22,7 @@ from array import array
 from pathlib import Path
 
 import numpy as np
+from _common import row, write_record
 from ember.demos.mnist_embedded import (
     INPUT_TRANSFORM,
     mnist_arrays,
@@ -116,6 +117,10 @@ def main() -> None:
         garbage = "> free heap" if r[6] is None else f"{r[6] / 1024:.1f} KB"
         print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4] / 1e6:.2f} M | {up:.0f}x | "
               f"{r[5] / 1024:.0f} KB | {r[7] / 1024:.0f} KB | {garbage} | {r[8]:.1e} |")
+    write_record([row("mcu", f"{r[0]} {r[1]}, {r[2]}, {r[3]}", r[4] / 1e6,
+                      insn[(r[0], r[1], r[2], "pure")] / 1e6, "M instructions",
+                      "ember_micro pure tier (same board)")
+                  for r in rows if r[3] != "pure"], device="QEMU-emulated Cortex-M boards")
     print("\nulab tier on the numpy stand-in (CPython; one inference)\n")
     print("| model | weights | tracemalloc peak | bytes allocated | largest array | "
           "estimate (tier_bytes) |")
