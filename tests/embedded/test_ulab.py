@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from _models import seeded, zoo
 from _ulab_firmware import F32_BUILDS, run_logits
+from test_board import boards  # noqa: F401 - the emulated boards' fixture
 from ember.export import export, load, run_micropython_script, run_on_micropython, run_reference
 from ember.export import format as fmt
 
@@ -206,3 +207,42 @@ def test_dense_rows_must_come_in_order(ulab):
     assert "out [2.0, 2.0, 2.0, 2.0, 2.0, 2.0] True" in proc.stdout, proc.stdout
     assert ("refused ulab dense: a layer's rows come in order from row 0 (got row 4) True"
             in proc.stdout), proc.stdout
+
+
+@pytest.fixture(scope="module")
+def ulab_board(ulab, boards):  # noqa: F811 - the fixture imported above
+    """The emulated Cortex-M4F with ulab built in (an386u: build_micropython.sh --qemu makes it
+    from ../shared/ulab's source)."""
+    import subprocess
+
+    from ember.export import embedded_dir
+
+    try:
+        boards.firmware("an386u")
+    except FileNotFoundError:
+        proc = subprocess.run(["bash", str(embedded_dir() / "build_micropython.sh"), "--qemu"],
+                              capture_output=True, text=True, timeout=900, check=False)
+        if proc.returncode != 0:
+            pytest.fail("build_micropython.sh --qemu failed:\n" + proc.stderr[-3000:])
+        boards.firmware("an386u")
+    return boards
+
+
+@pytest.mark.parametrize("kind", ["f32", "int8"])
+@pytest.mark.parametrize("which", ["mlp", "cnn"])
+def test_ulab_on_the_emulated_cortex_m4f(ulab_board, mnist_files, which, kind):
+    """ulab 6.12 built into the an386 firmware (Cortex-M4F, hard float, 256 KB heap): the ulab
+    tier matches the reference there too, and both MLPs make at most 16 KB of garbage per
+    inference on this 32-bit port (instructions per inference printed; beside the native
+    kernels' in benchmarks/bench_embedded_ulab.py)."""
+    files, images, x = mnist_files
+    path = files[which, kind]
+    n = 3 if which == "mlp" else 1
+    run = ulab_board.run_on_qemu(path, images[:n], board="an386u", tier="ulab", logits=True)
+    assert run.tier == "ulab"
+    assert_matches(run.logits, run_reference(load(path), x[:n]), path, kind)
+    garbage = "over the heap" if run.garbage_bytes is None else f"{run.garbage_bytes} B"
+    print(f"\nan386u {which} {kind}: ulab {run.insn_per_image / 1e6:.1f} M instructions, "
+          f"garbage {garbage}")
+    if which == "mlp":
+        assert 0 <= run.garbage_bytes <= 16 * 1024

@@ -2,7 +2,7 @@
 ``qemu-system-arm``, driven with ``mpremote`` over the board's serial port, the way a board user
 works.
 
-Three boards (built by ``embedded/build_micropython.sh --qemu``, 256 KB MicroPython heap each):
+Four boards (built by ``embedded/build_micropython.sh --qemu``, 256 KB MicroPython heap each):
 
 - ``"an385"``: ``mps2-an385``, a Cortex-M3 without FPU (soft-float firmware), native kernels
   built for ``armv7m`` with libgcc's soft-float helpers linked in (or for ``armv6m``, the
@@ -10,7 +10,9 @@ Three boards (built by ``embedded/build_micropython.sh --qemu``, 256 KB MicroPyt
 - ``"an386"``: ``mps2-an386``, a Cortex-M4F (hard-float firmware), native kernels for
   ``armv7emsp``;
 - ``"an386c"``: the same Cortex-M4F with ``MICROPY_OBJ_REPR_C`` (floats packed into the object
-  word, 30 bits: float arithmetic allocates nothing), for the pure tier's garbage figures.
+  word, 30 bits: float arithmetic allocates nothing), for the pure tier's garbage figures;
+- ``"an386u"``: the an386 firmware with ulab 6.12 built in (``ULAB_MAX_DIMS=2``, float32; the
+  source from ``../shared/ulab``, only where that folder is present), for the ulab tier on ARM.
 
 The files a board keeps in flash — ember_micro (.mpy), the native kernels, the model and the
 inputs — go into a ROMFS image (``mpremote romfs build``, MicroPython 1.25's read-only
@@ -44,6 +46,8 @@ BOARDS = {
     # the an386 firmware with MICROPY_OBJ_REPR_C: floats live in the object word (30 bits), so
     # the pure tier's float arithmetic allocates nothing
     "an386c": ("mps2-an386", "armv7emsp", "an386c"),
+    # the an386 firmware with ulab built in (2-D, float32), from ../shared/ulab's source
+    "an386u": ("mps2-an386", "armv7emsp", "an386u"),
 }
 ROMFS_ADDR = 0x200000  # above the firmware and its heap, below the stack at the top of 4 MB
 ROMFS_MAX = 0x180000
