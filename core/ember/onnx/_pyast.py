@@ -138,8 +138,11 @@ def short(onnx_name: str, width: int = 24) -> str:
     """A short lowercase identifier from an ONNX value name: the last two meaningful parts
     of a path such as ``/encoder/layer.0/attention/query/MatMul_output_0``."""
     text = re.sub(r"_output_\d+$", "", onnx_name)
-    parts = [p for p in re.split(r"[^0-9A-Za-z]+", text) if p and not _NOISE.match(p.lower())]
-    return "_".join(parts[-2:]).lower()[:width].strip("_") or "v"
+    words = [p.lower() for p in re.split(r"[^0-9A-Za-z]+", text) if p]
+    parts = [p for k, p in enumerate(words) if not _NOISE.match(p)
+             and (k == 0 or p != words[k - 1])]  # /stem/conv/Conv: stem_conv
+    fallback = next((p for p in words if p[0].isalpha()), "v")  # a graph output "output"
+    return "_".join(parts[-2:])[:width].strip("_") or fallback[:width]
 
 
 class Names:
