@@ -1,7 +1,7 @@
 """MNIST on emulated Cortex-M boards (MicroPython's QEMU port, 256 KB heap): instructions per
 inference from QEMU's -icount for each model, weight type, board and kernel tier, with the heap
-after loading and the garbage one inference makes; plus the ulab tier's memory on the numpy
-stand-in (real ulab is in no registry here, so no ulab speed).
+after loading and the garbage one inference makes (the ulab tier: benchmarks/
+bench_embedded_ulab.py, on real ulab firmware and on the an386u board).
 
     python benchmarks/bench_embedded_board.py [--images 4] [--quick]
 
@@ -17,9 +17,6 @@ import os
 import sys
 import tempfile
 import time
-import tracemalloc
-from array import array
-from pathlib import Path
 
 import numpy as np
 from _common import row, write_record
@@ -34,38 +31,10 @@ from ember.demos.mnist_model import mnist_cnn
 from ember.export import export, load, model_logits, run_reference
 from ember.export.qemu import run_on_qemu
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [  # (board, tier, native kernels)
     ("an385", "native", "armv7m"), ("an385", "native", "armv6m"), ("an385", "pure", None),
     ("an386", "native", "armv7emsp"), ("an386", "pure", None),
 ]
-
-
-def ulab_standin_memory(path: str, image) -> tuple[int, int, int]:
-    """(tracemalloc peak, bytes allocated, largest array) of one inference on the ulab tier
-    with numpy standing in for ulab.numpy."""
-    sys.path[:0] = [str(ROOT / "embedded"), str(ROOT / "tests" / "embedded")]
-    import _ulab_standin
-    import ember_micro
-    from ember_micro import kernels
-
-    _ulab_standin.install(reverse=False)
-    kernels._cache.pop("ulab", None)
-    sys.modules.pop("ember_micro._ulab", None)
-    try:
-        m = ember_micro.Model(path, "ulab")
-        x = array("f", image.ravel().tolist())
-        m.run(x)
-        _ulab_standin.allocations.reset()
-        tracemalloc.start()
-        m.run(x)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        a = _ulab_standin.allocations
-        return peak, a.bytes, a.largest
-    finally:
-        _ulab_standin.uninstall()
-        kernels._cache.pop("ulab", None)
 
 
 def main() -> None:
@@ -79,7 +48,7 @@ def main() -> None:
         args.images, args.mlp_steps, args.cnn_steps = 1, 20, 5
     tx, ty = mnist_arrays("train")
     vx, vy = mnist_arrays("test")
-    rows, ulab_rows = [], []
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, make, steps in (("MLP 784-128-10", mnist_mlp, args.mlp_steps),
                                   ("CNN mnist_cnn()", mnist_cnn, args.cnn_steps)):
@@ -102,9 +71,6 @@ def main() -> None:
                                  r.heap_after_load, r.garbage_bytes,
                                  report.memory.ram_for(tier), err, time.perf_counter() - t0))
                     print(rows[-1], file=sys.stderr)
-                peak, alloc, largest = ulab_standin_memory(path, x[0])
-                ulab_rows.append((name, "int8" if int8 else "f32", peak, alloc, largest,
-                                  report.memory.tier_bytes["ulab"]))
     print(f"\nMNIST on emulated Cortex-M boards (MicroPython 1.25 QEMU port, 256 KB heap), "
           f"{time.strftime('%Y-%m-%d')}; an385 = Cortex-M3 soft-float (armv7m or armv6m "
           ".mpy), an386 = Cortex-M4F (armv7emsp .mpy)\n")
@@ -121,13 +87,6 @@ def main() -> None:
                       insn[(r[0], r[1], r[2], "pure")] / 1e6, "M instructions",
                       "ember_micro pure tier (same board)")
                   for r in rows if r[3] != "pure"], device="QEMU-emulated Cortex-M boards")
-    print("\nulab tier on the numpy stand-in (CPython; one inference)\n")
-    print("| model | weights | tracemalloc peak | bytes allocated | largest array | "
-          "estimate (tier_bytes) |")
-    print("|---|---|---:|---:|---:|---:|")
-    for r in ulab_rows:
-        print(f"| {r[0]} | {r[1]} | {r[2] / 1024:.1f} KB | {r[3] / 1024:.0f} KB | "
-              f"{r[4] / 1024:.1f} KB | {r[5] / 1024:.1f} KB |")
 
 
 if __name__ == "__main__":

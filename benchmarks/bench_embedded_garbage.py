@@ -5,7 +5,7 @@ pure tier's int8 chains cost or save in time.
   CNN, f32 and int8: garbage per inference (bytes one run allocates, collector off), heap after
   load, heap peak; pure int8 with its integer chains and with them switched off (the float
   path, as before), alternating runs, time per image and the ratio;
-- ulab tier on the numpy stand-in: bytes of every array ulab would allocate;
+- (the ulab tier, on real ulab firmware: benchmarks/bench_embedded_ulab.py);
 - with --boards: the emulated Cortex-M4F (an386, REPR_A) and the same firmware built with
   MICROPY_OBJ_REPR_C (an386c), pure tier: garbage, heap, instructions per inference.
 
@@ -102,25 +102,6 @@ def unix_port(files, images, reps: int, tmp: str, record: list) -> None:
         print(f"| {name} | {on / 1000:.1f} ms | {off / 1000:.1f} ms | {on / off:.2f} |")
 
 
-def ulab(files, images) -> None:
-    import _ulab_standin
-
-    _ulab_standin.install(reverse=False)
-    import ember_micro
-
-    print("\n| model | ulab stand-in: bytes / inference | arrays | largest |")
-    print("|---|---|---|---|")
-    for (name, int8), path in files.items():
-        m = ember_micro.Model(path, "ulab")
-        img = images[0].tobytes()
-        m.run(img)
-        _ulab_standin.allocations.reset()
-        m.run(img)
-        a = _ulab_standin.allocations
-        print(f"| {name} {'int8' if int8 else 'f32'} | {_kb(a.bytes)} | {a.arrays} | "
-              f"{a.largest} B |")
-
-
 def boards(files, images, record: list) -> None:
     from ember.export import qemu
 
@@ -147,7 +128,6 @@ def main() -> None:
         files = _files(tmp, tx[:200])
         record = []
         unix_port(files, vx[:1], args.reps, tmp, record)
-        ulab(files, vx[:1])
         if args.boards:
             boards(files, vx[:1], record)
     write_record(record)
