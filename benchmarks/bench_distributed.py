@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "core"))
 sys.path.insert(0, str(ROOT / "demos" / "distributed"))
 
 import numpy as np
+from _common import row, write_record
 from mnist_columns import mnist_columns
 
 from ember import optim
@@ -122,6 +123,14 @@ def main(argv=None) -> None:
         s = statistics.median(infer[w])
         print(f"| {w} Ray actor{'s' if w > 1 else ''} | {s:.2f} | {n / s:.0f} |")
     print(f"| 2 vs 1 actors | | {statistics.median(infer[1]) / statistics.median(infer[2]):.2f}× |")
+    write_record([
+        row("system", f"MNIST CNN training, 2 Ray workers (batch 32 each), {args.rows} digits",
+            med(2, "samples_per_s"), med(1, "samples_per_s"), "samples/s",
+            "1 Ray worker (batch 64)", higher_is_better=True,
+            note=f"steady state; fit wall {med(2, 'wall_s'):.1f} s vs {med(1, 'wall_s'):.1f} s"),
+        row("system", f"MNIST CNN inference, 2 Ray actors, {n} digits",
+            n / statistics.median(infer[2]), n / in_process_s, "images/s",
+            "in process, no Ray", higher_is_better=True)])
 
     grad_bytes = runs[2][0]["grad_bytes"]
     compute_s = med(2, "step_s") * (1 - med(2, "share"))  # per-worker batch 32
