@@ -1,8 +1,9 @@
 """``pytest tests/conformance --backend=NAME`` (default numpy; ``all`` or a comma list too;
 the option itself is registered in tests/conftest.py).
 
-Every test taking the ``backend`` fixture runs once per selected backend. Entries of
-``known_failures.py`` become xfail(strict=True).
+Every test taking the ``backend`` fixture runs once per selected backend. A test listed in
+``known_failures.py`` is reported xfailed only when it fails with the listed exception and
+message; a pass or any other failure fails it (:mod:`.expected`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import pytest
 
 from .backends import Unavailable, make_backend, names
-from .known_failures import reason
+from .known_failures import expected
+
+_EXPECTED = pytest.StashKey()
 
 
 def pytest_generate_tests(metafunc):
@@ -53,6 +56,22 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         if callspec is None or "backend_name" not in callspec.params:
             continue
-        why = reason(callspec.params["backend_name"], _key(item))
-        if why:
-            item.add_marker(pytest.mark.xfail(reason=why, strict=True))
+        entry = expected(callspec.params["backend_name"], _key(item))
+        if entry is not None:
+            item.stash[_EXPECTED] = entry
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A listed test: xfailed when it fails as listed, failed otherwise (passes included)."""
+    report = (yield).get_result()
+    entry = item.stash.get(_EXPECTED, None)
+    if entry is None or call.when != "call":
+        return
+    if call.excinfo is not None and call.excinfo.errisinstance(pytest.skip.Exception):
+        return
+    problem = entry.mismatch(call.excinfo.value if call.excinfo is not None else None)
+    if problem is None:
+        report.outcome, report.wasxfail = "skipped", entry.why
+    else:
+        report.outcome, report.longrepr = "failed", f"{_key(item)}: {problem}"

@@ -4,7 +4,8 @@ on SwiftShader) and ``wasm`` (the C kernels in Chromium's WebAssembly). Expected
 
 Every backend's cases run in one Python call in the page (fast); each case's outcome is then
 reported here. Known failures: tests/conformance/known_failures.py (shared with the native
-run) plus tests/web/known_failures.py (browser only), as xfail(strict=True).
+run) plus tests/web/known_failures.py (browser only): a listed case must fail with the listed
+exception and message (conformance/expected.py).
 
     pytest tests/web                        # every backend
     EMBER_WEB_BACKENDS=python pytest tests/web
@@ -16,7 +17,7 @@ import os
 
 import pytest
 from conformance.catalog import all_cases
-from conformance.known_failures import reason as native_reason
+from conformance.known_failures import expected as native_expected
 
 from .known_failures import BROWSER_ONLY
 
@@ -27,9 +28,7 @@ CASE_IDS = [c.id for c in all_cases()]
 def _params():
     for backend in BACKENDS:
         for cid in CASE_IDS:
-            why = BROWSER_ONLY.get(backend, {}).get(cid) or native_reason(backend, cid)
-            marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
-            yield pytest.param(backend, cid, marks=marks, id=f"{backend}-{cid}")
+            yield pytest.param(backend, cid, id=f"{backend}-{cid}")
 
 
 @pytest.mark.parametrize(("web_backend", "case_id"), list(_params()))
@@ -37,4 +36,13 @@ def test_case_in_browser(conformance_results, web_backend, case_id):
     status, message, _seconds = conformance_results(web_backend)[case_id]
     if status == "skip":
         pytest.skip(message)
-    assert status == "pass", message
+    entry = BROWSER_ONLY.get(web_backend, {}).get(case_id) or native_expected(web_backend,
+                                                                               case_id)
+    if entry is None:
+        assert status == "pass", message
+        return
+    error, _, text = message.partition(": ")
+    problem = entry.mismatch_text(None if status == "pass" else error, text)
+    if problem:
+        pytest.fail(f"{case_id}: {problem}")
+    pytest.xfail(entry.why)

@@ -21,6 +21,7 @@ _MODULES = (
     "indexing",
     "nn_functional",
     "quantized",
+    "int_range",
 )
 
 

@@ -15,7 +15,7 @@ from ... import dtype as dt
 from ...contract import Caps
 from ...tensordata import TensorData
 from ...errors import DTypeError
-from . import compute
+from . import compute, int_range
 from .launch import Runtime, cast, contiguous, copy_region, map_op, narrow, widen
 from .nn import WgpuNNOps
 from .ops import WgpuOps
@@ -31,7 +31,8 @@ class WgpuBackend(WgpuQuant, WgpuNNOps, WgpuOps):
     ``adapter``: an adapter name substring (default ``$EMBER_WGPU_ADAPTER``) or a
     :class:`~ember.backends.wgpu.adapter.GpuAdapter`; ``power_preference``: ``"high-performance"``
     or ``"low-power"``. Caps: float32, int32, int64 (stored as int32: values must fit in
-    int32, arithmetic wraps at 32 bits), bool, int8, uint8, and float16 where the adapter has
+    int32, and an op whose int64 result may leave that range raises ``DTypeError`` before it
+    runs, see :mod:`.int_range`), bool, int8, uint8, and float16 where the adapter has
     ``shader-f16``. No float64 (WGSL has none).
 
     Data, layout (strided views), indexing and creation are here; the math is inherited from
@@ -60,6 +61,8 @@ class WgpuBackend(WgpuQuant, WgpuNNOps, WgpuOps):
         self.caps.check_dtype(data.dtype, "from_data", self.name)
         out = self.rt.empty(data.shape, data.dtype, "from_data", upload=True)
         self.rt.engine.write(out.block, self.upload_bytes(data))
+        if self.rt.engine.recording is None:  # a jit capture's uploads change at each replay
+            out.storage.bound = int_range.data_bound(data)
         return out
 
     def upload_bytes(self, data: TensorData) -> bytes:
@@ -95,6 +98,7 @@ class WgpuBackend(WgpuQuant, WgpuNNOps, WgpuOps):
             words = -(-dst.size // PACK[dst.dtype])
             src, dst = (t.view((words,), (1,), 0, dt.int32) for t in (src, dst))
         copy_region(self.rt, src, dst, dst.offset, dst.strides)
+        dst.storage.bound = None  # written in place (and again by each jit replay)
 
     def shape(self, x):
         return x.shape
@@ -108,7 +112,8 @@ class WgpuBackend(WgpuQuant, WgpuNNOps, WgpuOps):
             return x
         if {dtype, x.dtype} == {dt.int32, dt.int64}:  # one storage: relabel
             return x.view(x.shape, x.strides, dtype=dtype)
-        return cast(self.rt, x, dtype)
+        r = int_range.cast_bound(self, x, dtype)
+        return int_range.set_bound(cast(self.rt, x, dtype), r)
 
     def sync(self) -> None:
         """Submit pending work (reads do this themselves)."""
@@ -194,6 +199,9 @@ class WgpuBackend(WgpuQuant, WgpuNNOps, WgpuOps):
         self.caps.check_dtype(dtype, "random_uniform", self.name)
         out = compute.philox_uniform(self.rt, tuple(shape), seed, offset)
         return out if dtype == dt.float32 else cast(self.rt, out, dtype)
+
+
+int_range.guard(WgpuBackend)
 
 
 def _conv(src: dt.DType, dst: dt.DType) -> str:

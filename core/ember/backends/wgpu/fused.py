@@ -19,6 +19,7 @@ import struct
 
 from ... import dtype as dt
 from ...shape import numel
+from . import int_range
 from .fused_code import WORDS, bits, const_words, leaf_bindings, statements
 from .fused_matmul import fits, run_contraction
 from .fused_reduce import REDUCE_OPS, run_reduction
@@ -49,6 +50,8 @@ class WgpuFusion:
         self.dtypes = backend.caps.dtypes
 
     def can_fuse(self, op: str, dtypes) -> bool:
+        if int_range.unfusable(op, dtypes):  # runs eagerly, where its int64 range is checked
+            return False
         if op in EXPRESSIONS or op == "where":
             return True
         return op == "cast" and dtypes[1] in self.dtypes

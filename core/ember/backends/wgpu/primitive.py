@@ -6,9 +6,10 @@ elements), so permute / expand / slice / reshape-of-contiguous are free: kernels
 Storage per dtype (WGSL has no 64-bit integers and no f64):
 
 - float32 → ``f32``; int32 → ``i32``;
-- int64 → ``i32``: values must fit in int32 (uploads outside that range raise) and int64
-  arithmetic wraps at 32 bits. Indices, arg-reductions and sort indices are int64 in the
-  contract and stay well inside that range on a GPU;
+- int64 → ``i32``: values must fit in int32. Uploads outside that range raise, and an int64
+  op whose result may leave it is refused before it runs (:mod:`.int_range`; the storage's
+  ``bound`` holds what is known of its values). Indices, arg-reductions and sort indices are
+  int64 in the contract and stay well inside that range on a GPU;
 - float16 → two per u32 word; int8 / uint8 / bool → four per u32 word (the same bytes as
   TensorData). Elementwise kernels read and write them packed; the rarer kernels (reductions,
   scans, sort, matmul, region copies) widen to 32 bits first and narrow afterwards.
@@ -50,13 +51,17 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 class Storage:
-    """One allocator block; returned to the allocator when the last view dies."""
+    """One allocator block; returned to the allocator when the last view dies.
 
-    __slots__ = ("__weakref__", "allocator", "block")
+    ``bound``: ``(lo, hi)`` holding every int32/int64 value in the block, or None (any value
+    of the storage type); see :mod:`.int_range`."""
+
+    __slots__ = ("__weakref__", "allocator", "block", "bound")
 
     def __init__(self, block, allocator):
         self.block = block
         self.allocator = allocator
+        self.bound = None
 
     def __del__(self):
         try:

@@ -10,7 +10,9 @@ Python per op. Step kinds map onto the program's hooks:
 - ``"assign"``: ``copy_into``'s region copy into the target's own buffer, in place.
 
 Inputs are copied into buffers of the program's own (made contiguous first), so any layout of
-a new input works; outputs are copied into fresh buffers at each call (no aliasing between
+a new input works; int32/int64 inputs' value ranges (:mod:`.int_range`, widened to powers of
+two) are what the capture's int64 ops were checked against, and a call with inputs outside
+them captures again; outputs are copied into fresh buffers at each call (no aliasing between
 calls). The tape is read by duck typing (a step argument with an ``id`` and the class name
 ``Slot`` is a slot): backends sit below ``ember.jit`` and don't import it.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from ...errors import EmberError
 from ..tape_steps import step_arguments
+from . import int_range
 from .launch import contiguous
 from .primitive import Storage, WgpuTensor
 
@@ -40,6 +43,10 @@ def compile_tape(backend, tape):
 
     def capture(prims: list) -> list:
         ins = [_own_copy(rt, p) for p in prims]
+        # int64 ops are range-checked against these; a replay outside them captures again
+        state["bounds"] = int_range.input_bounds(backend, prims)
+        for own, r in zip(ins, state["bounds"]):
+            own.storage.bound = r
         env = dict(tape.constants)
         env.update(zip(tape.inputs, ins))
         hooks = []
@@ -79,6 +86,9 @@ def compile_tape(backend, tape):
         for hook in tape.hooks:
             hook()
         program = state["program"]
+        if program is not None and not int_range.holds(backend, prims, state["bounds"]):
+            program.close()
+            program = state["program"] = None
         if program is None:
             return capture(prims)
         for kind, number, fn in state["hooks"]:
