@@ -318,10 +318,16 @@ class Module:
     def to(self, backend=None, dtype=None) -> Module:
         """Move every parameter and buffer to ``backend`` and/or float ``dtype`` (in place).
 
+        ``backend`` is a backend name or Backend, or a PyTorch device string (``"cpu"``,
+        ``"cuda"``...: :mod:`ember.backends.devices` says which backend each means; a model on
+        an Autodiff backend stays on one).
+
         >>> import ember
         >>> from ember import nn
         >>> nn.Linear(2, 2).to(dtype=ember.float64).weight.dtype
         ember.float64
+        >>> nn.Linear(2, 2).to("autodiff-python").to("cpu").weight.backend.name
+        'autodiff-python'
         """
         from ..backends.devices import resolve, split
 
