@@ -53,6 +53,8 @@ CORE_FILES = (
     "package.json",
 )
 JS_FILES = ("ember.js", "ember-worker.js", "index.html")
+#: written last into every distribution: a folder holding it is one build() may replace
+MANIFEST = "ember-dist.json"
 
 
 def pyodide_npm() -> Path | None:
@@ -139,9 +141,23 @@ def lock_entry(base: dict, wheel: Path, **extra) -> dict:
     return entry
 
 
-def build(out: Path) -> dict:
+def _output_folder_helper():
+    """ember's one rule for output folders (ember.io.output_folder), from the checkout this
+    script is in when the Python running it has no ember installed."""
+    try:
+        from ember.io.output_folder import prepare_output_folder
+    except ImportError:
+        sys.path.insert(0, str(PACKAGE.parent))
+        from ember.io.output_folder import prepare_output_folder
+    return prepare_output_folder
+
+
+def build(out: Path, force: bool = False) -> dict:
     """Build into a sibling folder, then swap it in, so that a page or a test served from
-    ``out`` meanwhile (or a second build) never sees a half-written distribution."""
+    ``out`` meanwhile (or a second build) never sees a half-written distribution. ``out``
+    must be missing, empty or a distribution (it holds ``MANIFEST``) unless ``force``: its
+    contents are replaced."""
+    _output_folder_helper()(out, "build_dist --out", force, marker=MANIFEST)
     pyodide = pyodide_npm()
     if pyodide is None:
         raise SystemExit(f"build_dist: the npm package pyodide is missing: run web/setup.sh, or "
@@ -200,7 +216,7 @@ def _build_into(out: Path, pyodide: Path) -> dict:
         "python": lock["info"].get("python"),
         "packages": sorted(lock["packages"]),
     }
-    (out / "ember-dist.json").write_text(json.dumps(manifest, indent=1))
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1))
     return manifest
 
 
@@ -223,8 +239,10 @@ def is_stale(out: Path = WEB / "dist") -> bool:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=WEB / "dist", help="output folder (web/dist)")
+    p.add_argument("--force", action="store_true",
+                   help="replace --out even if it is not a distribution (its files are deleted)")
     args = p.parse_args(argv)
-    manifest = build(args.out)
+    manifest = build(args.out, args.force)
     print(f"built {args.out}: ember {manifest['ember_version']} on Pyodide "
           f"{manifest['pyodide_version']} (Python {manifest['python']})")
 

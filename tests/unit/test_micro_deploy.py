@@ -19,8 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def model(tmp_path) -> Path:
+    from ember import nn
+    from ember.export import export
+
     path = tmp_path / "digits.emb"
-    path.write_bytes(b"EMB-not-parsed-here")
+    export(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), str(path), (1, 2, 2))
     return path
 
 

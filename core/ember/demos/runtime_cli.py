@@ -78,7 +78,7 @@ def _micro_deploy(args: argparse.Namespace) -> int:
     from ..export.deploy import deploy_to_board, deploy_to_folder
 
     if args.folder:
-        written = deploy_to_folder(args.model, args.folder, args.arch)
+        written = deploy_to_folder(args.model, args.folder, args.arch, force=args.force)
         print(f"{len(written)} files in {args.folder}/: ember_micro/ + {Path(args.model).name}"
               + (" + ember_kernels.mpy" if args.arch else ""))
     else:
@@ -91,7 +91,7 @@ def _micro_deploy(args: argparse.Namespace) -> int:
 def _serve_web(args: argparse.Namespace) -> int:
     from .serve import serve_runtime
 
-    serve_runtime(host=args.host, port=args.port, dist=args.dist)
+    serve_runtime(host=args.host, port=args.port, dist=args.dist, force=args.force)
     return 0
 
 
@@ -109,6 +109,9 @@ def add_micro(sub) -> None:
     p.add_argument("--arch", default=None,
                    help="also copy the native kernels for this architecture (x64, armv6m, "
                         "armv7m, armv7emsp; must match the board's MicroPython)")
+    p.add_argument("--force", action="store_true",
+                   help="with --folder: copy into a folder that holds files of its own (a "
+                        "board's drive); same-named files are overwritten")
     p.set_defaults(run=_micro_deploy)
 
 
@@ -121,7 +124,11 @@ def add_serve_web(sub) -> None:
     p.add_argument("--port", type=port, default=8000)
     p.add_argument("--dist", default=None,
                    help="where to build the page (default: web/dist in a checkout, else a "
-                        "cache folder; $EMBER_WEB_DIST)")
+                        "cache folder; $EMBER_WEB_DIST); a folder holding other files is "
+                        "refused")
+    p.add_argument("--force", action="store_true",
+                   help="build into --dist even if it holds files of its own (they are "
+                        "deleted)")
     p.set_defaults(run=_serve_web)
 
 

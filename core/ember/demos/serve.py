@@ -47,16 +47,21 @@ def default_dist(build_dist) -> Path:
     return work_dir(f"web-dist-{tag}")
 
 
-def ensure_web_dist(log=print, out: Path | None = None) -> Path:
+def ensure_web_dist(log=print, out: Path | None = None, force: bool = False) -> Path:
     """The web distribution (default :func:`default_dist`), built or rebuilt by build_dist.py
     when missing or older than ember's sources. Pyodide comes from the npm package
     ``pyodide``: in a checkout ``npm install`` in web/ fetches it when missing; an installed
-    ember needs it present (``$EMBER_PYODIDE_DIR`` or ./node_modules/pyodide) and says so."""
+    ember needs it present (``$EMBER_PYODIDE_DIR`` or ./node_modules/pyodide) and says so.
+    A build replaces ``out``: it must be missing, empty or a distribution, unless ``force``
+    (:func:`ember.io.output_folder.prepare_output_folder`)."""
+    from ..io.output_folder import prepare_output_folder
+
     web = resource_dir("web")
     build_dist = load_source("ember_build_dist", web / "build_dist.py")
     dist = Path(out) if out is not None else default_dist(build_dist)
     if not build_dist.is_stale(dist):
         return dist
+    prepare_output_folder(dist, "serve-web --dist", force, marker=build_dist.MANIFEST)
     if build_dist.pyodide_npm() is None:
         version = build_dist.pyodide_version()
         if not build_dist.CHECKOUT:
@@ -74,8 +79,8 @@ def ensure_web_dist(log=print, out: Path | None = None) -> Path:
         raise EmberError("serve: building the page needs Node (it compiles ember's wheel with "
                          "Pyodide): apt-get install nodejs")
     log(f"building {dist} (Pyodide + ember's wheel) …")
-    subprocess.run([sys.executable, str(web / "build_dist.py"), "--out", str(dist)], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, str(web / "build_dist.py"), "--out", str(dist),
+                    *(["--force"] if force else [])], check=True, stdout=subprocess.DEVNULL)
     return dist
 
 
@@ -99,27 +104,28 @@ def serve_mnist(run_dir: str | os.PathLike = "runs/mnist", host: str = "127.0.0.
 
 
 def serve_runtime(host: str = "127.0.0.1", port: int = 8000, block: bool = True,
-                  dist: str | os.PathLike | None = None):
-    """``ember serve-web``: the web distribution alone (built into ``dist`` when given), whose
-    page runs Python typed into it on ember in the browser. Returns as :func:`serve_mounts`.
+                  dist: str | os.PathLike | None = None, force: bool = False):
+    """``ember serve-web``: the web distribution alone (built into ``dist`` when given; a
+    folder of other files only with ``force``), whose page runs Python typed into it on ember
+    in the browser. Returns as :func:`serve_mounts`.
 
     >>> serve_runtime(port=0, block=False).close()  # doctest: +SKIP
     """
     return serve_mounts({}, "", "Ember in the browser", None, host=host, port=port,
-                        block=block, dist=dist)
+                        block=block, dist=dist, force=force)
 
 
 def serve_mounts(mounts: dict[str, Path], page: str, title: str, model: Path | None, *,
                  host: str = "127.0.0.1", port: int = 8000, block: bool = True,
-                 dist: str | os.PathLike | None = None):
+                 dist: str | os.PathLike | None = None, force: bool = False):
     """Serve the web distribution (:func:`ensure_web_dist`) with ``mounts`` (URL prefix ->
     folder) and print the page URL (server URL + ``page``) after ``title``, naming the
-    ``model`` folder when there is one.
+    ``model`` folder when there is one; ``dist`` and ``force`` as in :func:`ensure_web_dist`.
 
     Blocks until Ctrl-C when ``block`` (then returns None); otherwise returns the running
     server (``.url``, ``.page_url``, ``.close()``). A taken ``port`` falls back to a free one.
     """
-    dist = ensure_web_dist(out=dist)
+    dist = ensure_web_dist(out=dist, force=force)
     server_cls = load_source("ember_devserver", resource_dir("web") / "devserver.py").Server
     try:
         server = server_cls(dist, mounts, port=port, host=host)

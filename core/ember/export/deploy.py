@@ -11,8 +11,10 @@ What a board gets, at the root of its file system::
 On the board: ``import ember_micro; ember_micro.load("model.emb").predict(image_bytes)``.
 
 >>> import tempfile
+>>> from ember import nn
+>>> from ember.export import export
 >>> with tempfile.TemporaryDirectory() as tmp:
-...     _ = open(f"{tmp}/m.emb", "wb").write(b"EMB")
+...     _ = export(nn.Sequential(nn.Flatten(), nn.Linear(4, 2)), f"{tmp}/m.emb", (1, 2, 2))
 ...     sorted(p.name for p in deploy_to_folder(f"{tmp}/m.emb", f"{tmp}/board"))[:2]
 ['__init__.py', '_chain.py']
 """
@@ -22,13 +24,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from ..errors import EmberError
+from ..errors import EmberError, RecordError
 from ..resources import resource_dir
+from . import format as fmt
 
 
 def native_archs() -> list[str]:
@@ -50,6 +54,7 @@ def deploy_files(model: str | os.PathLike, arch: str | None = None) -> dict[str,
     if not model.is_file():
         raise FileNotFoundError(f"micro deploy: no model file {model}; write one with "
                                 f"`ember export ... -o {model}`")
+    _check_model_file(model)
     micro = resource_dir("micro")
     files = {f"ember_micro/{p.name}": p for p in sorted((micro / "ember_micro").glob("*.py"))}
     files[model.name] = model
@@ -63,13 +68,34 @@ def deploy_files(model: str | os.PathLike, arch: str | None = None) -> dict[str,
     return files
 
 
+def _check_model_file(model: Path) -> None:
+    """RecordError unless ``model`` starts with a model file's header that agrees with its
+    size (magic, version, payload length): a board must not get some other file as a model."""
+    with open(model, "rb") as f:
+        head = f.read(fmt.HEADER_SIZE)
+        size = os.fstat(f.fileno()).st_size
+
+    def fail(message: str) -> RecordError:
+        return RecordError(f"micro deploy: {model} is not a model file written by `ember "
+                           f"export`: {message}")
+
+    if len(head) < fmt.HEADER_SIZE:
+        raise fail(f"{len(head)} bytes is shorter than the {fmt.HEADER_SIZE}-byte header")
+    fmt.check_envelope(struct.unpack(fmt.HEADER_FMT, head), size, fail)
+
+
 def deploy_to_folder(model: str | os.PathLike, folder: str | os.PathLike,
-                     arch: str | None = None) -> list[Path]:
+                     arch: str | None = None, force: bool = False) -> list[Path]:
     """Copy the runtime and ``model`` into ``folder`` (created when missing); returns the
-    files written."""
-    folder = Path(folder)
+    files written. ``folder`` must be missing, empty or an earlier deploy's, unless ``force``
+    (a board's drive with files of its own: see :mod:`ember.io.output_folder`)."""
+    from ..io.output_folder import mark_output_folder, prepare_output_folder
+
+    files = deploy_files(model, arch)
+    folder = prepare_output_folder(folder, "micro deploy", force)
+    mark_output_folder(folder, "micro deploy")
     written = []
-    for name, src in deploy_files(model, arch).items():
+    for name, src in files.items():
         dst = folder / name
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)

@@ -33,8 +33,9 @@ def supported_ops() -> list[str]:
 
 
 def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = None,
-            check: bool = True) -> tuple[str, str]:
+            check: bool = True, force: bool = False) -> tuple[str, str]:
     """Write ``out_dir/model.py`` and ``out_dir/model.safetensors``; returns both paths.
+    ``out_dir`` must be missing, empty or written by an earlier convert, unless ``force``.
 
     ``shapes`` fixes dynamic input dims (``{"input_ids": (1, 128)}``) so shape arithmetic
     folds; ``check`` runs the written module against ``load`` on the declared input shapes
@@ -46,7 +47,8 @@ def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = No
     >>> from ember import nn
     >>> folder = tempfile.mkdtemp()
     >>> _ = ember.onnx.export(nn.Linear(2, 1), ember.ones(1, 2), os.path.join(folder, "m.onnx"))
-    >>> code, weights = convert(os.path.join(folder, "m.onnx"), folder, class_name="Net")
+    >>> out = os.path.join(folder, "net")
+    >>> code, weights = convert(os.path.join(folder, "m.onnx"), out, class_name="Net")
     >>> os.path.basename(code), os.path.basename(weights)
     ('model.py', 'model.safetensors')
     >>> "class Net(nn.Module)" in open(code).read()
@@ -54,7 +56,7 @@ def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = No
     """
     from .codegen import convert as _convert
 
-    return _convert(source, out_dir, class_name, shapes, check)
+    return _convert(source, out_dir, class_name, shapes, check, force)
 
 
 def __getattr__(name: str):

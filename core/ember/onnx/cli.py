@@ -26,7 +26,8 @@ def _convert(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            py, w = convert(args.model, args.out, args.class_name, shapes=dict(args.shape))
+            py, w = convert(args.model, args.out, args.class_name, shapes=dict(args.shape),
+                            force=args.force)
         except Exception as e:  # noqa: BLE001 - the CLI reports, it doesn't trace back
             print(f"ember onnx convert: {type(e).__name__}: {e}", file=sys.stderr)
             return 1
@@ -64,6 +65,9 @@ def add_subcommand(subparsers) -> None:
     c = sub.add_parser("convert", help="generate an ember Python module + safetensors weights")
     c.add_argument("model", help="path to model.onnx")
     c.add_argument("-o", "--out", required=True, help="output folder")
+    c.add_argument("--force", action="store_true",
+                   help="write into --out even if it holds files an earlier convert did not "
+                        "write (model.py and model.safetensors are overwritten)")
     c.add_argument("--class-name", default="Model")
     c.add_argument("--shape", type=_shape, action="append", default=[],
                    help="fix an input's dims, NAME=D1,D2,... (more shape arithmetic folds; "

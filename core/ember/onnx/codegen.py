@@ -355,19 +355,22 @@ def source_text(tree: ast.Module) -> str:
 
 
 def convert(source, out_dir, class_name: str = "Model", shapes: dict | None = None,
-            check: bool = True) -> tuple[str, str]:
+            check: bool = True, force: bool = False) -> tuple[str, str]:
     """Write ``model.py`` and ``model.safetensors`` into ``out_dir``, then check the module
     against the runtime path (``check``). ``shapes`` fixes dynamic input dims (name -> dims)
-    so more shape arithmetic folds. Returns both paths.
+    so more shape arithmetic folds. Returns both paths. ``out_dir`` must be missing, empty or
+    an earlier convert's (``force``: any folder; see :mod:`ember.io.output_folder`).
     """
     from ..io import save_file
+    from ..io.output_folder import mark_output_folder, prepare_output_folder
     from ._static import fix_input_shapes, fold_static
 
+    prepare_output_folder(out_dir, "onnx convert", force)  # before the work, not after
+    mark_output_folder(out_dir, "onnx convert")
     module = load(source, backend="numpy" if _has_numpy() else "python", fold=False)
     fix_input_shapes(module, shapes or {})
     with malformed_file(OnnxLoadError, "onnx convert: the model cannot be set up"):
         info = fold_static(module, source, shapes or {})
-    os.makedirs(out_dir, exist_ok=True)
     py_path = os.path.join(out_dir, "model.py")
     w_path = os.path.join(out_dir, "model.safetensors")
     src = source if isinstance(source, (str, os.PathLike)) else "model.onnx"
