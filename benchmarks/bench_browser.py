@@ -57,6 +57,7 @@ import warnings
 from datetime import date
 from pathlib import Path
 
+from _common import row, write_record
 from ember.demos.serve import load_source
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -555,6 +556,20 @@ def main() -> None:
     print_cold(cold)
     if prof is not None:
         print_profile(prof, quantiles(ort["times"])[0])
+    peer = "onnxruntime-web, wasm EP (1 thread)"
+    record = [row("wasm", f"MNIST CNN in the page, batch 1, {LABELS[name]}, "
+                  f"{'ember.jit' if jit else 'eager'}", quantiles(result["times"])[0],
+                  quantiles(ort["times"])[0], "ms", peer)
+              for (name, jit), result in ember_results.items()]
+    record += [row("wasm", f"EfficientNet-Lite0 224 px in the page, wasm backend, {key}",
+                   quantiles(effnet[key])[0], quantiles(effnet["ort"])[0], "ms", peer)
+               for key in ("eager", "jit")]
+    record.append(row("wasm", "cold start: the MNIST page (wasm) to its first probabilities",
+                      statistics.median(c["page"] for c in cold),
+                      statistics.median(c["bare"] for c in cold), "ms",
+                      "Pyodide alone (loadPyodide, fresh page)"))
+    write_record(record, device=f"Chromium {chromium}'s WebGPU adapter: "
+                 f"{info.get('adapter') or 'none'} (CPU emulation)")
 
 
 def print_mnist(ember_results: dict, ort: dict) -> None:
