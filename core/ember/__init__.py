@@ -32,6 +32,7 @@ from .dtype import (
 )
 from .errors import (
     BackendMismatchError,
+    DeviceError,
     DimensionError,
     DTypeError,
     EmberError,

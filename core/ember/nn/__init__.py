@@ -1,4 +1,6 @@
-"""Neural-network building blocks; ``ember.nn.functional`` holds the functions."""
+"""Neural-network building blocks: modules and layers, the losses' module forms,
+``ember.nn.functional`` (the functions, losses included), ``ember.nn.init`` (initialisers) and
+``ember.nn.utils`` (gradient clipping, parameter vectors)."""
 
 from . import functional, init, loss, utils
 from .config import Config
