@@ -67,10 +67,11 @@ class Fresh:
             capture_output=True, text=True, check=True).stdout.strip())
 
     def pip(self, *args: str) -> subprocess.CompletedProcess:
-        """``pip <args>`` on this venv (``pip --python``)."""
-        return subprocess.run([sys.executable, "-m", "pip", "--python", str(self.python), *args],
-                              check=True, env=self.env, capture_output=True, text=True,
-                              timeout=600)
+        """``pip <args>`` on this venv (``pip --python``); its output in the failure."""
+        proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(self.python), *args],
+                              env=self.env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"pip {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+        return proc
 
     def imports(self, module: str) -> bool:
         """Whether ``module`` is importable in this venv."""
