@@ -185,7 +185,8 @@ const char *EXPORT(em_unary_names)(void) { return unary_names; }
         return 0;                                                                          \
     } while (0)
 
-#define SIGN(x) ((x) > 0 ? 1 : (x) < 0 ? -1 : (x))
+/* numpy's sign: 0 for either zero (+0.0 for floats), NaN for NaN */
+#define SIGN(x) ((x) > 0 ? 1 : (x) < 0 ? -1 : (x) == 0 ? 0 : (x))
 #define FLOAT_UNARY(T, F, C)                                                               \
     static int unary_##T(int op, const void *pa, void *po, int32_t n, double p) {          \
         const T half = (T)0.5, one = (T)1;                                                 \

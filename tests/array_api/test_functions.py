@@ -182,3 +182,28 @@ def _sets(device, a):
 
 def test_sets(device):
     _sets(device)
+
+
+# ------------------------------------------------------------------ edge cases (issue 36)
+def test_clip_bounds_broadcast_beyond_x(device):
+    x, lo = np.array([1.0, 5.0, -1.0]), np.array([[0.0], [2.0]])
+    assert_like(xp.clip(to_ember(x, device), to_ember(lo, device), 3.0), np.clip(x, lo, 3.0))
+    assert_like(xp.clip(to_ember(x, device), max=to_ember(lo, device)), np.clip(x, None, lo))
+
+
+def test_eye_with_a_diagonal_outside_the_matrix(device):
+    for k in (2**40, -2**62, 3, -4):
+        assert_like(xp.eye(3, 4, k=k, device=device), np.eye(3, 4, k=k, dtype="float32"))
+
+
+@pytest.mark.parametrize("shape, mask", [((0, 3), (0, 3)), ((2, 0), (2,)), ((0,), (0,)),
+                                         ((3, 2), (3,))])
+def test_zero_size_boolean_masks(device, shape, mask):
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    m = np.zeros(mask, dtype=bool)
+    assert_like(to_ember(a, device)[to_ember(m, device)], a[m])
+
+
+def test_sign_of_signed_zeros_and_nan(device):
+    a = np.array([-0.0, 0.0, np.nan, -2.5, 3.0])
+    assert_like(xp.sign(to_ember(a, device)), np.sign(a))

@@ -114,3 +114,45 @@ def test_singular_and_non_positive_inputs_raise(device):
         la.inv(xp.zeros((2, 2), dtype=xp.float64, device=device))
     with pytest.raises(ValueError, match="positive-definite"):
         la.cholesky(xp.asarray([[1.0, 2.0], [2.0, 1.0]], device=device))
+
+
+# ------------------------------------------------------------------ edge cases (issue 36)
+def test_vecdot_dtype_and_contracted_axis(device):
+    a = np.array([[200, 100, 7], [1, 2, 3]], dtype=np.uint8)
+    b = np.array([2, 1, 9], dtype=np.uint8)
+    # the standard's dtype: uint8 wraps around (numpy's vecdot gives the same)
+    assert_like(la.vecdot(to_ember(a, device), to_ember(b, device)), np.vecdot(a, b))
+    f, g = np.arange(6.0).reshape(3, 2), np.array([[1.0], [-2.0], [0.5]])
+    assert_like(xp.vecdot(to_ember(f, device), to_ember(g, device), axis=0),
+                np.sum(f * g, axis=0))
+    with pytest.raises(Exception, match="axis -1 has size 2 in x1 .* and 1 in x2"):
+        xp.vecdot(to_ember(f, device), to_ember(np.ones(1), device))
+
+
+def test_rank_and_pinv_take_one_rtol_per_matrix(device):
+    a = np.array([[1.0, -2.0], [3.0, 4.0]])  # singular values 5.39 and 1.86
+    stack, rtol = np.stack([a, a, a]), np.array([0.1, 0.3, 0.9])
+    got = la.matrix_rank(to_ember(stack, device), rtol=to_ember(rtol, device))
+    assert_like(got, np.linalg.matrix_rank(stack, rtol=rtol))
+    assert got.tolist() == [2, 2, 1]
+    pinv = la.pinv(to_ember(stack, device), rtol=to_ember(rtol, device))
+    np.testing.assert_allclose(to_numpy(pinv), np.linalg.pinv(stack, rtol=rtol), atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (2, 0), (0, 2, 2), (3, 0, 4)])
+def test_empty_pinv_rank_solve(device, shape):
+    a = np.zeros(shape)
+    assert_like(la.pinv(to_ember(a, device)), np.linalg.pinv(a))
+    assert_like(la.matrix_rank(to_ember(a, device)), np.linalg.matrix_rank(a))
+    if shape[-1] == shape[-2]:
+        b = np.zeros(shape[:-1] + (1,))
+        assert_like(la.solve(to_ember(a, device), to_ember(b, device)), np.linalg.solve(a, b))
+    vec = np.zeros((0,))
+    assert_like(la.solve(to_ember(np.zeros((0, 0)), device), to_ember(vec, device)), vec)
+
+
+@pytest.mark.parametrize("ord", [2, 1, 0, math.inf, -math.inf, 3])
+def test_vector_norm_over_no_axes_is_elementwise(device, ord):
+    a = np.array([[1.0, -2.0], [0.0, 4.0]])
+    assert_like(la.vector_norm(to_ember(a, device), axis=(), ord=ord),
+                np.linalg.vector_norm(a, axis=(), ord=ord))

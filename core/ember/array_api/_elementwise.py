@@ -193,11 +193,14 @@ def logaddexp(x1, x2, /) -> Tensor:
 
 
 def clip(x: Tensor, /, min=None, max=None) -> Tensor:
-    """``x`` limited to ``[min, max]``; a NaN bound gives NaN, the dtype stays ``x``'s.
+    """``x`` limited to ``[min, max]``; a NaN bound gives NaN, the dtype stays ``x``'s and
+    the shape is ``x``'s broadcast with the bounds' (as the standard and numpy give).
 
     >>> import ember.array_api as xp
     >>> xp.clip(xp.asarray([-2, 5, 10]), min=0, max=6).tolist()
     [0, 5, 6]
+    >>> xp.clip(xp.asarray([1.0, 5.0]), xp.asarray([[0.0], [2.0]]), 3.0).tolist()
+    [[1.0, 3.0], [2.0, 3.0]]
     """
     x = check_array(x, "clip")
     out = x
@@ -208,7 +211,7 @@ def clip(x: Tensor, /, min=None, max=None) -> Tensor:
         out = pick(out, b)
         if x.dtype.is_float:
             out = ops.where(ops.isnan(b), b, out)
-    return out if out.shape == x.shape else out.broadcast_to(x.shape)
+    return out
 
 
 def real(x: Tensor, /) -> Tensor:

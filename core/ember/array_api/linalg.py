@@ -21,8 +21,8 @@ from typing import NamedTuple
 
 from .. import dtype as dt
 from .. import ops
-from ..errors import DTypeError
-from ..shape import normalize_dim
+from ..errors import DTypeError, ShapeError
+from ..shape import broadcast_shapes, normalize_dim
 from ..tensor import Tensor
 from ..tensordata import TensorData
 from . import _host_linalg as host
@@ -80,12 +80,24 @@ def tensordot(x1: Tensor, x2: Tensor, /, *, axes=2) -> Tensor:
 def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     """The dot product of vectors along ``axis``, batched over the others.
 
+    The contracted axis must have one size in both (it does not broadcast); the result has
+    the promoted dtype of the inputs (integers wrap around in it).
+
     >>> import ember.array_api as xp
     >>> xp.linalg.vecdot(xp.asarray([[1, 2, 3]]), xp.asarray([4, 5, 6])).tolist()
     [32]
+    >>> u8 = xp.asarray([200, 100], dtype=xp.uint8)
+    >>> xp.linalg.vecdot(u8, xp.asarray([2, 1], dtype=xp.uint8)).tolist()  # 500 mod 256
+    244
     """
+    ndim = max(x1.ndim, x2.ndim)
+    d = normalize_dim(axis, ndim, "vecdot")
+    n1, n2 = ((1,) * (ndim - x.ndim) + x.shape for x in (x1, x2))
+    if n1[d] != n2[d]:
+        raise ShapeError(f"vecdot: axis {axis} has size {n1[d]} in x1 {x1.shape} and {n2[d]} in "
+                         f"x2 {x2.shape}; it must be the same")
     a, b = ops.broadcast_tensors(x1, x2)
-    return ops.sum(a * b, dim=normalize_dim(axis, a.ndim, "vecdot"))
+    return ops.sum(a * b, dim=d).astype(dt.promote_types(x1.dtype, x2.dtype))
 
 
 def outer(x1: Tensor, x2: Tensor, /) -> Tensor:
@@ -149,6 +161,8 @@ def vector_norm(x: Tensor, /, *, axis=None, keepdims: bool = False, ord=2) -> Te
     require(x, "vector_norm", "f")
     axes = _axes(x, axis)
     a = ops.abs(x)
+    if x.ndim and not axes:  # axis=(): the norm of each element alone
+        return (a != 0).astype(x.dtype) if ord == 0 else a
     if x.ndim == 0:
         a, axes = a.reshape(1), (0,)
     if ord == math.inf:
@@ -279,9 +293,13 @@ def solve(x1: Tensor, x2: Tensor, /) -> Tensor:
     """
     vector = x2.ndim == 1
     rhs = x2.reshape(x2.shape + (1,)) if vector else x2
-    batch = ops.broadcast_tensors(x1[..., 0, 0], rhs[..., 0, 0])[0].shape
+    batch = broadcast_shapes(x1.shape[:-2], rhs.shape[:-2], op="solve")
     a = x1.broadcast_to(batch + x1.shape[-2:])
     b = rhs.broadcast_to(batch + rhs.shape[-2:]).astype(dt.promote_types(x1.dtype, x2.dtype))
+    if not b.numel() or not a.numel():  # no matrices, or 0 x 0 ones: nothing to solve
+        _square(a, "solve")
+        res = ops.zeros(b.shape, dtype=b.dtype, backend=b.backend)
+        return res.reshape(res.shape[:-1]) if vector else res
     _, amats = _square(a, "solve")
     _, bmats = _matrices(b, "solve")
     out = []
@@ -471,12 +489,14 @@ def pinv(x: Tensor, /, *, rtol=None) -> Tensor:
     >>> xp.linalg.pinv(xp.asarray([[2.0, 0.0], [0.0, 0.0]], dtype=xp.float64)).tolist()
     [[0.5, 0.0], [0.0, 0.0]]
     """
+    m, n = x.shape[-2:]
+    if not x.numel():
+        batch = broadcast_shapes(x.shape[:-2], _rtol_batch(rtol), op="pinv")
+        return ops.zeros(batch + (n, m), dtype=x.dtype, backend=x.backend)
     u, s, vh = svd(x, full_matrices=False)
-    if rtol is None:
-        rtol = max(x.shape[-2:]) * _eps(x.dtype)
-    cutoff = ops.amax(s, dim=-1, keepdim=True) * rtol if s.shape[-1] else s
-    inv_s = ops.where(s > cutoff, 1.0 / ops.where(s > cutoff, s, 1.0), 0.0).astype(x.dtype)
-    return ops.matmul(vh.mT * inv_s.reshape(inv_s.shape[:-1] + (1, -1)), u.mT)
+    keep = s > _cutoff(s, x, rtol)
+    inv_s = ops.where(keep, 1.0 / ops.where(keep, s, 1.0), 0.0).astype(x.dtype)
+    return ops.matmul(vh.mT * inv_s.reshape(inv_s.shape[:-1] + (1, min(m, n))), u.mT)
 
 
 def matrix_rank(x: Tensor, /, *, rtol=None) -> Tensor:
@@ -486,11 +506,26 @@ def matrix_rank(x: Tensor, /, *, rtol=None) -> Tensor:
     >>> xp.linalg.matrix_rank(xp.asarray([[1.0, 2.0], [2.0, 4.0]])).item()
     1
     """
+    if not x.numel():
+        batch = broadcast_shapes(x.shape[:-2], _rtol_batch(rtol), op="matrix_rank")
+        return ops.zeros(batch, dtype=dt.int64, backend=x.backend)
     s = svdvals(x)
+    return ops.sum((s > _cutoff(s, x, rtol)).astype(dt.int64), dim=-1)
+
+
+def _rtol_batch(rtol) -> tuple[int, ...]:
+    return rtol.shape if isinstance(rtol, Tensor) else ()
+
+
+def _cutoff(s: Tensor, x: Tensor, rtol) -> Tensor:
+    """``rtol`` times each matrix's largest singular value, shaped to compare with ``s``
+    (batch + (k,)): an array ``rtol`` has one value per matrix of the batch (it broadcasts
+    against the batch dims, not against the singular values)."""
     if rtol is None:
         rtol = max(x.shape[-2:]) * _eps(x.dtype)
-    cutoff = ops.amax(s, dim=-1, keepdim=True) * rtol
-    return ops.sum((s > cutoff).astype(dt.int64), dim=-1)
+    elif isinstance(rtol, Tensor):
+        rtol = rtol.reshape(rtol.shape + (1,))
+    return ops.amax(s, dim=-1, keepdim=True) * rtol
 
 
 def _eps(d: dt.DType) -> float:

@@ -186,7 +186,8 @@ round_half_even = _integral(round)
 
 
 def sign(x: float) -> float:
-    return 1.0 if x > 0 else -1.0 if x < 0 else x
+    """numpy's sign: +0.0 for either zero, NaN for NaN."""
+    return 1.0 if x > 0 else -1.0 if x < 0 else x if x != x else 0.0
 
 
 # ---------------------------------------------------------------------- float → int casts
