@@ -76,14 +76,24 @@ def load_for_export(source: str | Path, arch: str | None = None):
 
 def _micro_deploy(args: argparse.Namespace) -> int:
     from ..export.deploy import deploy_to_board, deploy_to_folder
+    from ..export.mpy import board_heap, find_mpy_cross, mpy_cross_version
 
     if args.folder:
-        written = deploy_to_folder(args.model, args.folder, args.arch, force=args.force)
+        written = deploy_to_folder(args.model, args.folder, args.arch, force=args.force,
+                                   mpy=args.mpy)
         print(f"{len(written)} files in {args.folder}/: ember_micro/ + {Path(args.model).name}"
               + (" + ember_kernels.mpy" if args.arch else ""))
     else:
-        deploy_to_board(args.model, args.port, args.arch)
+        deploy_to_board(args.model, args.port, args.arch, mpy=args.mpy)
         print(f"deployed to {args.port}")
+    heaps = board_heap(args.model, mpy=args.mpy)
+    if args.mpy:
+        version = mpy_cross_version(find_mpy_cross())[0]
+        how = f"as .mpy bytecode (.mpy version {version}; 6 loads on MicroPython 1.19 or later)"
+    else:
+        how = "as .py sources, compiled on the board (--mpy needs less heap)"
+    print(f"ember_micro {how}; MicroPython heap the model needs: "
+          + ", ".join(f"{t} {(h + 1023) // 1024} KB" for t, h in heaps.items()))
     print(f'on the board: import ember_micro; m = ember_micro.load("{Path(args.model).name}")')
     return 0
 
@@ -109,6 +119,9 @@ def add_micro(sub) -> None:
     p.add_argument("--arch", default=None,
                    help="also copy the native kernels for this architecture (x64, armv6m, "
                         "armv7m, armv7emsp; must match the board's MicroPython)")
+    p.add_argument("--mpy", action="store_true",
+                   help="copy ember_micro as .mpy bytecode (cross-compiled with mpy-cross): "
+                        "the board needs less heap than with the .py sources")
     p.add_argument("--force", action="store_true",
                    help="with --folder: copy into a folder that holds files of its own (a "
                         "board's drive); same-named files are overwritten")

