@@ -1,7 +1,8 @@
 # Kernel tier selection.
 # ruff: noqa: UP031 - MicroPython code: % formatting
-# Automatic order, fastest first (measured, benchmarks/RESULTS.md): the native ember_kernels
-# .mpy (4-21x faster than ulab and the smallest heap), then ulab.numpy, then pure MicroPython.
+# Automatic order, fastest first (measured on real ulab, benchmarks/RESULTS.md): the native
+# ember_kernels .mpy (faster than ulab, and the smallest heap), then ulab.numpy, then pure
+# MicroPython.
 # `get()` returns the first tier that imports; `get("ulab")` forces one (ImportError naming the
 # reason when it can't load). `skipped()` says why each faster tier was passed over.
 ORDER = ("native", "ulab", "pure")
