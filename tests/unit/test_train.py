@@ -311,13 +311,13 @@ def test_logged_lr_is_the_one_the_steps_used(tmp_path):
     ember.seed(0)
     with ember.use_backend("autodiff-numpy"):
         model = nn.Sequential(nn.Linear(4, 3))
-    opt = SGD(model.parameters(), lr=0.1)
+    opt = SGD(model.parameters(), lr=2e-3)  # the MNIST demo's rate
     learner = Learner(model, opt, nn.loss.cross_entropy, folder=tmp_path, num_classes=3,
                       scheduler=CosineAnnealingLR(opt, T_max=epochs * steps),
                       scheduler_step="step", renderer=_Lines())
     result = learner.fit(DataLoader(_data(), batch_size=16), epochs=epochs)
 
-    ref_opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    ref_opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=2e-3)
     ref = torch.optim.lr_scheduler.CosineAnnealingLR(ref_opt, T_max=epochs * steps)
     used = []
     for _ in range(epochs * steps):
@@ -327,4 +327,5 @@ def test_logged_lr_is_the_one_the_steps_used(tmp_path):
     assert ref_opt.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)  # annealed
     logged = [h["lr"] for h in result.history]
     assert logged == pytest.approx([used[steps - 1], used[2 * steps - 1], used[-1]], rel=1e-9)
-    assert logged[-1] > 0 and "lr=0.0000" not in learner.renderer.text
+    assert f"lr={logged[-1]:.2e}" in learner.renderer.text  # 1.52e-05, not 0.0000
+    assert "lr=0.0000" not in learner.renderer.text

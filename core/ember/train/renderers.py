@@ -65,9 +65,17 @@ class Renderer:
 
 
 def _fmt(value) -> str:
+    """A metric for a line of text: 4 decimals, 3 significant digits below 0.001 (an
+    annealed learning rate is not 0), thousands separators from 100 up.
+
+    >>> [_fmt(v) for v in (0.25, 3.4e-07, 0.0, 1234.5, float("nan"), 7)]
+    ['0.2500', '3.40e-07', '0.0000', '1,234', 'nan', '7']
+    """
     if isinstance(value, float):
         if value != value:
             return "nan"
+        if 0 < abs(value) < 1e-3:
+            return f"{value:.2e}"
         return f"{value:.4f}" if abs(value) < 100 else f"{value:,.0f}"
     return str(value)
 
