@@ -273,7 +273,8 @@ class F1(_FromConfusion):
 
 
 class LearningRate(Metric):
-    """The learning rate of the last batch (not a candidate for "best").
+    """The learning rate the last batch was trained with (a schedule stepped per batch moves the
+    optimizer's rate on after it); not a candidate for "best".
 
     >>> m = LearningRate()
     >>> m.update(StepOutput(0.0, 1, lr=0.01)); m.compute()
