@@ -38,6 +38,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+from _common import row, write_record
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -194,6 +196,11 @@ def main() -> None:
                         ("cpython", "CPython, numpy")):
         med = statistics.median(rates[name])
         print(f"| {label} | {med:.2f} | {med / base:.2f}x |")
+    write_record([row("wasm", f"MNIST CNN training in the page, batch {args.batch}, {label}",
+                      statistics.median(rates[name]), base, "steps/s",
+                      "CPython, numpy backend (eager)", higher_is_better=True)
+                  for name, label in (("wasm", "wasm kernels, ember.jit"),
+                                      ("wgpu", "WebGPU on SwiftShader (a CPU emulation)"))])
     if reached:
         print("\nTime to 97 % held-out accuracy (1,500 held-out digits), batch 64:\n")
         print("| backend | epochs (held-out accuracy, training s) | reached 97 % at |\n"
