@@ -110,6 +110,8 @@ CASES = {
                      "(x * 0.2 + 0.5).clamp(0.0, 1.0)"),
     "softmax_opset11": (_case("Softmax", {"x": _x(2, 5)}, {"axis": 1}, opset=11),
                         "F.softmax(x, dim=1)"),
+    "softmax_opset11_flattened": (_case("Softmax", {"x": _x(2, 3, 4)}, {"axis": 1}, opset=11),
+                                  "F.softmax(x.flatten(1), dim=-1).reshape(x.shape)"),
     "reshape_copy_dim": (_case("Reshape", {"x": _x(2, 3, 4)}, inits=[_i64("s", [0, -1])]),
                          "x.reshape((x.shape[0], -1))"),
     "shape": (_case("Shape", {"x": _x(2, 3, 4)}, {"start": 1}, out_elem=I64,
@@ -170,11 +172,24 @@ def test_op_reads_as_ember_and_matches_onnxruntime(name, tmp_path):
 def test_dropout_is_off_in_eval_and_on_after_train(tmp_path):
     (model, feeds) = _case("Dropout", {"x": np.ones((64, 64), np.float32)},
                            inits=[_f32("ratio", 0.5)])
+    model.graph.node[0].output.append("mask")  # declared, read by nothing: not asked for
     py, m, got, want = _run_both(model, feeds, tmp_path, "dropout")
     assert "F.dropout(x, 0.5, self.training)" in _forward(py)[0]
     np.testing.assert_array_equal(got.numpy(), want)  # load() gives the eval-mode module
     trained = m.train()(ember.tensor(feeds["x"])).numpy()
     assert 0.3 < (trained == 0).mean() < 0.7 and set(np.unique(trained)) == {0.0, 2.0}
+
+
+def test_a_constant_too_large_to_fold_is_ember_full(tmp_path):
+    # the "light" model zoo files hold their weights so; here the fold limit is lowered
+    (model, feeds) = _case("Add", {"x": _x(2, 3)}, inits=[_f32("w", 0.0)])
+    model.graph.node.insert(0, helper.make_node("ConstantOfShape", ["shape"], ["w"], value=(
+        numpy_helper.from_array(np.array([0.02], np.float32)))))
+    model.graph.initializer[0].CopyFrom(_i64("shape", [2, 3]))
+    with ember.limits.override(max_folded_elements=4):
+        py, _, got, want = _run_both(model, feeds, tmp_path, "full")
+    assert "v_w = ember.full((2, 3), 0.02, dtype=ember.float32)" in _forward(py)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
 
 
 def test_an_op_without_spelling_keeps_call_with_a_comment(tmp_path):

@@ -126,6 +126,10 @@ class FlowWriter:
         return pre + [ast.While(test, step, [])] + post
 
     def _scan(self, node: Node, scope: Names) -> list[ast.stmt]:
+        if int(self.model.opsets.get(node.domain, self.model.opset)) < 9:
+            raise UnsupportedOpError(
+                f"onnx convert: node '{safe_text(node.name)}' is a Scan of opset 8 (batched, "
+                "after sequence_lens), which convert does not write; ember.onnx.load runs it")
         a = node.attrs
         n_scan = a.get("num_scan_inputs")
         if type(n_scan) is not int or not 0 < n_scan <= len(node.inputs):

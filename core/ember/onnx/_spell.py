@@ -111,9 +111,13 @@ def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int,
     if op in ("Softmax", "LogSoftmax"):
         fn = "F.softmax" if op == "Softmax" else "F.log_softmax"
         axis = _int(a, "axis", -1 if opset >= 13 else 1)
-        rank = len((info or {}).get(node.inputs[0], (None, ()))[1] or ())
-        if opset >= 13 or axis in (-1, rank - 1):  # before 13: over the dims from axis on
+        dims = (info or {}).get(node.inputs[0], (None, None))[1]
+        if opset >= 13 or axis == -1 or dims is not None and all(
+                d == 1 for d in dims[axis + 1:]):
             return template(f"{fn}(P_x, dim=P_d)", x=x, d=lit(axis))
+        if axis >= 0:  # before opset 13: over the dims from axis on, flattened
+            return template(f"{fn}(P_x.flatten(P_d), dim=-1).reshape(P_x.shape)", x=x,
+                            d=lit(axis))
     if op == "Gelu" and len(ins) == 1:
         if a.get("approximate", "none") == "none":
             return template("F.gelu(P_x)", x=x)

@@ -67,8 +67,8 @@ def spell_tensor(node: Node, ins: list, consts: dict, info: dict) -> ast.expr | 
         return template(f"P_x.{fn}(P_d, keepdim=True)", x=x, d=lit(tuple(range(2, rank))))
     if op in _REDUCE:
         return _reduce(node, ins, consts)
-    if op == "Flatten" and len(ins) == 1 and a.get("axis", 1) == 1 and _rank(
-            node.inputs[0], info) is not None:
+    if op == "Flatten" and len(ins) == 1 and a.get("axis", 1) == 1 and (_rank(
+            node.inputs[0], info) or 0) >= 2:
         return template("P_x.flatten(1)", x=x)
     if op == "Gather" and len(ins) == 2 and a.get("axis", 0) == 0 and node.inputs[0] in consts:
         return template("P_w[P_i]", w=x, i=ins[1])  # an embedding lookup
@@ -100,6 +100,8 @@ def spell_tensor(node: Node, ins: list, consts: dict, info: dict) -> ast.expr | 
         return template("ember.tensor(P_s, dtype=ember.int64)", s=shape)
     if op == "ConvTranspose" and len(ins) >= 2 and node.inputs[1] in consts:
         return _conv_transpose(node, ins, consts)
+    if op == "ConstantOfShape" and len(ins) == 1 and node.inputs[0] in consts:
+        return _full(node, consts)
     if op == "Resize" and 3 <= len(ins) <= 4:
         return _resize(node, x, consts)
     if op in _UNARY_METHODS and len(ins) == 1 and not a:
@@ -150,6 +152,23 @@ def _resize(node: Node, x, consts: dict):
         return None
     return template(f"F.interpolate(P_x, scale_factor=P_s, {_RESIZE[key]})", x=x,
                     s=lit((f32(scales[2]), f32(scales[3]))))
+
+
+def _full(node: Node, consts: dict):
+    """ConstantOfShape of a constant shape: ``ember.full((4096, 25088), 0.02, dtype=...)``
+    (computed when it runs, where folding it would store a large tensor)."""
+    import numpy as np
+
+    shape = consts[node.inputs[0]].reshape(-1).tolist()
+    v = node.attrs.get("value")
+    v = np.zeros(1, np.float32) if v is None else v
+    if type(v).__module__ != "numpy" or v.size != 1 or v.dtype.name not in (
+            "float32", "float64", "int64", "int32", "bool"):
+        return None
+    fill = f32(v.item()) if v.dtype.name == "float32" else v.item()
+    dtype = "bool_" if v.dtype.name == "bool" else v.dtype.name
+    return template(f"ember.full(P_s, P_v, dtype=ember.{dtype})", s=lit(tuple(shape)),
+                    v=lit(fill))
 
 
 def _conv_transpose(node: Node, ins: list, consts: dict):

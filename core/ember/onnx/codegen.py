@@ -157,6 +157,12 @@ class _Gen(FlowWriter):
                 node = gelu[0]
                 skip |= gelu[1]
             node = self._linear(graph.nodes, k, node, visible, uses, skip, scope)
+            if len(node.outputs) > 1 and node.op_type not in ("If", "Loop", "Scan"):
+                # an output nothing reads (Dropout's mask) is not asked for
+                outs = [node.outputs[0], *(o if uses.get(o) else "" for o in node.outputs[1:])]
+                while outs[-1] == "":
+                    outs.pop()
+                node = Node(node.op_type, node.inputs, outs, node.attrs, node.domain, node.name)
             body += self.node(node, scope, visible)
         return body
 
