@@ -10,6 +10,7 @@ The scripts run as ``python benchmarks/bench_*.py``, so this folder is on ``sys.
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import sys
@@ -156,7 +157,8 @@ SPEED_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBE
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v >= 0
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and v >= 0)
 
 
 def _is_figure(v) -> bool:

@@ -69,6 +69,7 @@ def test_every_benchmark_script_has_a_record():
         (lambda r: r["rows"][0].update(ratio=0.25), "disagrees with the figures"),
         (lambda r: r["rows"][0].update(peer=None, ratio=None), "ratio is None"),
         (lambda r: r["rows"][0].update(ember=[3.0, 1.0]), "ember must be"),
+        (lambda r: r["rows"][0].update(peer=float("inf")), "peer must be"),
     ],
 )
 def test_check_record_names_each_problem(break_it, problem):
