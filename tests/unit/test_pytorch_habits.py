@@ -268,3 +268,13 @@ def test_jitted_pytorch_step_matches_eager_and_refuses_outside_gradients():
     assert all(p.grad is None for p in model.parameters())  # a replay computes no .grad here
     with pytest.raises(JitError, match=r"\.grad holds gradients from outside.*zero_grad\(\)"):
         run(True, zero_inside=False)
+
+
+def test_jitted_gradients_of_a_persistent_leaf_without_reading_grad():
+    """A traced function that returns Burn's gradients of a leaf whose ``.grad`` holds earlier
+    ones runs (it never reads ``.grad``); ``.grad`` is None after a replay, never stale."""
+    w = ember.tensor([1.0, 2.0], backend=AD).require_grad()
+    f = ember.jit(lambda x: (w * x).sum().backward().get(w))
+    for k in range(1, 4):
+        assert f(ember.tensor([float(k), 1.0], backend=AD)).tolist() == [float(k), 1.0]
+    assert w.grad is None

@@ -12,7 +12,7 @@ from ..tensor import Tensor
 from ..autodiff.backend import ADPrim, Autodiff
 from ..autodiff.graph import Gradients, Node, run_backward
 
-# tracer -> the nodes whose ``.grad`` the traced call wrote (a replay clears them)
+# tracer -> what its traced call did to ``.grad`` (:class:`_TracedGrads`)
 _TRACED_GRADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -150,28 +150,41 @@ def backward(
     )
 
 
-def _traced_grad_check(like: Tensor):
-    """Inside a traced function, the check run before a node's ``.grad`` is written: a replay
-    can't add to a gradient summed outside the trace, so that raises; the nodes written are
-    cleared at each replay (their ``.grad`` would hold the traced call's values)."""
+class _TracedGrads:
+    """What a traced call did to ``.grad``: the nodes it wrote (cleared at each replay: their
+    ``.grad`` would hold the traced call's values) and, of those, the ones whose ``.grad``
+    already held gradients from outside the call (a replay can't add to those: reading one
+    inside the call raises)."""
+
+    def __init__(self, like: Tensor):
+        self.written: dict[int, Node] = {}
+        self.outside: set[int] = set()
+        _jit.on_replay(self.clear, like)
+
+    def clear(self) -> None:
+        for node in self.written.values():
+            node.grad = None
+
+    def check(self, node: Node) -> None:
+        if node.grad is not None and node.id not in self.written:
+            self.outside.add(node.id)
+        self.written[node.id] = node
+
+
+def _traced_grads(like: Tensor, create: bool = False) -> _TracedGrads | None:
+    """The record of the traced call running on ``like``'s backend (None outside a trace)."""
     tracer = _jit.active() if _jit.tracing(like) else None
     if tracer is None:
         return None
-    written = _TRACED_GRADS.get(tracer)
-    if written is None:
-        written = _TRACED_GRADS[tracer] = {}
-        _jit.on_replay(lambda: [setattr(n, "grad", None) for n in written.values()], like)
+    record = _TRACED_GRADS.get(tracer)
+    if record is None and create:
+        record = _TRACED_GRADS[tracer] = _TracedGrads(like)
+    return record
 
-    def check(node: Node) -> None:
-        if node.grad is not None and node.id not in written:
-            raise JitError(
-                "backward: a tensor's .grad holds gradients from outside this traced function, "
-                "which its replays can't add to; clear them inside the function before "
-                "loss.backward() (optimizer.zero_grad() or model.zero_grad())"
-            )
-        written[node.id] = node
 
-    return check
+def _traced_grad_check(like: Tensor):
+    record = _traced_grads(like, create=True)
+    return None if record is None else record.check
 
 
 def _node(t: Tensor) -> Node | None:
@@ -200,11 +213,21 @@ def get_grad(self: Tensor) -> Tensor | None:
     node = _node(self)
     if node is None or node.grad is None:
         return None
+    record = _traced_grads(self)
+    if record is not None and node.id in record.outside:
+        raise JitError(
+            "grad: this .grad holds gradients from outside the traced function as well, which "
+            "its replays can't add to; clear them inside the function before loss.backward() "
+            "(optimizer.zero_grad(), model.zero_grad() or x.grad = None)"
+        )
     return Tensor(self.backend.from_inner(node.grad), self.backend)
 
 
 def set_grad(self: Tensor, value: Tensor | None) -> None:
     node = _node(self)
+    record = None if node is None else _traced_grads(self)
+    if record is not None:
+        record.outside.discard(node.id)
     if value is None:
         if node is not None:
             node.grad = None
