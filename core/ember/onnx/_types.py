@@ -3,7 +3,7 @@
 Ember has no int16, unsigned types wider than 8 bits, bfloat16 or 8/4/2-bit types: those ONNX
 types run widened (int16/uint16 -> int32, uint32/uint64 -> int64, bfloat16 and float8/float4
 -> float32, int4/int2 -> int8, uint4/uint2 -> uint8). Values keep their meaning; only the
-storage is wider.
+storage is wider (the integer types' wrap-around: :mod:`._intwrap`).
 """
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ def numpy_to_tensor(array, backend, op: str = "onnx"):
 
     a = np.asarray(array)
     name = a.dtype.name
+    if name == "uint64" and a.size and int(a.max()) >= 1 << 63:
+        raise DTypeError(f"{op}: uint64 value {int(a.max())} is 2**63 or more; ember holds "
+                         "uint64 as int64, whose values stop below 2**63")
     if name in _NUMPY_WIDEN:
         a = a.astype(_NUMPY_WIDEN[name])
     elif a.dtype.kind in "OSU":

@@ -25,6 +25,7 @@ from ..nn.module import Module
 from ..tensor import Tensor
 from ._checks import check_wiring
 from ._fold import output_bound
+from ._intwrap import narrow_types, wrap_outputs
 from ._lowbit import retype_narrow, round_to
 from ._optimize import fuse_conv_bn, fuse_gelu
 from ._graph import Function, Graph, Model, Node, OnnxLoadError, OnnxUnsupportedError, _AttrRef
@@ -96,6 +97,8 @@ class OnnxModule(Module):
             retype_narrow(g)
             for name, array in g.initializers.items():
                 self._add_const(g, name, numpy_to_tensor(array, self.backend, f"initializer {name}"))
+        # node -> the int16/uint16/uint32 types its outputs are wrapped to (see _intwrap)
+        object.__setattr__(self, "_narrow", narrow_types(model.graph))
         if fold:
             self._fold(model.graph)
             fuse_conv_bn(self, model.graph)
@@ -243,7 +246,8 @@ class OnnxModule(Module):
         if missing:
             raise TypeError(f"OnnxModule: missing inputs {missing}")
         inputs = [self._as_tensor(feeds[n], n) for n in self.graph.inputs]
-        outs = self._run_fast(inputs) if self.fast and self.backend.name == "numpy" else None
+        fast = self.fast and self.backend.name == "numpy" and not self._narrow
+        outs = self._run_fast(inputs) if fast else None
         if outs is None:
             outs = self._run(self.graph, inputs, None)
         # a bfloat16 output runs widened to float32: its values are put back on bfloat16's grid
@@ -311,6 +315,8 @@ class OnnxModule(Module):
             else:
                 ctx.opset, ctx.n_outputs, ctx.op_type = opset, len(node.outputs), node.op_type
                 outs = self._invoke(ctx, fn, node, args)
+            if id(node) in self._narrow:
+                outs = wrap_outputs(self._narrow[id(node)], outs)
             for name, value in zip(node.outputs, outs):
                 if name:
                     env[name] = value
@@ -360,7 +366,9 @@ class OnnxModule(Module):
         ctx.opset = self._model.opsets.get(node.domain, self._model.opset)
         ctx.n_outputs = len(node.outputs)
         ctx.op_type = node.op_type
-        return self._invoke(ctx, fn, node, args)
+        outs = self._invoke(ctx, fn, node, args)
+        types = self._narrow.get(id(node))
+        return wrap_outputs(types, outs) if types else outs
 
     def _run_function(self, body: Function, node: Node, args: list, env) -> list:
         nodes = self._bodies.get(id(node))

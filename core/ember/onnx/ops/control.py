@@ -72,7 +72,16 @@ def loop(ctx, m, cond, *carried, body):
 
 @op("Scan")
 def scan(ctx, *inputs, body, num_scan_inputs, scan_input_axes=None,
-         scan_input_directions=None, scan_output_axes=None, scan_output_directions=None):
+         scan_input_directions=None, scan_output_axes=None, scan_output_directions=None,
+         directions=None):
+    if ctx.opset < 9:  # opset 8: batched, after an optional sequence_lens input
+        return _scan_batched(ctx, inputs[0], inputs[1:], body, num_scan_inputs, directions)
+    return _scan(ctx, inputs, body, num_scan_inputs, scan_input_axes, scan_input_directions,
+                 scan_output_axes, scan_output_directions)
+
+
+def _scan(ctx, inputs, body, num_scan_inputs, scan_input_axes=None,
+          scan_input_directions=None, scan_output_axes=None, scan_output_directions=None):
     n_state = len(inputs) - num_scan_inputs
     state = list(inputs[:n_state])
     xs = inputs[n_state:]
@@ -95,3 +104,19 @@ def scan(ctx, *inputs, body, num_scan_inputs, scan_input_axes=None,
     out_axes = scan_output_axes or [0] * n_out
     return tuple(state + [stack_outputs(acc, a, bool(d))
                           for acc, a, d in zip(outs_acc, out_axes, out_dirs)])
+
+
+def _scan_batched(ctx, lens, inputs, body, num_scan_inputs, directions):
+    """Scan-8: every input has a batch axis 0 (scan inputs scan along axis 1); each batch
+    item is a Scan-9 run; outputs are stacked along a new axis 0."""
+    from .._graph import OnnxUnsupportedError
+
+    batch = inputs[0].shape[0]
+    steps = inputs[-1].shape[1]
+    if lens is not None and any(int(v) != steps for v in lens.tolist()):
+        raise OnnxUnsupportedError(
+            f"Scan (opset 8): sequence_lens {lens.tolist()} shorter than the scan axis "
+            f"({steps}) are not supported; omit sequence_lens or give every item {steps}")
+    runs = [_scan(ctx, [x[b] for x in inputs], body, num_scan_inputs,
+                  scan_input_directions=directions) for b in range(batch)]
+    return tuple(ember.stack([r[k] for r in runs], dim=0) for k in range(len(runs[0])))

@@ -12,6 +12,7 @@ import math
 import ember
 from ember.nn import functional as F
 
+from ...errors import ShapeError
 from ...shape import conv_output_size
 from . import op
 from ._util import const
@@ -246,14 +247,20 @@ def global_lp_pool(ctx, x, p=2):
 
 @op("MaxUnpool")
 def max_unpool(ctx, x, indices, output_shape=None, kernel_shape=None, pads=None, strides=None):
+    # the indices address the pooled input's (default) shape; a larger output_shape holds
+    # that block at its start, zeros after (onnx.reference's rule)
     nd = x.ndim - 2
     strides = strides or [1] * nd
     pads = pads or [0] * (2 * nd)
-    if output_shape is not None:
-        shape = [int(v) for v in output_shape.tolist()]
-    else:
-        shape = list(x.shape[:2]) + [
-            (n - 1) * s + k - pads[i] - pads[i + nd]
-            for i, (n, s, k) in enumerate(zip(x.shape[2:], strides, kernel_shape))]
+    shape = list(x.shape[:2]) + [
+        (n - 1) * s + k - pads[i] - pads[i + nd]
+        for i, (n, s, k) in enumerate(zip(x.shape[2:], strides, kernel_shape))]
     out = ember.zeros(math.prod(shape), dtype=x.dtype, backend=ctx.backend)
-    return out.scatter(0, indices.reshape(-1), x.reshape(-1)).reshape(shape)
+    out = out.scatter(0, indices.reshape(-1), x.reshape(-1)).reshape(shape)
+    wanted = shape if output_shape is None else [int(v) for v in output_shape.tolist()]
+    if wanted == shape:
+        return out
+    if len(wanted) != len(shape) or any(w < n for w, n in zip(wanted, shape)):
+        raise ShapeError(f"MaxUnpool: output_shape {wanted} is smaller than the unpooled "
+                         f"shape {shape}; it must have {len(shape)} dims, each at least as large")
+    return F.pad(out, [p for n, w in zip(shape[::-1], wanted[::-1]) for p in (0, w - n)])
