@@ -256,7 +256,7 @@ def test_a_killed_client_frees_its_memory(server):
         proc.kill()
         proc.wait(30)
     wait_for(lambda: server.stats() | {"refused": 0, "malformed": 0} == {
-        "sessions": 0, "bytes": 0, "tensors": 0, "refused": 0, "malformed": 0},
+        "sessions": 0, "bytes": 0, "tensors": 0, "refused": 0, "malformed": 0, "pending": 0},
         "the killed client's session to be freed")
 
 

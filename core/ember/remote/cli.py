@@ -41,6 +41,10 @@ def _serve(args: argparse.Namespace) -> int:
 
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.tls_cert, args.tls_key)
+    for flag, mb in (("--max-session-mb", args.max_session_mb),
+                     ("--max-tensor-mb", args.max_tensor_mb)):
+        if mb < 1:
+            raise ValueError(f"{flag} {mb}: expected a size in MB >= 1")
     limits = ServerLimits(max_session_bytes=args.max_session_mb << 20,
                           max_tensor_bytes=args.max_tensor_mb << 20,
                           max_frame_bytes=max(args.max_tensor_mb << 20, 1 << 20) + (1 << 20))

@@ -2,12 +2,17 @@
 
 Each connection must authenticate first: its hello's token is compared with the server's in
 constant time (:func:`hmac.compare_digest` of SHA-256 digests) before anything else is read;
-a wrong, missing or late token closes the connection (code 1008). An authenticated connection
-gets a :class:`~ember.remote.session.Session` of its own; a frame that breaks the protocol
-closes that connection only (1008), a frame over ``max_frame_bytes`` too (1009, by
-websockets); when a connection ends, its tensors are freed. Ops run on one worker thread, in
-order, so a backend that isn't thread-safe (wgpu) serves every connection, and the event loop
-keeps answering handshakes and pings while an op runs. TLS: pass an :class:`ssl.SSLContext`.
+a wrong, missing or late token closes the connection (code 1008). Before that, a connection
+may send one message of at most ``max_hello_bytes`` (a longer one closes it, 1009) within
+``auth_timeout`` seconds, and at most ``max_pending`` connections wait to authenticate (more
+are closed at once, 1013): unauthenticated clients cost the server little memory and no
+time. An authenticated connection gets a :class:`~ember.remote.session.Session` of its own
+and frames up to ``max_frame_bytes``; a frame that breaks the protocol closes that
+connection only (1008); when a connection ends, its tensors are freed. Ops run on one worker
+thread (:class:`~ember.remote.scheduler.Scheduler`), one record at a time, the connection
+that has used the least time first, so a backend that isn't thread-safe (wgpu) serves every
+connection, one client's heavy batch doesn't starve the others, and the event loop keeps
+answering handshakes and pings while an op runs. TLS: pass an :class:`ssl.SSLContext`.
 
 >>> from ember.remote import Remote, Server
 >>> server = Server("numpy", port=0, token="s3cret").start()   # a thread; port 0: any free
@@ -21,7 +26,6 @@ keeps answering handshakes and pings while an op runs. TLS: pass an :class:`ssl.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import hashlib
 import hmac
 import logging
@@ -32,6 +36,7 @@ from ..errors import EmberError
 from . import protocol
 from .errors import ProtocolError
 from .limits import TOKEN_ENV, ServerLimits
+from .scheduler import Scheduler
 from .session import Session
 
 log = logging.getLogger("ember.remote")
@@ -61,6 +66,9 @@ class Server:
                  token: str | None = None, ssl=None, limits: ServerLimits | None = None):
         from ..backends import get_backend
 
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise EmberError(f"Server: port {port!r} is not a port number: expected an integer "
+                             "in 0..65535 (0: any free port)")
         token = token if token is not None else os.environ.get(TOKEN_ENV, "")
         if not token:
             raise EmberError(f"Server: no token; pass token=... or set ${TOKEN_ENV} "
@@ -72,8 +80,9 @@ class Server:
         self.sessions: set[Session] = set()
         self.refused = 0  # connections that failed to authenticate
         self.malformed = 0  # connections closed for a protocol error
+        self.pending = 0  # connections waiting to authenticate
         self._welcome = protocol.encode_welcome(self._info())
-        self._worker = concurrent.futures.ThreadPoolExecutor(1, "ember-remote-ops")
+        self._worker = Scheduler()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Future | None = None
         self._thread: threading.Thread | None = None
@@ -84,11 +93,12 @@ class Server:
         return f"{'wss' if self.ssl else 'ws'}://{self.host}:{self.port}"
 
     def stats(self) -> dict:
-        """Connections served now, their tensors' bytes, refused and malformed connections."""
+        """Connections served now and waiting to authenticate, their tensors' bytes, refused
+        and malformed connections."""
         sessions = list(self.sessions)
         return {"sessions": len(sessions), "bytes": sum(s.bytes for s in sessions),
                 "tensors": sum(len(s.tensors) for s in sessions), "refused": self.refused,
-                "malformed": self.malformed}
+                "malformed": self.malformed, "pending": self.pending}
 
     def _info(self) -> dict:
         b = self.backend
@@ -107,22 +117,41 @@ class Server:
         return hmac.compare_digest(hashlib.sha256(token.encode()).digest(), self._digest)
 
     # ------------------------------------------------------------------ connections
-    async def _connection(self, ws) -> None:
+    async def _authenticate(self, ws) -> bool:
+        """Read the hello (``max_hello_bytes``, ``auth_timeout``); close and count a
+        connection that doesn't authenticate, or that finds ``max_pending`` others waiting."""
         from websockets.exceptions import ConnectionClosed
 
+        if self.pending >= self.limits.max_pending:
+            self.refused += 1
+            await ws.close(1013, f"server busy: max_pending={self.limits.max_pending} "
+                                 "connections are authenticating")
+            return False
+        self.pending += 1
         try:
             first = await asyncio.wait_for(ws.recv(), self.limits.auth_timeout)
         except (asyncio.TimeoutError, ConnectionClosed):
+            first = None
+        finally:
+            self.pending -= 1
+        if first is None or not self._authorized(first):
             self.refused += 1
-            await ws.close(1008, "authentication timed out")
-            return
-        if not self._authorized(first):
-            self.refused += 1
-            await ws.close(1008, "authentication failed")
+            await ws.close(1008, "authentication timed out" if first is None
+                           else "authentication failed")
+            return False
+        return True
+
+    async def _connection(self, ws) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        if not await self._authenticate(ws):
             return
         if len(self.sessions) >= self.limits.max_sessions:
             await ws.close(1013, f"server busy: max_sessions={self.limits.max_sessions}")
             return
+        # authenticated: frames up to max_frame_bytes from now on (websockets reads this
+        # attribute for each frame it parses)
+        ws.protocol.max_message_size = self.limits.max_frame_bytes
         loop = asyncio.get_running_loop()
         session = Session(self.backend, self.limits)
         self.sessions.add(session)
@@ -130,7 +159,7 @@ class Server:
             await ws.send(self._welcome)
             async for frame in ws:
                 try:
-                    replies = await loop.run_in_executor(self._worker, session.handle, frame)
+                    replies = await self._worker.submit(session, session.steps(frame), loop)
                 except ProtocolError as e:
                     self.malformed += 1
                     await ws.close(1008, _reason(f"protocol error: {e}"))
@@ -145,7 +174,11 @@ class Server:
             pass
         finally:
             self.sessions.discard(session)
-            await loop.run_in_executor(self._worker, session.close)
+            try:
+                await self._worker.submit(session, session.closing(), loop)
+            except (RuntimeError, asyncio.CancelledError):  # the server is stopping
+                session.close()
+            self._worker.forget(session)
 
     async def serve(self, ready: threading.Event | None = None) -> None:
         """Serve until :meth:`stop` (or the task is cancelled).
@@ -165,8 +198,11 @@ class Server:
 
         self._loop = asyncio.get_running_loop()
         self._stop = self._loop.create_future()
+        # until a connection authenticates it may send max_hello_bytes (see _connection);
+        # two frames queued per connection at most, and a handshake within auth_timeout
         async with serve(self._connection, self.host, self.port, ssl=self.ssl,
-                         max_size=self.limits.max_frame_bytes, compression=None) as server:
+                         max_size=self.limits.max_hello_bytes, max_queue=2,
+                         open_timeout=self.limits.auth_timeout, compression=None) as server:
             self.port = server.sockets[0].getsockname()[1]
             log.info("ember remote: serving %s on %s", self.backend.name, self.url)
             if ready is not None:
@@ -190,13 +226,30 @@ class Server:
         asyncio.run(self.serve())
 
     def start(self) -> Server:
-        """Serve on a daemon thread; returns once the port is open."""
+        """Serve on a daemon thread; returns once the port is open. An address it cannot
+        listen on (a bad host, a port in use or out of range) raises EmberError saying so.
+
+        >>> Server("numpy", host="no-such-host.invalid", port=0, token="t").start()
+        Traceback (most recent call last):
+        ...
+        ember.errors.EmberError: Server: can't listen on no-such-host.invalid:0: ...
+        """
         ready = threading.Event()
-        self._thread = threading.Thread(target=asyncio.run, args=(self.serve(ready),),
-                                        name="ember-remote-server", daemon=True)
+        failed: list[BaseException] = []
+
+        def serve() -> None:
+            try:
+                asyncio.run(self.serve(ready))
+            except Exception as e:  # noqa: BLE001 - reported by start(), in the caller's thread
+                failed.append(e)
+                ready.set()
+
+        self._thread = threading.Thread(target=serve, name="ember-remote-server", daemon=True)
         self._thread.start()
-        if not ready.wait(30):
-            raise EmberError(f"Server: could not start on {self.host}:{self.port}")
+        if not ready.wait(30) or failed:
+            self._worker.stop()
+            why = f"{type(failed[0]).__name__}: {failed[0]}" if failed else "no answer in 30 s"
+            raise EmberError(f"Server: can't listen on {self.host}:{self.port}: {why}")
         return self
 
     def stop(self) -> None:
@@ -205,7 +258,7 @@ class Server:
             self._loop.call_soon_threadsafe(_settle, self._stop)
         if self._thread is not None:
             self._thread.join(30)
-        self._worker.shutdown(wait=False)
+        self._worker.stop()
 
 
 def _settle(future: asyncio.Future) -> None:

@@ -3,8 +3,9 @@
 A :class:`Session` holds the connection's tensors by the ids the client chose; it can reach
 no other table, so a client can only touch its own tensors. Every record is checked before
 anything runs: its shape, the op (a registry op, never a data op), each argument's type (plain
-JSON values, dtypes by name, this session's handles at the op's tensor positions only), and
-the size of each result (from the op's shape rule) against the tensor and session limits.
+JSON values, dtypes by name, this session's handles at the op's tensor positions only), the
+size of each result (from the op's shape rule) against the tensor and session limits, and the
+op's working memory and work (:mod:`~ember.remote.cost`) against the per-op limits.
 
 A frame that breaks the protocol raises :class:`~ember.remote.errors.ProtocolError` (the
 server closes that connection). An op that fails (a limit, a backend error) is not a protocol
@@ -24,12 +25,15 @@ and a read of one answers the error, which the client raises as its original typ
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 from .. import dtype as dt
 from ..contract import registry
 from ..contract.registry import Kind, Spec
 from ..errors import ShapeError
 from ..tensordata import TensorData
 from . import protocol
+from .cost import op_cost
 from .errors import LimitError, ProtocolError
 from .limits import ServerLimits
 
@@ -66,9 +70,21 @@ class Session:
     # ------------------------------------------------------------------ frames
     def handle(self, frame) -> list[bytes]:
         """Run one batch; return the replies to its reads."""
+        steps = self.steps(frame)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def steps(self, frame) -> Generator[None, None, list[bytes]]:
+        """:meth:`handle` one record at a time: a generator that pauses after each record
+        and returns the replies, so that the server's scheduler can run other connections'
+        records in between (one client's long batch does not hold the others up)."""
         records, blobs = protocol.decode_batch(frame)
         replies = []
         for rec in records:
+            yield
             if not isinstance(rec, list) or not rec or not isinstance(rec[0], str):
                 raise ProtocolError("a record must be a list starting with its kind")
             kind = rec[0]
@@ -90,6 +106,12 @@ class Session:
         self.tensors.clear()
         self.failed.clear()
         self.bytes = 0
+
+    def closing(self) -> Generator[None, None, None]:
+        """:meth:`close` as a one-step job for the scheduler: tensors are freed on the thread
+        that runs the backend."""
+        self.close()
+        yield
 
     # ------------------------------------------------------------------ records
     def _new_id(self, i) -> int:
@@ -203,7 +225,8 @@ class Session:
 
     def _plan(self, op: registry.Op, specs: list) -> tuple[list, list]:
         """The op's result Specs (from its shape rule) and byte sizes, checked against the
-        limits; cached per (op, input specs, parameters): a model's ops repeat."""
+        limits with its work and intermediates (:func:`~ember.remote.cost.op_cost`); cached
+        per (op, input specs, parameters): a model's ops repeat."""
         try:
             key = (op.name, *specs)
             hit = self._plans.get(key)
@@ -214,7 +237,17 @@ class Session:
         out = op.infer(*specs)
         out_specs = [Spec(tuple(s.shape), dt.as_dtype(s.dtype))
                      for s in ([out] if op.outputs == 1 else out)]
-        hit = out_specs, [self._spec_ok(s, op.name) for s in out_specs]
+        sizes = [self._spec_ok(s, op.name) for s in out_specs]
+        work, scratch = op_cost(op, specs, out_specs)
+        lim = self.limits
+        if sum(sizes) + scratch > lim.max_op_bytes:
+            raise LimitError(f"{op.name}: {sum(sizes)} bytes of results and {scratch} bytes of "
+                             f"intermediates; the server's max_op_bytes is {lim.max_op_bytes} "
+                             "(split the op into smaller ones)")
+        if work > lim.max_op_work:
+            raise LimitError(f"{op.name}: about {work} multiply-adds; the server's max_op_work "
+                             f"is {lim.max_op_work} (split the op into smaller ones)")
+        hit = out_specs, sizes
         if key is not None:
             if len(self._plans) >= 4096:
                 self._plans.clear()
