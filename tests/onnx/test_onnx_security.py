@@ -135,8 +135,12 @@ CONVERT_CASES = {
 
 # every call the generated module makes: its own helpers, ember, and methods on tensors
 _CALLS = {"call", "stack_outputs", "load_file", "super", "float", "bool", "int", "range", "len",
-          "isinstance", "Model", "os.path.join", "os.path.dirname", "os.path.abspath"}
-_METHODS = (".permute", ".reshape", ".item", ".append", ".select", ".shape")
+          "isinstance", "Model", "Model().eval", "nn.Parameter", "os.path.join",
+          "os.path.dirname", "os.path.abspath"}
+_METHODS = (".permute", ".reshape", ".item", ".append", ".select", ".shape", ".squeeze",
+            ".unsqueeze", ".clamp", ".float", ".double", ".half", ".int", ".long", ".bool",
+            ".to", ".mean", ".sum", ".amax", ".amin", ".flatten", ".floor", ".ceil",
+            ".reciprocal", ".sign", ".round", ".logical_not")
 _CALL_PREFIXES = ("ember.", "F.", "self.", "super().")
 
 
