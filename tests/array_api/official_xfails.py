@@ -40,8 +40,9 @@ COMMON = {
 PER_BACKEND = {
     "numpy": {
         "test_dlpack::test_dunder_dlpack": "the numpy backend hands out numpy's own capsule of "
-        "its read-only arrays: copy=False with a legacy (unversioned) capsule raises numpy's "
-        "BufferError (numpy 2.4.6 fails this test the same way)",
+        "its arrays, read-only (primitives never change): a legacy (unversioned) capsule can't "
+        "say read-only, so copy=False raises numpy's BufferError (numpy's own read-only arrays "
+        "fail this test the same way at 20 examples)",
     },
     "python": {
         "test_dlpack::test_dunder_dlpack": "python-backend arrays live in array.array, so "
