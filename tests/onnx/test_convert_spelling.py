@@ -54,7 +54,7 @@ def _case(op, inputs, attrs=None, inits=(), out_elem=F32, opset=17, order=None, 
     initializers the node also reads (after the graph inputs, unless ``order`` names them
     all); ``dims`` declares the inputs' dims (default: the arrays' shapes)."""
     names = order or list(inputs) + [t.name for t in inits]
-    elem = {np.dtype("float32"): F32, np.dtype("int64"): I64}
+    elem = {np.dtype("float32"): F32, np.dtype("int64"): I64, np.dtype("int8"): TensorProto.INT8}
     node = helper.make_node(op, names, ["y"], **(attrs or {}))
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info(k, elem[v.dtype], (dims or {}).get(
@@ -124,6 +124,9 @@ CASES = {
     "resize_bilinear": (_case("Resize", {"x": _x(1, 2, 3, 4)}, {"mode": "linear"}, inits=[
         _f32("roi", []), _f32("scales", [1, 1, 2, 2])]),
         "F.interpolate(x, scale_factor=(2.0, 2.0), mode='bilinear', align_corners=False)"),
+    "dequantize": (_case("DequantizeLinear", {"q": np.array([-128, -3, 0, 7, 127], np.int8)},
+                         inits=[_f32("scale", np.float32(0.05)), numpy_helper.from_array(
+                             np.int8(3), "zp")]), "(q.float() - 3) * 0.05"),
     "sum": (_case("Sum", {"a": _x(2, 3), "b": _x(3), "c": _x(2, 3)}), "a + b + c"),
     "conv_transpose": (_case("ConvTranspose", {"x": _x(1, 2, 4, 4)}, {
         "strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]},

@@ -100,6 +100,8 @@ def spell_tensor(node: Node, ins: list, consts: dict, info: dict) -> ast.expr | 
         return template("ember.tensor(P_s, dtype=ember.int64)", s=shape)
     if op == "ConvTranspose" and len(ins) >= 2 and node.inputs[1] in consts:
         return _conv_transpose(node, ins, consts)
+    if op == "DequantizeLinear" and len(ins) in (2, 3):
+        return _dequantize(node, x, consts)
     if op == "ConstantOfShape" and len(ins) == 1 and node.inputs[0] in consts:
         return _full(node, consts)
     if op == "Resize" and 3 <= len(ins) <= 4:
@@ -152,6 +154,20 @@ def _resize(node: Node, x, consts: dict):
         return None
     return template(f"F.interpolate(P_x, scale_factor=P_s, {_RESIZE[key]})", x=x,
                     s=lit((f32(scales[2]), f32(scales[3]))))
+
+
+def _dequantize(node: Node, x, consts: dict):
+    """Per-tensor DequantizeLinear: ``(x.float() - zero_point) * scale``."""
+    scale = consts.get(node.inputs[1])
+    zp = consts.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    if (scale is None or scale.numel() != 1 or scale.dtype.name != "float32"
+            or (len(node.inputs) > 2 and node.inputs[2] and zp is None)
+            or (zp is not None and zp.numel() != 1) or set(node.attrs) - {"axis"}):
+        return None
+    codes = template("P_x.float()", x=x)
+    if zp is not None and zp.reshape(-1).tolist()[0] != 0:
+        codes = ast.BinOp(codes, ast.Sub(), lit(zp.reshape(-1).tolist()[0]))
+    return ast.BinOp(codes, ast.Mult(), lit(_number(scale.reshape(()))))
 
 
 def _full(node: Node, consts: dict):
