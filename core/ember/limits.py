@@ -50,6 +50,9 @@ class Limits:
     max_folded_elements: int = 1 << 26
     #: images decoded by demos and datasets, in pixels (width × height)
     max_image_pixels: int = 64_000_000
+    #: images: decoded bytes per byte of the file, past the 64 MiB any image may decode to
+    #: (photos compress 3-20x; a flat image of a few KB declaring 8000×8000 is a bomb)
+    max_image_ratio: int = 1024
     #: MCU model files: the activation buffer a header may ask for, in elements
     max_activation_elements: int = 1 << 26
 

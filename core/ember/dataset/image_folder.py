@@ -1,7 +1,9 @@
 """Images in one folder per class (``root/cat/001.jpg``, ``root/dog/…``), read with Pillow.
 
 Decoding is bounded: an image whose header declares more than ``ember.limits``
-``max_image_pixels`` is refused before its pixels are decoded.
+``max_image_pixels``, or whose decoded values would take more than ``max_image_ratio`` times
+the file's size (past :data:`ANY_IMAGE_BYTES`) or more than ``max_expansion_bytes``, is
+refused before its pixels are decoded.
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ class ImageFolderDataset:
 MALFORMED = (OSError, ValueError, EOFError, SyntaxError, IndexError, KeyError, TypeError,
              ZeroDivisionError, struct.error)
 
+#: what any image may decode to, whatever its file's size (a blank 2048² RGB PNG of a few KB)
+ANY_IMAGE_BYTES = 64 << 20
+
 # Pillow's own bomb check warns past PIL.Image.MAX_IMAGE_PIXELS; the warning is made an error
 # only while a header is read, and the process-wide filter list is swapped under this lock so
 # loader threads can't restore each other's filters out of order
@@ -81,11 +86,14 @@ def pil_image():
     return Image
 
 
-def decode_image(path: str | os.PathLike, mode: str = "RGB", what: str = "can't read image"):
+def decode_image(path: str | os.PathLike, mode: str = "RGB", what: str = "can't read image",
+                 value_bytes: int = 1):
     """The image at ``path`` decoded by Pillow and converted to ``mode``.
 
     Raises DatasetError (``"{what} {path}: ..."``) for a missing, malformed or truncated file
-    and, before decoding, for one whose header declares more than ``max_image_pixels``.
+    and, before decoding, for one whose header declares more than ``max_image_pixels`` or
+    whose values (``value_bytes`` each: what the caller makes of them) pass the decoded-size
+    bounds of the module doc.
     """
     Image = pil_image()
     try:
@@ -111,15 +119,29 @@ def decode_image(path: str | os.PathLike, mode: str = "RGB", what: str = "can't 
         width, height = img.size
         limits.check(DatasetError, f"{what} {path}: a {width}×{height} image has too many "
                      f"pixels", width * height, "max_image_pixels")
+        _check_decoded_size(f"{what} {path}: a {width}×{height} {mode} image",
+                            width * height * Image.getmodebands(mode) * value_bytes,
+                            len(data.getbuffer()))
         try:
             return img.convert(mode)
         except MALFORMED as e:
             raise DatasetError(f"{what} {path}: {e}") from e
 
 
+def _check_decoded_size(what: str, decoded: int, file_bytes: int) -> None:
+    """DatasetError when ``decoded`` bytes from a file of ``file_bytes`` pass the bounds."""
+    ratio = limits.current().max_image_ratio
+    if decoded > max(ANY_IMAGE_BYTES, file_bytes * ratio):
+        raise DatasetError(f"{what} decodes to {decoded} bytes from a file of {file_bytes}: "
+                           f"more than {limits.current().describe('max_image_ratio')} times "
+                           f"the file (past {ANY_IMAGE_BYTES} bytes)")
+    limits.check(DatasetError, f"{what}: decoded bytes", decoded, "max_expansion_bytes")
+
+
 def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None, mode: str = "RGB"):
     """An image file as float32 TensorData (C, H, W) in [0, 1], resized to ``size`` (H, W)
-    when given. Bounded by ``ember.limits`` ``max_image_pixels`` (the file and ``size``).
+    when given. Bounded by ``ember.limits`` ``max_image_pixels`` (the file and ``size``)
+    and by the decoded-size bounds of :func:`decode_image`.
 
     >>> import os, tempfile
     >>> from PIL import Image
@@ -132,7 +154,8 @@ def load_image(path: str | os.PathLike, size: tuple[int, int] | None = None, mod
     from .. import dtype as dt
     from ..tensordata import TensorData
 
-    img = decode_image(path, mode)
+    # the file's own size as float32 values, unless it is resized first
+    img = decode_image(path, mode, value_bytes=1 if size is not None else 4)
     if size is not None:
         height, width = size
         limits.check(DatasetError, f"load_image {path}: resizing to {height}×{width}",
