@@ -156,3 +156,39 @@ def test_vector_norm_over_no_axes_is_elementwise(device, ord):
     a = np.array([[1.0, -2.0], [0.0, 4.0]])
     assert_like(la.vector_norm(to_ember(a, device), axis=(), ord=ord),
                 np.linalg.vector_norm(a, axis=(), ord=ord))
+
+
+def _orthonormal_columns(q):
+    return np.allclose(np.swapaxes(q, -1, -2) @ q, np.eye(q.shape[-1]), atol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3), (1, 2), (4, 1), (3, 3), (2, 4, 2), (0, 3)])
+@pytest.mark.parametrize("rank_deficient", [False, True])
+def test_full_svd_and_complete_qr(device, shape, rank_deficient):
+    """Square U, Vᵀ (full_matrices) and Q (mode="complete"), orthonormal even where singular
+    values are 0 or columns dependent, with numpy's shapes and singular values."""
+    a = np.random.default_rng(3).normal(size=shape)
+    if rank_deficient and shape[-1] > 1:
+        a[..., 1] = 2 * a[..., 0]
+    for full in (True, False):
+        u, s, vh = (to_numpy(t) for t in la.svd(to_ember(a, device), full_matrices=full))
+        want = np.linalg.svd(a, full_matrices=full)
+        assert (u.shape, s.shape, vh.shape) == tuple(w.shape for w in want)
+        np.testing.assert_allclose(s, want[1], atol=1e-10)
+        k = s.shape[-1]
+        np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], a, atol=1e-10)
+        assert _orthonormal_columns(u) and _orthonormal_columns(np.swapaxes(vh, -1, -2))
+    for mode in ("reduced", "complete"):
+        q, r = (to_numpy(t) for t in la.qr(to_ember(a, device), mode=mode))
+        assert (q.shape, r.shape) == tuple(w.shape for w in np.linalg.qr(a, mode=mode))
+        np.testing.assert_allclose(q @ r, a, atol=1e-10)
+        assert _orthonormal_columns(q) and np.array_equal(np.triu(r), r)
+
+
+def test_qr_of_a_wide_matrix_with_an_exactly_dependent_column(device):
+    # the second column's residual is exactly 0: its Q column must still span the plane, or
+    # the third column loses its component (Q R gave [[1, 1, 0], [0, 0, 0]])
+    a = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    q, r = (to_numpy(t) for t in la.qr(to_ember(a, device)))
+    np.testing.assert_allclose(q @ r, a, atol=1e-12)
+    assert _orthonormal_columns(q)

@@ -116,15 +116,54 @@ def jacobi_eigh(a, sweeps: int = 60):
     return values, vectors
 
 
-def svd(a):
-    """(U, S descending, Vᵀ) of an m × n matrix, reduced, through one-sided Jacobi on the
-    columns (of ``a`` or of ``aᵀ`` when it is wide). The matrix is scaled to a largest
-    magnitude of 1 first, so the rotations' dot products neither overflow nor underflow."""
-    scale = max((abs(v) for row in a for v in row), default=0.0)
-    if scale == 0.0 or not math.isfinite(scale):
-        scale = 1.0
-    u, s, vt = _svd_jacobi([[v / scale for v in row] for row in a])
-    return u, [v * scale for v in s], vt
+def svd(a, rows: int, cols: int, full: bool = False):
+    """(U, S descending, Vᵀ) of a ``rows`` × ``cols`` matrix through one-sided Jacobi on the
+    columns (of ``a`` or of ``aᵀ`` when it is wide): reduced, or with square U and Vᵀ when
+    ``full``. The matrix is scaled to a largest magnitude of 1 first, so the rotations' dot
+    products neither overflow nor underflow. U's and Vᵀ's vectors for zero singular values
+    (and the extra ones of ``full``) complete them to orthonormal bases."""
+    k = min(rows, cols)
+    s, u_cols, v_rows = [], [], []
+    if k:
+        scale = max((abs(v) for row in a for v in row), default=0.0)
+        if scale == 0.0 or not math.isfinite(scale):
+            scale = 1.0
+        u, s, v_rows = _svd_jacobi([[v / scale for v in row] for row in a])
+        s = [v * scale for v in s]
+        u_cols = [list(c) for c in zip(*u)]
+    u_cols = orthonormal_completion(u_cols, rows, rows if full else k)
+    v_rows = orthonormal_completion(v_rows, cols, cols if full else k)
+    return [[c[i] for c in u_cols] for i in range(rows)], s, v_rows
+
+
+def orthonormal_completion(vectors: list, m: int, total: int) -> list:
+    """``vectors`` (length ``m``; the nonzero ones orthonormal) with each zero vector replaced
+    and more appended, up to ``total`` orthonormal vectors: each new one is the standard basis
+    vector least in the span of those so far, orthogonalised against them twice."""
+    done = [v for v in vectors if any(v)]
+
+    def fresh() -> list:
+        done.append(_unit_orthogonal(done, m))
+        return done[-1]
+
+    out = [v if any(v) else fresh() for v in vectors]
+    return out + [fresh() for _ in range(total - len(out))]
+
+
+def _unit_orthogonal(done: list, m: int) -> list:
+    """A unit vector of length ``m`` orthogonal to the orthonormal ``done``: the standard basis
+    vector least in their span, orthogonalised against them twice."""
+    best, best_norm = None, -1.0
+    for e in range(m):
+        v = [float(i == e) for i in range(m)]
+        for _ in range(2):
+            for c in done:
+                d = sum(x * y for x, y in zip(c, v))
+                v = [x - d * y for x, y in zip(v, c)]
+        norm = math.hypot(*v)
+        if norm > best_norm:
+            best, best_norm = v, norm
+    return [x / best_norm for x in best]
 
 
 def _svd_jacobi(a):
@@ -161,9 +200,10 @@ def _svd_jacobi(a):
     return u, [sing[i] for i in order], [v[i] for i in order]
 
 
-def qr(a):
-    """Reduced QR by modified Gram–Schmidt with one re-orthogonalisation pass."""
-    rows, cols = len(a), len(a[0]) if a else 0
+def qr(a, rows: int, cols: int, complete: bool = False):
+    """QR by modified Gram–Schmidt with one re-orthogonalisation pass: reduced, or with a
+    square Q (R padded with zero rows) when ``complete``. Q's columns for dependent columns
+    of ``a`` (and the extra ones) complete it to an orthonormal basis."""
     k = min(rows, cols)
     q_cols: list[list[float]] = []
     r = [[0.0] * cols for _ in range(k)]
@@ -177,5 +217,9 @@ def qr(a):
         if j < k:
             norm = math.hypot(*v)
             r[j][j] = norm
-            q_cols.append([x / norm if norm else 0.0 for x in v])
-    return [[q_cols[j][i] for j in range(k)] for i in range(rows)], r
+            # a dependent column: any unit vector orthogonal to the others (its R entry is 0),
+            # so the later columns still find their whole component in Q's span
+            q_cols.append([x / norm for x in v] if norm else _unit_orthogonal(q_cols, rows))
+    q_cols = orthonormal_completion(q_cols, rows, rows if complete else k)
+    r += [[0.0] * cols for _ in range(len(q_cols) - k)]
+    return [[c[i] for c in q_cols] for i in range(rows)], r

@@ -396,10 +396,8 @@ def qr(x: Tensor, /, *, mode: str = "reduced") -> QRResult:
         raise ValueError(f"qr: mode must be 'reduced' or 'complete', got {mode!r}")
     batch, mats = _matrices(x, "qr")
     m, n = x.shape[-2:]
-    if mode == "complete" and m > n:
-        raise ValueError("qr: mode='complete' for tall matrices is not supported; use 'reduced'")
-    k = min(m, n)
-    qs, rs = zip(*(host.qr(a) for a in mats)) if mats else ((), ())
+    k = m if mode == "complete" else min(m, n)
+    qs, rs = zip(*(host.qr(a, m, n, mode == "complete") for a in mats)) if mats else ((), ())
     return QRResult(_put(_flatten(qs), batch + (m, k), x), _put(_flatten(rs), batch + (k, n), x))
 
 
@@ -452,24 +450,25 @@ class SVDResult(NamedTuple):
 
 
 def svd(x: Tensor, /, *, full_matrices: bool = True) -> SVDResult:
-    """The reduced SVD (``full_matrices=True`` is answered with it only for square input).
+    """``x = U diag(S) Vᵀ``: U and Vᵀ square with ``full_matrices`` (the default), else with
+    ``min(m, n)`` columns / rows; their columns / rows are orthonormal.
 
     >>> import ember.array_api as xp
     >>> a = xp.asarray([[3.0, 0.0], [0.0, -4.0]], dtype=xp.float64)
     >>> u, s, vh = xp.linalg.svd(a)
     >>> s.tolist(), bool(xp.max(xp.abs((u * s) @ vh - a)) < 1e-12)
     ([4.0, 3.0], True)
+    >>> [t.shape for t in xp.linalg.svd(xp.ones((3, 2)))]
+    [(3, 3), (2,), (2, 2)]
     """
     batch, mats = _matrices(x, "svd")
     m, n = x.shape[-2:]
-    if full_matrices and m != n:
-        raise ValueError("svd: full_matrices=True for non-square input is not supported; "
-                         "pass full_matrices=False")
     k = min(m, n)
-    parts = [host.svd(a) for a in mats]
-    return SVDResult(_put(_flatten([p[0] for p in parts]), batch + (m, k), x),
+    parts = [host.svd(a, m, n, full_matrices) for a in mats]
+    ku, kv = (m, n) if full_matrices else (k, k)
+    return SVDResult(_put(_flatten([p[0] for p in parts]), batch + (m, ku), x),
                      _put([v for p in parts for v in p[1]], batch + (k,), x),
-                     _put(_flatten([p[2] for p in parts]), batch + (k, n), x))
+                     _put(_flatten([p[2] for p in parts]), batch + (kv, n), x))
 
 
 def svdvals(x: Tensor, /) -> Tensor:
