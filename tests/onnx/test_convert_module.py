@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import warnings
 
@@ -207,3 +208,42 @@ def test_shape_option_is_checked_against_the_graph(tmp_path, capsys, shape, why)
     src.write_bytes(model.SerializeToString())
     assert main(["onnx", "convert", str(src), "-o", str(tmp_path / "o"), "--shape", shape]) == 1
     assert why in capsys.readouterr().err
+
+
+def test_repeated_layers_read_as_a_loop_over_a_block(tmp_path):
+    """A 3-layer encoder from PyTorch: one Block class, a ModuleList of 3, a for loop; each
+    layer's weights are its own parameters (layers.<i>.<name>) and the output is PyTorch's."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    model = torch.nn.Sequential(torch.nn.Embedding(20, 16), torch.nn.TransformerEncoder(
+        layer, 3, enable_nested_tensor=False)).eval()
+    with torch.no_grad():  # TransformerEncoder copies one layer: make each layer its own
+        for p in model[1].parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    ids = torch.randint(0, 20, (1, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (ids,), str(tmp_path / "enc.onnx"), input_names=["ids"],
+                          output_names=["hidden"], opset_version=17, dynamo=False)
+    py, _ = ember.onnx.convert(tmp_path / "enc.onnx", tmp_path / "out")
+    tree = ast.parse(open(py).read())
+    classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+    assert classes == ["Block", "Model"]
+    loops = [n for n in ast.walk(tree) if isinstance(n, ast.For)]
+    assert len(loops) == 1 and ast.unparse(loops[0].iter) == "self.layers"
+    m = _import(py, "enc").load()
+    names = [k for k, _ in m.named_parameters()]
+    for i in range(3):
+        assert f"layers.{i}.linear1_weight" in names and f"layers.{i}.linear2_bias" in names
+    with torch.no_grad():
+        want = model(ids).numpy()
+    got = m(ember.tensor(ids.numpy())).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    state = m.state_dict()
+    m.load_state_dict(state)
+    with ember.use_backend("autodiff-numpy"):
+        tuned = _import(py, "enc_tuned").load()
+        out = tuned(ember.tensor(ids.numpy()))
+        grads = (out * out).mean().backward()
+    assert all(grads.get(p) is not None for p in tuned.layers[2].parameters())

@@ -26,9 +26,11 @@ import os
 from ..errors import UnsupportedOpError, malformed_file
 from ..tensor import Tensor
 from ._graph import Function, Graph, Node, OnnxLoadError, _AttrRef
+from ._intwrap import check_convertible
 from ._flow import FlowWriter, safe_text
 from ._patterns import gelu_at, readers
 from ._pyast import RESERVED, Names, assign, fill, funcdef, lit, name, template
+from ._repeats import find as find_repeat
 from ._weightnames import meaningful, weight_roles
 from ._spell import NoSpelling, spell
 from ._types import BFLOAT16
@@ -300,6 +302,7 @@ def generate_tree(module: OnnxModule, class_name: str = "Model",
             class_name in RESERVED):
         raise ValueError(f"onnx convert: class name {class_name!r} is not a Python identifier "
                          "(or is a name the generated module uses); try 'Model'")
+    check_convertible(module._narrow)
     gen = _Gen(module, info or {})
     graph: Graph = module.graph
     scope = gen.names
@@ -310,6 +313,11 @@ def generate_tree(module: OnnxModule, class_name: str = "Model",
     rets = [template("call('Cast', P_v, to=16)", v=r)
             if graph.output_info.get(o, (None,))[0] == BFLOAT16 else r
             for o, r in zip(graph.outputs, rets)]
+    read = {n.id for r in rets for n in ast.walk(r) if isinstance(n, ast.Name)}
+    repeat = find_repeat(body, args, read, gen.weights, gen.buffers, gen.names.taken | {
+        class_name})
+    if repeat is not None:
+        body = repeat.body
     body.append(ast.Return(rets[0] if len(rets) == 1 else ast.Tuple(rets, ast.Load())))
     opset = int(module._model.opset)
     tree = ast.parse(_HEADER)
@@ -334,6 +342,10 @@ def generate_tree(module: OnnxModule, class_name: str = "Model",
                          if attr in gen.buffers else ast.Assign(
                              [ast.Attribute(name("self"), attr, ast.Store())],
                              template("nn.Parameter(w[P_k])", k=key), lineno=0))
+    if repeat is not None:  # the block class before the Model, its ModuleList in __init__
+        init.body.append(repeat.init)
+        tree.body.insert(tree.body.index(cls), repeat.classdef)
+        weights.update({key: gen.weights[old] for key, old in repeat.weights.items()})
     loader = tree.body[-1]
     loader.body[1].value.func.value.func = name(class_name)  # Model(...).eval()
     return ast.fix_missing_locations(tree), weights
