@@ -3,10 +3,10 @@
 # in place with frombuffer. Tested on real ulab 6.12 firmware (tests/embedded/test_ulab.py:
 # MicroPython 1.25 unix builds with ulab in 2-D and 4-D float32, float64, and without reverse
 # operators), on 1-D/2-D arrays (ULAB_MAX_DIMS = 2, the common build):
-#   ulab.numpy: frombuffer, zeros, dot, maximum, clip, tanh, floor, mean, dtypes float /
+#   ulab.numpy: frombuffer, array, zeros, dot, maximum, clip, tanh, mean, dtypes float /
 #   int8 / uint8; ndarray: reshape, slicing with steps, slice assignment, in-place + - * /
-#   with broadcasting (any dtype on the right: read in place, no converted copy), comparisons,
-#   the buffer protocol.
+#   with broadcasting (any dtype on the right: read in place, no converted copy), // and % on
+#   uint8, comparisons, the buffer protocol.
 # What ulab does that the code relies on (code/ndarray.c, numpy/transform.c):
 # - assigning floats into an int8 array rounds half away from zero (roundf) and wraps beyond
 #   the int8 range: quantize clamps first, then assigns;
