@@ -72,7 +72,7 @@ def _keys(body, defs: dict[str, int], weights: dict) -> list[str]:
             continue
         value = copy.deepcopy(stmt.value)
         for n in ast.walk(value):
-            if isinstance(n, ast.Name) and n.id in defs:
+            if isinstance(n, ast.Name) and defs.get(n.id, -1) >= 0:  # an argument keeps its name
                 n.id = f"L{i - defs[n.id]}"
             elif isinstance(n, ast.Attribute) and _self_attr(n) in weights:
                 t = weights[n.attr]
@@ -124,12 +124,18 @@ def _window_io(body, lo: int, hi: int, defs: dict, used_after: set[str]):
         for r in _reads(stmt):
             if r in defs and defs[r] < lo and r not in ins:
                 ins.append(r)
-    later = set(used_after)
-    for stmt in body[hi:]:
-        later.update(_reads(stmt) if _simple(stmt) else (
-            n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)))
+    later = _read_from(body, hi, used_after)
     outs = [t for stmt in body[lo:hi] for t in _targets(stmt) if t in later]
     return ins, outs
+
+
+def _read_from(body, start: int, used_after: set[str]) -> set[str]:
+    """Every name ``body[start:]`` reads, and ``used_after``."""
+    out = set(used_after)
+    for stmt in body[start:]:
+        out.update(_reads(stmt) if _simple(stmt) else (
+            n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)))
+    return out
 
 
 def _chain(body, start, period, reps, defs, used_after, weights, buffers, taken):
@@ -156,8 +162,7 @@ def _chain(body, start, period, reps, defs, used_after, weights, buffers, taken)
     for j in range(reps - 1):  # a repetition's results feed only the next one
         lo, hi = windows[j + 1]
         nxt = set(_window_io(body, lo, hi, defs, set())[0])
-        after = _window_io(body, *windows[j + 1], defs, used_after)[1]
-        if set(io[j][1]) - nxt or any(o in after for o in io[j][1]):
+        if set(io[j][1]) - nxt or set(io[j][1]) & _read_from(body, hi, used_after):
             return None
     # weights: per position of self.<attr> in the window, the attribute of each repetition
     per_rep = [[a for s in body[lo:hi] for a in _attrs(s)] for lo, hi in windows]
