@@ -20,7 +20,7 @@ CASES = {  # (firmware, tier): the models it bisects
     ("unix", "pure"): ("mlp_f32", "mlp_int8", "mlp_int4"),
     ("2d-f32", "ulab"): ("mlp_f32", "mlp_int8", "mlp_int4", "cnn_f32", "cnn_int8", "cnn_int4"),
     ("4d-f32", "ulab"): ("mlp_f32", "cnn_int8"),
-    ("2d-f64", "native"): ("mlp_f32", "cnn_int4"),
+    ("2d-f64", "native"): ("mlp_int8", "cnn_int4"),
     ("2d-f64", "pure"): ("mlp_int8",),
 }
 
