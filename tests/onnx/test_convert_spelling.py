@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import warnings
 
@@ -37,8 +38,12 @@ def _import(py, tag: str):
 
 
 def _forward(py) -> list[str]:
-    code = open(py).read().split("def forward")[1].split("\ndef load")[0]
-    return [line.strip() for line in code.splitlines()[1:] if line.strip()]
+    """The lines of every forward in the file (the model's, a repeated block's)."""
+    lines = []
+    for part in open(py).read().split("def forward")[1:]:
+        body = re.split(r"\n(?:class |def |    def )", part)[0]
+        lines += [line.strip() for line in body.splitlines()[1:] if line.strip()]
+    return lines
 
 
 def _i64(name, values):
