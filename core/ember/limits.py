@@ -48,6 +48,8 @@ class Limits:
     max_zip_member_bytes: int = 16 << 30
     #: ONNX constant folding: the largest tensor folded at load time, in elements
     max_folded_elements: int = 1 << 26
+    #: ONNX: nodes one run executes once function calls are expanded (loop bodies once)
+    max_expanded_nodes: int = 250_000
     #: images decoded by demos and datasets, in pixels (width × height)
     max_image_pixels: int = 64_000_000
     #: images: decoded bytes per byte of the file, past the 64 MiB any image may decode to
@@ -107,7 +109,9 @@ def check(error: type[Exception], what: str, value: int, name: str) -> None:
     """Raise ``error`` when ``value`` passes the limit ``name``: the message names both."""
     limit = getattr(_current, name)
     if value > limit:
-        raise error(f"{what}: {value} exceeds the limit {_current.describe(name)}")
+        # a hostile file's numbers may have more digits than int -> str converts
+        shown = value if value < 10**30 else f"about 2**{value.bit_length()}"
+        raise error(f"{what}: {shown} exceeds the limit {_current.describe(name)}")
 
 
 def check_shape(error: type[Exception], what: str, shape) -> None:

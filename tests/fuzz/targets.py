@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,17 +65,48 @@ def load_pytorch(path: str, workdir: str) -> None:
     read_pytorch(path)
 
 
+def onnx_feeds(graph, most: int = 1 << 16) -> list | None:
+    """Inputs for a loaded graph from its declared input types: ones of each input's dtype,
+    a dynamic dim 1 for the batch (the first) and 64 elsewhere (an image's side); None when
+    the inputs are not plain tensors, have more than 32 dims or would pass ``most`` elements
+    (a model can declare any shape: the run's own bounds are under test, not numpy's)."""
+    import numpy as np
+    from onnx import helper
+
+    feeds = []
+    for name in graph.inputs:
+        elem, shape = graph.input_info.get(name, (None, None))
+        if not elem or shape is None:
+            return None
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        except (KeyError, TypeError, ValueError):
+            return None
+        dims = [d if isinstance(d, int) and 0 <= d else 64 if i else 1
+                for i, d in enumerate(shape)]
+        if len(dims) > 32 or math.prod(max(d, 1) for d in dims) > most or \
+                dtype.kind not in "biuf":
+            return None
+        feeds.append(np.ones(dims, dtype))
+    return feeds
+
+
 def load_onnx(path: str, workdir: str) -> None:
+    """``ember.onnx.load``, then one run on inputs of the declared types and shapes."""
     import ember.onnx
 
-    ember.onnx.load(path, backend="numpy")
+    module = ember.onnx.load(path, backend="numpy")
+    feeds = onnx_feeds(module.graph)
+    if feeds is not None:
+        module(*feeds)
 
 
 _imported = 0
 
 
 def convert_onnx(path: str, workdir: str) -> None:
-    """``ember onnx convert``, then import the generated ``model.py`` and build the model.
+    """``ember onnx convert``, then import the generated ``model.py``, build the model and run
+    it once (:func:`onnx_feeds`).
 
     Injected code shows up two ways: running at import (the payload creates
     ``$FUZZ_SENTINEL``, which the worker checks) or sitting in ``forward`` (a ``__import__``
@@ -97,7 +129,10 @@ def convert_onnx(path: str, workdir: str) -> None:
     spec = importlib.util.spec_from_file_location(f"fuzz_generated_{_imported}", py)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.load()
+    model = module.load()
+    feeds = onnx_feeds(ember.onnx.load(path, backend="numpy").graph)
+    if feeds is not None:  # and the generated module runs
+        model(*[ember.from_numpy(f) for f in feeds])
 
 
 class InjectionError(Exception):
@@ -153,7 +188,9 @@ def load_remote_frame(path: str, workdir: str) -> None:
 
 # ------------------------------------------------------------------ the table
 _RECORD = ("ember.errors:RecordError",)
-_ONNX = ("ember.onnx:OnnxLoadError", "ember.errors:UnsupportedOpError")
+# a run on inputs the model declares may fail with any of ember's typed errors (a ShapeError,
+# an OnnxRunError...); anything else is a finding
+_ONNX = ("ember.onnx:OnnxLoadError", "ember.errors:UnsupportedOpError", "ember.errors:EmberError")
 _ST = (formats.safetensors_header,)
 
 TARGETS: dict[str, Target] = {t.name: t for t in [

@@ -83,7 +83,7 @@ def run_one(load, path: str, workdir: str, expected: tuple, sentinel: str) -> di
 SANDBOX_LIMITS = {"max_tensor_bytes": 128 << 20, "max_expansion_bytes": 128 << 20,
                   "max_header_bytes": 64 << 20, "max_zip_member_bytes": 128 << 20,
                   "max_folded_elements": 1 << 24, "max_image_pixels": 4_000_000,
-                  "max_activation_elements": 1 << 22}
+                  "max_activation_elements": 1 << 22, "max_expanded_nodes": 20_000}
 
 
 def _sandbox() -> None:

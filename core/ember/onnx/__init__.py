@@ -16,7 +16,7 @@ True
 
 from __future__ import annotations
 
-from ._graph import OnnxLoadError, OnnxUnsupportedError
+from ._graph import OnnxLoadError, OnnxRunError, OnnxUnsupportedError
 from ._verify import ConvertCheckError, ConvertMismatchError
 
 
@@ -74,7 +74,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "ConvertCheckError", "ConvertMismatchError", "OnnxLoadError", "OnnxModule",
+    "ConvertCheckError", "ConvertMismatchError", "OnnxLoadError", "OnnxModule", "OnnxRunError",
     "OnnxUnsupportedError", "convert",
     "export", "load", "supported_ops",
 ]

@@ -33,6 +33,16 @@ class OnnxUnsupportedError(OnnxLoadError, UnsupportedOpError):
     """
 
 
+class OnnxRunError(EmberError, ValueError):
+    """A model that loaded fails when run: a node's inputs or attributes break its operator
+    (the message names the node and what went wrong).
+
+    >>> import ember.onnx
+    >>> issubclass(ember.onnx.OnnxRunError, ValueError)
+    True
+    """
+
+
 @dataclass
 class Node:
     op_type: str

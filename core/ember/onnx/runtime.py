@@ -28,7 +28,16 @@ from ._fold import output_bound
 from ._intwrap import narrow_types, wrap_outputs
 from ._lowbit import retype_narrow, round_to
 from ._optimize import fuse_conv_bn, fuse_gelu
-from ._graph import Function, Graph, Model, Node, OnnxLoadError, OnnxUnsupportedError, _AttrRef
+from ._graph import (
+    Function,
+    Graph,
+    Model,
+    Node,
+    OnnxLoadError,
+    OnnxUnsupportedError,
+    _AttrRef,
+    walk,
+)
 from ._proto import Reader, read_model
 from ._types import BFLOAT16, numpy_to_tensor
 from .ops import NOT_FOLDABLE, REGISTRY, invoke
@@ -92,6 +101,7 @@ class OnnxModule(Module):
         for (domain, name), f in model.functions.items():
             check_wiring(f.inputs, f.nodes, f.outputs, f"function '{domain}.{name}'")
         self._check_supported(model)
+        self._check_expansion(model)
         for g in [model.graph, *_subgraphs(model.graph)]:
             g.nodes = [n for n in g.nodes if any(n.outputs)]  # ops are pure: no output, no use
             retype_narrow(g)
@@ -143,6 +153,30 @@ class OnnxModule(Module):
                 f"onnx.load: the model uses {len(missing)} operator(s) ember does not support: "
                 f"{listed}. Supported: {len(REGISTRY)} operators (ember.onnx.supported_ops())"
             )
+
+    def _check_expansion(self, model: Model) -> None:
+        """The nodes one run executes once function calls are expanded (each loop body
+        counted once) against ``max_expanded_nodes``: a few KB of functions that call each
+        other twice per level would run for hours. (Calls are acyclic and bounded in depth:
+        ``check_calls``.)"""
+        sizes: dict[tuple[str, str], int] = {}
+
+        def size(nodes: list[Node]) -> int:
+            total = 0
+            for n in walk(nodes):
+                body = self._resolve(n)
+                if isinstance(body, Function):
+                    key = (n.domain, n.op_type)
+                    if key not in sizes:
+                        sizes[key] = size(body.nodes)
+                    total += sizes[key]
+                else:
+                    total += 1
+                limits.check(OnnxLoadError, "onnx.load: nodes a run executes, functions "
+                             "expanded", total, "max_expanded_nodes")
+            return total
+
+        size(model.graph.nodes)
 
     def _resolve(self, node: Node):
         """The op function, a model-local function body, or the ONNX schema's function body."""

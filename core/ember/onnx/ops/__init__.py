@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...errors import UnsupportedOpError
+from ...errors import EmberError, UnsupportedOpError
+from .._graph import OnnxRunError
 
 REGISTRY: dict[str, Callable] = {}
 # ops that must run every call (random) or carry state; never folded at load time. Ops of
@@ -64,16 +65,45 @@ def call(op_type: str, *inputs, opset: int = 21, n_outputs: int = 1, **attrs):
     return out[0] if n_outputs == 1 else out[:n_outputs]
 
 
+# ops whose output size comes from the values of their inputs (a shape, repeats, a range):
+# bounded before they allocate (see ``_fold.output_bound``; Resize checks its own)
+SIZED_BY_DATA = frozenset({"ConstantOfShape", "Expand", "Tile", "Range"})
+
+
 def invoke(fn: Callable, ctx, op_type: str, inputs, attrs: dict):
     """``fn(ctx, *inputs, **attrs)``; inputs or attributes the op does not take raise an
-    UnsupportedOpError naming them (not the TypeError of a Python call)."""
+    UnsupportedOpError naming them (not the TypeError of a Python call). An output sized by
+    its inputs' values is checked against ``ember.limits`` ``max_tensor_bytes`` before it is
+    made (ShapeError), and any error that is not ember's own (an IndexError, a
+    ZeroDivisionError... from inputs that break the operator) becomes an OnnxRunError."""
+    if op_type in SIZED_BY_DATA:
+        _check_sized(op_type, inputs)
     try:
         return fn(ctx, *inputs, **attrs)
+    except (EmberError, MemoryError):
+        raise
     except TypeError as e:
         if "argument" in str(e) and fn.__name__ in str(e):
             raise UnsupportedOpError(f"onnx {op_type}: unsupported inputs/attributes "
                                      f"{sorted(attrs)}: {e}") from e
-        raise
+        raise OnnxRunError(f"onnx {op_type}: {type(e).__name__}: {e}") from e
+    except Exception as e:  # noqa: BLE001 - typed here: the model broke the operator
+        raise OnnxRunError(f"onnx {op_type}: the node's inputs or attributes break the "
+                           f"operator ({type(e).__name__}: {e})") from e
+
+
+def _check_sized(op_type: str, inputs) -> None:
+    from ... import limits
+    from ...errors import ShapeError
+    from .._fold import output_bound
+
+    try:
+        bound = output_bound(op_type, list(inputs))
+    except Exception:  # noqa: BLE001 - malformed inputs: the op itself reports them
+        return
+    if bound is not None:  # 8 bytes a value: the widest dtype, a bound for every output
+        limits.check(ShapeError, f"onnx {op_type}: the bytes of its output (8 a value, at "
+                     "most)", bound * 8, "max_tensor_bytes")
 
 
 def op(*names: str):

@@ -12,6 +12,7 @@ import math
 import ember
 from ember.nn import functional as F
 
+from ... import limits
 from ...errors import ShapeError
 from ...shape import conv_output_size
 from . import op
@@ -44,7 +45,13 @@ def _zero_pad(x, begins, ends, value=0.0):
 
 
 def windows(x, kernel, strides, dilations, out):
-    """(N, C, *out, K): every kernel offset's strided view, stacked last."""
+    """(N, C, *out, K): every kernel offset's strided view, stacked last. Its size (and the
+    K views made in Python) is checked against ``ember.limits`` ``max_tensor_bytes`` first:
+    a kernel_shape attribute can ask for any number of windows."""
+    span = math.prod(max(d, 1) for d in (*x.shape[:2], *out, *kernel))
+    limits.check(ShapeError, f"onnx {len(kernel)}-d windows: kernel {tuple(kernel)} over "
+                 f"{tuple(x.shape)} ({span} values)", span * x.dtype.itemsize,
+                 "max_tensor_bytes")
     nd = len(kernel)
     views = []
     for offs in _offsets(kernel):

@@ -11,6 +11,8 @@ import math
 
 import ember
 
+from ... import limits
+from ...errors import ShapeError
 from . import op
 from ._util import const, floats, ints
 
@@ -105,6 +107,23 @@ def _resize_axis(x, ax, out_len, scale, p):
     return y
 
 
+def _check_output(x, ax, sizes, mode) -> None:
+    """Before anything is allocated: the output against ``max_tensor_bytes`` and, for linear
+    and cubic, each axis's ``out × in`` weight matrix (built in Python) against
+    ``max_folded_elements``, the budget of constants ember builds itself."""
+    shape = list(x.shape)
+    for a, n in zip(ax, sizes):
+        if not 0 <= n:
+            raise ShapeError(f"Resize: output size {n} along axis {a} of input {tuple(x.shape)}"
+                             "; sizes and scales must give sizes >= 0")
+        if mode in ("linear", "cubic"):
+            limits.check(ShapeError, f"Resize: a {n}×{x.shape[a]} weight matrix for axis {a}",
+                         n * x.shape[a], "max_folded_elements")
+        shape[a] = n
+    limits.check(ShapeError, f"Resize: an output of shape {tuple(shape)} from "
+                 f"{tuple(x.shape)}", math.prod(shape) * x.dtype.itemsize, "max_tensor_bytes")
+
+
 @op("Resize")
 def resize(ctx, x, roi=None, scales=None, sizes=None, antialias=0, axes=None,
            coordinate_transformation_mode="half_pixel", cubic_coeff_a=-0.75, exclude_outside=0,
@@ -124,6 +143,7 @@ def resize(ctx, x, roi=None, scales=None, sizes=None, antialias=0, axes=None,
             sc = [s / x.shape[a] for a, s in zip(ax, sz)]
     else:
         sz = [math.floor(x.shape[a] * s) for a, s in zip(ax, sc)]
+    _check_output(x, ax, sz, mode)
     p = {"ctx": ctx, "from_scales": sizes is None or not sizes.numel(),
          "coordinate_transformation_mode": coordinate_transformation_mode,
          "cubic_coeff_a": cubic_coeff_a, "exclude_outside": exclude_outside,
