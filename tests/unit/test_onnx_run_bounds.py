@@ -98,3 +98,13 @@ def test_an_operator_broken_by_its_attributes_raises_a_typed_error(node):
     with pytest.raises(OnnxRunError, match=f"onnx {node.op_type}: the node's inputs or "
                                            "attributes break the operator"):
         model(np.ones((1, 4, 4, 4), np.float32))
+
+
+def test_onnx_info_refuses_a_device_before_reading_it(capsys):
+    """``ember onnx info /dev/zero`` read 2 GB before refusing: the file type comes first."""
+    from ember.cli import main
+
+    assert main(["onnx", "info", "/dev/zero"]) == 1
+    assert capsys.readouterr().err == ("ember onnx info: onnx.load: '/dev/zero' is not a regular "
+                                       "file (a device, pipe or socket); give the path of an "
+                                       ".onnx file\n")

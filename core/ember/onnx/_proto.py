@@ -10,6 +10,7 @@ and every way a file can fail to read raises :class:`OnnxLoadError`.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from ..errors import malformed_file
@@ -209,9 +210,13 @@ class Reader:
 def _read(where: str) -> bytearray:
     try:
         with open(where, "rb") as f:
-            _check_file_size(os.fstat(f.fileno()).st_size, where)
-            # in chunks, never past the ceiling: fstat says 0 for pipes and /proc files, and
-            # read(n) would reserve all n bytes up front
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):  # /dev/zero, a FIFO: endless or no size
+                raise OnnxLoadError(f"onnx.load: '{where}' is not a regular file (a device, "
+                                    "pipe or socket); give the path of an .onnx file")
+            _check_file_size(info.st_size, where)
+            # in chunks, never past the ceiling: fstat says 0 for /proc files, and read(n)
+            # would reserve all n bytes up front
             raw = bytearray()
             while chunk := f.read(min(_CHUNK, PROTOBUF_MAX_BYTES + 1 - len(raw))):
                 raw += chunk
