@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import limits
 from ..errors import UnsupportedOpError, malformed_file
+from ..jit import tracing
 from ..nn.module import Module
 from ..tensor import Tensor
 from ._checks import check_wiring
@@ -280,7 +281,9 @@ class OnnxModule(Module):
         if missing:
             raise TypeError(f"OnnxModule: missing inputs {missing}")
         inputs = [self._as_tensor(feeds[n], n) for n in self.graph.inputs]
-        fast = self.fast and self.backend.name == "numpy" and not self._narrow
+        # the fast plan is an eager executor: a trace (ember.jit, the exporters) records the
+        # registry ops of the generic path instead
+        fast = self.fast and not self._narrow and not tracing()
         outs = self._run_fast(inputs) if fast else None
         if outs is None:
             outs = self._run(self.graph, inputs, None)
