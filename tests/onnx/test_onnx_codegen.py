@@ -50,7 +50,11 @@ def test_node_case_converts_and_matches_the_reference(name, tmp_path):
     case = suite.cases()[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        py, _ = ember.onnx.convert(case.model, tmp_path, check=False)
+        try:
+            py, _ = ember.onnx.convert(case.model, tmp_path, check=False)
+        except ember.UnsupportedOpError as e:  # refused by design (Scan-8, int16 wraps...)
+            assert "convert does not write; ember.onnx.load runs it" in str(e)
+            return
         m = _import(py, name).load()
         inits = {t.name for t in case.model.graph.initializer}
         names = [i.name for i in case.model.graph.input]

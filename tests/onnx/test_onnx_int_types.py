@@ -131,3 +131,9 @@ def test_wgpu_is_exact_or_refuses():
     feeds = {"x0": _a(TP.UINT16, [0, 5]), "x1": _a(TP.UINT16, [1, 2])}
     m = ember.onnx.load(_model("Sub", TP.UINT16, feeds).SerializeToString(), backend="wgpu")
     assert m.run(feeds)["y"].tolist() == [65535, 3]
+
+
+def test_convert_refuses_a_graph_that_needs_wraps(tmp_path):
+    feeds = {"x0": _a(TP.UINT16, [0, 5]), "x1": _a(TP.UINT16, [1, 2])}
+    with pytest.raises(ember.UnsupportedOpError, match="whose wrap-around convert does not"):
+        ember.onnx.convert(_model("Sub", TP.UINT16, feeds), tmp_path, check=False)

@@ -19,6 +19,7 @@ input value of 2**63 or more is refused when it is fed (:func:`._types.numpy_to_
 from __future__ import annotations
 
 from .. import dtype as dt
+from ..errors import UnsupportedOpError
 from ._graph import Graph, Node, OnnxUnsupportedError
 from ._types import INT16, UINT16, UINT32, UINT64
 
@@ -109,3 +110,12 @@ def wrap(x, elem: int):
 
 def wrap_outputs(types: list, outs: list) -> list:
     return [wrap(v, e) if e is not None and v is not None else v for e, v in zip(types, outs)]
+
+
+def check_convertible(narrow: dict) -> None:
+    """``ember onnx convert`` writes no wrap-around, so it refuses a graph that needs one
+    (``narrow``: :func:`narrow_types` of the graph)."""
+    if narrow:
+        raise UnsupportedOpError(
+            "onnx convert: the graph computes on int16/uint16/uint32 values, whose wrap-around "
+            "convert does not write; ember.onnx.load runs it")
