@@ -27,7 +27,6 @@ from ..errors import UnsupportedOpError, malformed_file
 from ..tensor import Tensor
 from ._graph import Function, Graph, Node, OnnxLoadError, _AttrRef
 from ._intwrap import check_convertible
-from ._intwrap import check_convertible
 from ._flow import FlowWriter, safe_text
 from ._patterns import gelu_at, readers
 from ._pyast import RESERVED, Names, assign, fill, funcdef, lit, name, template
@@ -303,7 +302,6 @@ def generate_tree(module: OnnxModule, class_name: str = "Model",
             class_name in RESERVED):
         raise ValueError(f"onnx convert: class name {class_name!r} is not a Python identifier "
                          "(or is a name the generated module uses); try 'Model'")
-    check_convertible(module._narrow)
     check_convertible(module._narrow)
     gen = _Gen(module, info or {})
     graph: Graph = module.graph
