@@ -46,7 +46,7 @@ class ServerLimits:
     auth_timeout: float = 5.0
     #: the hello, the only message read before authentication (a longer one closes it, 1009)
     max_hello_bytes: int = 4096
-    #: connections not yet authenticated; more are refused at once (1013)
+    #: connections not yet authenticated; a newcomer past it closes the longest-waiting (1013)
     max_pending: int = 32
     #: one op's working memory: its results plus the intermediates its shapes imply
     max_op_bytes: int = 1 << 30

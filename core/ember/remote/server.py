@@ -4,10 +4,11 @@ Each connection must authenticate first: its hello's token is compared with the 
 constant time (:func:`hmac.compare_digest` of SHA-256 digests) before anything else is read;
 a wrong, missing or late token closes the connection (code 1008). Before that, a connection
 may send one message of at most ``max_hello_bytes`` (a longer one closes it, 1009) within
-``auth_timeout`` seconds, and at most ``max_pending`` connections wait to authenticate (more
-are closed at once, 1013): unauthenticated clients cost the server little memory and no
-time. An authenticated connection gets a :class:`~ember.remote.session.Session` of its own
-and frames up to ``max_frame_bytes``; a frame that breaks the protocol closes that
+``auth_timeout`` seconds, and at most ``max_pending`` connections wait to authenticate (a
+newcomer closes the one that has waited longest, 1013, so a flood of silent connections can't
+keep out clients that authenticate in milliseconds): unauthenticated clients cost the server
+little memory and no time. An authenticated connection gets a
+:class:`~ember.remote.session.Session` of its own and frames up to ``max_frame_bytes``; a frame that breaks the protocol closes that
 connection only (1008); when a connection ends, its tensors are freed. Ops run on one worker
 thread (:class:`~ember.remote.scheduler.Scheduler`), one record at a time, the connection
 that has used the least time first, so a backend that isn't thread-safe (wgpu) serves every
@@ -80,7 +81,8 @@ class Server:
         self.sessions: set[Session] = set()
         self.refused = 0  # connections that failed to authenticate
         self.malformed = 0  # connections closed for a protocol error
-        self.pending = 0  # connections waiting to authenticate
+        self._pending: dict = {}  # connections waiting to authenticate, oldest first
+        self._closing: set[asyncio.Future] = set()
         self._welcome = protocol.encode_welcome(self._info())
         self._worker = Scheduler()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -98,7 +100,7 @@ class Server:
         sessions = list(self.sessions)
         return {"sessions": len(sessions), "bytes": sum(s.bytes for s in sessions),
                 "tensors": sum(len(s.tensors) for s in sessions), "refused": self.refused,
-                "malformed": self.malformed, "pending": self.pending}
+                "malformed": self.malformed, "pending": len(self._pending)}
 
     def _info(self) -> dict:
         b = self.backend
@@ -119,21 +121,27 @@ class Server:
     # ------------------------------------------------------------------ connections
     async def _authenticate(self, ws) -> bool:
         """Read the hello (``max_hello_bytes``, ``auth_timeout``); close and count a
-        connection that doesn't authenticate, or that finds ``max_pending`` others waiting."""
+        connection that doesn't authenticate. With ``max_pending`` others waiting, the one
+        that has waited longest is closed (1013) to make room."""
         from websockets.exceptions import ConnectionClosed
 
-        if self.pending >= self.limits.max_pending:
-            self.refused += 1
-            await ws.close(1013, f"server busy: max_pending={self.limits.max_pending} "
-                                 "connections are authenticating")
-            return False
-        self.pending += 1
+        if len(self._pending) >= self.limits.max_pending:
+            # the longest-waiting goes, not the newcomer: a flood of silent connections then
+            # can't keep out clients that authenticate within milliseconds
+            oldest = next(iter(self._pending))
+            del self._pending[oldest]
+            closing = asyncio.ensure_future(oldest.close(
+                1013, f"server busy: more than max_pending={self.limits.max_pending} "
+                      "connections were authenticating"))
+            self._closing.add(closing)  # held until done: the loop keeps only weak references
+            closing.add_done_callback(self._closing.discard)
+        self._pending[ws] = None
         try:
             first = await asyncio.wait_for(ws.recv(), self.limits.auth_timeout)
         except (asyncio.TimeoutError, ConnectionClosed):
             first = None
         finally:
-            self.pending -= 1
+            self._pending.pop(ws, None)
         if first is None or not self._authorized(first):
             self.refused += 1
             await ws.close(1008, "authentication timed out" if first is None

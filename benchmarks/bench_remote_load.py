@@ -1,0 +1,191 @@
+"""``ember serve`` under attack: honest clients' read latency beside hostile clients, and the
+server's memory (issue 33). Everything on 127.0.0.1, every loop bounded.
+
+    python benchmarks/bench_remote_load.py [--honest 50] [--hostile 50] [--rounds 20]
+                                           [--max-op-work N]
+
+The server runs in a process of its own (numpy backend, the given ServerLimits). Honest
+clients each do ``rounds`` times: upload a 32×32 tensor, an op chain, a read (the latency
+measured). Hostile clients, split three ways, for as long as the honest ones run: connections
+that never send a hello (a flood), oversized frames before authentication, and authenticated
+clients sending the heaviest ops the limits allow plus ops past them (conv whose intermediates
+pass ``max_op_bytes``). Reported: honest p50/p99 unloaded and loaded, their ratio, the
+server's peak RSS (VmHWM) and what the hostile clients got.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+TOKEN = "load-test-token"
+SERVER = """
+import json, sys
+from ember.remote import Server, ServerLimits
+server = Server("numpy", port=0, token=sys.argv[1], limits=ServerLimits(**json.loads(sys.argv[2])))
+server.start()
+print(server.url, flush=True)
+sys.stdin.read()  # until the benchmark closes our stdin
+server.stop()
+"""
+
+
+def start_server(limits: dict):
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, TOKEN, json.dumps(limits)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline().strip()
+
+
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def honest(url: str, rounds: int, latencies: list, errors: list) -> None:
+    import ember
+    from ember.remote import Remote
+
+    try:
+        r = Remote(url, token=TOKEN, timeout=300)
+        x = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
+        want = (x @ x + 1).sum()
+        for _ in range(rounds):
+            start = time.perf_counter()
+            t = ember.tensor(x, backend=r)
+            got = ((t @ t) + 1).sum().item()
+            latencies.append(time.perf_counter() - start)
+            if abs(got - want) > 1e-3 * max(1.0, abs(want)):
+                errors.append(f"wrong result {got} != {want}")
+        r.close()
+    except Exception as e:  # noqa: BLE001 - counted and reported
+        errors.append(f"{type(e).__name__}: {e}")
+
+
+def flood(url: str, stop: threading.Event, outcomes: dict) -> None:
+    """Connections that never authenticate, one after another."""
+    from websockets.sync.client import connect
+
+    while not stop.is_set():
+        try:
+            with connect(url, open_timeout=10) as ws:
+                ws.recv(30)
+        except Exception as e:  # noqa: BLE001 - the server closing us is the point
+            key = f"flood: {type(e).__name__} {getattr(getattr(e, 'rcvd', None), 'code', '')}"
+            outcomes[key] = outcomes.get(key, 0) + 1
+
+
+def oversized(url: str, stop: threading.Event, outcomes: dict) -> None:
+    """A 16 MB first message instead of a hello."""
+    from websockets.sync.client import connect
+
+    blob = b"H" + bytes(16 << 20)
+    while not stop.is_set():
+        try:
+            with connect(url, open_timeout=10, max_size=None) as ws:
+                ws.send(blob)
+                ws.recv(30)
+        except Exception as e:  # noqa: BLE001 - counted
+            key = f"oversized: {type(e).__name__} {getattr(getattr(e, 'rcvd', None), 'code', '')}"
+            outcomes[key] = outcomes.get(key, 0) + 1
+
+
+def heavy(url: str, stop: threading.Event, outcomes: dict, side: int) -> None:
+    """Authenticated: the heaviest matmul max_op_work allows, and a conv past max_op_bytes."""
+    import ember
+    import ember.nn.functional as F
+    from ember.remote import Remote
+
+    try:
+        r = Remote(url, token=TOKEN, timeout=600)
+        a = ember.ones(side, side, backend=r)
+        x, w = ember.ones(1, 64, 128, 128, backend=r), ember.ones(1, 64, 31, 31, backend=r)
+        while not stop.is_set():
+            for what, fn in (("matmul", lambda: (a @ a).sum().item()),
+                             ("conv", lambda: F.conv2d(x, w).sum().item())):
+                try:
+                    fn()
+                    key = f"heavy {what}: ran"
+                except Exception as e:  # noqa: BLE001 - LimitError expected for the conv
+                    key = f"heavy {what}: {type(e).__name__}"
+                outcomes[key] = outcomes.get(key, 0) + 1
+        r.close()
+    except Exception as e:  # noqa: BLE001
+        outcomes[f"heavy: {type(e).__name__}"] = outcomes.get(f"heavy: {type(e).__name__}", 0) + 1
+
+
+def run_honest(url: str, n: int, rounds: int) -> tuple[list, list]:
+    latencies, errors = [], []
+    threads = [threading.Thread(target=honest, args=(url, rounds, latencies, errors))
+               for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(900)
+    return latencies, errors
+
+
+def pct(values: list, q: float) -> float:
+    return statistics.quantiles(values, n=100)[q - 1] if len(values) > 1 else float("nan")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--honest", type=int, default=50)
+    p.add_argument("--hostile", type=int, default=50)
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--max-op-work", type=int, default=1 << 32)
+    args = p.parse_args()
+    limits = {"max_op_work": args.max_op_work, "max_op_bytes": 256 << 20}
+    side = int(round(args.max_op_work ** (1 / 3)))  # the largest square matmul allowed
+    while side ** 3 > args.max_op_work:
+        side -= 1
+    proc, url = start_server(limits)
+    try:
+        base, base_errors = run_honest(url, args.honest, args.rounds)
+        rss_unloaded = peak_rss_mb(proc.pid)
+        stop, outcomes = threading.Event(), {}
+        kinds = [flood, oversized, heavy]
+        hostile = []
+        for i in range(args.hostile):
+            kind = kinds[i % 3]
+            extra = (side,) if kind is heavy else ()
+            hostile.append(threading.Thread(target=kind, args=(url, stop, outcomes, *extra),
+                                            daemon=True))
+        for t in hostile:
+            t.start()
+        time.sleep(2)  # the attack under way before the honest clients start
+        loaded, loaded_errors = run_honest(url, args.honest, args.rounds)
+        stop.set()
+        for t in hostile:
+            t.join(120)
+        rss_loaded = peak_rss_mb(proc.pid)
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+    p50u, p99u, p50l, p99l = pct(base, 50), pct(base, 99), pct(loaded, 50), pct(loaded, 99)
+    print(f"server limits: {limits} (heavy matmul {side}x{side}x{side})")
+    print(f"honest reads: {len(base)} unloaded, {len(loaded)} loaded; errors: "
+          f"{len(base_errors)} / {len(loaded_errors)} {loaded_errors[:3]}")
+    print("| honest p50 unloaded | p99 unloaded | p50 loaded | p99 loaded | p99 ratio | "
+          "server peak RSS |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    print(f"| {p50u * 1e3:.1f} ms | {p99u * 1e3:.1f} ms | {p50l * 1e3:.1f} ms | "
+          f"{p99l * 1e3:.1f} ms | {p99l / p99u:.1f}x | {rss_loaded:.0f} MB "
+          f"(unloaded {rss_unloaded:.0f} MB) |")
+    print("hostile outcomes:", json.dumps(dict(sorted(outcomes.items()))))
+    print(f"machine: {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
