@@ -76,3 +76,20 @@ def test_the_microcontroller_export_lowers_a_loaded_module(cnn_file):
     x = _input(3)
     np.testing.assert_allclose(run_reference(program, x), _reference(cnn_file, x), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_jit_replays_a_pytorch_exported_transformer(tmp_path):
+    """Shape arithmetic (Shape -> Gather -> Concat -> Reshape) and the graph's constants are
+    read while tracing: the same values at every replay of the signature."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+    net = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    path = str(tmp_path / "encoder.onnx")
+    torch.onnx.export(net, (torch.randn(1, 8, 32),), path, opset_version=17, dynamo=False)
+    module = ember.onnx.load(path)
+    step = ember.jit(module)
+    for seed in range(4):
+        x = np.random.default_rng(seed).standard_normal((1, 8, 32)).astype(np.float32)
+        np.testing.assert_allclose(step(ember.tensor(x)).numpy(), _reference(path, x),
+                                   rtol=1e-4, atol=1e-5)
+    assert step.stats()["replays"] == 2

@@ -328,6 +328,30 @@ def test_reading_a_value_inside_the_trace_names_the_op_and_leaves_the_backend_cl
         g(x)
 
 
+@pytest.mark.parametrize("name", ["numpy", "python", "wgpu"])
+def test_values_every_replay_computes_alike_may_be_read(name):
+    """Literals made in the trace and pure ops on them alone (shape arithmetic), and tensors
+    given to ember.jit.freeze, are read; values that depend on an input or on a constant
+    that may change still raise."""
+    b = backend(name)
+    shape = ember.jit.freeze(ember.tensor([2, 3], dtype=ember.int32, backend=b))
+    scale = ember.tensor([2.0], backend=b)
+
+    def f(x):
+        rows = (ember.tensor([x.shape[0]], dtype=ember.int32, backend=b) // 3).tolist()[0]
+        return x.reshape(shape.tolist()) * rows
+
+    jitted = ember.jit(f)
+    x = ember.arange(6.0, backend=b)
+    for _ in range(4):  # warm-up, trace, replays
+        assert jitted(x).tolist() == [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]
+    assert jitted.stats()["replays"] == 2
+    g = ember.jit(lambda t: t * scale.tolist()[0])
+    g(x)
+    with pytest.raises(JitError, match="created outside"):
+        g(x)
+
+
 def test_an_error_in_the_traced_function_leaves_the_backend_unwrapped():
     b = backend("numpy")
     take = ember.Generator.take

@@ -21,7 +21,7 @@ from .chain import benefits
 from .errors import JitError
 from .function import Jitted, jit
 from ..contract.program import Slot, Step, Tape, compile_generic, replay
-from .state import assign, feed, on_replay, state_replaced, tracing
+from .state import assign, feed, freeze, on_replay, state_replaced, tracing
 
 
 class _CallableModule(types.ModuleType):
@@ -34,6 +34,7 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
-    "JitError", "Jitted", "benefits", "Slot", "Step", "Tape", "assign", "compile_generic", "feed", "jit",
+    "JitError", "Jitted", "benefits", "Slot", "Step", "Tape", "assign", "compile_generic", "feed",
+    "freeze", "jit",
     "on_replay", "replay", "state_replaced", "tracing",
 ]

@@ -11,6 +11,7 @@ each replay), :func:`assign` (an in-place update) and :func:`on_replay` (host-si
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from ..tensor import Tensor
@@ -27,6 +28,30 @@ _WATCHED: dict[int, int] = {}  # id(primitive) -> how many tapes read it as a co
 # so the tapes of one function keep sharing their state. The primitive is held, so its id
 # can't be reused while registered.
 _OWNED: dict[int, list] = {}
+# id(primitive) -> the tensor holding it, for tensors whose values never change in place
+_FROZEN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def freeze(t: Tensor) -> Tensor:
+    """Promise that ``t``'s values never change in place, so a traced function may read them
+    (an ONNX graph's shape constants): the tape keeps what it read, and replacing ``t``'s
+    storage outside (``Parameter.assign``, ``load_state_dict``) makes it trace again, as for
+    any constant. Returns ``t``.
+
+    >>> import ember
+    >>> shape = freeze(ember.tensor([2, 3]))
+    >>> f = ember.jit(lambda x: x.reshape(shape.tolist()))
+    >>> [f(ember.ones(6)).shape for _ in range(3)]
+    [(2, 3), (2, 3), (2, 3)]
+    """
+    _FROZEN[id(t._prim)] = t
+    return t
+
+
+def frozen(prim) -> bool:
+    """Whether ``prim`` is the storage of a tensor given to :func:`freeze`."""
+    t = _FROZEN.get(id(prim))
+    return t is not None and t._prim is prim
 
 
 def active():

@@ -19,7 +19,7 @@ from .. import random as _random
 from ..contract import registry
 from ..contract.registry import Kind
 from .errors import JitError
-from .state import _ACTIVE, StateRecorder
+from .state import _ACTIVE, StateRecorder, frozen
 from ..contract.program import Slot, Step, Tape
 
 _READS = ("to_data", "to_data_async")
@@ -49,6 +49,11 @@ class Tracer(StateRecorder):
         self.takes: list[tuple] = []  # generator draws not yet matched to a random step
         self.updates: dict[int, list] = {}  # id(tensor) -> [tensor, target, source, settle]
         self.owned: set[int] = set()  # constants replaced by private copies the tape writes
+        #: slots whose values this trace fixes: literals made inside it (from_data) and what
+        #: pure ops compute from them alone (shape arithmetic); reading one is allowed, since
+        #: every replay of this signature computes the same values
+        self.static: set[int] = set()
+        self._literals: set[int] = set()  # id(prim) of from_data results made in the trace
         self.depth = 0
         self._saved: dict[str, object] = {}
         self._compilers: list[tuple] = []
@@ -66,6 +71,8 @@ class Tracer(StateRecorder):
         if found is None:
             found = self._new(prim)
             self.constants[found] = prim
+            if id(prim) in self._literals or frozen(prim):
+                self.static.add(found)
         return found
 
     def add_input(self, prim) -> int:
@@ -84,10 +91,11 @@ class Tracer(StateRecorder):
     def install(self) -> None:
         b, saved = self.backend, self._saved
         for op in registry.ops():
-            if op.kind is Kind.DATA and op.name not in _READS:
+            if op.kind is Kind.DATA and op.name not in (*_READS, "from_data"):
                 continue
             saved[op.name] = vars(b).get(op.name, _MISSING)
-            wrap = self._guard if op.name in _READS else self._recorder
+            wrap = (self._guard if op.name in _READS else self._literal if op.name == "from_data"
+                    else self._recorder)
             setattr(b, op.name, wrap(op, getattr(b, op.name)))
         for d in self.decorators:
             compiler = getattr(d, "compiler", None)
@@ -161,9 +169,29 @@ class Tracer(StateRecorder):
 
         return record
 
+    def _literal(self, op, method):
+        def make(*args, **kwargs):
+            out = method(*args, **kwargs)
+            if not self.depth:
+                self.keep.append(out)  # its id stays unique while the trace runs
+                self._literals.add(id(out))
+            return out
+
+        return make
+
+    def _is_static(self, prim) -> bool:
+        slot = self.slots.get(id(prim))
+        if slot is None:  # not used by any step yet
+            return id(prim) in self._literals or frozen(prim)
+        if slot not in self.static:
+            return False
+        return not any(s.kind == "assign" and s.args[0].id == slot for s in self.steps)
+
     def _guard(self, op, method):
         def read(x, *args, **kwargs):
-            if self.depth:  # an op reading its own operands: part of that op's step
+            if self.depth or self._is_static(x):
+                # an op reading its own operands (part of that op's step), or a value every
+                # replay of this signature computes alike
                 return method(x, *args, **kwargs)
             raise JitError(
                 f"jit: {op.name} of {self.describe(x)} inside a traced function: its value "
@@ -220,8 +248,12 @@ class Tracer(StateRecorder):
             slots = tuple(self._new(o) for o in out)
         else:
             slots = self._new(out)
+        static = kind == "op" and all(
+            m in self.static for i in inputs for m in _slot_ids(i))
         for s in slots if isinstance(slots, tuple) else (slots,):
             self.producer[s] = op.name
+            if static:
+                self.static.add(s)
         self.steps.append(Step(op.name, tuple(call), {}, slots, kind, fn))
 
     def _redraw(self, shape, dtype, seed, offset) -> Callable[[], tuple] | None:
@@ -243,6 +275,14 @@ class Tracer(StateRecorder):
 
 
 _MISSING = object()
+
+
+def _slot_ids(marks) -> list[int]:
+    if isinstance(marks, Slot):
+        return [marks.id]
+    if isinstance(marks, (list, tuple)):
+        return [i for m in marks for i in _slot_ids(m)]
+    return []
 
 
 def _with_leaves(program, leaves):

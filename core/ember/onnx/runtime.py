@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import limits
 from ..errors import UnsupportedOpError, malformed_file
-from ..jit import tracing
+from ..jit import freeze, tracing
 from ..nn.module import Module
 from ..tensor import Tensor
 from ._checks import check_wiring
@@ -139,7 +139,8 @@ class OnnxModule(Module):
         base, i = attr, 1
         while attr in self.__dict__ or hasattr(type(self), attr):
             attr, i = f"{base}_{i}", i + 1
-        self.register_buffer(attr, value)
+        # ONNX constants never change in place: a trace may read them (shapes, axes)
+        self.register_buffer(attr, freeze(value))
         self._consts.setdefault(id(graph), {})[name] = attr
 
     def _check_supported(self, model: Model) -> None:
