@@ -40,7 +40,7 @@ def run_suite(backend: str, report: Path) -> subprocess.CompletedProcess:
     env = dict(
         os.environ, ARRAY_API_TESTS_MODULE=_module(backend),
         ARRAY_API_TESTS_SKIP_DTYPES=",".join(MISSING_DTYPES),
-        PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        PYTHONPATH=os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p),
     )
     cmd = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",
            "-p", "official_plugin", "--max-examples", str(EXAMPLES), "--derandomize",
