@@ -70,8 +70,8 @@ def fix_input_shapes(module, shapes: dict) -> None:
         if any(d < 1 for d in dims):
             raise ValueError(f"onnx convert: {given}: every dim must be at least 1")
         if declared is not None:
-            shown = "(" + ", ".join(str(d) if isinstance(d, int) and d > 0 else repr(
-                d or "?") for d in declared) + ")"
+            shown = "(" + ", ".join(str(d) if isinstance(d, int) and d > 0 else repr(d)
+                                    if isinstance(d, str) and d else "?" for d in declared) + ")"
             if len(declared) != len(dims):
                 raise ValueError(f"onnx convert: {given} has {len(dims)} dims; the graph "
                                  f"declares {name} with {len(declared)}: {shown}")
