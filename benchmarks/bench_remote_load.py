@@ -146,7 +146,9 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--max-op-work", type=int, default=1 << 32)
     args = p.parse_args()
-    limits = {"max_op_work": args.max_op_work, "max_op_bytes": 256 << 20}
+    # sessions for every authenticated client (honest + the heavy third of the hostile)
+    limits = {"max_op_work": args.max_op_work, "max_op_bytes": 256 << 20,
+              "max_sessions": args.honest + args.hostile}
     side = int(round(args.max_op_work ** (1 / 3)))  # the largest square matmul allowed
     while side ** 3 > args.max_op_work:
         side -= 1
@@ -176,7 +178,7 @@ def main() -> None:
     p50u, p99u, p50l, p99l = pct(base, 50), pct(base, 99), pct(loaded, 50), pct(loaded, 99)
     print(f"server limits: {limits} (heavy matmul {side}x{side}x{side})")
     print(f"honest reads: {len(base)} unloaded, {len(loaded)} loaded; errors: "
-          f"{len(base_errors)} / {len(loaded_errors)} {loaded_errors[:3]}")
+          f"{len(base_errors)} / {len(loaded_errors)} {sorted(set(base_errors + loaded_errors))}")
     print("| honest p50 unloaded | p99 unloaded | p50 loaded | p99 loaded | p99 ratio | "
           "server peak RSS |")
     print("|---:|---:|---:|---:|---:|---:|")

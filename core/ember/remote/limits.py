@@ -47,7 +47,7 @@ class ServerLimits:
     #: the hello, the only message read before authentication (a longer one closes it, 1009)
     max_hello_bytes: int = 4096
     #: connections not yet authenticated; a newcomer past it closes the longest-waiting (1013)
-    max_pending: int = 32
+    max_pending: int = 256
     #: one op's working memory: its results plus the intermediates its shapes imply
     max_op_bytes: int = 1 << 30
     #: one op's work in multiply-adds or element visits (2**32: about a second of a CPU
