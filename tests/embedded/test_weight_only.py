@@ -20,6 +20,7 @@ from _models import seeded
 from _tamper import HEADER, LAYER, rechecksum
 from test_board import boards  # noqa: F401 - the emulated boards' fixture
 from ember import nn
+from ember.nn import functional as F
 from ember.errors import RecordError, ShapeError, UnsupportedOpError
 from ember.export import decode, export, load, model_logits, run_on_micropython, run_reference
 from ember.quantize import Scheme
@@ -146,19 +147,23 @@ def test_export_refuses_int8_on_a_weight_only_model(exported, tmp_path):
 
 
 def test_unknown_module_is_named_not_a_later_shape_error():
-    class Block(nn.Module):  # a container the lowering doesn't know: its shape is unknown
+    class Block(nn.Module):  # its forward runs an op the boards lack: its shape is unknown
         def __init__(self):
             super().__init__()
             self.fc = nn.Linear(64, 32)
 
         def forward(self, x):
-            return self.fc(x)
+            return F.gelu(self.fc(x))
 
     model = seeded(nn.Sequential(nn.Flatten(), Block(), nn.ReLU(), nn.Linear(32, 10)))
-    with pytest.raises(UnsupportedOpError, match=r"can't run 1 \(Block\)\. Supported: Linear, "
-                       r".*WeightOnlyLinear, WeightOnlyConv2d") as info:
+    with pytest.raises(UnsupportedOpError, match=r"can't run 1 \(Block: its forward, traced, "
+                       r"runs gelu, which has no micro layer\)\. Supported: Linear, ") as info:
         export(model, "unused.emb", (1, 8, 8))
     assert isinstance(info.value.__cause__, ShapeError)  # what the next Linear ran into
+    # weight-only layers in an own forward: the trace would read their float weights
+    with pytest.raises(UnsupportedOpError, match=r"holds WeightOnlyLinear, whose codes only "
+                       r"the module walk keeps"):
+        export(ember.quantize(Block(), None, "int4"), "unused.emb", (64,))
     # the issue's model: the weight-only layer is exported, no longer skipped
     q = ember.quantize(nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(),
                                      nn.Linear(32, 10)), None, "int4")

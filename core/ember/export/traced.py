@@ -40,6 +40,8 @@ from .geometry import Geometry
 _ACTS = {"relu": fmt.RELU, "relu6": fmt.RELU6, "float_sigmoid": fmt.SIGMOID,
          "float_tanh": fmt.TANH, "hard_swish": fmt.HARDSWISH}
 _AFFINE = ("float_add", "float_sub", "float_mul", "float_div")
+#: layers whose trace computes float weights from codes (the file must keep the codes)
+_CODES_BY_MODULE = ("WeightOnlyLinear", "WeightOnlyConv2d")
 
 
 
@@ -55,6 +57,13 @@ class _Traced:
 
     def __init__(self, lowering, module, name: str, shape: tuple[int, int, int]):
         self.lw, self.name, self.np = lowering, name or "<model>", lowering.np
+        held = sorted({type(m).__name__ for m in module.modules() if type(m).__name__
+                       in _CODES_BY_MODULE})
+        if held:
+            # its trace reads the float weights the codes stand for: the file would lose them
+            raise UnsupportedOpError(
+                f"its forward is traced, and it holds {', '.join(held)}, whose codes only the "
+                "module walk keeps: build that part as an nn.Sequential")
         self.tape = _trace(module, (shape[0],) if lowering.flat else shape)
         self.values: dict[int, Any] = {}  # slot -> _Const, or an activation's tensor shape
         self.saved: dict[int, int] = {}  # activation slot -> micro save slot
