@@ -25,6 +25,7 @@ import threading
 import time
 
 import numpy as np
+from _common import row, write_record
 
 TOKEN = "load-test-token"
 SERVER = """
@@ -187,6 +188,12 @@ def main() -> None:
           f"(unloaded {rss_unloaded:.0f} MB) |")
     print("hostile outcomes:", json.dumps(dict(sorted(outcomes.items()))))
     print(f"machine: {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
+    who = f"{args.honest} honest clients, {args.rounds} reads each"
+    peer = "the same reads, server not under attack"
+    write_record([row("system", f"ember serve under {args.hostile} hostile clients: {who}, p50",
+                      p50l * 1e3, p50u * 1e3, "ms", peer),
+                  row("system", "the same, p99 read latency", p99l * 1e3, p99u * 1e3, "ms", peer,
+                      note=f"server peak RSS {rss_loaded:.0f} MB")])
 
 
 if __name__ == "__main__":
