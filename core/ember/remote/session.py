@@ -78,9 +78,21 @@ class Session:
                 return done.value
 
     def steps(self, frame) -> Generator[None, None, list[bytes]]:
-        """:meth:`handle` one record at a time: a generator that pauses after each record
+        """:meth:`handle` one record at a time: a generator that pauses before each record
         and returns the replies, so that the server's scheduler can run other connections'
-        records in between (one client's long batch does not hold the others up)."""
+        records in between (one client's long batch does not hold the others up).
+
+        >>> from ember.backends import get_backend
+        >>> s = Session(get_backend("numpy"))
+        >>> steps = s.steps(protocol.encode_batch([["free", []], ["free", []]], []))
+        >>> next(steps), next(steps)  # a pause before each of the two records
+        (None, None)
+        >>> try:
+        ...     next(steps)
+        ... except StopIteration as done:
+        ...     print(done.value)  # the replies to its reads: none
+        []
+        """
         records, blobs = protocol.decode_batch(frame)
         replies = []
         for rec in records:
@@ -109,7 +121,13 @@ class Session:
 
     def closing(self) -> Generator[None, None, None]:
         """:meth:`close` as a one-step job for the scheduler: tensors are freed on the thread
-        that runs the backend."""
+        that runs the backend.
+
+        >>> from ember.backends import get_backend
+        >>> s = Session(get_backend("numpy"))
+        >>> list(s.closing()), s.bytes
+        ([None], 0)
+        """
         self.close()
         yield
 
