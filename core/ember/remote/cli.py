@@ -41,11 +41,13 @@ def _serve(args: argparse.Namespace) -> int:
 
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.tls_cert, args.tls_key)
-    for flag, mb in (("--max-session-mb", args.max_session_mb),
-                     ("--max-tensor-mb", args.max_tensor_mb)):
-        if mb < 1:
-            raise ValueError(f"{flag} {mb}: expected a size in MB >= 1")
+    for flag, value in (("--max-session-mb", args.max_session_mb),
+                        ("--max-tensor-mb", args.max_tensor_mb),
+                        ("--max-op-mb", args.max_op_mb), ("--max-op-work", args.max_op_work)):
+        if value < 1:
+            raise ValueError(f"{flag} {value}: expected a number >= 1")
     limits = ServerLimits(max_session_bytes=args.max_session_mb << 20,
+                          max_op_bytes=args.max_op_mb << 20, max_op_work=args.max_op_work,
                           max_tensor_bytes=args.max_tensor_mb << 20,
                           max_frame_bytes=max(args.max_tensor_mb << 20, 1 << 20) + (1 << 20))
     server = Server(args.backend, host=args.host, port=args.port, token=_token(args),
@@ -73,4 +75,9 @@ def add_subcommand(sub) -> None:
                    help="memory one connection's tensors may take (default 2048)")
     p.add_argument("--max-tensor-mb", type=int, default=256,
                    help="largest tensor (default 256)")
+    p.add_argument("--max-op-mb", type=int, default=1024,
+                   help="one op's working memory, results and intermediates (default 1024)")
+    p.add_argument("--max-op-work", type=int, default=1 << 32,
+                   help="one op's multiply-adds (default 2**32, about a second of a CPU "
+                        "core; raise it for a GPU)")
     p.set_defaults(run=_serve)
