@@ -61,7 +61,6 @@ def ensure_web_dist(log=print, out: Path | None = None, force: bool = False) -> 
     dist = Path(out) if out is not None else default_dist(build_dist)
     if not build_dist.is_stale(dist):
         return dist
-    prepare_output_folder(dist, "serve-web --dist", force, marker=build_dist.MANIFEST)
     if build_dist.pyodide_npm() is None:
         version = build_dist.pyodide_version()
         if not build_dist.CHECKOUT:
@@ -78,6 +77,7 @@ def ensure_web_dist(log=print, out: Path | None = None, force: bool = False) -> 
     if shutil.which("node") is None:
         raise EmberError("serve: building the page needs Node (it compiles ember's wheel with "
                          "Pyodide): apt-get install nodejs")
+    prepare_output_folder(dist, "serve-web --dist", force, marker=build_dist.MANIFEST)
     log(f"building {dist} (Pyodide + ember's wheel) …")
     subprocess.run([sys.executable, str(web / "build_dist.py"), "--out", str(dist),
                     *(["--force"] if force else [])], check=True, stdout=subprocess.DEVNULL)
