@@ -88,9 +88,9 @@ def test_integer_bitwise_operators(backend, dtype):
 @pytest.mark.parametrize("backend", ["numpy", "python"])
 def test_bitwise_operators_refuse_floats(backend):
     x = ember.tensor([1.5, 2.0], backend=backend)
-    for op in (lambda: ~x, lambda: x & x, lambda: x | 1, lambda: x ^ x):
-        with pytest.raises(ember.errors.UnsupportedOpError, match="float32.*valid: bool, int"):
-            op()
-    for op in (lambda: x << 1, lambda: 1 >> x):
-        with pytest.raises(ember.errors.UnsupportedOpError, match="float32.*valid: int"):
+    n = ember.tensor([1, 2], backend=backend)
+    for op in (lambda: ~x, lambda: x & x, lambda: x | 1, lambda: x ^ x, lambda: x << 1,
+               lambda: 1 >> x, lambda: n & 1.5):
+        with pytest.raises(ember.DTypeError, match="take integer or bool operands, got "
+                                                   "(float32|a Python float)"):
             op()

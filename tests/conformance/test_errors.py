@@ -73,10 +73,10 @@ ERRORS = {
         DTypeError,
         ["index_select", "float32"],
     ),
-    "dtype_bitwise_int": (
-        lambda b: _t(b, (3,), "int32") & _t(b, (3,), "int32"),
+    "dtype_bitwise_float": (
+        lambda b: _t(b, (3,), "float32") & _t(b, (3,), "float32"),
         DTypeError,
-        ["and", "int32"],
+        ["and", "float32"],
     ),
     "dtype_one_hot_float": (
         lambda b: F.one_hot(_t(b, (3,), "float32"), 4),

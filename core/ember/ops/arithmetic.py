@@ -256,11 +256,19 @@ def logical_not(self) -> Tensor:
     return wrap(x, x.backend.bool_not(x._prim))
 
 
+def _no_floats(op: str, *operands) -> None:
+    for x in operands:
+        if isinstance(x, float) or (isinstance(x, Tensor) and x.dtype.is_float):
+            got = x.dtype if isinstance(x, Tensor) else "a Python float"
+            raise DTypeError(f"{op}: bitwise ops take integer or bool operands, got {got}")
+
+
 def _bitwise(family: fam.Family, doc: str):
     """A binary bitwise operator: ``family``'s int op on integer tensors, its bool op (if any)
-    on bool ones; float operands raise naming the dtypes that work."""
+    on bool ones; float operands raise a DTypeError."""
 
     def operator(self, other):
+        _no_floats(family.name, self, other)
         return binary(family, self, other)
 
     operator.__name__ = operator.__qualname__ = f"bitwise_{family.name}"
@@ -275,6 +283,7 @@ def invert(self) -> Tensor:
     >>> (~ember.tensor([5, -3])).tolist(), (~ember.tensor([True, False])).tolist()
     ([-6, 2], [False, True])
     """
+    _no_floats("invert", self)
     return wrap(self, backend_op(self, fam.NOT)(self._prim))
 
 
