@@ -177,3 +177,26 @@ def test_atomic_write_gives_the_mode_open_gives(tmp_path, umask):
         os.chmod(tmp_path / name, 0o640)
     subprocess.run([sys.executable, "-c", _WRITE_BOTH, str(tmp_path)], umask=umask, check=True)
     assert {stat.S_IMODE((tmp_path / n).stat().st_mode) for n in mode} == {0o640}
+
+
+_FULL_DISK = """
+import resource, signal, sys
+from ember.io.atomic import atomic_write
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # files past 4 KB: like a full disk
+try:
+    with atomic_write(sys.argv[1]) as f:
+        f.write(b"x" * 65536)
+except OSError as e:
+    print(repr(e.filename), e)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_a_write_the_disk_refuses_names_the_file_and_keeps_the_old_one(tmp_path):
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(b"old")
+    out = subprocess.run([sys.executable, "-c", _FULL_DISK, str(path)], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert f"'{path}'" in out and f"writing {path} (left as it was)" in out
+    assert path.read_bytes() == b"old" and os.listdir(tmp_path) == ["model.safetensors"]

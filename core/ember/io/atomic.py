@@ -121,8 +121,11 @@ def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None:  # a full disk: say which file
+            raise OSError(e.errno, f"{e.strerror}: writing {path} (left as it was)",
+                          path) from e
         raise
     _fsync_folder(folder)
