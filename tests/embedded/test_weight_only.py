@@ -146,7 +146,7 @@ def test_export_refuses_int8_on_a_weight_only_model(exported, tmp_path):
         export(q, tmp_path / "m.emb", SHAPE, int8=True, calibration=_inputs(4))
 
 
-def test_unknown_module_is_named_not_a_later_shape_error():
+def test_unknown_module_is_named_not_a_later_shape_error(tmp_path):
     class Block(nn.Module):  # its forward runs an op the boards lack: its shape is unknown
         def __init__(self):
             super().__init__()
@@ -158,12 +158,12 @@ def test_unknown_module_is_named_not_a_later_shape_error():
     model = seeded(nn.Sequential(nn.Flatten(), Block(), nn.ReLU(), nn.Linear(32, 10)))
     with pytest.raises(UnsupportedOpError, match=r"can't run 1 \(Block: its forward, traced, "
                        r"runs gelu, which has no micro layer\)\. Supported: Linear, ") as info:
-        export(model, "unused.emb", (1, 8, 8))
+        export(model, tmp_path / "m.emb", (1, 8, 8))
     assert isinstance(info.value.__cause__, ShapeError)  # what the next Linear ran into
     # weight-only layers in an own forward: the trace would read their float weights
     with pytest.raises(UnsupportedOpError, match=r"holds WeightOnlyLinear, whose codes only "
                        r"the module walk keeps"):
-        export(ember.quantize(Block(), None, "int4"), "unused.emb", (64,))
+        export(ember.quantize(Block(), None, "int4"), tmp_path / "m.emb", (64,))
     # the model: the weight-only layer is exported, no longer skipped
     q = ember.quantize(nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(),
                                      nn.Linear(32, 10)), None, "int4")
