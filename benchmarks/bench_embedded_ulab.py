@@ -31,18 +31,17 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
-import ember
 import numpy as np
 from _common import row, write_record
 from ember.demos.mnist_embedded import (
-    INPUT_TRANSFORM,
+    export_mnist,
     mnist_arrays,
     mnist_mlp,
     normalize,
     train_briefly,
 )
 from ember.demos.mnist_model import mnist_cnn
-from ember.export import embedded_dir, export, load, run_on_micropython, run_reference
+from ember.export import embedded_dir, load, run_on_micropython, run_reference
 from ember.export import micropython as mp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "embedded"))
@@ -79,14 +78,7 @@ def _files(tmp: str, tx, ty, quick: bool) -> dict:
         model = train_briefly(make(), tx, ty, steps=5 if quick else steps, batch=32)
         for kind in KINDS:
             path = os.path.join(tmp, f"{name}_{kind}.emb")
-            if kind == "int4":
-                report = export(ember.quantize(model, None, "int4"), path, (1, 28, 28),
-                                input_transform=INPUT_TRANSFORM)
-            else:
-                report = export(model, path, (1, 28, 28), int8=kind == "int8",
-                                input_transform=INPUT_TRANSFORM,
-                                calibration=normalize(tx[:200]) if kind == "int8" else None)
-            out[name, kind] = path, report
+            out[name, kind] = path, export_mnist(model, path, kind, tx)
     return out
 
 

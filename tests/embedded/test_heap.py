@@ -8,7 +8,6 @@ benchmarks/bench_embedded_ulab.py (over 10 s a bisection here).
 
 from __future__ import annotations
 
-import ember
 import pytest
 from _heap import min_heap
 from _models import seeded
@@ -28,9 +27,8 @@ CASES = {  # (firmware, tier): the models it bisects
 @pytest.fixture(scope="module")
 def models(tmp_path_factory, mnist):
     """{name: (path, export report)} for the seeded MNIST MLP and CNN, f32 / int8 / int4."""
-    from ember.demos.mnist_embedded import INPUT_TRANSFORM, mnist_mlp, normalize
+    from ember.demos.mnist_embedded import export_mnist, mnist_mlp
     from ember.demos.mnist_model import mnist_cnn
-    from ember.export import export
 
     (tx, _), _ = mnist
     folder = tmp_path_factory.mktemp("heap")
@@ -39,14 +37,7 @@ def models(tmp_path_factory, mnist):
         model = seeded(make(), seed=4)
         for kind in ("f32", "int8", "int4"):
             path = folder / f"{which}_{kind}.emb"
-            if kind == "int4":
-                report = export(ember.quantize(model, None, "int4"), path, (1, 28, 28),
-                                input_transform=INPUT_TRANSFORM)
-            else:
-                report = export(model, path, (1, 28, 28), int8=kind == "int8",
-                                input_transform=INPUT_TRANSFORM,
-                                calibration=normalize(tx[:200]) if kind == "int8" else None)
-            out[f"{which}_{kind}"] = path, report
+            out[f"{which}_{kind}"] = path, export_mnist(model, path, kind, tx)
     return out
 
 

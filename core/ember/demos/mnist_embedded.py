@@ -33,6 +33,30 @@ def normalize(images_u8):
     return (images_u8.astype(np.float32) * mul + add).reshape(-1, 1, 28, 28)
 
 
+def export_mnist(model, path, kind: str, images_u8):
+    """Write an MNIST ``model`` for the boards as ``kind``: "f32", "int8" (calibrated on the
+    first 200 of ``images_u8``) or "int4" (ember.quantize's weight-only preset); the boards
+    feed raw bytes (``INPUT_TRANSFORM``). Returns the export report.
+
+    >>> import numpy as np, os, tempfile
+    >>> images = np.zeros((4, 28, 28), np.uint8)
+    >>> path = os.path.join(tempfile.mkdtemp(), "mlp.emb")
+    >>> report = export_mnist(mnist_mlp(16), path, "int8", images)
+    >>> report.layers, report.size_bytes < report.float_size_bytes / 3
+    (['linear+relu (784, 1, 1)->(16, 1, 1)', 'linear (16, 1, 1)->(10, 1, 1)'], True)
+    """
+    import ember
+    from ..export import export
+
+    if kind not in ("f32", "int8", "int4"):
+        raise ValueError(f"export_mnist: kind {kind!r}; valid: 'f32', 'int8', 'int4'")
+    if kind == "int4":
+        return export(ember.quantize(model, None, "int4"), path, (1, 28, 28),
+                      input_transform=INPUT_TRANSFORM)
+    return export(model, path, (1, 28, 28), int8=kind == "int8", input_transform=INPUT_TRANSFORM,
+                  calibration=normalize(images_u8[:200]) if kind == "int8" else None)
+
+
 def mnist_mlp(hidden: int = 128):
     """The MLP counterpart of ``mnist_cnn``: Flatten → Linear(784, hidden) → ReLU → Linear."""
     from .. import nn
