@@ -125,6 +125,11 @@ class PositionBias(nn.Module):
         return x + ember.arange(16.0).reshape(1, 1, 4, 4)
 
 
+class TwoOutputs(nn.Module):
+    def forward(self, x):
+        return x.relu(), x.sigmoid()
+
+
 class ReadsAValue(nn.Module):
     def forward(self, x):
         return x * 2 if float(x.sum()) > 0 else x
@@ -135,6 +140,7 @@ class ReadsAValue(nn.Module):
     (PositionBias(), (1, 4, 4), "which applies a constant that varies within a channel"),
     (nn.Sequential(nn.Linear(4, 4), nn.GELU()), (4,), "runs gelu, which has no micro layer"),
     (ReadsAValue(), (3,), "its forward can't be traced"),
+    (TwoOutputs(), (3,), "its forward returns 2 tensors"),
 ])
 def test_what_the_boards_cant_run_is_named(model, shape, message):
     with pytest.raises(UnsupportedOpError, match="Supported:") as e:

@@ -44,7 +44,6 @@ _AFFINE = ("float_add", "float_sub", "float_mul", "float_div")
 _CODES_BY_MODULE = ("WeightOnlyLinear", "WeightOnlyConv2d")
 
 
-
 class _Const:
     """A value known before the input: a numpy float64 array."""
 
@@ -76,6 +75,9 @@ class _Traced:
         self.values[self.current] = (1, shape[0]) if lowering.flat else (1, *shape)
 
     def run(self) -> tuple[int, int, int]:
+        if len(self.tape.outputs) != 1:
+            raise UnsupportedOpError(f"its forward returns {len(self.tape.outputs)} tensors "
+                                     "(the boards' models return one)")
         for step in self.tape.steps:
             if step.kind != "op":
                 self._fail(step, f"is a {step.kind} step (state the forward changes)")
