@@ -270,10 +270,57 @@ class Tensor:
 
 
 def check_same_backend(op: str, *tensors: Tensor) -> None:
+    """Raise :class:`~ember.errors.BackendMismatchError` unless the tensors share one backend."""
     first = tensors[0].backend
     for t in tensors[1:]:
         if t.backend is not first:
-            raise BackendMismatchError(
-                f"{op}: tensors live on different backends ({first.name} on {first.device} and "
-                f"{t.backend.name} on {t.backend.device}); move one with .to(backend)"
-            )
+            raise _mismatch(op, first, t.backend)
+
+
+def _mismatch(op: str, a, b) -> BackendMismatchError:
+    return BackendMismatchError(
+        f"{op}: tensors live on different backends ({a.name} on {a.device} and {b.name} on "
+        f"{b.device}); move one with .to(backend)"
+    )
+
+
+def _movable(t: object) -> bool:
+    """A 0-d tensor whose value lives in host memory and carries no gradient record."""
+    return (isinstance(t, Tensor) and t.ndim == 0 and t.backend.device == "cpu"
+            and not t.backend.caps.gradients)
+
+
+def co_locate(op: str, *operands: object) -> list:
+    """The operands with their tensors on one backend, by PyTorch's rule for 0-d CPU tensors:
+    a 0-d tensor on a host backend (device type ``"cpu"``, not recording gradients) moves to
+    the backend of the other tensors: the first tensor's that is not such a 0-d tensor; when
+    all are, the first one's off the default backend (code that makes a scalar without
+    ``device=`` puts it on the default backend). Any other mix of backends raises
+    :class:`~ember.errors.BackendMismatchError`; non-tensor operands pass through.
+
+    >>> import ember
+    >>> from ember.tensor import co_locate
+    >>> n = ember.tensor(4.0, backend="numpy")
+    >>> x, k = co_locate("add", ember.tensor([1.0, 2.0], backend="python"), n)
+    >>> k.backend.name, k.item()
+    ('python', 4.0)
+    """
+    tensors = [o for o in operands if isinstance(o, Tensor)]
+    if all(t.backend is tensors[0].backend for t in tensors):
+        return list(operands)
+    home = _home(tensors)
+    moved = [o.to(home) if _movable(o) and o.backend is not home else o for o in operands]
+    for o in moved:
+        if isinstance(o, Tensor) and o.backend is not home:
+            raise _mismatch(op, home, o.backend)
+    return moved
+
+
+def _home(tensors: list[Tensor]):
+    from .backends import default_backend
+
+    fixed = [t.backend for t in tensors if not _movable(t)]
+    if fixed:
+        return fixed[0]
+    default = default_backend()
+    return next((t.backend for t in tensors if t.backend is not default), tensors[0].backend)

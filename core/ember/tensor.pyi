@@ -8,6 +8,7 @@ from ember.autodiff.graph import Gradients
 from ember.contract.backend import Backend
 from ember.contract.backend import Device
 from ember.dtype import DType
+from ember.errors import BackendMismatchError
 from ember.tensordata import TensorData
 
 
@@ -264,3 +265,15 @@ class Tensor:
 
 
 def check_same_backend(op: str, *tensors: Tensor) -> None: ...
+
+
+def _mismatch(op: str, a, b) -> BackendMismatchError: ...
+
+
+def _movable(t: object) -> bool: ...
+
+
+def co_locate(op: str, *operands: object) -> list: ...
+
+
+def _home(tensors: list[Tensor]): ...

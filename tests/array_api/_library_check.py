@@ -52,6 +52,7 @@ CASES = {
     "scipy.stats.kurtosis": lambda X, y, t: scipy.stats.kurtosis(X, axis=0),
     "scipy.stats.moment": lambda X, y, t: scipy.stats.moment(X, order=3, axis=0),
     "scipy.stats.pearsonr": lambda X, y, t: scipy.stats.pearsonr(X[:, 0], t).statistic,
+    "scipy.stats.pearsonr(pvalue)": lambda X, y, t: scipy.stats.pearsonr(X[:, 0], X[:, 3]).pvalue,
     "scipy.cluster.vq.whiten": lambda X, y, t: scipy.cluster.vq.whiten(X),
 }
 

@@ -2,7 +2,8 @@
 ``array_api_dispatch=True`` and SciPy functions (SCIPY_ARRAY_API=1) return Ember arrays on
 the backend of their input, equal to what they return for numpy arrays — on every host
 backend, whether it is the default backend or not (arrays the libraries make with
-``device=x.device`` must stay on ``x``'s backend)."""
+``device=x.device`` must stay on ``x``'s backend; 0-d ones SciPy makes without ``device=``
+join them by Ember's 0-d host tensor rule)."""
 
 import json
 import os
@@ -42,29 +43,17 @@ NAMES = [
     "rbf_kernel", "r2_score", "mean_squared_error", "accuracy_score",
     "scipy.special.logsumexp", "scipy.special.softmax", "scipy.stats.zscore",
     "scipy.stats.skew", "scipy.stats.kurtosis", "scipy.stats.moment", "scipy.stats.pearsonr",
-    "scipy.cluster.vq.whiten",
+    "scipy.stats.pearsonr(pvalue)", "scipy.cluster.vq.whiten",
 ]
 SCALARS = {"r2_score", "mean_squared_error", "accuracy_score"}  # Python floats by design
 # accuracy_score averages int labels in the namespace's default float dtype, float32 here
 TOLERANCE = {"accuracy_score": 1e-6}
 
 
-# library code that makes an array without device= (on the default backend) and mixes it with
-# the input's: it works only when the input is on the default backend (PyTorch lets a 0-d CPU
-# tensor mix with CUDA tensors, which hides this there; Ember refuses mixing backends)
-NOT_DEVICE_AWARE = {
-    "scipy.stats.pearsonr": "SciPy 1.17 makes n = xp.asarray(n, dtype=x.dtype) with no device",
-}
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_library_function_on_ember_arrays(report, name):
     device, default, results = report
     r = results[name]
-    if name in NOT_DEVICE_AWARE and device != default:
-        # the known failure, exactly: it fails this test when the library gets fixed
-        assert r.get("error", "").startswith("BackendMismatchError"), (NOT_DEVICE_AWARE[name], r)
-        return
     assert "error" not in r, r.get("error")
     if name not in SCALARS:
         assert r["ember"] and r["backend"] == device, r

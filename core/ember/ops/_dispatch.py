@@ -12,7 +12,7 @@ from .. import dtype as dt
 from ..contract.families import Family
 from ..errors import DTypeError, ShapeError
 from ..shape import broadcast_shapes
-from ..tensor import Tensor, check_same_backend
+from ..tensor import Tensor, check_same_backend, co_locate
 from .conversion import tensor
 
 Scalar = bool | int | float
@@ -77,12 +77,13 @@ def broadcast_to(t: Tensor, shape: tuple[int, ...], op: str = "broadcast_to") ->
 
 
 def prepare(op: str, *operands: object, dtype: dt.DType | None = None) -> list[Tensor]:
-    """Lift scalars, check backends, cast to a common dtype (``dtype`` or the promoted one)
-    and broadcast to a common shape. Returns the tensors ready for a backend primitive."""
+    """Lift scalars, bring the tensors onto one backend (:func:`~ember.tensor.co_locate`), cast
+    to a common dtype (``dtype`` or the promoted one) and broadcast to a common shape. Returns
+    the tensors ready for a backend primitive."""
+    operands = co_locate(op, *operands)
     tensors = [o for o in operands if isinstance(o, Tensor)]
     if not tensors:
         raise DTypeError(f"{op}: needs at least one tensor operand")
-    check_same_backend(op, *tensors)
     ref = tensors[0]
     target = dtype or result_dtype(op, *operands)
     ref.backend.caps.check_dtype(target, op, ref.backend.name)

@@ -19,7 +19,7 @@ from .. import dtype as dt
 from ..errors import DimensionError, DTypeError, ShapeError, TensorIndexError
 from ..shape import broadcast_shapes, normalize_dim, numel
 from ..jit.state import tracing
-from ..tensor import Tensor, check_same_backend
+from ..tensor import Tensor, check_same_backend, co_locate
 from ._dispatch import as_tensor, broadcast_to, full_like_shape, wrap
 from .where import nonzero, where
 from .shape_ops import broadcast_tensors, flatten, int_tensor, permute, reshape, unsqueeze
@@ -244,6 +244,10 @@ def setitem(self: Tensor, key, value) -> None:
     >>> x.tolist()
     [[-1.0, 5.0, 5.0], [-1.0, -1.0, -1.0]]
     """
+    if isinstance(value, Tensor) and value.backend is not self.backend:
+        # a 0-d host tensor on either side moves to the other's backend, the target included
+        target, value = co_locate("setitem", self, value)
+        self._prim, self.backend = target._prim, target.backend
     b = self.backend
     v = _value_tensor(value, self)
     if (isinstance(key, Tensor) and key.dtype.is_bool and key.shape == self.shape

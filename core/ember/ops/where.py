@@ -4,7 +4,7 @@ indices where a tensor is nonzero (``nonzero``, ``argwhere``, one-argument ``whe
 from __future__ import annotations
 
 from ..shape import broadcast_shapes, numel
-from ..tensor import Tensor, check_same_backend
+from ..tensor import Tensor, co_locate
 from ._dispatch import as_tensor, broadcast_to, prepare
 from .shape_ops import int_tensor, reshape
 
@@ -24,7 +24,7 @@ def where(condition, x=None, y=None) -> Tensor:
         cond = cond != 0
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
         x, y = as_tensor(x, cond), as_tensor(y, cond)  # two scalars: both strong
-    check_same_backend("where", cond, *(v for v in (x, y) if isinstance(v, Tensor)))
+    cond, x, y = co_locate("where", cond, x, y)
     a, b = prepare("where", x, y)
     shape = broadcast_shapes(cond.shape, a.shape, op="where")
     a, b, c = (broadcast_to(t, shape, "where") for t in (a, b, cond))
