@@ -153,6 +153,7 @@ def test_a_long_batch_does_not_hold_up_another_clients_read(server):
      "Server: can't listen on no-such-host.invalid:0: gaierror"),
     (["--max-session-mb", "-1"], "--max-session-mb -1: expected a number >= 1"),
     (["--max-op-work", "0"], "--max-op-work 0: expected a number >= 1"),
+    (["--op-threads", "0"], "--op-threads 0: expected a whole number >= 1"),
 ])
 def test_serve_command_line_errors_are_one_line(args, message):
     proc = subprocess.run([sys.executable, "-m", "ember.cli", "serve", *args],

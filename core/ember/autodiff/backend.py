@@ -70,7 +70,7 @@ class Autodiff(Backend):
 
         self.inner = get_backend(inner)
         self.name = f"autodiff-{self.inner.name}"
-        self.caps = dataclasses.replace(self.inner.caps, gradients=True)
+        self.caps = dataclasses.replace(self.inner.caps, gradients=True, threadsafe=False)
         self.device = self.inner.device
         if checkpointing not in STRATEGIES:
             raise EmberError(

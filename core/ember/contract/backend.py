@@ -31,6 +31,9 @@ class Caps:
     #: dtypes held in fewer bits than their name says (wgpu's int64, stored as int32): values
     #: must fit the narrower type; a Router sends them to a backend that holds them exactly
     narrow: frozenset = frozenset()
+    #: ops on distinct tensors may run on two threads at once (a Remote server then runs
+    #: small ops beside a large one); a decorator that keeps state between ops clears it
+    threadsafe: bool = False
 
     def check_dtype(self, dtype: dt.DType, op: str, backend: str) -> None:
         if dtype not in self.dtypes:

@@ -16,6 +16,7 @@ elementwise users the compiler applies in the matmul's store (an epilogue).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import operator
 import sys
@@ -97,7 +98,8 @@ class Fusion(Backend):
                 f"Autodiff(Fusion({self.inner.inner.name})), so gradient ops fuse too"
             )
         self.name = f"fusion-{self.inner.name}"
-        self.caps = self.inner.caps
+        # the lazy graph is shared by every op: one thread at a time
+        self.caps = dataclasses.replace(self.inner.caps, threadsafe=False)
         self.device = self.inner.device
         make = getattr(self.inner, "fusion_compiler", None)
         self.compiler = compiler = make() if make is not None else None

@@ -32,6 +32,7 @@ def _token(args: argparse.Namespace) -> str:
 def _serve(args: argparse.Namespace) -> int:
     from .limits import ServerLimits
     from .server import Server
+    from .threads import BLAS_VARIABLES, default_op_threads, set_op_threads
 
     context = None
     if args.tls_cert or args.tls_key:
@@ -46,6 +47,8 @@ def _serve(args: argparse.Namespace) -> int:
                         ("--max-op-mb", args.max_op_mb), ("--max-op-work", args.max_op_work)):
         if value < 1:
             raise ValueError(f"{flag} {value}: expected a number >= 1")
+    if args.op_threads is not None or not any(v in os.environ for v in BLAS_VARIABLES):
+        set_op_threads(default_op_threads() if args.op_threads is None else args.op_threads)
     limits = ServerLimits(max_session_bytes=args.max_session_mb << 20,
                           max_op_bytes=args.max_op_mb << 20, max_op_work=args.max_op_work,
                           max_tensor_bytes=args.max_tensor_mb << 20,
@@ -80,4 +83,7 @@ def add_subcommand(sub) -> None:
     p.add_argument("--max-op-work", type=int, default=1 << 32,
                    help="one op's multiply-adds (default 2**32, about a second of a CPU "
                         "core; raise it for a GPU)")
+    p.add_argument("--op-threads", type=int,
+                   help="threads one op's BLAS may use (default: one fewer than the cores, "
+                        "so small ops and the network keep one; $OPENBLAS_NUM_THREADS if set)")
     p.set_defaults(run=_serve)

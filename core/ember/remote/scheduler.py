@@ -1,23 +1,33 @@
-"""The Remote server's one worker thread, shared fairly between connections.
+"""The Remote server's worker threads, shared fairly between connections.
 
-Every connection's jobs (its batches, as :meth:`Session.steps` generators) run on one thread, so
-a backend that isn't thread-safe (wgpu) serves them all. The thread runs one step (one record)
-at a time and always takes the busy connection that has used the least worker time, as a fair
-scheduler does: a client sending a long batch of heavy ops gets its share, and another client's
-small read waits for at most the op in progress (each op is bounded by ``max_op_work``), not
-for the whole batch. A connection that was idle starts level with the least-served busy one:
-idle time is not saved up as credit.
+Every connection's jobs (its batches, as :meth:`Session.steps` generators) run one step (one
+record) at a time, in order within the connection, and a job tells the scheduler before each
+step how much work that step is (the number it yields: multiply-adds or element visits, known
+from the shapes before anything runs). Of the connections with a step waiting, the scheduler
+always takes the one that has used the least worker time, as a fair scheduler does; a
+connection that was idle starts level with the least-served busy one (idle time is not saved
+up as credit).
+
+One thread runs every step when the backend is not thread-safe (wgpu): another client's
+small read then waits for at most the op in progress. A thread-safe backend
+(``caps.threadsafe``, numpy) gets two threads: one that runs only *light* steps (at most
+``light_work``: a few milliseconds of a CPU core) and one that runs the heavy steps first and
+light ones when no heavy step waits, at a lower OS priority (nice +10, where the OS gives a
+thread a priority of its own: Linux) so that the light thread and the event loop get the CPU
+first. A small read then never waits for another client's large matmul, only for other light
+steps; working memory is at most one heavy op's plus one light op's, each bounded by
+``max_op_bytes``.
 
 >>> import asyncio
->>> def job(n):
+>>> def job(n, work):
 ...     for _ in range(n):
-...         yield
+...         yield work
 ...     return n
 >>> async def main():
-...     scheduler = Scheduler()
+...     scheduler = Scheduler(threadsafe=True)
 ...     loop = asyncio.get_running_loop()
-...     results = await asyncio.gather(scheduler.submit("a", job(3), loop),
-...                                    scheduler.submit("b", job(1), loop))
+...     results = await asyncio.gather(scheduler.submit("a", job(3, 1 << 30), loop),
+...                                    scheduler.submit("b", job(1, 10), loop))
 ...     scheduler.stop()
 ...     return results
 >>> asyncio.run(main())
@@ -28,26 +38,43 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
+import sys
 import threading
 import time
 from collections.abc import Generator, Hashable
 
+#: the most work (multiply-adds or element visits) a step may have to run on the light thread:
+#: a few milliseconds of one CPU core, so a small read waits for milliseconds, not seconds
+LIGHT_WORK = 1 << 22
+
 
 class Scheduler:
-    """Runs jobs (generators) a step at a time on one thread; see the module doc."""
+    """Runs jobs (generators yielding each next step's work) a step at a time; see the module
+    doc."""
 
-    def __init__(self, name: str = "ember-remote-ops"):
+    def __init__(self, *, threadsafe: bool = False, light_work: int = LIGHT_WORK,
+                 name: str = "ember-remote-ops"):
         self._cond = threading.Condition()
         self._queues: dict[Hashable, collections.deque] = {}  # busy owner -> its jobs
+        self._next: dict[Hashable, int] = {}  # busy owner -> the work of its next step
+        self._running: set[Hashable] = set()  # owners with a step on a thread now
         self._used: dict[Hashable, float] = {}  # owner -> worker seconds used
+        self._light_work = light_work
+        self._split = threadsafe  # a light thread beside the one that runs everything
         self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
+        limits = (None, light_work) if threadsafe else (None,)
+        self._threads = [threading.Thread(target=self._loop, args=(limit,),
+                                          name=f"{name}-{'light' if limit else 'any'}",
+                                          daemon=True) for limit in limits]
+        for t in self._threads:
+            t.start()
 
-    def submit(self, owner: Hashable, job: Generator, loop: asyncio.AbstractEventLoop
-               ) -> asyncio.Future:
+    def submit(self, owner: Hashable, job: Generator, loop: asyncio.AbstractEventLoop,
+               work: int = 0) -> asyncio.Future:
         """Queue ``job`` after ``owner``'s earlier jobs; the future gets its return value (or
-        its exception) on ``loop``."""
+        its exception) on ``loop``. ``work``: that of the job's first step (reading a frame:
+        its size)."""
         future = loop.create_future()
         with self._cond:
             if self._stopped:
@@ -55,10 +82,11 @@ class Scheduler:
             queue = self._queues.get(owner)
             if queue is None:
                 queue = self._queues[owner] = collections.deque()
+                self._next[owner] = work
                 floor = min((self._used[o] for o in self._queues if o != owner), default=0.0)
                 self._used[owner] = max(self._used.get(owner, 0.0), floor)
-            queue.append((job, future, loop))
-            self._cond.notify()
+            queue.append((job, future, loop, work))
+            self._cond.notify_all()
         return future
 
     def used(self, owner: Hashable) -> float:
@@ -73,42 +101,71 @@ class Scheduler:
                 self._used.pop(owner, None)
 
     def stop(self) -> None:
-        """Stop after the step in progress; queued jobs are cancelled."""
+        """Stop after the steps in progress; queued jobs are cancelled."""
         with self._cond:
             self._stopped = True
             pending = [job for queue in self._queues.values() for job in queue]
             self._queues.clear()
-            self._cond.notify()
-        for _, future, loop in pending:
+            self._next.clear()
+            self._cond.notify_all()
+        for _, future, loop, _ in pending:
             _settle(loop, future, None, asyncio.CancelledError())
 
-    def _loop(self) -> None:
+    def _pick(self, limit: int | None) -> Hashable | None:
+        """The least-served owner with a step this thread may run (``limit``: the most work
+        it takes; None: any, heavy steps first when a light thread takes the others)."""
+        ready = [o for o in self._queues if o not in self._running
+                 and (limit is None or self._next[o] <= limit)]
+        if limit is None and self._split:
+            ready = [o for o in ready if self._next[o] > self._light_work] or ready
+        return min(ready, key=self._used.__getitem__, default=None)
+
+    def _loop(self, limit: int | None) -> None:
+        if limit is None and self._split:
+            _lower_priority()
         while True:
             with self._cond:
-                while not self._queues and not self._stopped:
+                while not self._stopped and (owner := self._pick(limit)) is None:
                     self._cond.wait()
                 if self._stopped:
                     return
-                owner = min(self._queues, key=self._used.__getitem__)
-                job, future, loop = self._queues[owner][0]
+                self._running.add(owner)
+                job, future, loop, _ = self._queues[owner][0]
             start = time.perf_counter()
-            done, result, error = True, None, None
+            done, result, error, work = True, None, None, 0
             try:
-                next(job)
+                work = next(job)
                 done = False
             except StopIteration as stop:
                 result = stop.value
             except Exception as e:  # noqa: BLE001 - the job's error goes to its awaiter
                 error = e
             with self._cond:
+                self._running.discard(owner)
                 self._used[owner] = self._used.get(owner, 0.0) + time.perf_counter() - start
                 queue = self._queues.get(owner)
-                if done and queue:
+                if queue and done:
                     queue.popleft()
-                    if not queue:
-                        del self._queues[owner]
+                    work = queue[0][3] if queue else 0
+                if not queue:
+                    self._queues.pop(owner, None)
+                    self._next.pop(owner, None)
+                else:
+                    self._next[owner] = work if type(work) is int else 0
+                self._cond.notify_all()
             if done:
                 _settle(loop, future, result, error)
+
+
+def _lower_priority() -> None:
+    """Nice +10 for the calling thread, where the OS gives threads priorities of their own."""
+    if sys.platform != "linux":
+        return  # elsewhere PRIO_PROCESS would name the whole process
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + 10))
+    except OSError:  # not allowed here: the thread keeps the process's priority
+        pass
 
 
 def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future, result, error) -> None:

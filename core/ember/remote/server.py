@@ -9,11 +9,13 @@ newcomer closes the one that has waited longest, 1013, so a flood of silent conn
 keep out clients that authenticate in milliseconds): unauthenticated clients cost the server
 little memory and no time. An authenticated connection gets a
 :class:`~ember.remote.session.Session` of its own and frames up to ``max_frame_bytes``; a frame that breaks the protocol closes that
-connection only (1008); when a connection ends, its tensors are freed. Ops run on one worker
-thread (:class:`~ember.remote.scheduler.Scheduler`), one record at a time, the connection
-that has used the least time first, so a backend that isn't thread-safe (wgpu) serves every
-connection, one client's heavy batch doesn't starve the others, and the event loop keeps
-answering handshakes and pings while an op runs. TLS: pass an :class:`ssl.SSLContext`.
+connection only (1008); when a connection ends, its tensors are freed. Ops run on worker
+threads (:class:`~ember.remote.scheduler.Scheduler`), one record at a time per connection,
+the connection that has used the least time first: one thread for a backend that isn't
+thread-safe (wgpu), so it serves every connection; a thread-safe one (numpy) gets a second
+thread for small ops, so a small read never waits for another client's large matmul. One
+client's heavy batch doesn't starve the others, and the event loop keeps answering
+handshakes and pings while an op runs. TLS: pass an :class:`ssl.SSLContext`.
 
 >>> from ember.remote import Remote, Server
 >>> server = Server("numpy", port=0, token="s3cret").start()   # a thread; port 0: any free
@@ -84,7 +86,7 @@ class Server:
         self._pending: dict = {}  # connections waiting to authenticate, oldest first
         self._closing: set[asyncio.Future] = set()
         self._welcome = protocol.encode_welcome(self._info())
-        self._worker = Scheduler()
+        self._worker = Scheduler(threadsafe=self.backend.caps.threadsafe)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Future | None = None
         self._thread: threading.Thread | None = None
@@ -167,7 +169,8 @@ class Server:
             await ws.send(self._welcome)
             async for frame in ws:
                 try:
-                    replies = await self._worker.submit(session, session.steps(frame), loop)
+                    replies = await self._worker.submit(session, session.steps(frame), loop,
+                                                          len(frame))
                 except ProtocolError as e:
                     self.malformed += 1
                     await ws.close(1008, _reason(f"protocol error: {e}"))

@@ -78,15 +78,16 @@ class Session:
                 return done.value
 
     def steps(self, frame) -> Generator[None, None, list[bytes]]:
-        """:meth:`handle` one record at a time: a generator that pauses before each record
-        and returns the replies, so that the server's scheduler can run other connections'
-        records in between (one client's long batch does not hold the others up).
+        """:meth:`handle` one record at a time: a generator that pauses before each record,
+        yielding its work (:meth:`work`), and returns the replies, so that the server's
+        scheduler can run other connections' records in between (one client's long batch
+        does not hold the others up) and small records beside a large one.
 
         >>> from ember.backends import get_backend
         >>> s = Session(get_backend("numpy"))
         >>> steps = s.steps(protocol.encode_batch([["free", []], ["free", []]], []))
         >>> next(steps), next(steps)  # a pause before each of the two records
-        (None, None)
+        (0, 0)
         >>> try:
         ...     next(steps)
         ... except StopIteration as done:
@@ -96,7 +97,7 @@ class Session:
         records, blobs = protocol.decode_batch(frame)
         replies = []
         for rec in records:
-            yield
+            yield self.work(rec)
             if not isinstance(rec, list) or not rec or not isinstance(rec[0], str):
                 raise ProtocolError("a record must be a list starting with its kind")
             kind = rec[0]
@@ -126,10 +127,32 @@ class Session:
         >>> from ember.backends import get_backend
         >>> s = Session(get_backend("numpy"))
         >>> list(s.closing()), s.bytes
-        ([None], 0)
+        ([0], 0)
         """
         self.close()
-        yield
+        yield 0
+
+    def work(self, rec) -> int:
+        """The work of record ``rec`` (multiply-adds or element visits of an op, bytes of a
+        put or a read), from shapes alone, for the scheduler; 0 for a record that will fail
+        its checks (it takes no time).
+
+        >>> from ember.backends import get_backend
+        >>> s = Session(get_backend("numpy"))
+        >>> s.work(["put", 1, "float32", [64, 64], 0, 16384]), s.work(["free", []])
+        (16384, 0)
+        """
+        try:
+            if rec[0] == "op":
+                op = registry.REGISTRY[rec[1]]
+                return self._plan(op, self._args(op, rec[3])[1])[2]
+            if rec[0] == "put":
+                return int(rec[5])
+            if rec[0] == "read":
+                return self._get(rec[2])[2]
+        except Exception:  # noqa: BLE001 - the record's own checks will say what is wrong
+            return 0
+        return 0
 
     # ------------------------------------------------------------------ records
     def _new_id(self, i) -> int:
@@ -216,7 +239,7 @@ class Session:
         try:
             args, specs = self._args(op, raw)
             _operands_fit(op, specs)
-            out_specs, sizes = self._plan(op, specs)
+            out_specs, sizes, _ = self._plan(op, specs)
             self._reserve(sum(sizes), name)
             result = getattr(self.backend, name)(*args)
             results = [result] if op.outputs == 1 else list(result)
@@ -241,9 +264,9 @@ class Session:
             self.bytes += n
         self.ops += 1
 
-    def _plan(self, op: registry.Op, specs: list) -> tuple[list, list]:
-        """The op's result Specs (from its shape rule) and byte sizes, checked against the
-        limits with its work and intermediates (:func:`~ember.remote.cost.op_cost`); cached
+    def _plan(self, op: registry.Op, specs: list) -> tuple[list, list, int]:
+        """The op's result Specs (from its shape rule), byte sizes and work, checked against
+        the limits with its work and intermediates (:func:`~ember.remote.cost.op_cost`); cached
         per (op, input specs, parameters): a model's ops repeat."""
         try:
             key = (op.name, *specs)
@@ -265,7 +288,7 @@ class Session:
         if work > lim.max_op_work:
             raise LimitError(f"{op.name}: about {work} multiply-adds; the server's max_op_work "
                              f"is {lim.max_op_work} (split the op into smaller ones)")
-        hit = out_specs, sizes
+        hit = out_specs, sizes, work
         if key is not None:
             if len(self._plans) >= 4096:
                 self._plans.clear()

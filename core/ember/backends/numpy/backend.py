@@ -75,7 +75,7 @@ class NumpyBackend(NumpyQuantOps, NumpyNNOps, NumpyOps):
     :class:`~ember.backends.numpy.nn.NumpyNNOps`."""
 
     name = "numpy"
-    caps = Caps()
+    caps = Caps(threadsafe=True)
 
     def __init__(self):
         global _MALLOC_CHECKED
