@@ -7,18 +7,19 @@ Python ints) before it runs, and raises :class:`~ember.errors.DTypeError` when t
 leaves int32:
 
 - a storage's ``bound`` is exact after ``from_data`` (except inside a jit capture, whose
-  uploads change at each replay), derived after a checked op, None (any value of the storage
-  type) otherwise; views share their storage's bound;
+  uploads change at each replay), derived after a checked op, kept by the jit replays for the
+  state they update in place (:mod:`.replay_ranges`), None (any value of the storage type)
+  otherwise; views share their storage's bound;
 - int32, int8 and uint8 results wrap at their width like numpy: only int64 results can be
   refused (int32 results keep a derived bound when it fits, so a later int64 sum is exact);
 - when the derived range leaves int32, the op first measures its inputs (a min and a max
   reduction, one read each) and derives again, so a loose bound costs a read, not an error;
 - a float -> int64 cast measures its input the same way (NaN and inf, whose conversion is
-  unspecified, are left out), and is refused inside a jit capture;
-- a jit capture (:mod:`.replay`) starts from its inputs' ranges widened to powers of two, and
-  a replay whose inputs leave them captures again. What a capture measures (values it can't
-  bound otherwise, such as state updated in place) holds for the traced call: a replay does
-  not re-check values that it changes in place (a step counter passing 2**31 would wrap).
+  unspecified, are left out);
+- inside a jit capture nothing is measured (a measured value holds for one call, and a replay
+  runs no check): the checks derive from the ranges the capture assumes of its inputs and of
+  the state it updates in place, which every replay keeps to (:mod:`.replay_ranges`), and a
+  float -> int64 cast is refused.
 
 >>> import ember
 >>> x = ember.full((4,), 2_000_000_000, dtype=ember.int32, backend="wgpu")  # doctest: +SKIP
@@ -190,14 +191,18 @@ def _capturing(backend) -> bool:
 
 
 _CAPTURE = " inside a jit capture, where a float's range can change at each replay"
+_CAPTURE_RANGES = (" inside a jit capture, whose replays run unchecked (the ranges are those "
+                   "of the inputs and in-place state that every replay keeps to)")
 
 
 def check(backend, op: str, rule, args) -> tuple[int, int]:
-    """The result range of int64 op ``op`` on ``args``: derived, else measured; raises when it
-    may leave int32."""
+    """The result range of int64 op ``op`` on ``args``: derived, else measured (not inside a
+    jit capture); raises when it may leave int32."""
     r = rule(bound, *args)
     if fits(r):
         return r
+    if _capturing(backend):
+        _refuse(op, r, args, _CAPTURE_RANGES)
     seen = {id(a): measure(backend, a) for a in args if isinstance(a, WgpuTensor)}
     r = rule(lambda x: seen.get(id(x)) or bound(x), *args)
     if not fits(r):
@@ -242,35 +247,6 @@ def cast_bound(backend, x: WgpuTensor, dtype: dt.DType) -> tuple[int, int] | Non
     if not fits(r):
         _refuse("cast", r, (x,))
     return r
-
-
-def _envelope(r: tuple[int, int]) -> tuple[int, int]:
-    """``r`` widened to powers of two (so the next batch's values likely stay inside)."""
-    lo = 0 if r[0] >= 0 else -(1 << (-r[0] - 1).bit_length())
-    hi = 0 if r[1] <= 0 else (1 << r[1].bit_length()) - 1
-    return max(lo, I32[0]), min(hi, I32[1])
-
-
-def known(backend, x: WgpuTensor) -> tuple[int, int] | None:
-    """The range of an int32/int64 ``x``: its storage's bound, else measured (None: another
-    dtype)."""
-    if x.dtype not in _BOUNDED:
-        return None
-    return x.storage.bound or tuple(measure(backend, x))
-
-
-def input_bounds(backend, prims: list) -> list:
-    """What a jit capture assumes of its inputs' ranges (the replays check it, :func:`holds`)."""
-    return [None if r is None else _envelope(r) for r in (known(backend, p) for p in prims)]
-
-
-def holds(backend, prims: list, bounds: list) -> bool:
-    """Whether every input lies within the range its capture assumed."""
-    for p, b in zip(prims, bounds):
-        r = known(backend, p) if b is not None else None
-        if r is not None and not (b[0] <= r[0] and r[1] <= b[1]):
-            return False
-    return True
 
 
 def unfusable(op: str, dtypes) -> bool:

@@ -10,18 +10,19 @@ Python per op. Step kinds map onto the program's hooks:
 - ``"assign"``: ``copy_into``'s region copy into the target's own buffer, in place.
 
 Inputs are copied into buffers of the program's own (made contiguous first), so any layout of
-a new input works; int32/int64 inputs' value ranges (:mod:`.int_range`, widened to powers of
-two) are what the capture's int64 ops were checked against, and a call with inputs outside
-them captures again; outputs are copied into fresh buffers at each call (no aliasing between
-calls). The tape is read by duck typing (a step argument with an ``id`` and the class name
-``Slot`` is a slot): backends sit below ``ember.jit`` and don't import it.
+a new input works; outputs are copied into fresh buffers at each call (no aliasing between
+calls). The capture's int64 ops are checked (:mod:`.int_range`) against ranges of the inputs
+and of the int state updated in place that every replay keeps to (:mod:`.replay_ranges`): a
+call outside them captures again, and a capture those ranges refuse is made again under the
+call's exact ones. The tape is read by duck typing (a step argument with an ``id`` and the
+class name ``Slot`` is a slot): backends sit below ``ember.jit`` and don't import it.
 """
 
 from __future__ import annotations
 
-from ...errors import EmberError
+from ...errors import DTypeError, EmberError
 from ..tape_steps import step_arguments
-from . import int_range
+from . import replay_ranges
 from .launch import contiguous
 from .primitive import Storage, WgpuTensor
 
@@ -40,20 +41,33 @@ def compile_tape(backend, tape):
     rt = backend.rt
     engine = rt.engine
     state: dict = {"program": None, "hooks": []}  # hooks: (kind, number, fn) in step order
+    states = replay_ranges.StateRanges(backend, tape)
 
     def capture(prims: list) -> list:
         ins = [_own_copy(rt, p) for p in prims]
+        # this call's feeds and random draws, taken once whichever attempt below keeps
+        drawn = {i: step.fn() for i, step in enumerate(tape.steps) if step.fn is not None}
+        states.begin()
+        try:
+            return record(prims, ins, drawn, exact=False)
+        except DTypeError:
+            # refused under widened ranges: the call's exact ones may do (the refusal came
+            # before the in-place writes, which come last and which the trace ran unrefused)
+            return record(prims, ins, drawn, exact=True)
+
+    def record(prims: list, ins: list, drawn: dict, exact: bool) -> list:
         # int64 ops are range-checked against these; a replay outside them captures again
-        state["bounds"] = int_range.input_bounds(backend, prims)
+        state["bounds"] = replay_ranges.input_bounds(backend, prims, exact)
         for own, r in zip(ins, state["bounds"]):
             own.storage.bound = r
+        states.open(exact)
         env = dict(tape.constants)
         env.update(zip(tape.inputs, ins))
         hooks = []
         with engine.capture() as program:
-            for step in tape.steps:
+            for i, step in enumerate(tape.steps):
                 first = program.dispatches
-                args, kwargs = step_arguments(step, env)
+                args, kwargs = (drawn[i], {}) if i in drawn else step_arguments(step, env)
                 out = tape.method(step.name)(*args, **kwargs)
                 if step.kind == "feed":
                     hooks.append(("feed", program.feed(out.block), step.fn))
@@ -72,6 +86,7 @@ def compile_tape(backend, tape):
             outs = [env[o] for o in tape.outputs]
             program.inputs = [x.block for x in ins]
             program.outputs = [o.block for o in outs]
+        states.close(env)
         state["program"], state["hooks"] = program, hooks
         state["layouts"] = [(o.shape, o.strides, o.offset, o.dtype) for o in outs]
         copies = {}
@@ -86,7 +101,8 @@ def compile_tape(backend, tape):
         for hook in tape.hooks:
             hook()
         program = state["program"]
-        if program is not None and not int_range.holds(backend, prims, state["bounds"]):
+        if program is not None and not (replay_ranges.holds(backend, prims, state["bounds"])
+                                        and states.ready()):
             program.close()
             program = state["program"] = None
         if program is None:
@@ -99,6 +115,7 @@ def compile_tape(backend, tape):
                 program.patch(number, _PHILOX_OFFSET_WORD, _philox_words(seed, offset))
         sources = [contiguous(rt, p) for p in prims]
         blocks = program.replay([s.block for s in sources])
+        states.advance()
         return _wrap(rt, state["layouts"], blocks)
 
     return run
