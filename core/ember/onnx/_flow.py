@@ -119,8 +119,10 @@ class FlowWriter:
         step.append(ast.AugAssign(store(i), ast.Add(), lit(1)))
         test = name(keep)
         if trip is not None:
-            test = ast.BoolOp(ast.And(), [test, template("P_i < int(P_m.item())", i=name(i),
-                                                         m=trip)])
+            fixed = scope.consts.get(node.inputs[0])  # a constant trip count: a Python int
+            bound = lit(int(fixed.item())) if fixed is not None and fixed.numel() == 1 else (
+                template("int(P_m.item())", m=trip))
+            test = ast.BoolOp(ast.And(), [test, template("P_i < P_m", i=name(i), m=bound)])
         post = [assign([s], template("stack_outputs(P_a)", a=name(a)))
                 for s, a in zip(scans, accs)]
         return pre + [ast.While(test, step, [])] + post

@@ -104,12 +104,17 @@ def _array(a) -> ast.expr:
     if kind not in ("float32", "float64", "float16", "int8", "uint8", "int32", "int64", "bool"):
         raise UnsupportedOpError(f"onnx convert: a tensor attribute of dtype {a.dtype.name} "
                                  "has no ember dtype")
-    values = a.astype(kind).tolist()
-    dtype = ast.Attribute(name("ember"), "bool_" if kind == "bool" else kind, ast.Load())
+    return tensor_literal(a.astype(kind).tolist(), kind, tuple(a.shape))
+
+
+def tensor_literal(values, dtype: str, shape: tuple) -> ast.expr:
+    """``ember.tensor(values, dtype=ember.<dtype>)`` (nested lists of ``shape``), reshaped when
+    it holds no elements."""
+    kind = ast.Attribute(name("ember"), "bool_" if dtype == "bool" else dtype, ast.Load())
     out = ast.Call(ast.Attribute(name("ember"), "tensor", ast.Load()), [lit(values)],
-                   [ast.keyword("dtype", dtype)])
-    if a.size == 0:
-        out = ast.Call(ast.Attribute(out, "reshape", ast.Load()), [lit(tuple(a.shape))], [])
+                   [ast.keyword("dtype", kind)])
+    if 0 in shape:
+        out = ast.Call(ast.Attribute(out, "reshape", ast.Load()), [lit(shape)], [])
     return out
 
 

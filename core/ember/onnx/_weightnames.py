@@ -9,7 +9,7 @@ Exporters that fold layers (Conv + BatchNorm) or share initializers write names 
 A float constant read where an op takes a weight (Conv's, MatMul's, a norm's, an Add's bias...)
 becomes an ``nn.Parameter``; BatchNorm running statistics, quantization scales and zero points,
 integer constants and constants read only as settings (Clip's bounds, Pad's value) are
-buffers.
+buffers (the code generator writes small int32/int64 constants as literals instead).
 
 >>> from ember.onnx._graph import Node
 >>> nodes = [Node("Conv", ["x", "onnx::Conv_7", "onnx::Conv_8"], ["/stem/conv/Conv_output_0"],

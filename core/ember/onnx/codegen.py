@@ -29,7 +29,8 @@ from ._graph import Function, Graph, Node, OnnxLoadError, _AttrRef
 from ._intwrap import check_convertible
 from ._flow import FlowWriter, safe_text
 from ._patterns import gelu_at, readers
-from ._pyast import RESERVED, Names, assign, fill, funcdef, lit, name, template
+from ._pyast import (RESERVED, Names, assign, fill, funcdef, lit, name, template,
+                      tensor_literal)
 from ._repeats import find as find_repeat
 from ._weightnames import meaningful, weight_roles
 from ._spell import NoSpelling, spell
@@ -125,6 +126,9 @@ class _Gen(FlowWriter):
             raise UnsupportedOpError(f"onnx convert: {where} reads {onnx_name!r}, which no "
                                      "earlier node produces")
         if isinstance(expr, _Weight):
+            if _index_data(expr.value):
+                v = expr.value
+                return tensor_literal(v.tolist(), v.dtype.name, tuple(v.shape))
             return self.weight(expr.onnx_name, expr.value, expr.base, expr.buffer)
         return expr
 
@@ -289,6 +293,13 @@ class _Gen(FlowWriter):
             if actual:
                 scope.bind(actual, self.value(inner, formal, f"function {node.op_type}"))
         return body
+
+
+def _index_data(t: Tensor) -> bool:
+    """Whether a constant is a small int32/int64 tensor (ONNX's shape, axis, index and trip
+    count types), written in the code as a literal: a traced call (``ember.jit``,
+    ``ember.onnx.export``) may read a literal's values, never a buffer's, which can change."""
+    return t.dtype.name in ("int32", "int64") and t.numel() <= _INLINE_TENSOR
 
 
 def generate_tree(module: OnnxModule, class_name: str = "Model",

@@ -103,19 +103,20 @@ def _centered(x, zp, rowwise=False, dtype=None):
     return y - z
 
 
-def _exact_f32_chunk(a, b) -> int:
-    """How many products of ``a``'s and ``b``'s entries float32 sums exactly (< 2**24)."""
-    most = max(abs(float(ember.amax(a))), abs(float(ember.amin(a))), 1.0) * max(
-        abs(float(ember.amax(b))), abs(float(ember.amin(b))), 1.0)
-    return max(int(2**24 // most), 1)
+def _centered_bound(x, zp) -> int:
+    """The largest ``|x - zp|`` that ``x``'s integer dtype allows (``|x|`` without ``zp``)."""
+    lo, hi = x.dtype.int_range
+    return hi - lo if zp is not None else max(-lo, hi)
 
 
-def integer_matmul(a, b):
+def integer_matmul(a, b, most: int):
     """``a @ b`` of integer-valued float32 tensors through float32 BLAS, exactly: the reduction is
-    split into chunks short enough that float32 sums them without rounding, and the chunks
-    are added as int32 (float32 matmul is about twice as fast as float64)."""
+    split into chunks short enough that float32 sums them without rounding (< 2**24, with each
+    product at most ``most`` in size), and the chunks are added as int32 (float32 matmul is
+    about twice as fast as float64). The bound comes from the dtypes, not the values, so a
+    traced call (``ember.jit``, ``ember.onnx.export``) splits the same way at every replay."""
     k = a.shape[-1]
-    step = _exact_f32_chunk(a, b)
+    step = max(2**24 // max(most, 1), 1)
     if k <= step:
         return ember.matmul(a, b).astype(ember.int32)
     out = None
@@ -132,8 +133,9 @@ def matmul_integer(ctx, a, b, a_zero_point=None, b_zero_point=None):
         return y.astype(ember.int32)
     # centred 8-bit values are exact in float32
     f32 = ember.float32
+    most = _centered_bound(a, a_zero_point) * _centered_bound(b, b_zero_point)
     return integer_matmul(_centered(a, a_zero_point, rowwise=True, dtype=f32),
-                          _centered(b, b_zero_point, dtype=f32))
+                          _centered(b, b_zero_point, dtype=f32), most)
 
 
 def _w_centered(w, zp):
