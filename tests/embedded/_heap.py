@@ -23,7 +23,9 @@ def runs_in(path, images, heap: int, *, tier: str, micropython: str | None = Non
 def min_heap(path, images, *, tier: str, micropython: str | None = None, lo: int = 8192,
              hi: int = 1 << 20, step: int = 1024) -> int:
     """The smallest heap (bytes, rounded up to ``step``) in which ``path`` runs ``images`` on
-    ``tier``: ``lo`` must fail and ``hi`` work (checked)."""
+    ``tier``: ``lo`` must fail and ``hi`` work (checked). Fragmentation makes "runs" not quite
+    monotonic in the heap size (a large block allocated late can fail in a heap a few KB larger
+    than one it fits in), so the bisection finds a boundary, not always the last failing size."""
     if runs_in(path, images, lo, tier=tier, micropython=micropython):
         raise ValueError(f"min_heap: {path} runs on {tier} in {lo} bytes, the bracket's low "
                          f"end: the minimum is below it")
