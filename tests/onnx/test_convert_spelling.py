@@ -200,6 +200,29 @@ def test_a_constant_too_large_to_fold_is_ember_full(tmp_path):
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
 
 
+@pytest.mark.parametrize("dims, message", [
+    ([100, 100], r"the bytes of its constant of shape \[100, 100\]: 40000 exceeds the "
+                 r"limit max_tensor_bytes=1000 \(ember.limits.override"),
+    ([10**10, 10**10], r"a dim of the shape: 10000000000 exceeds the limit max_tensor_bytes"),
+    ([0, 10**17], r"a dim of the shape: 100000000000000000 exceeds the limit max_tensor_bytes"),
+    ([2, -3], r"shape \[2, -3\] has a negative dim"),
+])
+def test_a_constant_past_the_limits_is_refused_naming_the_limit(tmp_path, dims, message):
+    """A ConstantOfShape too large to fold and past ``max_tensor_bytes`` (or with a negative
+    dim) is a ShapeError at convert time; it was written as ``ember.full(...)``, which raised
+    numpy's untyped ValueError (or ran for minutes) when the module ran."""
+    (model, _) = _case("Add", {"x": _x(2, 3)}, inits=[_f32("w", 0.0)])
+    model.graph.node.insert(0, helper.make_node("ConstantOfShape", ["shape"], ["w"], value=(
+        numpy_helper.from_array(np.array([0.02], np.float32)))))
+    model.graph.initializer[0].CopyFrom(_i64("shape", dims))
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    with ember.limits.override(max_folded_elements=4, max_tensor_bytes=1000), \
+            pytest.raises(ember.errors.ShapeError, match=r"onnx convert: node '.*' "
+                          r"\(ConstantOfShape\): .*" + message):
+        ember.onnx.convert(path, tmp_path / "out", check=False)
+
+
 def test_an_op_without_spelling_keeps_call_with_a_comment(tmp_path):
     (model, feeds) = _case("LRN", {"x": _x(1, 4, 3, 3)}, {"size": 3})
     py, _, got, want = _run_both(model, feeds, tmp_path, "lrn")

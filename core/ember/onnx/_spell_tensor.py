@@ -13,6 +13,9 @@ from __future__ import annotations
 import ast
 import math
 
+from .. import limits
+from ..errors import ShapeError
+from ._flow import safe_text
 from ._graph import Node
 from ._pyast import f32, lit, template
 from ._types import BOOL, DOUBLE, FLOAT, FLOAT16, INT8, INT32, INT64, UINT8
@@ -172,7 +175,10 @@ def _dequantize(node: Node, x, consts: dict):
 
 def _full(node: Node, consts: dict):
     """ConstantOfShape of a constant shape: ``ember.full((4096, 25088), 0.02, dtype=...)``
-    (computed when it runs, where folding it would store a large tensor)."""
+    (computed when it runs, where folding it would store a large tensor). Its shape is
+    checked as a declared tensor's is (``ember.limits``: rank, dims, ``max_tensor_bytes``):
+    a constant past them is refused here with a ShapeError naming the limit, not written
+    into a module that could never run it."""
     import numpy as np
 
     shape = consts[node.inputs[0]].reshape(-1).tolist()
@@ -181,6 +187,12 @@ def _full(node: Node, consts: dict):
     if type(v).__module__ != "numpy" or v.size != 1 or v.dtype.name not in (
             "float32", "float64", "int64", "int32", "bool"):
         return None
+    what = f"onnx convert: node '{safe_text(node.name)}' (ConstantOfShape)"
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"{what}: shape {shape[:8]} has a negative dim (dims are >= 0)")
+    limits.check_shape(ShapeError, what, shape)
+    limits.check(ShapeError, f"{what}: the bytes of its constant of shape {shape}",
+                 math.prod(shape) * v.itemsize, "max_tensor_bytes")
     fill = f32(v.item()) if v.dtype.name == "float32" else v.item()
     dtype = "bool_" if v.dtype.name == "bool" else v.dtype.name
     return template(f"ember.full(P_s, P_v, dtype=ember.{dtype})", s=lit(tuple(shape)),
