@@ -31,7 +31,7 @@ import time
 import numpy as np
 from _common import row, write_record
 
-from ember.remote.threads import default_op_threads
+from ember.remote.threads import available_cores, default_op_threads
 
 TOKEN = "load-test-token"
 SERVER = """
@@ -243,7 +243,8 @@ def main() -> None:
           f"{p99l * 1e3:.1f} ms | {p99l / p99u:.1f}x | {rss_loaded:.0f} MB "
           f"(unloaded {rss_unloaded:.0f} MB) |")
     print("hostile outcomes:", json.dumps(dict(sorted(outcomes.items()))))
-    print(f"machine: {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
+    print(f"machine: {available_cores()} cores of {os.cpu_count()}; load "
+          f"{os.getloadavg()[0]:.1f}")
     who = f"{args.honest} honest clients, {args.rounds} reads each, {args.repeat} times"
     peer = "the same reads, server not under attack"
     write_record([row("system", f"ember serve under {args.hostile} hostile clients: {who}, p50",

@@ -3,11 +3,11 @@
 A thread-safe backend's server runs small ops on a thread of their own beside a large one
 (:mod:`~ember.remote.scheduler`); that thread and the event loop need a core that the large
 op's BLAS threads do not take, or a small read waits behind them for the CPU instead of the
-worker. So ``ember serve`` gives BLAS one core fewer than the machine has (at least one).
+worker. So ``ember serve`` gives BLAS one core fewer than the process may use (at least one).
 BLAS reads its thread count once, when numpy loads it: :func:`set_op_threads` sets the
 variables it reads before that, and after it goes through ``threadpoolctl`` when installed.
 
->>> default_op_threads() == max(1, (os.cpu_count() or 1) - 1)
+>>> default_op_threads() == max(1, available_cores() - 1)
 True
 """
 
@@ -23,8 +23,17 @@ BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def default_op_threads() -> int:
-    """One fewer than the machine's cores, at least one: a core for the network and small ops."""
-    return max(1, (os.cpu_count() or 1) - 1)
+    """One fewer than the cores this process may run on, at least one: a core for the network
+    and small ops."""
+    return max(1, available_cores() - 1)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS has one, as in a
+    container or under ``taskset``), else the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def set_op_threads(n: int) -> None:
