@@ -137,3 +137,34 @@ def test_convert_refuses_a_graph_that_needs_wraps(tmp_path):
     feeds = {"x0": _a(TP.UINT16, [0, 5]), "x1": _a(TP.UINT16, [1, 2])}
     with pytest.raises(ember.UnsupportedOpError, match="whose wrap-around convert does not"):
         ember.onnx.convert(_model("Sub", TP.UINT16, feeds), tmp_path, check=False)
+
+
+def _graph_with_int64_constant(op: str, value: list[int]):
+    """x (int64) -> op(x, c) with c an int64 initializer (Slice: c is `ends`, starts 1)."""
+    inits = [helper.make_tensor("c", TP.INT64, [len(value)], value)]
+    if op == "Slice":
+        inits.append(helper.make_tensor("s", TP.INT64, [1], [1]))
+        node = helper.make_node("Slice", ["x", "s", "c"], ["y"])
+    else:
+        node = helper.make_node(op, ["x", "c"], ["y"])
+    graph = helper.make_graph([node], op, [helper.make_tensor_value_info("x", TP.INT64, [3])],
+                              [helper.make_tensor_value_info("y", TP.INT64, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_wgpu_keeps_int64_constants_it_cannot_store_on_the_host():
+    """PyTorch's exporter writes Slice(ends=INT64_MAX): wgpu (int64 held as int32) reads the
+    constant as a Python int; computing with such a constant on the device is refused."""
+    try:
+        ember.get_backend("wgpu")
+    except Exception:  # noqa: BLE001
+        pytest.skip("wgpu backend unavailable")
+    x = {"x": np.array([5, 6, 7], dtype=np.int64)}
+    sliced = _graph_with_int64_constant("Slice", [2**63 - 1])
+    got = ember.onnx.load(sliced.SerializeToString(), backend="wgpu").run(x)["y"]
+    assert got.tolist() == _reference(sliced, x).tolist() == [6, 7]
+    added = _graph_with_int64_constant("Add", [2**40, 1, 2])
+    m = ember.onnx.load(added.SerializeToString(), backend="wgpu")
+    with pytest.raises(ember.DTypeError, match="computes with constant 'c', whose integers the "
+                       "wgpu backend cannot store"):
+        m.run(x)

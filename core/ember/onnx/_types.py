@@ -65,3 +65,18 @@ def numpy_to_tensor(array, backend, op: str = "onnx"):
     elif name not in ("float32", "float64", "float16", "int8", "uint8", "int32", "int64", "bool"):
         raise DTypeError(f"{op}: numpy dtype {name} has no ember dtype")
     return from_numpy(a if a.flags.c_contiguous else a.copy(order="C"), backend=backend)
+
+
+def constant_to_tensor(array, backend, op: str = "onnx"):
+    """A graph constant (initializer, Constant node) as :func:`numpy_to_tensor` makes it; but
+    integers the backend can't store (wgpu holds int64 in 32 bits, and exporters write
+    ``Slice(ends=INT64_MAX)``) stay on the host: the shape ops read them as Python ints, and an
+    op that computes with them on the device refuses (the value never reaches it wrapped)."""
+    try:
+        return numpy_to_tensor(array, backend, op)
+    except DTypeError:
+        import numpy as np
+
+        if np.asarray(array).dtype.kind not in "iu":
+            raise
+        return numpy_to_tensor(array, "numpy", op)

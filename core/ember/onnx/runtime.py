@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from .. import limits
-from ..errors import UnsupportedOpError, malformed_file
+from ..errors import BackendMismatchError, DTypeError, UnsupportedOpError, malformed_file
 from ..jit import freeze, tracing
 from ..nn.module import Module
 from ..tensor import Tensor
@@ -40,7 +40,7 @@ from ._graph import (
     walk,
 )
 from ._proto import Reader, read_model
-from ._types import BFLOAT16, numpy_to_tensor
+from ._types import BFLOAT16, constant_to_tensor, numpy_to_tensor
 from .ops import NOT_FOLDABLE, REGISTRY, invoke
 
 _DOMAINS = ("", "ai.onnx")
@@ -107,7 +107,8 @@ class OnnxModule(Module):
             g.nodes = [n for n in g.nodes if any(n.outputs)]  # ops are pure: no output, no use
             retype_narrow(g)
             for name, array in g.initializers.items():
-                self._add_const(g, name, numpy_to_tensor(array, self.backend, f"initializer {name}"))
+                self._add_const(g, name, constant_to_tensor(array, self.backend,
+                                                            f"initializer {name}"))
         # node -> the int16/uint16/uint32 types its outputs are wrapped to (see _intwrap)
         object.__setattr__(self, "_narrow", narrow_types(model.graph))
         if fold:
@@ -379,6 +380,16 @@ class OnnxModule(Module):
     def _invoke(ctx: Ctx, fn, node: Node, args: list) -> list:
         try:
             out = invoke(fn, ctx, node.op_type, args, node.attrs)
+        except BackendMismatchError as e:
+            host = [n for n, a in zip(node.inputs, args)
+                    if isinstance(a, Tensor) and a.backend is not ctx.backend]
+            if not host:
+                raise
+            raise DTypeError(  # a constant the backend can't store (see constant_to_tensor)
+                f"onnx node '{node.name}' ({node.op_type}) computes with constant "
+                f"'{host[0]}', whose integers the {ctx.backend.name} backend cannot store; "
+                "such constants serve only as shape and index values there (run the model "
+                "on the numpy backend)") from e
         except Exception as e:
             e.add_note(f"in onnx node '{node.name}' ({node.op_type})")
             raise

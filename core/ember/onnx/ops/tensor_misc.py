@@ -5,7 +5,7 @@ from __future__ import annotations
 import ember
 
 from .._lowbit import NARROW, round_to
-from .._types import numpy_to_tensor, onnx_dtype
+from .._types import constant_to_tensor, numpy_to_tensor, onnx_dtype
 from . import op
 from ._util import axis as _axis
 from ._util import const, ints, scalar
@@ -15,8 +15,8 @@ from ._util import const, ints, scalar
 def constant(ctx, value=None, value_float=None, value_floats=None, value_int=None,
              value_ints=None, sparse_value=None):
     if value is not None or sparse_value is not None:  # the reader densifies sparse values
-        return numpy_to_tensor(value if value is not None else sparse_value, ctx.backend,
-                               "Constant")
+        return constant_to_tensor(value if value is not None else sparse_value, ctx.backend,
+                                  "Constant")
     if value_float is not None:
         return const(ctx, value_float, ember.float32)
     if value_floats is not None:
