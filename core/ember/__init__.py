@@ -24,11 +24,15 @@ from .dtype import (
     float32,
     float64,
     int8,
+    int16,
     int32,
     int64,
     promote_types,
     set_default_float,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from .errors import (
     BackendMismatchError,
@@ -80,5 +84,6 @@ float = float32  # noqa: A001
 double = float64
 int = int32  # noqa: A001
 long = int64
+short = int16
 
 __version__ = "0.1.0"

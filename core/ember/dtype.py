@@ -8,7 +8,9 @@ because it keeps models in the dtype the user chose on every backend (GPUs have 
 - Python scalars are "weak" (NEP 50): ``int_tensor + 2`` stays int, ``float16_tensor * 0.5``
   stays float16, ``int_tensor * 0.5`` becomes the default float dtype (float32);
 - true division of integers gives the default float dtype;
-- there is no int16, so uint8 with int8 promotes to int32 (both libraries would give int16).
+- signed with unsigned integers gives the narrowest signed type holding both (uint8 with int8
+  is int16, uint32 with int32 int64); uint64 with a signed integer has none and raises
+  (numpy gives float64, the Array API standard leaves it undefined, PyTorch refuses).
 
 >>> from ember import dtype
 >>> dtype.promote_types(dtype.int32, dtype.float16)
@@ -86,15 +88,20 @@ class DType:
 bool_ = DType("bool", "b", 1, "?", "B")
 uint8 = DType("uint8", "u", 1, "B", "B")
 int8 = DType("int8", "i", 1, "b", "b")
+int16 = DType("int16", "i", 2, "h", "h")
+uint16 = DType("uint16", "u", 2, "H", "H")
 int32 = DType("int32", "i", 4, "i", "i")
+uint32 = DType("uint32", "u", 4, "I", "I")
 int64 = DType("int64", "i", 8, "q", "q")
+uint64 = DType("uint64", "u", 8, "Q", "Q")
 float16 = DType("float16", "f", 2, "e", None)
 float32 = DType("float32", "f", 4, "f", "f")
 float64 = DType("float64", "f", 8, "d", "d")
 
-ALL: tuple[DType, ...] = (bool_, uint8, int8, int32, int64, float16, float32, float64)
+ALL: tuple[DType, ...] = (bool_, uint8, int8, int16, uint16, int32, uint32, int64, uint64,
+                          float16, float32, float64)
 FLOATS = (float16, float32, float64)
-INTS = (uint8, int8, int32, int64)
+INTS = (uint8, int8, int16, uint16, int32, uint32, int64, uint64)
 
 _BY_NAME = {d.name: d for d in ALL}
 _ALIASES = {
@@ -107,10 +114,15 @@ _ALIASES = {
     "f2": float16,
     "f4": float32,
     "f8": float64,
+    "short": int16,
     "i1": int8,
+    "i2": int16,
     "i4": int32,
     "i8": int64,
     "u1": uint8,
+    "u2": uint16,
+    "u4": uint32,
+    "u8": uint64,
     "b1": bool_,
 }
 
@@ -172,15 +184,12 @@ def as_dtype(obj: object) -> DType:
     raise DTypeError(f"unknown dtype {obj!r}; valid dtypes: {valid}")
 
 
-_INT_ORDER = {uint8: 0, int8: 0, int32: 1, int64: 2}
-
-
 def promote_types(a: DType, b: DType) -> DType:
     """The dtype two tensors are combined in (see the module docstring for the rules).
 
     >>> import ember
     >>> ember.promote_types(ember.int32, ember.int64), ember.promote_types(ember.uint8, ember.int8)
-    (ember.int64, ember.int32)
+    (ember.int64, ember.int16)
     >>> ember.promote_types(ember.int64, ember.float16), ember.promote_types(ember.bool, ember.int8)
     (ember.float16, ember.int8)
     """
@@ -196,9 +205,40 @@ def promote_types(a: DType, b: DType) -> DType:
         return a
     if b.is_float:
         return b
-    if {a, b} == {uint8, int8}:
-        return int32
-    return a if _INT_ORDER[a] >= _INT_ORDER[b] else b
+    if a.kind == b.kind:
+        return a if a.itemsize >= b.itemsize else b
+    signed, unsigned = (a, b) if a.kind == "i" else (b, a)
+    if signed.itemsize > unsigned.itemsize:
+        return signed
+    if unsigned.itemsize == 8:
+        raise DTypeError(
+            f"promote_types: {a} and {b} have no common integer dtype (uint64 values don't fit "
+            "int64); cast one of them with .to(...)"
+        )
+    return _SIGNED[unsigned.itemsize * 2]
+
+
+_SIGNED = {1: int8, 2: int16, 4: int32, 8: int64}
+
+
+def holding(dtype: DType, held: frozenset) -> DType | None:
+    """``dtype`` if it is in ``held``, else the narrowest integer dtype of ``held`` whose range
+    covers ``dtype``'s (a backend without int16 computes uint8 with int8 in int32); None
+    when there is none.
+
+    >>> import ember
+    >>> from ember.dtype import holding
+    >>> held = frozenset({ember.int8, ember.uint8, ember.int32, ember.int64, ember.float32})
+    >>> holding(ember.int16, held), holding(ember.uint64, held), holding(ember.int8, held)
+    (ember.int32, None, ember.int8)
+    """
+    if dtype in held:
+        return dtype
+    if not dtype.is_int:
+        return None
+    lo, hi = dtype.int_range
+    wider = [d for d in held if d.is_int and d.int_range[0] <= lo and d.int_range[1] >= hi]
+    return min(wider, key=lambda d: d.itemsize, default=None)
 
 
 def scalar_kind(value: object) -> str:

@@ -11,7 +11,7 @@ from hypothesis.extra import numpy as hnp
 import ember.array_api as xp
 
 FLOATS = ("float32", "float64")
-INTS = ("int8", "int32", "int64", "uint8")
+INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 NUMERIC = INTS + FLOATS
 SPECIAL = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5, -0.5]
 

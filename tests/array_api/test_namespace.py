@@ -116,7 +116,9 @@ def test_inspection(device):
     assert defaults["integral"] == xp.asarray(1, device=device).dtype
     assert defaults["indexing"] == xp.argmax(xp.asarray([1, 2], device=device)).dtype
     held = ember.get_backend(device).caps.dtypes
-    assert set(info.dtypes(device=device, kind="integral")) == {"int8", "int32", "int64", "uint8"}
+    assert set(info.dtypes(device=device, kind="integral")) == {d.name for d in held if d.is_int}
+    if device in ("numpy", "python"):  # the hosts hold every integer dtype of the standard
+        assert len(info.dtypes(device=device, kind="integral")) == 8
     assert info.dtypes(device=device, kind="real floating") == {
         d.name: d for d in (xp.float32, xp.float64) if d in held}
 

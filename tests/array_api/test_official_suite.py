@@ -6,10 +6,11 @@ listed case that passes (the list must shrink as Ember improves).
 The suite is on no package registry: ``make`` unpacks it from ``../shared/array-api-tests`` into
 ``.array-api-tests/`` (git-ignored); without it these tests skip, saying so. Fixed seed
 (``--derandomize``), ``OFFICIAL_EXAMPLES`` examples per property (default 5, to keep `make test`
-short), the dtypes Ember lacks skipped, the fft extension (complex results) disabled. The
-expected failures are those of 5 examples; more examples draw rarer cases (at 20, a boolean
-mask with a 0-size dim over a non-empty one, and ``from_dlpack(copy=False)`` on python and
-wasm, both typed errors), which the test then names:
+short), the dtypes the backend lacks skipped (complex; int16 and uint16-64 on wasm), the fft
+extension (complex results) disabled. The expected failures are those of 5 examples; more
+examples draw rarer cases (at 20, a boolean mask with a 0-size dim over a non-empty one,
+``from_dlpack(copy=False)`` on python and wasm and ``__dlpack__(copy=False)`` on numpy, all
+typed errors), which the test then names:
 
     OFFICIAL_EXAMPLES=20 .venv/bin/python -m pytest tests/array_api/test_official_suite.py
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 import ember
-from official_xfails import MISSING_DTYPES, expected_failures
+from official_xfails import expected_failures, missing_dtypes
 
 HERE = Path(__file__).resolve().parent
 SUITE = HERE.parents[1] / ".array-api-tests"
@@ -42,7 +43,7 @@ def _module(backend: str) -> str:
 def run_suite(backend: str, report: Path) -> subprocess.CompletedProcess:
     env = dict(
         os.environ, ARRAY_API_TESTS_MODULE=_module(backend),
-        ARRAY_API_TESTS_SKIP_DTYPES=",".join(MISSING_DTYPES),
+        ARRAY_API_TESTS_SKIP_DTYPES=",".join(missing_dtypes(backend)),
         PYTHONPATH=os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p),
     )
     cmd = [sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",

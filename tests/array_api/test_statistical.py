@@ -1,5 +1,6 @@
 """Statistical and utility functions: values against numpy over drawn shapes and axes,
-``keepdims``, and the standard's result dtypes (integer sums and products in int64)."""
+``keepdims``, and the standard's result dtypes (signed integer sums and products in int64,
+unsigned ones in uint64)."""
 
 import numpy as np
 import pytest
@@ -37,7 +38,8 @@ def test_reduction(device, name, dtype):
         a = data.draw(arrays(dtype, nonempty, special=False, **small))
         axis = _axis(data, a.ndim)
         keep = data.draw(st.booleans())
-        kwargs = {"dtype": np.int64} if name in ("sum", "prod") and dtype not in FLOATS else {}
+        accumulator = np.uint64 if dtype.startswith("uint") else np.int64
+        kwargs = {"dtype": accumulator} if name in ("sum", "prod") and dtype not in FLOATS else {}
         with np.errstate(all="ignore"):
             expected = np.asarray(ref(a, axis=axis, keepdims=keep, **kwargs))
         got = getattr(xp, name)(to_ember(a, device), axis=axis, keepdims=keep)
@@ -75,7 +77,8 @@ def test_cumulative(device, name, ref, dtype):
 
 def test_sum_dtype_argument(device):
     x = xp.asarray([200, 100], dtype=xp.uint8, device=device)
-    assert xp.sum(x).item() == 300 and xp.sum(x).dtype == xp.int64
+    assert xp.sum(x).item() == 300 and xp.sum(x).dtype == xp.uint64
+    assert xp.sum(x, dtype=xp.int16).dtype == xp.int16
     assert xp.sum(xp.asarray([1.5], device=device), dtype=xp.float64).dtype == xp.float64
 
 

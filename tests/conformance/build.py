@@ -40,7 +40,7 @@ def rand(g: np.random.Generator, shape, dtype: str = "float32", low=-3.0, high=3
     shape = tuple(shape)
     if dtype == "bool":
         return g.random(shape) < 0.5
-    if dtype in INTS:
+    if np.dtype(dtype).kind in "iu":
         info = np.iinfo(dtype)
         lo, hi = max(int(low), info.min), min(int(high), info.max)
         return g.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
@@ -187,5 +187,9 @@ SHORT = {
     "int64": "i64",
     "int8": "i8",
     "uint8": "u8",
+    "int16": "i16",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
     "bool": "b",
 }

@@ -97,7 +97,8 @@ def invoke(case: Case, args: tuple, kwargs: dict, backend):
     return fn(*args, **kwargs)
 
 
-_DTYPE_NAMES = {"bool", "uint8", "int8", "int32", "int64", "float16", "float32", "float64"}
+_DTYPE_NAMES = {"bool", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                "float16", "float32", "float64"}
 
 
 def case_dtypes(case: Case) -> set[str]:

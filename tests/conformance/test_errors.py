@@ -119,9 +119,9 @@ ERRORS = {
     ),
     "unknown_dtype_astype": (lambda b: _t(b, (2,)).astype("complex64"), DTypeError, ["complex64"]),
     "unknown_dtype_tensor": (
-        lambda b: ember.tensor([1, 2], dtype="int16", backend=b),
+        lambda b: ember.tensor([1, 2], dtype="bfloat16", backend=b),
         DTypeError,
-        ["int16"],
+        ["bfloat16"],
     ),
 }
 

@@ -3,7 +3,8 @@
 Ember tensors are the array objects (``x.__array_namespace__()`` returns this module), so
 array-agnostic code — scikit-learn with ``array_api_dispatch=True``, SciPy, array-api-extra —
 runs on any Ember backend: python, numpy, wasm, wgpu, with the dtypes each holds (bool,
-int8/32/64, uint8, float32/64; no int16, uint16-64 or complex, so no ``fft`` extension).
+int8-64, uint8-64, float32/64 on numpy and python; no int16 or uint16-64 on wasm and wgpu; no
+complex anywhere, so no ``fft`` extension).
 ``docs/array_api.md`` lists what differs from the standard and why.
 
 >>> import ember.array_api as xp
@@ -18,7 +19,7 @@ import importlib as _importlib
 import math as _math
 
 from ..dtype import bool_ as bool  # noqa: A001 - the standard's name
-from ..dtype import float32, float64, int8, int32, int64, uint8
+from ..dtype import float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
 from ..tensor import Tensor as _Tensor
 
 # where each function lives; a submodule is imported on first use of one of its names, so

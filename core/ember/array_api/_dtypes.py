@@ -1,10 +1,12 @@
 """Data type functions: ``astype``, ``can_cast``, ``finfo``, ``iinfo``, ``isdtype``,
 ``result_type``.
 
-Promotion is the standard's table restricted to Ember's dtypes (no int16, uint16-64 or
-complex): within a kind the wider type wins; uint8 with int8 gives int32, the narrowest signed
-type Ember has that holds both (the standard's int16); mixed integer/float pairs, which the
-standard leaves to the implementation, give the float type.
+Promotion is the standard's table (no complex dtypes): within a kind the wider type wins, an
+unsigned with a signed integer gives the narrowest signed type holding both (uint8 with int8
+is int16); uint64 with a signed integer, which the table leaves out, raises DTypeError. Mixed
+integer/float pairs, which the standard leaves to the implementation, give the float type.
+Operations on a backend without the table's result (int16 on wasm) compute in the narrowest
+integer type it holds that has its range.
 
 >>> import ember.array_api as xp
 >>> xp.result_type(xp.int8, xp.int32, 1.5)
@@ -84,6 +86,8 @@ def can_cast(from_, to, /) -> bool:
         return False
     if src.is_int and to.is_float:
         return True
+    if {src.kind, to.kind} == {"i", "u"} and dt.uint64 in (src, to):
+        return False  # no integer dtype holds both
     return dt.promote_types(src, to) == to
 
 

@@ -1,6 +1,6 @@
 """Statistical and utility functions: reductions over an ``axis`` (an int, a tuple, or None
-for all), ``keepdims``, and the standard's accumulation dtypes (integer sums and products in
-int64, the default integer type).
+for all), ``keepdims``, and the standard's accumulation dtypes (signed integer sums and products in
+int64, the default integer type; unsigned ones in uint64 where the backend holds it).
 
 >>> import ember.array_api as xp
 >>> x = xp.asarray([[1, 2], [3, 4]], dtype=xp.int32)
@@ -38,8 +38,12 @@ def _reduce(fn, x: Tensor, axis, keepdims: bool, name: str, **kw) -> Tensor:
 
 
 def _accumulator(x: Tensor, dtype) -> dt.DType:
+    # the standard's: signed integers and bool in the default int, unsigned in uint64 (where
+    # the backend holds it)
     if dtype is not None:
         return dt.as_dtype(dtype)
+    if x.dtype.kind == "u" and dt.uint64 in x.backend.caps.dtypes:
+        return dt.uint64
     return dt.default_int if (x.dtype.is_int or x.dtype.is_bool) else x.dtype
 
 

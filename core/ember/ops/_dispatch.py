@@ -49,7 +49,9 @@ def as_tensor(x: object, like: Tensor | None = None) -> Tensor:
 
 
 def result_dtype(op: str, *operands: object) -> dt.DType:
-    """Promotion over tensors (strong) and Python scalars (weak)."""
+    """Promotion over tensors (strong) and Python scalars (weak), widened to an integer dtype
+    the first tensor's backend holds where it lacks the promoted one (uint8 with int8 is int16,
+    int32 on a backend without int16)."""
     tensors = [o for o in operands if isinstance(o, Tensor)]
     if not tensors:
         raise DTypeError(f"{op}: needs at least one tensor operand")
@@ -59,7 +61,7 @@ def result_dtype(op: str, *operands: object) -> dt.DType:
     for o in operands:
         if not isinstance(o, Tensor):
             out = dt.result_type_with_scalar(out, scalar_value(o))
-    return out
+    return dt.holding(out, tensors[0].backend.caps.dtypes) or out
 
 
 def broadcast_to(t: Tensor, shape: tuple[int, ...], op: str = "broadcast_to") -> Tensor:

@@ -2,9 +2,9 @@
 
 Every reduction takes ``dim`` (None for all dims, an int, or a tuple; negative dims count from
 the end; ``axis=`` is accepted as numpy's alias) and ``keepdim``. dtypes follow PyTorch:
-``sum``/``prod``/``cumsum`` of bool or integer tensors give int64. ``mean``, ``var``, ``std``,
-``logsumexp`` and ``norm`` of integer tensors compute in the default float dtype (PyTorch
-raises there; Ember takes numpy's habit).
+``sum``/``prod``/``cumsum`` of bool or integer tensors give int64 (uint64 ones uint64, which
+int64 can't hold). ``mean``, ``var``, ``std``, ``logsumexp`` and ``norm`` of integer tensors
+compute in the default float dtype (PyTorch raises there; Ember takes numpy's habit).
 
 Over an empty dim: ``sum`` is 0, ``prod`` 1, ``mean``/``var`` NaN, ``logsumexp`` -inf,
 ``any`` False, ``all`` True; ``max``/``min``/``argmax``/``argmin`` raise ShapeError.
@@ -106,13 +106,18 @@ def _check_nonempty(x: Tensor, dims: tuple[int, ...], op: str) -> None:
 
 
 # ---------------------------------------------------------------- sums and products
+def integer_accumulator(dtype: dt.DType) -> dt.DType:
+    """The dtype bool and integer sums, products and scans run in: int64, uint64 for uint64."""
+    return dt.uint64 if dtype is dt.uint64 else dt.int64
+
+
 def _accumulate(op: str, identity: int, input, dim, keepdim, dtype, axis) -> Tensor:
     x = as_tensor(input)
     dims = _dims(x, _dim(dim, axis, op), op)
     if dtype is not None:
         x = x.astype(dtype)
     elif not x.dtype.is_float:
-        x = x.astype(dt.int64)
+        x = x.astype(integer_accumulator(x.dtype))
     # empty dims reach the backend too (sum → 0, prod → 1 there), so autodiff still links
     # the result to the input
     return _reduce(x, dims, keepdim, backend_op(x, _FAMILIES[op]))
@@ -378,7 +383,7 @@ def _scan(op: str, input, dim: int, dtype) -> Tensor:
     if dtype is not None:
         x = x.astype(dtype)
     elif not x.dtype.is_float:
-        x = x.astype(dt.int64)
+        x = x.astype(integer_accumulator(x.dtype))
     if dim is None:  # numpy's habit: scan the flattened tensor
         x, dim = Tensor(x.backend.reshape(x._prim, (x.numel(),)), x.backend), 0
     d = _single_dim(x, dim, op)

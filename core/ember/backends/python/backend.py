@@ -82,14 +82,13 @@ class PythonBackend(PythonOps):
         if dtype.is_bool:
             return PyArray(array("B", [v != 0 for v in values]), x.shape, dtype)
         if src.is_float and dtype.is_int:
-            bits = dtype.bits
-            limit = 1 << (63 if bits == 64 else 31)  # numpy converts via int64 or int32
+            limit = 1 << (63 if dtype.bits == 64 else 31)  # numpy converts via int64 or int32
             try:  # all finite and in range of the conversion: plain truncation
                 ints = [int(v) for v in values]
                 if ints and (min(ints) < -limit or max(ints) >= limit):
                     raise OverflowError
             except (ValueError, OverflowError):
-                ints = [pm.float_to_int(v, bits) for v in values]
+                ints = [pm.float_to_int(v, dtype) for v in values]
             return make(ints, x.shape, dtype)
         if dtype.is_float:
             values = [float(v) for v in values] if not src.is_float else values.tolist()

@@ -12,6 +12,8 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 
+from ... import dtype as dt
+
 inf = math.inf
 nan = math.nan
 _ERRORS = (ValueError, OverflowError, ZeroDivisionError)
@@ -191,16 +193,18 @@ def sign(x: float) -> float:
 
 
 # ---------------------------------------------------------------------- float → int casts
-def float_to_int(x: float, bits: int) -> int:
-    """numpy's (x86) float → int conversion: truncate; NaN, inf and values out of range give
-    the most negative value of a 64-bit (int64) or 32-bit (narrower types) conversion."""
-    conv = 64 if bits == 64 else 32
+def float_to_int(x: float, dtype: dt.DType) -> int:
+    """numpy's (x86) float → int conversion, before the wrap to ``dtype``: truncate, through a
+    64-bit conversion for int64, uint32 and uint64 (up to the dtype's maximum), a 32-bit one
+    for narrower types; NaN, inf and values outside that range give its most negative value.
+    (For uint32 and uint64 those cases are undefined in C: numpy's own results vary with the
+    CPU and the position in the array.)"""
+    wide = dtype.bits == 64 or dtype is dt.uint32
+    lo, hi = (-(1 << 63), dtype.int_range[1]) if wide else (-(1 << 31), (1 << 31) - 1)
     if x - x != 0:
-        return -(1 << (conv - 1))
+        return lo
     v = math.trunc(x)
-    if not -(1 << (conv - 1)) <= v < (1 << (conv - 1)):
-        return -(1 << (conv - 1))
-    return v
+    return v if lo <= v <= hi else lo
 
 
 # operator aliases, so the backend reads uniformly
