@@ -10,10 +10,11 @@ The ONNX model is exported from the reference PyTorch model (PyPI efficientnet-l
 with torch.onnx, so torch is needed here (not by ember). numpy's BLAS and onnxruntime get the
 same number of threads (``--threads``, default 1: stable figures on a shared machine). ember
 runs three times: the model as loaded, with its batch norms folded into the convolutions
-(``fold_batchnorm``, the fusion onnxruntime applies to its graph), and the folded model's
-forward through ``ember.jit`` (a warm-up call and the traced call before timing: the timed
-calls replay the tape). Prints a markdown table of medians (ms per image) and the ratios to
-the peer, after checking the logits agree with the peer's and the jitted ones with eager's.
+(``ember.nn.utils.fold_batchnorms``, the fusion onnxruntime applies to its graph), and the
+folded model's forward through ``ember.jit`` (a warm-up call and the traced call before
+timing: the timed calls replay the tape). Prints a markdown table of medians (ms per image)
+and the ratios to the peer, after checking the logits agree with the peer's and the jitted
+ones with eager's.
 
 ``--backend wgpu`` runs ember's model on the GPU (wgpu-py) against the reference PyTorch model
 (PyPI efficientnet-lite-pytorch; on CUDA when available, TF32 off, else on the CPU) loaded with

@@ -222,8 +222,8 @@ def efficientnet_pair():
         path = efficientnet.weights_path()
     except DatasetError as e:
         on_numpy, on_wasm = twins(efficientnet.efficientnet_lite0)
-        efficientnet.fold_batchnorm(on_numpy)
-        efficientnet.fold_batchnorm(on_wasm)
+        ember.nn.utils.fold_batchnorms(on_numpy)
+        ember.nn.utils.fold_batchnorms(on_wasm)
         return (on_numpy, on_wasm), f"random weights ({e})"
     return (efficientnet.pretrained(path, fold=True),
             efficientnet.pretrained(path, backend="wasm", fold=True)), "ImageNet weights"

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from itertools import pairwise
 
 from .. import nn
 from ..export.residual import Residual
@@ -123,53 +122,6 @@ def efficientnet_lite0(num_classes: int = 1000, dropout: float = 0.2) -> nn.Sequ
     ]))
 
 
-def fold_batchnorm(model: nn.Module) -> nn.Module:
-    """Fold every BatchNorm2d that follows a Conv2d in a Sequential into that conv (in place,
-    for inference): ``w' = w·γ/√(σ²+ε)``, ``b' = β − μ·γ/√(σ²+ε)``; the norm becomes
-    Identity. Saves four elementwise passes per norm (onnxruntime does the same fusion).
-
-    >>> import ember
-    >>> from ember import nn
-    >>> net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)).eval()
-    >>> x = ember.ones(1, 1, 4, 4)
-    >>> before = net(x).tolist()
-    >>> after = fold_batchnorm(net)(x).tolist()
-    >>> max(abs(a - b) for a, b in zip(ember.tensor(before).flatten().tolist(),
-    ...                                  ember.tensor(after).flatten().tolist())) < 1e-5
-    True
-    """
-    import numpy as np
-
-    from ..ops.creation import tensor
-
-    for seq in model.modules():
-        if type(seq) is not nn.Sequential:
-            continue
-        children = list(seq.named_children())
-        for (_, conv), (bn_name, bn) in pairwise(children):
-            if not (isinstance(conv, nn.Conv2d) and isinstance(bn, nn.BatchNorm2d)
-                    and bn.running_mean is not None):
-                continue
-            scale = 1.0 / np.sqrt(bn.running_var.numpy().astype(np.float64) + bn.eps)
-            if bn.weight is not None:
-                scale = scale * bn.weight.numpy()
-            shift = -bn.running_mean.numpy() * scale
-            if bn.bias is not None:
-                shift = shift + bn.bias.numpy()
-            if conv.bias is not None:
-                shift = shift + conv.bias.numpy() * scale
-            w = conv.weight.numpy() * scale.reshape(-1, 1, 1, 1)
-            backend, dtype = conv.weight.backend, conv.weight.dtype
-            conv.weight.assign(tensor(w.astype(np.float32), backend=backend).astype(dtype))
-            bias = tensor(shift.astype(np.float32), backend=backend).astype(dtype)
-            if conv.bias is None:
-                conv.bias = nn.Parameter(bias)
-            else:
-                conv.bias.assign(bias)
-            setattr(seq, bn_name, nn.Identity())
-    return model
-
-
 def torch_remap(model: nn.Module) -> list[tuple[str, str]]:
     """Regex rules renaming the reference PyTorch keys (``_blocks.3._depthwise_conv.weight``)
     to this model's (``blocks.3.body.depthwise_conv.weight``)."""
@@ -210,4 +162,4 @@ def pretrained(path: str | None = None, backend=None, fold: bool = False) -> nn.
         model.to(backend)
     load_weights(model, path or weights_path(), remap=torch_remap(model), strict=True)
     model.eval()
-    return fold_batchnorm(model) if fold else model
+    return nn.utils.fold_batchnorms(model) if fold else model

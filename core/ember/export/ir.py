@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..contract.batchnorm_fold import batchnorm_affine, fold_affine_into
 from ..errors import ShapeError, UnsupportedOpError
 from ..shape import conv_output_size
 from . import format as fmt
@@ -397,18 +398,11 @@ class _Lowering:
         return self._weight_only(self.layers[-1], m, name)
 
     def _batchnorm(self, m, name, shape):
-        np = self.np
         if m.running_mean is None:
             self.unsupported.append(f"{name} ({type(m).__name__} without running stats)")
             return shape
-        mean, var = _array(m.running_mean), _array(m.running_var)
-        scale = 1.0 / np.sqrt(var + m.eps)
-        shift = -mean * scale
-        if m.weight is not None:
-            g = _array(m.weight)
-            scale, shift = scale * g, shift * g
-        if m.bias is not None:
-            shift = shift + _array(m.bias)
+        scale, shift = batchnorm_affine(_array(m.running_mean), _array(m.running_var), m.eps,
+                                        _array(m.weight), _array(m.bias))
         if shape[0] != len(scale):
             raise ShapeError(f"export: {name} {type(m).__name__}({len(scale)}) gets {shape}")
         return self.affine(scale, shift, name, shape)
@@ -416,13 +410,10 @@ class _Lowering:
     def affine(self, scale, shift, name: str, shape):
         """``x * scale + shift`` per channel: folded into the float Conv2d/Linear before it,
         else a 1×1 depthwise conv."""
-        np = self.np
         prev = self.last_weighted()
         # a quantized layer keeps its codes: the affine can't fold into them
         if prev is not None and prev.w_q is None and prev.out_shape[0] == len(scale):
-            w = prev.weight * scale.reshape((-1,) + (1,) * (prev.weight.ndim - 1))
-            b = prev.bias if prev.bias is not None else np.zeros(len(scale))
-            prev.weight, prev.bias = w, b * scale + shift
+            prev.weight, prev.bias = fold_affine_into(prev.weight, prev.bias, scale, shift)
             prev.name += f"+{name}"
             return shape
         # nothing to fold into: a per-channel affine is a 1×1 depthwise conv

@@ -1,6 +1,6 @@
 """Neural-network building blocks: modules and layers, the losses' module forms,
 ``ember.nn.functional`` (the functions, losses included), ``ember.nn.init`` (initialisers) and
-``ember.nn.utils`` (gradient clipping, parameter vectors)."""
+``ember.nn.utils`` (gradient clipping, parameter vectors, BatchNorm folding)."""
 
 from . import functional, init, layers, loss, utils
 from .config import Config

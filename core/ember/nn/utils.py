@@ -1,4 +1,5 @@
-"""``ember.nn.utils``: PyTorch's ``torch.nn.utils`` helpers over parameters and their ``.grad``.
+"""``ember.nn.utils``: PyTorch's ``torch.nn.utils`` helpers over parameters and their ``.grad``,
+and the BatchNorm fold for inference (``fold_batchnorms``).
 
 >>> import ember
 >>> from ember import nn
@@ -20,8 +21,10 @@ from ..ops.creation import tensor
 from ..ops.shape_ops import cat
 from ..optim.optimizer import clip_grad_value, grad_norm, scale_to_norm
 from ..tensor import Tensor
+from .batchnorm_fold import fold_batchnorms
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "fold_batchnorms", "parameters_to_vector",
+           "vector_to_parameters"]
 
 
 def _listed(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..contract.batchnorm_fold import fold_affine_into
 from ._graph import Function, Node
 
 _STD = ("", "ai.onnx")
@@ -78,7 +79,8 @@ def _fast_conv(n, fn, consts, types) -> bool:
     w = consts.get(n.inputs[1])
     b = n.inputs[2] if len(n.inputs) > 2 else ""
     return (w is not None and w.ndim in (3, 4) and types.get(n.inputs[0]) == w.dtype
-            and w.dtype.kind == "f" and (not b or (b in consts and consts[b].dtype == w.dtype)))
+            and w.dtype.kind == "f" and (not b or (b in consts and consts[b].dtype == w.dtype
+                                                   and consts[b].shape == w.shape[:1])))
 
 
 def _merge_pad(pad: Node, conv: Node, consts) -> Node | None:
@@ -125,10 +127,9 @@ def _per_channel(c: np.ndarray, w: np.ndarray):
 
 
 def _fold(w, bias, chain):
-    """y = conv(x) then the chain, as one conv: per-channel scale s and shift t with
-    chain(conv_w,b(x)) = s * conv_w,0(x) + t, folded into the weight and bias (float64)."""
-    s = np.ones(w.shape[0])
-    t = np.zeros(w.shape[0]) if bias is None else bias.astype(np.float64)
+    """y = conv(x) then the chain, as one conv: the chain's per-channel constants composed
+    into one affine ``y * s + t`` (float64), folded into the conv's weight and bias."""
+    s, t = np.ones(w.shape[0]), np.zeros(w.shape[0])
     for op, c in chain:
         k = _per_channel(c, w).astype(np.float64)
         if op == "Add":
@@ -139,8 +140,8 @@ def _fold(w, bias, chain):
             s, t = s * k, t * k
         else:
             s, t = s / k, t / k
-    w2 = (w * s.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
-    return w2, t.astype(w.dtype), chain
+    w2, b2 = fold_affine_into(w, bias, s, t)
+    return w2.astype(w.dtype), b2.astype(w.dtype), chain
 
 
 def fuse_activations(steps: list, consts: dict, types: dict, uses: dict) -> list:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends.numpy.nn import _pad
+from ..contract.batchnorm_fold import batchnorm_affine
 from ._fastbase import ARITH, FLOATS, Unplanned
 from .ops.nn_conv import _pool_geometry, resolve_pads
 
@@ -101,12 +102,12 @@ class NNSteps:
         dt = self.dtype(x)
         params = [self.const(i) for i in node.inputs[1:5]]
         if (dt not in FLOATS or node.attrs.get("training_mode") or len(node.outputs) != 1
-                or any(p is None or p.dtype != dt for p in params)):
+                or any(p is None or p.dtype != dt or p.ndim != 1 or p.shape != params[0].shape
+                       for p in params)):
             return None
         scale, b, mean, var = params
-        eps = node.attrs.get("epsilon", 1e-5)
-        inv = scale / np.sqrt(var + dt.type(eps))
-        shift = b - mean * inv
+        affine = batchnorm_affine(mean, var, node.attrs.get("epsilon", 1e-5), scale, b)
+        inv, shift = (v.astype(dt) for v in affine)
         reuse = self.reusable(x)
 
         def f(v, *_params):

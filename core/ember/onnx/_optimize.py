@@ -2,16 +2,18 @@
 
 - ``Conv -> BatchNormalization`` (inference mode, constant weights, the convolution read only
   by the normalization) becomes one ``Conv`` with the normalization folded into its weight
-  and bias, as onnxruntime and every exporter's "fuse" option do: one pass over the
-  activations instead of three.
+  and bias (``ember.contract.batchnorm_fold``, in float64), as onnxruntime and every
+  exporter's "fuse" option do: one pass over the activations instead of three.
 - The five-node GELU exporters write (``x * (erf(x / sqrt 2) + 1) * 0.5``) becomes one
   ``Gelu`` (see ``_patterns``): one fused activation instead of five tensor ops.
 """
 
 from __future__ import annotations
 
+from ..contract.batchnorm_fold import batchnorm_affine, fold_affine_into
 from ._graph import Graph, Node
 from ._patterns import gelu_at, readers
+from ._types import numpy_to_tensor
 
 
 def _readers(graph: Graph) -> dict[str, int]:
@@ -44,16 +46,17 @@ def fuse_conv_bn(module, graph: Graph) -> int:
         w = consts[conv.inputs[1]]
         if not w.dtype.is_float:
             continue
-        scale, b, mean, var = (consts[i].astype(w.dtype) for i in bn.inputs[1:])
+        weight = w.numpy()
+        scale, b, mean, var = (consts[i].numpy() for i in bn.inputs[1:])
+        bias = consts[conv.inputs[2]].numpy() if len(conv.inputs) > 2 and conv.inputs[2] else None
+        if any(v.shape != weight.shape[:1] for v in (scale, b, mean, var, bias) if v is not None):
+            continue  # not one value per output channel: no fold, the nodes run as written
         eps = float(bn.attrs.get("epsilon", 1e-5))
-        inv = scale / (var + eps).sqrt()
-        nd = w.ndim - 1
-        w2 = w * inv.reshape([-1] + [1] * nd)
-        bias = consts[conv.inputs[2]] if len(conv.inputs) > 2 and conv.inputs[2] else None
-        b2 = b + ((bias.astype(w.dtype) if bias is not None else 0.0) - mean) * inv
+        folded = fold_affine_into(weight, bias, *batchnorm_affine(mean, var, eps, scale, b))
         names = (f"{conv.inputs[1]}::bn_fused", f"{bn.inputs[2]}::bn_fused_bias")
-        for name, value in zip(names, (w2, b2)):
-            module._add_const(graph, name, value)
+        for name, value in zip(names, folded):
+            module._add_const(graph, name, numpy_to_tensor(value.astype(weight.dtype),
+                                                           module.backend, name))
         fused[id(conv)] = Node("Conv", [conv.inputs[0], *names], bn.outputs, conv.attrs,
                                conv.domain, conv.name)
         dropped.add(id(bn))

@@ -11,15 +11,15 @@ from __future__ import annotations
 import os
 
 from ..autodiff import no_grad
+from ..nn.batchnorm_fold import fold_batchnorms
 from ..nn.layers.activation import ReLU, ReLU6
 from ..nn.layers.container import Sequential
 from ..nn.layers.conv import Conv2d
 from ..nn.layers.dropout import Dropout
 from ..nn.layers.linear import Flatten, Identity, Linear
-from ..nn.layers.norm import BatchNorm1d, BatchNorm2d
 from ..nn.layers.pooling import MaxPool2d
 from ..nn.module import Module, clone_module
-from ..ops.creation import tensor, zeros
+from ..ops.creation import tensor
 from ..tensor import Tensor
 from .gptq import MAX_POSITIONS, Hessian, gptq_codes
 from .layers import (FoldedActivation, QuantConv2d, QuantLinear, WeightOnlyConv2d,
@@ -31,43 +31,6 @@ from .weights import per_block
 #: the metadata key of a quantized model's record (``ember.save(..., metadata=...)``)
 META_KEY = "ember.quantize"
 """The key of a quantized model's scheme in its saved metadata (what ``load`` rebuilds from)."""
-
-
-def _fold_batchnorms(model: Module, values: bool = True) -> None:
-    """Fold every BatchNorm that follows a Conv2d/Linear in a Sequential into its weights
-    (eval statistics), replacing it by Identity. ``values=False``: the structure only (the
-    layer gets a bias; no numpy: a record is loaded into it)."""
-    for seq in [m for m in model.modules() if isinstance(m, Sequential)]:
-        items = list(seq._own_modules())
-        for (_, layer), (name, bn) in zip(items, items[1:]):
-            if not (isinstance(layer, (Conv2d, Linear))
-                    and isinstance(bn, (BatchNorm1d, BatchNorm2d))
-                    and bn.running_mean is not None and layer.weight.shape[0] == bn.num_features):
-                continue
-            setattr(seq, name, Identity())
-            if not values:
-                if layer.bias is None:
-                    layer.bias = type(layer.weight)(zeros(layer.weight.shape[0],
-                                                          dtype=layer.weight.dtype,
-                                                          backend=layer.weight.backend))
-                continue
-            import numpy as np
-
-            var, mean = bn.running_var.numpy().astype(np.float64), bn.running_mean.numpy()
-            scale = 1.0 / np.sqrt(var + bn.eps)
-            shift = -mean.astype(np.float64) * scale
-            if bn.weight is not None:
-                g = bn.weight.numpy().astype(np.float64)
-                scale, shift = scale * g, shift * g
-            if bn.bias is not None:
-                shift = shift + bn.bias.numpy()
-            w = layer.weight
-            folded = w.numpy().astype(np.float64) * scale.reshape((-1,) + (1,) * (w.ndim - 1))
-            bias = layer.bias.numpy() if layer.bias is not None else 0.0
-            layer.weight = type(w)(tensor(folded.astype(np.float32), dtype=w.dtype,
-                                          backend=w.backend))
-            layer.bias = type(w)(tensor((bias * scale + shift).astype(np.float32),
-                                        dtype=w.dtype, backend=w.backend))
 
 
 def _targets(model: Module, scheme: Scheme) -> list[tuple[Module, str, Module]]:
@@ -273,7 +236,7 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
     without numpy (for :func:`load`, in a web page too)."""
     q = clone_module(model)
     q.eval()
-    _fold_batchnorms(q, values)
+    fold_batchnorms(q, values)
     targets = _targets(q, scheme)
     if _gptq(scheme) and values and calibration is None:
         raise ValueError("quantize: rounding='gptq' needs calibration data (the layers' "

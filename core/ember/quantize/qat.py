@@ -42,8 +42,9 @@ from ..nn.module import Module
 from ..ops.creation import tensor
 from ..ops.where import where
 from ..tensor import Tensor
+from ..nn.batchnorm_fold import fold_batchnorms
 from ..nn.module import clone_module
-from .convert import _calibrate, _fold_batchnorms, _targets, chain
+from .convert import _calibrate, _targets, chain
 from .fake_quant import codes, fake_quantize, fake_quantize_learned, fake_quantize_weight
 from .layers import QuantConv2d, QuantLinear
 from .scheme import Scheme
@@ -196,7 +197,7 @@ def prepare_qat(model: Module, calibration=None, scheme: str | dict | Scheme = "
     if not 0 <= momentum <= 1:
         raise ValueError(f"prepare_qat: momentum must be in [0, 1], got {momentum}")
     qat = clone_module(model)
-    _fold_batchnorms(qat)
+    fold_batchnorms(qat)
     targets = _targets(qat, scheme)
     seen = _calibrate(qat, targets, calibration, scheme)[0]  # (inputs, outputs)
     for parent, name, layer in targets:

@@ -13,6 +13,7 @@ picks its float layers from.
 from __future__ import annotations
 
 from ..autodiff import no_grad
+from ..nn.batchnorm_fold import fold_batchnorms
 from ..nn.module import Module, clone_module
 from .convert import _batches, quantize
 from .scheme import Scheme
@@ -82,9 +83,7 @@ def sensitivity(model: Module, calibration, scheme: str | dict | Scheme = "int8-
 def _eval_copy(model: Module) -> Module:
     """The float model as ``quantize`` sees it: a copy in eval mode with BatchNorms folded
     (so the quantized layers, which fold them, drop in where the float layers were)."""
-    from .convert import _fold_batchnorms
-
     m = clone_module(model)
     m.eval()
-    _fold_batchnorms(m)
+    fold_batchnorms(m)
     return m
