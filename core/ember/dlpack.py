@@ -6,9 +6,11 @@ the older unversioned ones (``"dltensor"``):
 - **export** (``Tensor.__dlpack__``): a backend whose primitives speak DLPack themselves (the
   numpy backend's ``ndarray``) hands out its own capsule, so the consumer sees the same memory.
   Every other backend (python, wasm, wgpu) exports a host *copy* it owns, through a capsule
-  built here with ctypes; ``copy=False`` is refused there with ``BufferError``, as the
-  standard asks. The copy lives until the consumer calls the deleter (or, if nobody consumes
-  the capsule, until the capsule itself is collected).
+  built here with ctypes. ``copy=False`` shares the python backend's ``array.array`` storage
+  read-only in a versioned capsule (all dtypes but float16, stored as float32) and is refused
+  elsewhere with ``BufferError``, as the standard asks. The exported memory lives until the
+  consumer calls the deleter (or, if nobody consumes the capsule, until the capsule itself is
+  collected).
 - **import** (:func:`read_capsule`): a capsule's bytes copied into ``TensorData``, the deleter
   called and the capsule renamed ``used_*`` as the protocol requires.
 
@@ -159,13 +161,29 @@ def export(prim, backend, *, stream=None, max_version=None, dl_device=None, copy
     shares = own == (KDL_CPU, 0) and hasattr(prim, "__dlpack__")
     if shares:
         return _export_shared(prim, max_version, copy)
-    if copy is False:
-        raise BufferError(
-            f"__dlpack__: backend {backend.name} can't share its memory (copy=False); "
-            f"pass copy=None or copy=True for a host copy"
-        )
     versioned = max_version is not None and tuple(max_version) >= VERSION
-    return _capsule(backend.to_data(prim), versioned, copied=True)
+    if copy is False:
+        return _export_storage(prim, backend, versioned)
+    data = backend.to_data(prim)
+    buf = (ctypes.c_char * max(len(data.buffer), 1)).from_buffer_copy(data.buffer or b"\0")
+    return _capsule(ctypes.addressof(buf), buf, data.shape, data.dtype, versioned,
+                    FLAG_IS_COPIED)
+
+
+def _export_storage(prim, backend, versioned: bool):
+    """``copy=False`` off the numpy backend: the primitive's own storage, read-only (primitives
+    are never written), where the backend lays it out as DLPack reads it
+    (``backend.host_buffer``: the python backend's ``array.array``) and the capsule is
+    versioned, so it can say read-only."""
+    storage = getattr(backend, "host_buffer", lambda p: None)(prim)
+    if storage is None or not versioned:
+        why = ("its arrays are not in host memory laid out as DLPack reads them"
+               if storage is None else "an unversioned capsule can't say read-only; pass "
+               "max_version=(1, 0)")
+        raise BufferError(f"__dlpack__: backend {backend.name} can't share its memory "
+                          f"(copy=False): {why}; or pass copy=None or copy=True for a host copy")
+    return _capsule(storage.buffer_info()[0], storage, tuple(backend.shape(prim)),
+                    backend.dtype(prim), True, FLAG_READ_ONLY)
 
 
 def _export_shared(prim, max_version, copy):
@@ -183,28 +201,28 @@ def _export_shared(prim, max_version, copy):
         return np.array(prim).__dlpack__(**kwargs)
 
 
-def _capsule(data: TensorData, versioned: bool, copied: bool):
-    """A capsule owning a host copy of ``data``; released by the consumer's deleter call."""
-    nbytes = len(data.buffer)
-    buf = (ctypes.c_char * max(nbytes, 1)).from_buffer_copy(data.buffer or b"\0")
-    ndim = len(data.shape)
-    shape = (ctypes.c_int64 * max(ndim, 1))(*data.shape)
+def _capsule(address: int, owner, shape: tuple[int, ...], dtype: dt.DType, versioned: bool,
+             flags: int):
+    """A capsule of the compact row-major tensor at ``address``, keeping ``owner`` (its memory)
+    alive until the consumer's deleter call."""
+    ndim = len(shape)
+    dims = (ctypes.c_int64 * max(ndim, 1))(*shape)
     managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     t = managed.dl_tensor
-    t.data = ctypes.addressof(buf)
+    t.data = address
     t.device = DLDevice(KDL_CPU, 0)
     t.ndim = ndim
-    t.dtype = DLDataType(_CODES[data.dtype.kind], data.dtype.bits, 1)
-    t.shape = shape
+    t.dtype = DLDataType(_CODES[dtype.kind], dtype.bits, 1)
+    t.shape = dims
     t.strides = None  # row-major, compact
     t.byte_offset = 0
     c = _capi()
     managed.deleter = c.release
     if versioned:
         managed.version = DLPackVersion(*VERSION)
-        managed.flags = FLAG_IS_COPIED if copied else 0
+        managed.flags = flags
     address = ctypes.addressof(managed)
-    _LIVE[address] = (managed, buf, shape)
+    _LIVE[address] = (managed, owner, dims)
     return c.new(address, VERSIONED if versioned else LEGACY, c.destructor)
 
 

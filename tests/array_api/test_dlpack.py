@@ -66,12 +66,32 @@ def test_host_copy_export_and_the_copy_contract(device):
     assert x.__dlpack_device__() == (1, 0)
     assert torch.from_dlpack(x).tolist() == x.tolist()
     assert np.from_dlpack(x).tolist() == x.tolist()
+    if device == "wasm":  # the module's memory can grow and move: never shared
+        with pytest.raises(BufferError, match="copy=False"):
+            x.__dlpack__(max_version=(1, 0), copy=False)
     with pytest.raises(BufferError, match="copy=False"):
-        x.__dlpack__(max_version=(1, 0), copy=False)
+        x.__dlpack__(copy=False)  # an unversioned capsule can't say read-only
     with pytest.raises(BufferError, match="copy=False"):
         ember.from_dlpack(np.zeros(2), device=device, copy=False)
     y = ember.from_dlpack(torch.tensor([3, 4], dtype=torch.int32), device=device)
     assert y.backend.name == device and y.tolist() == [3, 4] and y.dtype == ember.int32
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint16", "int64", "bool"])
+def test_python_backend_shares_its_storage_read_only(dtype):
+    a = np.array([[1, 0, 3], [4, 5, 0]], dtype=dtype)
+    x = ember.tensor(a, backend="python")
+    shared = np.from_dlpack(x, copy=False)
+    assert shared.dtype == a.dtype and np.array_equal(shared, a)
+    assert shared.ctypes.data == x._prim.data.buffer_info()[0]  # the same memory, no copy
+    assert not shared.flags.writeable
+    before = dlpack.live_exports()
+    del shared
+    gc.collect()
+    assert dlpack.live_exports() == before - 1 and x.numpy().tolist() == a.tolist()
+    half = ember.tensor([1.0], dtype="float16", backend="python")  # held in float32 storage
+    with pytest.raises(BufferError, match="copy=False"):
+        half.__dlpack__(max_version=(1, 0), copy=False)
 
 
 def test_wgpu_reports_webgpu_and_exports_a_host_copy():

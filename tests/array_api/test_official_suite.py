@@ -9,8 +9,8 @@ The suite is on no package registry: ``make`` unpacks it from ``../shared/array-
 short), the dtypes the backend lacks skipped (complex; int16 and uint16-64 on wasm), the fft
 extension (complex results) disabled. The expected failures are those of 5 examples; more
 examples draw rarer cases (at 20, a boolean mask with a 0-size dim over a non-empty one,
-``from_dlpack(copy=False)`` on python and wasm and ``__dlpack__(copy=False)`` on numpy, all
-typed errors), which the test then names:
+``from_dlpack(copy=False)`` on python and wasm and ``__dlpack__(copy=False)`` with an
+unversioned capsule on numpy and python, all typed errors), which the test then names:
 
     OFFICIAL_EXAMPLES=20 .venv/bin/python -m pytest tests/array_api/test_official_suite.py
 """

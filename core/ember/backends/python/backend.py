@@ -63,6 +63,11 @@ class PythonBackend(PythonOps):
     def to_data(self, x: PyArray) -> TensorData:
         return to_data(x)
 
+    def host_buffer(self, x: PyArray) -> array | None:
+        """``x``'s storage where it is laid out as DLPack reads ``x``'s dtype (every dtype but
+        float16, kept in float32): what ``__dlpack__(copy=False)`` shares, read-only."""
+        return None if x.dtype is dt.float16 else x.data
+
     def copy_into(self, dst: PyArray, src: PyArray) -> None:
         """Write ``src``'s values into ``dst``'s storage, in place (``ember.jit``'s state
         updates: primitives are otherwise never written)."""
