@@ -217,13 +217,14 @@ def efficientnet_pair():
     weights starve the activations over 50 layers (the logits are the classifier's bias)."""
     from ember.demos import efficientnet
     from ember.errors import DatasetError
+    from ember.nn.utils import fold_batchnorms
 
     try:
         path = efficientnet.weights_path()
     except DatasetError as e:
         on_numpy, on_wasm = twins(efficientnet.efficientnet_lite0)
-        ember.nn.utils.fold_batchnorms(on_numpy)
-        ember.nn.utils.fold_batchnorms(on_wasm)
+        fold_batchnorms(on_numpy)
+        fold_batchnorms(on_wasm)
         return (on_numpy, on_wasm), f"random weights ({e})"
     return (efficientnet.pretrained(path, fold=True),
             efficientnet.pretrained(path, backend="wasm", fold=True)), "ImageNet weights"

@@ -14,6 +14,7 @@ import ember
 import numpy as np
 import pytest
 from ember.errors import DatasetError, EmberError
+from ember.nn.utils import fold_batchnorms
 
 pytest.importorskip("PIL")
 skdata = pytest.importorskip("skimage.data")
@@ -291,7 +292,7 @@ def test_logits_match_reference_torch_model():
     with ember.no_grad():
         got = model(ember.tensor(x)).numpy()
         got_photo = model(ember.tensor(photo[None].copy())).numpy()
-        folded = ember.nn.utils.fold_batchnorms(model)(ember.tensor(x)).numpy()
+        folded = fold_batchnorms(model)(ember.tensor(x)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-4)
     np.testing.assert_allclose(folded, want, rtol=1e-4, atol=2e-4)
     np.testing.assert_allclose(got_photo, want_photo, rtol=1e-4, atol=2e-4)
