@@ -75,6 +75,19 @@ def test_jitted_forward_equals_numpy_float64(name):
     assert shadowed(b) == []
 
 
+@pytest.mark.parametrize("name", PLAIN)
+def test_an_output_made_without_any_op_is_replayed(name):
+    """A literal the traced function returns as it is (an ONNX Shape node's result): the
+    tape keeps it as a constant output."""
+    b = backend(name)
+    f = ember.jit(lambda x: (ember.tensor(list(x.shape), dtype=ember.int64, backend=b), x + 1),
+                  warmup=0)
+    for k in range(3):
+        shape, y = f(ember.full((2, 3), float(k), backend=b))
+        assert shape.tolist() == [2, 3] and y.tolist() == [[k + 1.0] * 3] * 2
+    assert (f.traces, f.replays) == (1, 2)
+
+
 @pytest.mark.parametrize("name", ["numpy", "python"])
 def test_new_shape_traces_again_and_old_shapes_replay(name):
     b = backend(name)

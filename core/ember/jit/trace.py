@@ -269,9 +269,10 @@ class Tracer(StateRecorder):
     def tape(self, outputs: list, output_tree) -> Tape:
         for generator, n, _ in self.takes:  # draws no random step used: keep the stream
             self.hooks.append(lambda g=generator, k=n: g.take(k))
+        # first: an output the trace made without any op (a literal) becomes a constant here
+        outs = [self.slot(p) for p in outputs]
         return Tape(self.backend, list(self.inputs), dict(self.constants), list(self.steps),
-                    [self.slot(p) for p in outputs], output_tree, list(self.hooks),
-                    dict(self.extras))
+                    outs, output_tree, list(self.hooks), dict(self.extras))
 
 
 _MISSING = object()
