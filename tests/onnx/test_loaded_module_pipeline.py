@@ -93,3 +93,36 @@ def test_jit_replays_a_pytorch_exported_transformer(tmp_path):
         np.testing.assert_allclose(step(ember.tensor(x)).numpy(), _reference(path, x),
                                    rtol=1e-4, atol=1e-5)
     assert step.stats()["replays"] == 2
+
+
+@pytest.mark.parametrize("backend", ["wasm", "wgpu"])
+def test_a_loaded_module_compiles_itself_on_a_compiling_backend(cnn_file, tmp_path, backend):
+    """On wasm and wgpu (backends with a tape compiler) a loaded module traces on its first
+    call and replays after: no ember.jit needed. A graph whose shapes come from data
+    (NonZero) can't trace: it runs eagerly and says why."""
+    try:
+        ember.get_backend(backend)
+    except Exception as e:  # noqa: BLE001 - no wgpu adapter
+        pytest.skip(f"{backend} unavailable: {e}")
+    module = ember.onnx.load(cnn_file, backend=backend)
+    for seed in range(3):
+        x = _input(seed)
+        got = module(ember.tensor(x, backend=backend)).numpy()
+        np.testing.assert_allclose(got, _reference(cnn_file, x), rtol=1e-5, atol=1e-5)
+    stats = module.jit_stats()
+    assert (stats["traces"], stats["replays"]) == (1, 2) and module.jit_fallback is None
+
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("NonZero", ["x"], ["i"]), helper.make_node("Transpose", ["i"], ["y"])],
+        "nz", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    path = str(tmp_path / "nonzero.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    module = ember.onnx.load(path, backend=backend)
+    for x in ([0, 1, 0, 2, 3, 0], [1, 0, 0, 0, 0, 5]):
+        x = np.array(x, dtype=np.float32)
+        got = module(ember.tensor(x, backend=backend)).numpy()
+        np.testing.assert_array_equal(got, _reference(path, x))
+    assert module.jit_stats() is None and "(NonZero)" in module.jit_fallback

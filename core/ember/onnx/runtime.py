@@ -9,8 +9,12 @@ folded once at load time, which also resolves most shape arithmetic (Shape -> Ga
 
 On the numpy backend, calls after the first with the same input dtypes run a fast plan
 (``_fastnp``): each node resolved once to a closure over raw numpy arrays, with in-place
-reuse of fresh single-use values and Conv fusions (``_fastfuse``). The path above stays the
-reference (``module.fast = False`` runs it); the tests hold the two to the same outputs.
+reuse of fresh single-use values and Conv fusions (``_fastfuse``). On backends that compile a
+traced program (``ember.jit.benefits``: wgpu, wasm) the graph runs under :func:`ember.jit`:
+traced per input signature (the constants and the shape arithmetic read as static values) and
+replayed as one captured program; a graph that can't be traced (a shape read from data) runs
+eagerly, saying why in ``module.jit_fallback``. The path above stays the reference
+(``module.fast = False`` runs it); the tests hold them to the same outputs.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 from .. import limits
 from ..errors import BackendMismatchError, DTypeError, UnsupportedOpError, malformed_file
-from ..jit import freeze, tracing
+from ..jit import JitError, benefits, freeze, jit, tracing
 from ..nn.module import Module
 from ..tensor import Tensor
 from ._checks import check_wiring
@@ -94,8 +98,13 @@ class OnnxModule(Module):
         # the dtypes a generic run records for building one (see _fastnp)
         object.__setattr__(self, "_fast", {})
         object.__setattr__(self, "_seen", None)
-        #: run through the numpy fast plan when the backend is numpy (False: always the
-        #: generic path, the reference the fast plan is tested against)
+        # backends that compile a traced program (ember.jit.benefits: wgpu, wasm): (id(self),
+        # the graph under ember.jit), built on first run; False once a trace failed
+        object.__setattr__(self, "_compiled", None)
+        #: why the graph runs eagerly on a compiling backend (its trace failed), else None
+        self.jit_fallback = None
+        #: run through the numpy fast plan or the backend's compiler (False: always the
+        #: generic path, the reference they are tested against)
         self.fast = True
         g = model.graph
         check_wiring([*g.inputs, *g.initializers], g.nodes, g.outputs, f"graph '{g.name}'")
@@ -242,15 +251,21 @@ class OnnxModule(Module):
         from ..contract import Backend
 
         super().to(backend, dtype)
-        self._fast.clear()  # fast plans hold the constants' arrays
+        self._drop_plans()
         if isinstance(backend, Backend) or (isinstance(backend, str) and backend in available()):
             object.__setattr__(self, "backend", get_backend(backend))
         return self
 
     def load_state_dict(self, state, strict: bool = True):
         """:meth:`ember.nn.Module.load_state_dict` (the constants), dropping cached plans."""
-        self._fast.clear()  # fast plans hold the constants' arrays
+        self._drop_plans()
         return super().load_state_dict(state, strict)
+
+    def _drop_plans(self) -> None:
+        """Forget the fast plans and the compiled graph (they hold the constants)."""
+        self._fast.clear()
+        object.__setattr__(self, "_compiled", None)
+        self.jit_fallback = None
 
     # ----------------------------------------------------------------- running
     def _as_tensor(self, x, name: str):
@@ -287,6 +302,8 @@ class OnnxModule(Module):
         # registry ops of the generic path instead
         fast = self.fast and not self._narrow and not tracing()
         outs = self._run_fast(inputs) if fast else None
+        if outs is None and fast:
+            outs = self._run_compiled(inputs)
         if outs is None:
             outs = self._run(self.graph, inputs, None)
         # a bfloat16 output runs widened to float32: its values are put back on bfloat16's grid
@@ -331,6 +348,37 @@ class OnnxModule(Module):
         except Exception:  # noqa: BLE001 - the generic path runs again and reports it
             return None  # in its own words (the plan never writes inputs or constants)
         return [wrap(o, self.backend) for o in outs]
+
+    def _run_compiled(self, inputs: list) -> list | None:
+        """The graph traced per input signature and replayed by the backend's compiler
+        (:func:`ember.jit`), where the backend has one; None where it has none, for
+        sequence inputs, or once a trace failed (the reason in ``jit_fallback``): the graph
+        then runs eagerly node by node."""
+        if not benefits(self.backend) or not all(isinstance(t, Tensor) for t in inputs):
+            return None
+        compiled = self._compiled
+        if compiled is False:
+            return None
+        if compiled is None or compiled[0] != id(self):  # a copy compiles its own
+            compiled = (id(self), jit(self._run_main, warmup=0))  # no state to settle
+            object.__setattr__(self, "_compiled", compiled)
+        try:
+            return list(compiled[1](*inputs))
+        # no static trace (a shape read from data, NonZero), or a range the capture can't
+        # bound for every replay (wgpu's float -> int64 casts): the eager run is the reference
+        # and raises what is really wrong
+        except (JitError, DTypeError) as e:
+            object.__setattr__(self, "_compiled", False)
+            self.jit_fallback = "; ".join([str(e), *getattr(e, "__notes__", ())])  # the node
+            return None
+
+    def jit_stats(self) -> dict | None:
+        """:meth:`ember.jit`'s stats of the compiled graph (traces, replays, steps per
+        signature); None where the graph runs eagerly (see ``jit_fallback``)."""
+        return self._compiled[1].stats() if self._compiled else None
+
+    def _run_main(self, *inputs: Tensor) -> list:
+        return self._run(self.graph, list(inputs), None)
 
     def _run(self, graph: Graph, inputs: list, outer) -> list:
         plan = self._plans.get(id(graph)) or self._plan(graph)
