@@ -17,7 +17,8 @@ import ember
 from ember import nn, optim
 from ember.contract import registry
 from ember.errors import EmberError
-from ember.jit import JitError, state
+from ember.jit import JitError
+from ember.ops import state
 from ember.nn.loss import cross_entropy
 
 PLAIN = ["numpy", "python", "wasm", "wgpu", "fusion-numpy", "fusion-wgpu"]

@@ -164,6 +164,44 @@ def test_core_has_no_upward_import_and_no_cycle():
     assert not problems, "\n".join(problems)
 
 
+def jit_imports(root: Path, packages: tuple[str, ...] = ("nn", "optim")) -> list[str]:
+    """Imports of ``ember.jit`` from ``packages``: state kept across calls goes through
+    ``ember.ops.state``, which the tracer records, so nn and optim need no jit hooks."""
+    known = module_names(root)
+    return [
+        f"{path.relative_to(root)}:{line}: {module} imports {target}"
+        for module, path in known.items()
+        if module.split(".")[1:2] and module.split(".")[1] in packages
+        for target, line in imports(module, path, known)
+        if target == "ember.jit" or target.startswith("ember.jit.")
+    ]
+
+
+def test_nn_and_optim_import_no_jit():
+    problems = jit_imports(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+def plant(root: Path, files: dict[str, str]) -> None:
+    """A package ``ember`` under ``root`` holding ``files`` (path -> source)."""
+    (root / "ember").mkdir()
+    (root / "ember" / "__init__.py").write_text("")
+    for name, text in files.items():
+        path = root / "ember" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_the_jit_scan_fails_on_a_planted_import(tmp_path):
+    files = {"jit/__init__.py": "", "jit/state.py": "", "optim/__init__.py": "",
+             "optim/sgd.py": "def f():\n    from ..jit import state\n", "nn/__init__.py": "",
+             "nn/layer.py": "import ember.jit\n"}
+    plant(tmp_path, files)
+    problems = jit_imports(tmp_path)
+    assert [p.split(": ", 1)[1] for p in problems] == [
+        "ember.nn.layer imports ember.jit", "ember.optim.sgd imports ember.jit.state"]
+
+
 @pytest.mark.parametrize(
     "files, expected",
     [
@@ -179,11 +217,6 @@ def test_core_has_no_upward_import_and_no_cycle():
     ],
 )
 def test_the_check_fails_on_a_planted_violation(tmp_path, files, expected):
-    (tmp_path / "ember").mkdir()
-    (tmp_path / "ember" / "__init__.py").write_text("")
-    for name, text in files.items():
-        path = tmp_path / "ember" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    plant(tmp_path, files)
     problems = violations(tmp_path)
     assert any(expected in p for p in problems), problems

@@ -21,7 +21,8 @@ from .chain import benefits
 from .errors import JitError
 from .function import Jitted, jit
 from ..contract.program import Slot, Step, Tape, compile_generic, replay
-from .state import assign, feed, freeze, on_replay, state_replaced, tracing
+from ..ops.state import assign, feed, on_replay, state_replaced, tracing
+from .state import freeze
 
 
 class _CallableModule(types.ModuleType):

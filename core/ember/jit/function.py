@@ -19,6 +19,7 @@ from ..tensor import Tensor
 from . import state, trace
 from .chain import innermost, lift, lower
 from .errors import JitError
+from ..ops import state as _ops_state
 from ..contract.passes import eliminate_dead, fold_constants
 from ..contract.program import Tape, compile_generic
 from .tree import flatten, unflatten
@@ -73,7 +74,7 @@ class Jitted:
         return self if obj is None else types.MethodType(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if state.active() is not None:  # called from a traced function: part of its trace
+        if _ops_state.active() is not None:  # called from a traced function: part of its trace
             return self.fn(*args, **kwargs)
         tensors, key = flatten((args, kwargs))
         entry = self.entries.get(key)

@@ -1,12 +1,15 @@
-"""State that lives across calls of a jitted function, and the functions code that keeps
-such state calls (no-ops when nothing is traced): :func:`feed` (a host scalar re-computed at
-each replay), :func:`assign` (an in-place update) and :func:`on_replay` (host-side counters).
+"""State that lives across calls of a jitted function: which primitives the tapes read as
+constants (replacing one outside a trace makes them trace again) and which private copies
+they write in place.
 
-:class:`StateRecorder` is the part of the tracer that records them.
+:class:`StateRecorder` is the part of the tracer that records what code keeping state
+reports through :mod:`ember.ops.state` (in-place updates, feeds, replay hooks); nn and optim
+call those functions, never this module.
 
 >>> import ember
->>> feed(lambda: 0.5, ember.ones(2)), tracing()
-(0.5, False)
+>>> w = freeze(ember.tensor([2, 3]))
+>>> frozen(w._prim), generation() >= 0
+(True, True)
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
+from ..contract.program import Slot, Step
+from ..ops import state as _ops_state
 from ..tensor import Tensor
 from ..tensordata import TensorData
 from .chain import innermost, lift, lower
 from .errors import JitError
-from ..contract.program import Slot, Step
 
-_ACTIVE: list = []  # the tracer of the call being traced (one at a time)
 _GENERATION = [0]  # bumped when state a tape reads is replaced outside a trace
 _WATCHED: dict[int, int] = {}  # id(primitive) -> how many tapes read it as a constant
 # id(primitive) -> [primitive, how many tapes write it]: the private copies tapes update in
@@ -54,37 +57,19 @@ def frozen(prim) -> bool:
     return t is not None and t._prim is prim
 
 
-def active():
-    """The tracer recording now, or None."""
-    return _ACTIVE[-1] if _ACTIVE else None
-
-
 def generation() -> int:
     return _GENERATION[0]
 
 
-def state_replaced(old=None) -> None:
-    """Called when a parameter or optimizer state tensor ``old`` is about to get a new
-    primitive outside a trace (no argument: any state may have): the tapes that read its
-    primitive re-trace at their next call. Inside a trace it does nothing: the traced code
-    rebinds state only for the duration of the call, and :meth:`StateRecorder.finish`
-    reports the primitives that really changed.
-
-    >>> import ember
-    >>> w = ember.ones(1)
-    >>> f = ember.jit(lambda x: x * w)
-    >>> for _ in range(3):
-    ...     _ = f(ember.ones(1))
-    >>> state_replaced()  # as if w got a new value: the tape re-traces at its next call
-    >>> _ = f(ember.ones(1)); f.stats()["traces"]
-    2
-    """
-    if active() is not None:
-        return
+def _state_replaced(old: Tensor | None) -> None:
+    """The tapes that read ``old``'s primitive (no ``old``: any state) trace again."""
     if old is None:
         _GENERATION[0] += 1
     else:
         _primitive_replaced(lower(old.backend, old._prim))
+
+
+_ops_state.on_state_replaced(_state_replaced)
 
 
 def _primitive_replaced(prim) -> None:
@@ -113,7 +98,21 @@ def own(prims, add: bool) -> None:
 
 
 class StateRecorder:
-    """Feeds and in-place updates, for :class:`~ember.jit.trace.Tracer`."""
+    """Feeds, in-place updates and replay hooks, for :class:`~ember.jit.trace.Tracer` (the
+    :class:`~ember.ops.state.Recorder` interface)."""
+
+    def records(self, tensor: Tensor) -> bool:
+        return innermost(tensor.backend) is self.backend
+
+    def on_replay(self, hook: Callable[[], None]) -> None:
+        self.hooks.append(hook)
+
+    def refuse_new_state(self, what: str) -> None:
+        raise JitError(
+            f"{what} is created inside a traced function, so replays would start it afresh "
+            "each time; let jit run its warm-up call (ember.jit(fn, warmup=1), the default) "
+            "so the state exists before the trace"
+        )
 
     def feed(self, fn: Callable[[], float], like) -> object:
         """A 0-d tensor on ``like``'s backend holding ``fn()``, re-computed at every replay."""
@@ -215,77 +214,3 @@ class StateRecorder:
         self.constants[slot] = fresh
         self.owned.add(slot)
         return fresh
-
-
-def _tracer_for(tensor):
-    tracer = active()
-    if tracer is None or not isinstance(tensor, Tensor):  # numpy arrays: an eager fast path
-        return None
-    if innermost(tensor.backend) is not tracer.backend:
-        return None
-    return tracer
-
-
-def feed(fn: Callable[[], float], like):
-    """``fn()`` as a Python number; inside a traced function, a 0-d tensor on ``like``'s
-    backend whose value ``fn`` re-computes at every replay (use it for values that change
-    between calls: a learning rate, a bias correction of the step count).
-
-    >>> import ember
-    >>> feed(lambda: 0.5, ember.ones(2))
-    0.5
-    """
-    tracer = _tracer_for(like)
-    return fn() if tracer is None else tracer.feed(fn, like)
-
-
-def assign(dst, value, settle: Callable[[], None] | None = None) -> bool:
-    """Inside a traced function, record an in-place update of ``dst`` to ``value`` (done at
-    the end of the call and of every replay, into a primitive the tape owns; ``settle()``
-    runs after ``dst`` gets it) and return True; elsewhere return False. Either way the
-    caller then rebinds ``dst`` to ``value`` as an eager update does.
-
-    >>> import ember
-    >>> assign(ember.zeros(1), ember.ones(1))  # not tracing: the caller rebinds eagerly
-    False
-    """
-    tracer = _tracer_for(dst)
-    if tracer is None:
-        return False
-    tracer.assign(dst, value, settle)
-    return True
-
-
-def on_replay(hook: Callable[[], None], like) -> None:
-    """Inside a traced function, run ``hook()`` before the steps of every replay (host-side
-    counters the traced Python advanced); elsewhere nothing.
-
-    >>> import ember
-    >>> calls = []
-    >>> def f(x):
-    ...     calls.append("python")
-    ...     on_replay(lambda: calls.append("replay"), x)
-    ...     return x + 1
-    >>> g = ember.jit(f)
-    >>> for _ in range(3):  # warm-up (eager), trace, replay
-    ...     _ = g(ember.ones(1))
-    >>> calls
-    ['python', 'python', 'replay']
-    """
-    tracer = _tracer_for(like)
-    if tracer is not None:
-        tracer.hooks.append(hook)
-
-
-def tracing(like=None) -> bool:
-    """Whether a traced function is running (on ``like``'s backend, when given).
-
-    >>> import ember
-    >>> seen = []
-    >>> g = ember.jit(lambda x: seen.append(tracing(x)) or x * 2)
-    >>> for _ in range(3):  # warm-up (eager), trace, replay (no Python)
-    ...     _ = g(ember.ones(1))
-    >>> seen, tracing()
-    ([False, True], False)
-    """
-    return active() is not None if like is None else _tracer_for(like) is not None

@@ -7,7 +7,9 @@ call: a composite's inner ops are part of its step); reads of values raise
 autodiff bookkeeping, the optimizer's Python) runs during the trace and costs nothing at
 replay.
 
-Feeds and in-place updates of state are recorded by :mod:`ember.jit.state`.
+The tracer is the :class:`~ember.ops.state.Recorder` of the call: the in-place updates, feeds
+and replay hooks that code keeping state reports through :mod:`ember.ops.state` become steps
+and hooks of the tape (recorded by :mod:`ember.jit.state`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from .. import random as _random
 from ..contract import registry
 from ..contract.registry import Kind
 from .errors import JitError
-from .state import _ACTIVE, StateRecorder, frozen
+from ..ops import state as _ops_state
+from .state import StateRecorder, frozen
 from ..contract.program import Slot, Step, Tape
 
 _READS = ("to_data", "to_data_async")
@@ -104,11 +107,10 @@ class Tracer(StateRecorder):
                 compiler.run = self._program_recorder(compiler)
         saved["take"] = _random.Generator.take
         _random.Generator.take = self._taker(_random.Generator.take)
-        _ACTIVE.append(self)
+        _ops_state.start_recording(self)
 
     def remove(self) -> None:
-        if self in _ACTIVE:
-            _ACTIVE.remove(self)
+        _ops_state.stop_recording(self)
         take = self._saved.pop("take", None)
         if take is not None:
             _random.Generator.take = take

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from ..errors import ShapeError
-from ..jit import state as _jit
+from ..ops import state as _state
 from ..random import default_generator
 from ..tensor import Tensor
 from .functional_util import as_input, check_float, reshape, result
@@ -120,7 +120,7 @@ def batch_norm(
 
 def _set_stat(stat: Tensor, prim) -> None:
     """A running statistic's new value; inside ``ember.jit`` also written in place."""
-    _jit.assign(stat, Tensor(prim, stat.backend))
+    _state.assign(stat, Tensor(prim, stat.backend))
     stat._prim = prim
 
 

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import EmberError, ShapeError
-from ..jit import state as _jit
+from ..ops import state as _state
 from ..ops.autograd import clear_grads
 from ..tensor import Tensor
 from .parameter import Parameter, _detached, _onto
@@ -147,8 +147,8 @@ class Module:
             )
         if name in self._buffers_map() and value is not None and not isinstance(value, Tensor):
             raise TypeError(f"buffer '{name}' of {type(self).__name__} must be a Tensor or None")
-        if isinstance(current, Tensor) and isinstance(value, Tensor) and _jit.assign(current, value):
-            current._prim = value._prim  # traced: the buffer is updated in place (ember.jit)
+        if isinstance(current, Tensor) and isinstance(value, Tensor) and _state.assign(current, value):
+            current._prim = value._prim  # traced: the buffer is updated in place
             return
         object.__setattr__(self, name, value)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import operator
 
 from ..errors import ShapeError
-from ..jit import state as _jit
+from ..ops import state as _state
 from ..tensor import Tensor
 
 
@@ -68,7 +68,7 @@ class Parameter(Tensor):
 
     def _set(self, value: Tensor, backend) -> None:
         if hasattr(self, "_prim"):  # a jitted function that read the old value re-traces
-            _jit.state_replaced(Tensor(self._prim, self.backend))
+            _state.state_replaced(Tensor(self._prim, self.backend))
         value = _onto(value, backend)
         if self.requires_grad and backend.caps.gradients:
             value = value.require_grad()
@@ -89,7 +89,7 @@ class Parameter(Tensor):
         # in a traced function, the update is also written into the primitive (at the end of
         # the call and of every replay), then wrapped as a fresh tracked leaf again (with no
         # .grad: the replays don't compute one)
-        traced = _jit.assign(self, value, settle=self._rewrap)
+        traced = _state.assign(self, value, settle=self._rewrap)
         old = getattr(self._prim, "node", None)
         self._set(value, self.backend)
         new = getattr(self._prim, "node", None)

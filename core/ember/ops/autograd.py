@@ -6,7 +6,7 @@ from __future__ import annotations
 import weakref
 
 from ..errors import DTypeError, EmberError, ShapeError
-from ..jit import state as _jit
+from . import state as _state
 from ..jit.errors import JitError
 from ..tensor import Tensor
 from ..autodiff.backend import ADPrim, Autodiff
@@ -159,7 +159,7 @@ class _TracedGrads:
     def __init__(self, like: Tensor):
         self.written: dict[int, Node] = {}
         self.outside: set[int] = set()
-        _jit.on_replay(self.clear, like)
+        _state.on_replay(self.clear, like)
 
     def clear(self) -> None:
         for node in self.written.values():
@@ -173,7 +173,7 @@ class _TracedGrads:
 
 def _traced_grads(like: Tensor, create: bool = False) -> _TracedGrads | None:
     """The record of the traced call running on ``like``'s backend (None outside a trace)."""
-    tracer = _jit.active() if _jit.tracing(like) else None
+    tracer = _state.recorder_for(like)
     if tracer is None:
         return None
     record = _TRACED_GRADS.get(tracer)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from .. import dtype as dt
 from ..errors import DimensionError, DTypeError, ShapeError, TensorIndexError
 from ..shape import broadcast_shapes, normalize_dim, numel
-from ..jit.state import tracing
+from .state import tracing
 from ..tensor import Tensor, check_same_backend, co_locate
 from ._dispatch import as_tensor, broadcast_to, full_like_shape, wrap
 from .where import nonzero, where

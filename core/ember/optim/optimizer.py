@@ -32,9 +32,8 @@ from typing import ClassVar
 
 from ..autodiff.graph import Gradients
 from ..errors import EmberError
-from ..jit import state as _jit
+from ..ops import state as _state
 from ..ops.autograd import clear_grads
-from ..jit.errors import JitError
 from ..tensor import Tensor
 
 
@@ -132,7 +131,7 @@ class Optimizer:
             if k not in ("params", "initial_lr"):
                 group.setdefault(k, v)
         self.param_groups.append(group)
-        _jit.state_replaced()  # a jitted step must trace again to update the new group
+        _state.state_replaced()  # a jitted step must trace again to update the new group
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear every parameter's ``.grad`` (None; zeros with ``set_to_none=False``), as
@@ -185,7 +184,7 @@ class Optimizer:
             grads_only = clip_grad_norm(grads_only, self.grad_clip_norm)
         self.steps += 1
         np = sys.modules.get("numpy")  # no numpy imported ⇒ no numpy arrays to fuse
-        traced = _jit.tracing()
+        traced = _state.tracing()
         states = []
         for (group, p, _), g in zip(pairs, grads_only):
             state = self.state.setdefault(id(p), {})
@@ -219,28 +218,23 @@ class Optimizer:
             for s in counted:
                 s["step"] += 1
 
-        _jit.on_replay(advance, like)
+        _state.on_replay(advance, like)
 
     @staticmethod
     def scalar(fn, like: Tensor):
         """``fn()``, a number computed from hyper-parameters and counters; inside a traced
         function a tensor fed with ``fn()`` at every replay (a scheduler's new ``lr``, the
         bias correction of the new step count), so a replayed update stays right."""
-        return _jit.feed(fn, like)
+        return _state.feed(fn, like)
 
     def keep(self, state: dict, name: str, value: Tensor) -> Tensor:
         """``state[name] = value``; inside a traced function the value is written into the
         existing state tensor in place, so every replay updates what ``state_dict`` sees."""
         old = state.get(name)
-        if isinstance(old, Tensor) and _jit.assign(old, value):
+        if isinstance(old, Tensor) and _state.assign(old, value):
             old._prim = value._prim  # the same tensor object stays in the state
             return old
-        if _jit.tracing(value):
-            raise JitError(
-                f"{type(self).__name__}: state {name!r} is created inside a traced function, "
-                "so replays would start it afresh each time; let jit run its warm-up call "
-                "(ember.jit(fn, warmup=1), the default) so the state exists before the trace"
-            )
+        _state.new_state(value, f"{type(self).__name__}: state {name!r}")
         state[name] = value
         return value
 
@@ -323,7 +317,7 @@ class Optimizer:
             }
         self.state = new_state
         self.steps = int(state.get("steps", 0))
-        _jit.state_replaced()  # a jitted step reading the old state tensors re-traces
+        _state.state_replaced()  # a jitted step reading the old state tensors re-traces
 
 
 def _copy(value):
@@ -372,7 +366,7 @@ def scale_to_norm(grads: list[Tensor], max_norm: float, total: Tensor) -> list[T
     >>> [round(v, 4) for v in g.tolist()]
     [0.6, 0.8]
     """
-    if _jit.tracing(grads[0]):
+    if _state.tracing(grads[0]):
         scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
         return [g * scale for g in grads]
     scale = max_norm / (total.item() + 1e-6)
