@@ -193,13 +193,20 @@ def plant(root: Path, files: dict[str, str]) -> None:
 
 
 def test_the_jit_scan_fails_on_a_planted_import(tmp_path):
-    files = {"jit/__init__.py": "", "jit/state.py": "", "optim/__init__.py": "",
-             "optim/sgd.py": "def f():\n    from ..jit import state\n", "nn/__init__.py": "",
-             "nn/layer.py": "import ember.jit\n"}
+    files = {
+        "jit/__init__.py": "",
+        "jit/state.py": "",
+        "optim/__init__.py": "",
+        "optim/sgd.py": "def f():\n    from ..jit import state\n",
+        "nn/__init__.py": "",
+        "nn/layer.py": "import ember.jit\n",
+    }
     plant(tmp_path, files)
     problems = jit_imports(tmp_path)
     assert [p.split(": ", 1)[1] for p in problems] == [
-        "ember.nn.layer imports ember.jit", "ember.optim.sgd imports ember.jit.state"]
+        "ember.nn.layer imports ember.jit",
+        "ember.optim.sgd imports ember.jit.state",
+    ]
 
 
 @pytest.mark.parametrize(
