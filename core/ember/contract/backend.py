@@ -34,6 +34,10 @@ class Caps:
     #: ops on distinct tensors may run on two threads at once (a Remote server then runs
     #: small ops beside a large one); a decorator that keeps state between ops clears it
     threadsafe: bool = False
+    #: its ``compile_tape`` still runs Python per op when it replays (numpy: closures over
+    #: arrays), unlike a captured program (wgpu, wasm): ``ember.jit`` then helps less, and
+    #: the Learner and the demos don't use it by default (``ember.jit.benefits``)
+    replays_per_op: bool = False
 
     def check_dtype(self, dtype: dt.DType, op: str, backend: str) -> None:
         if dtype not in self.dtypes:

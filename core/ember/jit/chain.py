@@ -23,14 +23,16 @@ def benefits(backend) -> bool:
     """Whether jit pays off by default on ``backend``: its innermost backend compiles a tape
     into one captured program (wgpu, natively and in the browser; wasm: recorded kernel
     calls, no Python per op in a page where each op costs tens of µs). Elsewhere the replay still
-    skips the Python above the backend, but the kernels dominate (numpy: about 5% per MNIST
+    skips the Python above the backend, but the kernels dominate (numpy, whose ``compile_tape``
+    binds closures over arrays and declares ``caps.replays_per_op``: about 5% per MNIST
     training step), so the Learner and the demos leave it to ``jit=True``.
 
     >>> import ember
     >>> benefits(ember.get_backend("numpy"))
     False
     """
-    return hasattr(innermost(backend), "compile_tape")
+    inner = innermost(backend)
+    return hasattr(inner, "compile_tape") and not inner.caps.replays_per_op
 
 
 def lower(backend, prim):

@@ -75,7 +75,7 @@ class NumpyBackend(NumpyQuantOps, NumpyNNOps, NumpyOps):
     :class:`~ember.backends.numpy.nn.NumpyNNOps`."""
 
     name = "numpy"
-    caps = Caps(threadsafe=True)
+    caps = Caps(threadsafe=True, replays_per_op=True)
 
     def __init__(self):
         global _MALLOC_CHECKED
@@ -118,6 +118,13 @@ class NumpyBackend(NumpyQuantOps, NumpyNNOps, NumpyOps):
         out = np.ndarray(shape, one.dtype, one, 0, (0,) * len(shape))
         out.flags.writeable = False
         return out
+
+    def compile_tape(self, tape):
+        """An ``ember.jit`` tape as closures over raw arrays, reusing single-use fresh
+        values in place (:mod:`.compile`)."""
+        from .compile import compile_tape
+
+        return compile_tape(self, tape)
 
     def fusion_compiler(self):
         """What :class:`~ember.fusion.Fusion` runs fused elementwise chains with."""

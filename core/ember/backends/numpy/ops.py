@@ -201,6 +201,8 @@ _ELEMENTWISE = {
     int_bool.bool_xor: np.logical_xor,
     int_bool.bool_not: np.logical_not,
 }
+#: backend method name -> the numpy ufunc computing it (``out=`` capable: ``compile.py``)
+UFUNCS = {op.name: fn for op, fn in _ELEMENTWISE.items() if isinstance(fn, np.ufunc)}
 _REDUCTIONS = {
     reductions.float_sum: np.sum, reductions.int_sum: np.sum,
     reductions.float_prod: np.prod, reductions.int_prod: np.prod,
