@@ -109,3 +109,59 @@ def test_assign_feed_and_multi_output_steps_match_compile_generic():
 def test_ember_jit_on_numpy_is_not_on_by_default(name):
     # numpy's compiler still runs Python per op: the Learner and demos keep eager there
     assert not benefits(ember.get_backend(name))
+
+
+def _conv2d_float64(x, w, pad):
+    """A direct 3x3/1x1 stride-1 convolution in float64 (the reference)."""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, _, h, wd = x.shape
+    co, _, kh, kw = w.shape
+    out = np.zeros((n, co, h - kh + 1, wd - kw + 1))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nchw,oc->nohw", x[:, :, i:i + out.shape[2], j:j + out.shape[3]],
+                             w[:, :, i, j].astype(np.float64))
+    return out
+
+
+def _conv_affine_tape(b, w, sub, mul):
+    steps = [Step("conv", (Slot(0), Slot(1), None, (1, 1), ((1, 1), (1, 1)), (1, 1), 1), {}, 4,
+                  "op"),
+             Step("float_sub", (Slot(4), Slot(2)), {}, 5, "op"),
+             Step("float_mul", (Slot(3), Slot(5)), {}, 6, "op"),
+             Step("relu", (Slot(6),), {}, 7, "op")]
+    return Tape(b, [0], {1: w, 2: sub, 3: mul}, steps, [7], None)
+
+
+def test_a_conv_then_per_channel_constants_folds_into_the_conv_and_matches_float64():
+    b = ember.get_backend("numpy")
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    mean = rng.standard_normal((1, 4, 1, 1)).astype(np.float32)
+    scale = rng.uniform(0.5, 2, (1, 4, 1, 1)).astype(np.float32)
+    # stored at the activations' full size, as a traced expand folds them
+    full = (1, 4, 5, 6)
+    tape = _conv_affine_tape(b, w, np.ascontiguousarray(np.broadcast_to(mean, full)),
+                             np.ascontiguousarray(np.broadcast_to(scale, full)))
+    run = b.compile_tape(tape)
+    for _ in range(3):
+        x = rng.standard_normal((1, 3, 5, 6)).astype(np.float32)
+        (got,) = run([x])
+        want = np.maximum((_conv2d_float64(x, w, 1) - mean) * scale, 0)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert run.steps == 2  # conv (with the sub and mul folded in), relu
+
+
+def test_a_constant_that_varies_over_space_is_not_folded():
+    b = ember.get_backend("numpy")
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    sub = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    mul = np.full((1, 2, 4, 4), 2.0, np.float32)
+    run = b.compile_tape(_conv_affine_tape(b, w, sub, mul))
+    x = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+    for _ in range(2):
+        (got,) = run([x])
+    np.testing.assert_allclose(got, np.maximum((_conv2d_float64(x, w, 1) - sub) * 2, 0),
+                               rtol=1e-5, atol=1e-5)
+    assert run.steps == 4

@@ -70,3 +70,57 @@ def fold_affine_into(weight, bias, scale, shift):
     bias = np.zeros(channels) if bias is None else _vector(np, bias, "layer bias", channels)
     folded = weight * scale.reshape((-1,) + (1,) * (weight.ndim - 1))
     return folded, bias * scale + shift
+
+
+def per_channel(c, weight):
+    """``c`` (numpy) as one value per output channel of a Conv with ``weight``, when ``c``
+    broadcast onto the conv's output (N, C_out, *spatial) is constant over every dim but
+    C_out (and has no batch dim of its own); None otherwise.
+
+    >>> import numpy as np
+    >>> per_channel(np.arange(2.0).reshape(1, 2, 1, 1) + np.zeros((1, 2, 3, 3)),
+    ...             np.ones((2, 1, 3, 3))).tolist()
+    [0.0, 1.0]
+    """
+    import numpy as np
+
+    nd = weight.ndim
+    if c.ndim > nd:
+        return None
+    ce = c.reshape((1,) * (nd - c.ndim) + c.shape)
+    if ce.shape[0] != 1 or ce.shape[1] not in (1, weight.shape[0]):
+        return None
+    vec = ce[(0, slice(None)) + (0,) * (nd - 2)]
+    if not np.array_equal(ce, np.broadcast_to(vec.reshape((1, -1) + (1,) * (nd - 2)),
+                                              ce.shape)):
+        return None
+    return np.broadcast_to(vec, (weight.shape[0],))
+
+
+def fold_chain_into(weight, bias, chain):
+    """``(weight', bias')`` in the weight's dtype, of a Conv followed by ``chain``: ``(op,
+    constant)`` pairs, op one of "add", "sub", "mul", "div" (the conv's output on the left),
+    each constant :func:`per_channel`; composed into one affine ``y * s + t`` in float64.
+
+    >>> import numpy as np
+    >>> w, b = fold_chain_into(np.ones((2, 1, 1, 1), np.float32), None,
+    ...                        [("sub", np.array([1.0, 2.0]).reshape(1, 2, 1, 1)),
+    ...                         ("mul", np.full((1, 2, 1, 1), 3.0))])
+    >>> w.ravel().tolist(), b.tolist(), w.dtype.name
+    ([3.0, 3.0], [-3.0, -6.0], 'float32')
+    """
+    import numpy as np
+
+    s, t = np.ones(weight.shape[0]), np.zeros(weight.shape[0])
+    for op, c in chain:
+        k = per_channel(c, weight).astype(np.float64)
+        if op == "add":
+            t = t + k
+        elif op == "sub":
+            t = t - k
+        elif op == "mul":
+            s, t = s * k, t * k
+        else:
+            s, t = s / k, t / k
+    w2, b2 = fold_affine_into(weight, bias, s, t)
+    return w2.astype(weight.dtype), b2.astype(weight.dtype)

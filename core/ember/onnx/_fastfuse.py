@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contract.batchnorm_fold import fold_affine_into
+from ..contract.batchnorm_fold import fold_chain_into, per_channel
 from ._graph import Function, Node
 
 _STD = ("", "ai.onnx")
@@ -61,7 +61,7 @@ def fuse_convs(steps: list, consts: dict, types: dict, uses: dict) -> tuple[list
             if other == cur or (rn.op_type in ("Sub", "Div") and rn.inputs[0] != cur):
                 break
             c = consts.get(other)
-            if c is None or c.dtype != w.dtype or _per_channel(c, w) is None:
+            if c is None or c.dtype != w.dtype or per_channel(c, w) is None:
                 break
             chain.append((rn.op_type, c))
             drop.add(r)
@@ -110,38 +110,10 @@ def _merge_pad(pad: Node, conv: Node, consts) -> Node | None:
                 conv.domain, conv.name)
 
 
-def _per_channel(c: np.ndarray, w: np.ndarray):
-    """``c`` as one value per output channel when it is constant over every other dim of
-    the conv's output (N, C_out, *spatial); None otherwise."""
-    nd = w.ndim
-    if c.ndim > nd:
-        return None
-    ce = c.reshape((1,) * (nd - c.ndim) + c.shape)
-    if ce.shape[0] != 1 or ce.shape[1] not in (1, w.shape[0]):
-        return None
-    vec = ce[(0, slice(None)) + (0,) * (nd - 2)]
-    if not np.array_equal(ce, np.broadcast_to(vec.reshape((1, -1) + (1,) * (nd - 2)),
-                                              ce.shape)):
-        return None
-    return np.broadcast_to(vec, (w.shape[0],))
-
-
 def _fold(w, bias, chain):
-    """y = conv(x) then the chain, as one conv: the chain's per-channel constants composed
-    into one affine ``y * s + t`` (float64), folded into the conv's weight and bias."""
-    s, t = np.ones(w.shape[0]), np.zeros(w.shape[0])
-    for op, c in chain:
-        k = _per_channel(c, w).astype(np.float64)
-        if op == "Add":
-            t = t + k
-        elif op == "Sub":
-            t = t - k
-        elif op == "Mul":
-            s, t = s * k, t * k
-        else:
-            s, t = s / k, t / k
-    w2, b2 = fold_affine_into(w, bias, s, t)
-    return w2.astype(w.dtype), b2.astype(w.dtype), chain
+    """y = conv(x) then the chain, as one conv (its weight, bias and the chain as written)."""
+    w2, b2 = fold_chain_into(w, bias, [(op.lower(), c) for op, c in chain])
+    return w2, b2, chain
 
 
 def fuse_activations(steps: list, consts: dict, types: dict, uses: dict) -> list:

@@ -13,7 +13,10 @@ reads, and that has the result's shape and dtype: conv -> add bias -> relu write
 buffer. A tape is traced per shape signature, so the first call's shapes hold for the later
 ones; were one to differ, numpy refuses the ``out=`` (an error, never a wrong value). Inputs
 and constants are never written; outputs are this call's own arrays, as with
-:func:`~ember.contract.program.compile_generic`.
+:func:`~ember.contract.program.compile_generic`. With the recorded shapes, two rewrites of
+the bound program: a conv followed by per-channel constant arithmetic becomes one conv
+(:mod:`.affine_fold`), and a matmul by a constant broadcast over its batch dims (a folded
+``expand``) multiplies by the one matrix (one GEMM, not one per batch).
 
 Step kinds: ``"feed"`` and ``"random"`` steps call ``fn()`` for this call's arguments;
 ``"assign"`` steps are ``copy_into`` (no result); a decorator's compiled programs
@@ -25,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...contract.program import Slot, Tape
+from .affine_fold import fold_conv_affine
 from .ops import UFUNCS
 from .quiet import quiet
 
@@ -42,48 +46,58 @@ INPLACE["relu"] = (np.maximum, (0,))
 
 def compile_tape(backend, tape: Tape):
     """``run(input_prims) -> output_prims`` for ``tape`` (see the module docstring)."""
-    index = _slot_index(tape)
-    size = len(index)
-    template: list = [None] * size
-    for s, v in tape.constants.items():
-        template[index[s]] = v
-    inputs = [index[s] for s in tape.inputs]
-    outputs = [index[s] for s in tape.outputs]
-    hooks = tape.hooks
-    dead = _dead_after(tape, index)
+    first = _Layout(tape)
     state: dict = {}
 
-    def execute(program, prims: list) -> list:
-        env = template.copy()
-        for i, p in zip(inputs, prims):
+    def run(prims: list) -> list:
+        for hook in tape.hooks:
+            hook()
+        program = state.get("program")
+        if program is not None:
+            return state["layout"].execute(program, prims)
+        facts: dict[int, tuple] = {s: (p.shape, p.dtype, False) for s, p in
+                                   zip(tape.inputs, prims) if type(p) is np.ndarray}
+        plain = [(_recording(_bind(tape, step, first.index, backend), step, first.index, facts),
+                  d) for step, d in zip(tape.steps, first.dead)]
+        outs = first.execute(plain, prims)
+        folded = fold_conv_affine(tape, {s: f[:2] for s, f in facts.items()})
+        layout = first if folded is tape else _Layout(folded)
+        reuse = _reuse_plan(backend, folded, facts)
+        state["program"] = [(_bind(folded, step, layout.index, backend, reuse.get(k),
+                                   _unbroadcast(folded, step, facts)), d)
+                            for k, (step, d) in enumerate(zip(folded.steps, layout.dead))]
+        state["layout"] = layout
+        run.reused, run.steps = len(reuse), len(folded.steps)
+        return outs
+
+    # set once the first call planned them: the steps writing in place, the steps run
+    run.reused = run.steps = None
+    return run
+
+
+class _Layout:
+    """A tape's values as places in a list: constants pre-set, each value dropped after
+    its last read."""
+
+    def __init__(self, tape: Tape):
+        self.index = _slot_index(tape)
+        self.template: list = [None] * len(self.index)
+        for s, v in tape.constants.items():
+            self.template[self.index[s]] = v
+        self.inputs = [self.index[s] for s in tape.inputs]
+        self.outputs = [self.index[s] for s in tape.outputs]
+        self.dead = _dead_after(tape, self.index)
+
+    def execute(self, program: list, prims: list) -> list:
+        env = self.template.copy()
+        for i, p in zip(self.inputs, prims):
             env[i] = p
         with quiet():
             for step, drop in program:
                 step(env)
                 for i in drop:
                     env[i] = None
-        return [env[o] for o in outputs]
-
-    def run(prims: list) -> list:
-        for hook in hooks:
-            hook()
-        program = state.get("program")
-        if program is not None:
-            return execute(program, prims)
-        facts: dict[int, tuple] = {i: (p.shape, p.dtype, False) for i, p in zip(inputs, prims)
-                                   if type(p) is np.ndarray}
-        plain = [(_recording(_bind(tape, step, index, backend), step, index, facts), d)
-                 for step, d in zip(tape.steps, dead)]
-        outs = execute(plain, prims)
-        reuse = _reuse_plan(backend, tape, index, facts)
-        state["program"] = [(_bind(tape, step, index, backend, reuse.get(k),
-                                   _unbroadcast(tape, step, index, facts)), d)
-                            for k, (step, d) in enumerate(zip(tape.steps, dead))]
-        run.reused = len(reuse)
-        return outs
-
-    run.reused = None  # steps writing in place (set once the first call planned them)
-    return run
+        return [env[o] for o in self.outputs]
 
 
 def _slot_index(tape: Tape) -> dict[int, int]:
@@ -217,16 +231,16 @@ def _inplace(tape: Tape, step, index: dict[int, int], target: int):
 
 
 def _recording(bound, step, index: dict[int, int], facts: dict[int, tuple]):
-    """``bound`` noting, per value it makes, ``(shape, dtype, fresh)`` in ``facts``."""
+    """``bound`` noting, per value (slot) it makes, ``(shape, dtype, fresh)`` in ``facts``."""
     ins = [index[s] for s in step.inputs()]
-    outs = [index[s] for s in step.outputs()]
+    outs = step.outputs()
     fresh_op = step.kind == "op" and step.name in FRESH
 
     def step_(env):
         operands = [env[i] for i in ins]
         bound(env)
         for i in outs:
-            v = env[i]
+            v = env[index[i]]
             if type(v) is np.ndarray:
                 fresh = fresh_op and v.flags.writeable and not any(
                     isinstance(a, np.ndarray) and np.may_share_memory(v, a) for a in operands)
@@ -235,7 +249,7 @@ def _recording(bound, step, index: dict[int, int], facts: dict[int, tuple]):
     return step_
 
 
-def _reuse_plan(backend, tape: Tape, index: dict[int, int], facts: dict) -> dict[int, int]:
+def _reuse_plan(backend, tape: Tape, facts: dict) -> dict[int, int]:
     """step number -> the operand position it may write into (see the module docstring)."""
     reads: dict[int, int] = {}
     for step in tape.steps:
@@ -248,14 +262,14 @@ def _reuse_plan(backend, tape: Tape, index: dict[int, int], facts: dict) -> dict
         if (step.kind != "op" or step.name not in INPLACE or step.name in tape.extras
                 or step.kwargs or step.fn is not None
                 or not _own_method(backend, step.name) or isinstance(step.out, tuple)
-                or step.out is None or index[step.out] not in facts):
+                or step.out is None or step.out not in facts):
             continue
-        result = facts[index[step.out]][:2]
+        result = facts[step.out][:2]
         for pos, a in enumerate(step.args):
             if (isinstance(a, Slot) and a.id not in pinned and reads.get(a.id) == 1
-                    and index[a.id] in fresh and facts[index[a.id]][:2] == result):
+                    and a.id in fresh and facts[a.id][:2] == result):
                 plan[k] = pos
-                fresh.add(index[step.out])  # the operand's buffer, now the result's
+                fresh.add(step.out)  # the operand's buffer, now the result's
                 break
     return plan
 
@@ -270,17 +284,17 @@ def _own_method(backend, name: str) -> bool:
     return getattr(type(backend), name, None) is own
 
 
-def _unbroadcast(tape: Tape, step, index: dict[int, int], facts: dict) -> dict | None:
+def _unbroadcast(tape: Tape, step, facts: dict) -> dict | None:
     """For a matmul by a constant broadcast over its batch dims (stride 0: a traced
     ``expand`` of a weight, folded), the constant's one matrix (slot -> matrix) where the
     product keeps its shape without them: numpy then runs one GEMM, not one per batch."""
     if step.kind != "op" or step.name not in ("float_matmul", "int_matmul") or len(
             step.args) != 2 or not all(isinstance(a, Slot) for a in step.args):
         return None
-    out = facts.get(index[step.out]) if isinstance(step.out, int) else None
+    out = facts.get(step.out) if isinstance(step.out, int) else None
     for a, other in (step.args, step.args[::-1]):
         c = tape.constants.get(a.id)
-        fact = facts.get(index[other.id])
+        fact = facts.get(other.id)
         if (type(c) is np.ndarray and c.ndim > 2 and not any(c.strides[:-2])
                 and out is not None and fact is not None
                 and fact[0][:-2] == out[0][:-2] and len(fact[0]) == len(out[0])):
