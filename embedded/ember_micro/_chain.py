@@ -150,6 +150,21 @@ def _route(layers, max_qin):
     return need, None
 
 
+def bound(layers):
+    """The most int8 values the chains plan() may form can leave in the second int8 buffer:
+    the largest output of a candidate producer or of the max pools after it. Needs only the
+    layer records, so the loader allocates the buffer before the weights."""
+    most = 0
+    for i in range(len(layers)):
+        c = _candidate(layers, i)
+        if c is None:
+            continue
+        for k in range(i, c[0]):
+            n = layers[k].n_out
+            most = n if n > most else most
+    return most
+
+
 def plan(layers, max_qin):
     """Give each int8 layer whose output reaches the next int8 layer through ReLU/ReLU6/max
     pooling only a `req` and `chain_end` (the consumer's index). Returns the size of the second

@@ -11,6 +11,9 @@
 # Weight-only layers (int8/int4 codes per block, float activations) keep their codes in RAM or
 # stream them the same way, and dequantize a few rows at a time (about `chunk` bytes of floats)
 # into one float buffer that the float kernels read: no whole float weight matrix is made.
+# Order: the checked layer records, then every large buffer at once into a collected heap, then
+# the weights' small arrays; a large block allocated after them could find no contiguous room
+# in the heap they fragment, even with enough free in total.
 import struct
 from array import array
 
@@ -23,24 +26,26 @@ class ModelError(ValueError):
     pass
 
 
-def _crc32(f, head, n):
-    # the header's bytes before the checksum field, then the n payload bytes after the header
+def _crc_ok(f, head, n, want):
+    # whether the CRC32 of the header's bytes before the checksum field, then of the n payload
+    # bytes after the header, is `want` (True where binascii is missing: nothing to check
+    # with). Only a bool leaves: the running CRC is a long int on 32-bit ports, and one kept
+    # alive would sit in the heap where the loop's garbage pushed it, splitting the free room
     try:
         from binascii import crc32
     except ImportError:
-        return None
+        return True
     crc = crc32(head[:fmt.CRC_OFFSET])
     buf = bytearray(512)
     mv = memoryview(buf)
     f.seek(fmt.HEADER_SIZE)
     while n > 0:
         m = n if n < 512 else 512
-        got = f.readinto(mv[:m])
-        if got != m:
-            return -1
+        if f.readinto(mv[:m]) != m:
+            return False
         crc = crc32(mv[:m], crc)
         n -= m
-    return crc & 0xFFFFFFFF
+    return crc & 0xFFFFFFFF == want
 
 
 def _heap_free():
@@ -68,6 +73,20 @@ def _zeros_b(n):
         return array("b", range(n))
     except OverflowError:
         return array("b", bytes(n))
+
+
+def _chunks(L, resident, chunk):
+    # L's bytes per weight row in the file and rows per chunk (streamed rows, or weight-only
+    # rows dequantized at a time); returns the (floats, bytes) the shared chunk buffers need
+    L.rb = fmt.row_bytes(L.wdtype, L.row_len)
+    wonly = L.wdtype > INT8
+    L.rpc = max(1, min(L.rows, chunk // (4 * L.row_len if wonly else L.rb)))
+    floats = L.rpc * L.row_len if wonly else 0
+    if L.wlen <= resident:
+        return floats, 0
+    if L.wdtype == F32:
+        return L.rpc * L.row_len, 0
+    return floats, L.rpc * L.rb
 
 
 class _Layer:
@@ -139,72 +158,82 @@ class Model:
         header = struct.unpack(fmt.HEADER_FMT, hdr)
         fmt.check_envelope(header, size, self._err)
         if verify:
-            got = _crc32(f, hdr, size - fmt.HEADER_SIZE)
-            if got is not None and got != header[-1]:
+            if not _crc_ok(f, hdr, size - fmt.HEADER_SIZE, header[-1]):
                 raise self._err("CRC32 mismatch: the file is corrupt")
+            # the checksum's garbage gone, the objects that stay are allocated from the
+            # bottom of the heap, below the buffers
+            _heap_free()
         (_, _, flags, n_layers, n_slots, c, h, w, _, max_act, max_qin, n_out, in_mul, in_add,
          _, _) = header
         rec = bytearray(fmt.LAYER_SIZE)
         # every record is checked before the header's sizes are trusted to allocate with
         check = fmt.Checker(header, self._err)
-        for i in range(n_layers):
-            check.layer(i, self._record(f, i, rec))
-        check.finish()
-        ram = 4 * max_act * (2 + n_slots) + max_qin + 4 * n_out
-        free = _heap_free()
-        if free is not None and ram > free:
-            raise self._err("the activation buffers need %d bytes (max_act %d values, %d "
-                            "residual slots), the heap has %d free" % (ram, max_act, n_slots,
-                                                                        free))
-        self.in_shape = (c, h, w)
-        self.in_size = c * h * w
-        self.in_mul, self.in_add = in_mul, in_add
-        self.flags = flags
-        # buffers first, while the heap is empty and unfragmented
-        self.a = _zeros_f(max_act)
-        self.b = _zeros_f(max_act)
-        self.q = _zeros_b(max_qin)
-        self.slots = [_zeros_f(max_act) for _ in range(n_slots)]
-        # the records are read again; checking them again is cheap and means nothing
-        # unchecked reaches the kernels even if the file changed in between
-        check = fmt.Checker(header, self._err)
         layers = []
         cf = cb = 0
-        self._dequant = None
         for i in range(n_layers):
             r = self._record(f, i, rec)
-            rows, row_len = check.layer(i, r)
             L = _Layer(r)
-            L.rows, L.row_len = rows, row_len
+            L.rows, L.row_len = check.layer(i, r)
             if L.op == CONV2D or L.op == MAXPOOL or L.op == AVGPOOL:
                 L.geom = array("i", [L.ic, L.ih, L.iw, L.oc, L.oh, L.ow, L.kh, L.kw, L.sh,
                                      L.sw, L.ph, L.pw, L.groups])
             if L.op == LINEAR or L.op == CONV2D:
-                need_f, need_b = self._load_weights(f, L, resident, chunk)
-                if L.wdtype > INT8 and self._dequant is None:
-                    self._dequant = self._dequant_kernel()
+                need_f, need_b = _chunks(L, resident, chunk)
                 cf = max(cf, need_f)
                 cb = max(cb, need_b)
             layers.append(L)
         check.finish()
-        self.layers = layers
+        chains = max_qin and getattr(self.k, "INT_CHAINS", False)  # int8 on the pure tier
+        q2 = 0
+        if chains:
+            from . import _chain
+
+            q2 = _chain.bound(layers)
+        # every large buffer now, into a collected heap, before the weights' many small
+        # arrays: allocated later, a large block can find no contiguous room in a heap
+        # fragmented by them, even where the total free would do
+        ram = 4 * (max_act * (2 + n_slots) + n_out + cf) + max_qin + cb + q2
+        free = _heap_free()
+        if free is not None and ram > free:
+            raise self._err("the activation and weight chunk buffers need %d bytes (max_act %d "
+                            "values, %d residual slots, chunks %d bytes), the heap has %d free"
+                            % (ram, max_act, n_slots, 4 * cf + cb + q2, free))
+        self.in_shape = (c, h, w)
+        self.in_size = c * h * w
+        self.in_mul, self.in_add = in_mul, in_add
+        self.flags = flags
+        self.a = _zeros_f(max_act)
+        self.b = _zeros_f(max_act)
+        self.q = _zeros_b(max_qin)
+        self.slots = [_zeros_f(max_act) for _ in range(n_slots)]
         self._cf = _zeros_f(cf) if cf else None
         self._cb = _zeros_b(cb) if cb else None
-        self.n_out = n_out
         self.out = _zeros_f(n_out)
-        self._q2 = self._lut = None
-        if max_qin and getattr(self.k, "INT_CHAINS", False):  # int8 layers on the pure tier
+        self._q2 = _zeros_b(q2) if q2 else None
+        self.n_out = n_out
+        self._dequant = None
+        for L in layers:
+            if L.op == LINEAR or L.op == CONV2D:
+                self._load_weights(f, L, resident)
+                if L.wdtype > INT8 and self._dequant is None:
+                    self._dequant = self._dequant_kernel()
+        self.layers = layers
+        self._lut = None
+        if chains:
             self._int_chains(max_qin)
 
     def _int_chains(self, max_qin):
         # the pure tier's integer paths for int8 layers (_chain.py): requantisation between
-        # chained int8 layers into a second int8 buffer, and a 256-entry table from uint8
-        # input to the first layer's int8 input, computed with the tier's own kernels
+        # chained int8 layers into the second int8 buffer (allocated at its bound, _chain.bound;
+        # dropped when no chain forms), and a 256-entry table from uint8 input to the first
+        # layer's int8 input, computed with the tier's own kernels
         from . import _chain
 
         need = _chain.plan(self.layers, max_qin)
-        if need:
-            self._q2 = _zeros_b(need)
+        if need > (len(self._q2) if self._q2 is not None else 0):
+            raise self._err("int8 chains need %d bytes, over their bound" % need)
+        if not need:
+            self._q2 = None
         L = self.layers[0] if self.layers else None
         if L is not None and (L.op == LINEAR or L.op == CONV2D) and L.wdtype == INT8:
             x = _zeros_f(256)
@@ -233,33 +262,24 @@ class Model:
             raise self._err("truncated while reading %d floats at %d" % (n, off))
         return a
 
-    def _load_weights(self, f, L, resident, chunk):
-        # returns (floats, bytes) the shared chunk buffers need for this layer
+    def _load_weights(self, f, L, resident):
+        # bias and scales, and the weights when they stay in RAM (_chunks set L.rb and L.rpc)
         if L.boff:
             L.bias = self._read_f(f, L.boff, L.rows)
-        L.rb = fmt.row_bytes(L.wdtype, L.row_len)
-        wonly = L.wdtype > INT8
         if L.wdtype == INT8:
             L.mult = self._read_f(f, L.soff, L.rows)
             for r in range(L.rows):
                 L.mult[r] *= L.in_scale
             L.inv_scale = 1.0 / L.in_scale
-        elif wonly:
+        elif L.wdtype > INT8:  # weight-only
             L.nb = fmt.n_blocks(L.row_len, L.slot)
             L.block = L.row_len if L.nb == 1 else L.slot
             L.mult = self._read_f(f, L.soff, L.rows * L.nb)
-        # rows per chunk: streamed rows, or (weight-only) rows dequantized at a time
-        L.rpc = max(1, min(L.rows, chunk // (4 * L.row_len if wonly else L.rb)))
-        floats = L.rpc * L.row_len if wonly else 0
         if L.wlen <= resident:
             L.weights = _zeros_f(L.wlen // 4) if L.wdtype == F32 else _zeros_b(L.wlen)
             f.seek(L.woff)
             if f.readinto(L.weights) != L.wlen:
                 raise self._err("truncated while reading weights at %d" % L.woff)
-            return floats, 0
-        if L.wdtype == F32:
-            return L.rpc * L.row_len, 0
-        return floats, L.rpc * L.rb
 
     def close(self):
         self._f.close()

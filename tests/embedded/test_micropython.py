@@ -120,8 +120,8 @@ def test_cnn_fits_a_256k_heap_with_room_to_spare(micropython, mnist, trained_cnn
     assert 0 < run.heap_after_load < 200 * 1024
     # and it really needs the streaming: a heap too small for the buffers fails cleanly, before
     # allocating them
-    with pytest.raises(RuntimeError, match=r"exited with 3:\n.*the activation buffers need "
-                       r"\d+ bytes .* the heap has \d+ free"):
+    with pytest.raises(RuntimeError, match=r"exited with 3:\n.*the activation and weight chunk "
+                       r"buffers need \d+ bytes .* the heap has \d+ free"):
         run_on_micropython(path, vx[:1], heapsize="64K")
 
 

@@ -67,10 +67,8 @@ ULAB_PATCH = 8192  # a conv row's gathered input patch (groups == 1), at most PA
 PURE_BYTES = 12 * 1024 + 512
 # int8 models on the pure tier (embedded/ember_micro/_chain.py) also keep a second int8 buffer
 # (at most the largest activation), the uint8 input table, 8 ints per output row of each int8
-# layer and the chain planner's code. The buffer is the last large block the loader allocates,
-# into a heap the parse has fragmented, so whether it fits is not monotonic in the heap size
-# (the int8 MNIST CNN runs in 198-202 KB, fails in 204 and 208 KB, runs from 210 KB up):
-# its size is counted twice, which puts heap_for above the last failing size
+# layer and the chain planner's code (the loader allocates the buffer with the activations,
+# before the weights' small arrays, so the heap the model needs is monotonic in its size)
 PURE_CHAIN_CODE = 6 * 1024
 # the native tier's per-inference allocations (memoryview slices for streamed chunks, boxed
 # scalars): 4.4 KB measured on the unix port, 2.1 KB on the Cortex-M boards
@@ -261,7 +259,7 @@ def estimate_memory(program: Program, *, int8: bool = False, resident: int = RES
     # the ulab tier streams in chunks of its own size (ember_micro/_ulab.py's CHUNK)
     ulab_stream = _stream_bytes(program, int8, resident, chunk or ULAB_CHUNK) - stream
     act = 4 * _size(largest)
-    chains = 2 * _size(largest) + 256 + 32 * int8_rows + PURE_CHAIN_CODE if int8_rows else 0
+    chains = _size(largest) + 256 + 32 * int8_rows + PURE_CHAIN_CODE if int8_rows else 0
     return MemoryEstimate(
         tier_bytes={"native": NATIVE_BYTES, "ulab": _ulab_bytes(program) + ulab_stream,
                     "pure": PURE_BYTES + chains},
