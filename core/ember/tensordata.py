@@ -76,8 +76,14 @@ class TensorData:
         shape, flat = _flatten(nested)
         if dtype is None:
             dtype = _infer_dtype(flat)
+        dtype = dt.as_dtype(dtype)
         # _flatten hands a flat list of plain numbers back as is, already checked
-        return cls._from_flat(flat, shape, dt.as_dtype(dtype), plain=flat is nested)
+        fast = _pack_plain(flat, dtype, plain=flat is nested)
+        if fast is not None:
+            return cls(fast, shape, dtype)
+        if dtype.is_int:  # the values are the user's: wrapping one would be a wrong number
+            _check_int_range(flat, dtype)
+        return cls(pack([convert_scalar(v, dtype) for v in flat], dtype), shape, dtype)
 
     @classmethod
     def from_numpy(cls, arr: object) -> TensorData:
@@ -171,6 +177,17 @@ def convert_scalar(value: object, dtype: dt.DType) -> bool | int | float:
             raise DTypeError(f"cast: can't convert {value} to {dtype.name}")
         value = int(value)  # truncates toward zero
     return wrap_int(int(value), dtype)
+
+
+def _check_int_range(values: Sequence, dtype: dt.DType) -> None:
+    """A DTypeError for a Python int outside ``dtype``'s range (numpy 2 and PyTorch refuse
+    ``tensor([300], dtype=int8)`` too; casting a tensor with ``astype`` wraps)."""
+    lo, hi = dtype.int_range
+    for v in values:
+        if type(v) is int and not lo <= v <= hi:
+            raise DTypeError(f"tensor: the Python int {v} is out of range for {dtype.name} "
+                             f"({lo} to {hi}); give a wider dtype, or wrap it on purpose with "
+                             f"ember.tensor({v}).astype(ember.{dtype.name})")
 
 
 def wrap_int(v: int, dtype: dt.DType) -> int:

@@ -201,12 +201,17 @@ def clip(x: Tensor, /, min=None, max=None) -> Tensor:
     [0, 5, 6]
     >>> xp.clip(xp.asarray([1.0, 5.0]), xp.asarray([[0.0], [2.0]]), 3.0).tolist()
     [[1.0, 3.0], [2.0, 3.0]]
+    >>> xp.clip(xp.asarray([1, 2], dtype=xp.int8), -1000, 1000).tolist()
+    [1, 2]
     """
     x = check_array(x, "clip")
     out = x
     for bound, pick in ((min, ops.maximum), (max, ops.minimum)):
         if bound is None:
             continue
+        if type(bound) is int and x.dtype.is_int:  # a bound beyond the dtype clips at its edge
+            lo, hi = x.dtype.int_range
+            bound = lo if bound < lo else hi if bound > hi else bound  # (min, max: the bounds)
         b = pair(x, bound, "clip")[1].astype(x.dtype)
         out = pick(out, b)
         if x.dtype.is_float:

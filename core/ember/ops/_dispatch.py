@@ -99,7 +99,14 @@ def prepare(op: str, *operands: object, dtype: dt.DType | None = None) -> list[T
                 raise DTypeError(
                     f"{op}: expected a tensor or a Python scalar, got {type(o).__name__}"
                 )
-            out.append(full_like_shape(ref, scalar_value(o), target, shape))
+            value = scalar_value(o)
+            if type(value) is int and target.is_int and not _fits(value, target):
+                lo, hi = target.int_range  # numpy 2 refuses too; wrapping is a wrong number
+                raise DTypeError(
+                    f"{op}: the Python int {value} is out of range for {target.name} ({lo} to "
+                    f"{hi}), the dtype the result takes from the tensor; use a tensor of a "
+                    f"wider dtype (x.astype(ember.int64)) or a value in range")
+            out.append(full_like_shape(ref, value, target, shape))
     return out
 
 
