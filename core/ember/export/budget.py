@@ -47,6 +47,13 @@ LAYER_BYTES = 1024
 # the measured minimum and 15 % above it)
 HEAP_FACTOR = 1.1
 HEAP_BASE = 4 * 1024
+# A 32-bit board that runs ember_micro's .mpy files in place from a ROMFS image (the emulated
+# Cortex-M boards, ember.export.qemu) keeps the runtime's bytecode out of the heap and its
+# objects are half the size of the 64-bit unix port's, so each tier needs this much less than
+# ram_for(tier) counts (heap_for(tier, romfs=True)); fitted to the smallest heaps the MNIST MLP
+# (f32, int8, int4) ran in on the an385 and an386 boards (native, pure) and the an386u (ulab):
+# tests/embedded/test_board_heap.py bisects them
+ROMFS_SAVING = {"native": 24 * 1024 + 512, "ulab": 33 * 1024 + 768, "pure": 33 * 1024}
 # ... all of it with ember_micro precompiled (.mpy); imported from .py sources, the board compiles
 # every module first: 45-56 KB more heap for the MNIST models on the unix port
 SOURCE_BYTES = 56 * 1024
@@ -133,21 +140,38 @@ class MemoryEstimate:
     parts: list[tuple[str, int]] = field(default_factory=list)
     tier_bytes: dict[str, int] = field(default_factory=dict)
 
-    def ram_for(self, tier: str | None = None) -> int:
-        """RAM with ``tier``'s inference temporaries (None: the hungriest tier)."""
+    def ram_for(self, tier: str | None = None, *, romfs: bool = False) -> int:
+        """RAM with ``tier``'s inference temporaries (None: the hungriest tier); ``romfs``: on
+        a 32-bit board running ember_micro from ROMFS (:data:`ROMFS_SAVING`)."""
         if tier is not None and tier not in TIERS:
             raise ValueError(f"unknown kernel tier {tier!r}: use one of {', '.join(TIERS)}")
-        extra = (self.tier_bytes.get(tier, 0) if tier is not None
-                 else max(self.tier_bytes.values(), default=0))
+        tiers = [tier] if tier is not None else list(self.tier_bytes)
+        extra = max((self.tier_bytes.get(t, 0) - (ROMFS_SAVING[t] if romfs else 0)
+                     for t in tiers), default=0)
         return (self.activation_bytes + self.skip_bytes + self.int8_input_bytes
                 + self.resident_weight_bytes + self.stream_bytes + self.output_bytes
                 + self.runtime_bytes + extra)
 
-    def heap_for(self, tier: str | None = None, *, mpy: bool = True) -> int:
+    def heap_for(self, tier: str | None = None, *, mpy: bool = True,
+                 romfs: bool = False) -> int:
         """A MicroPython heap size (``-X heapsize``, ``gc`` heap) that runs the model on
-        ``tier`` (None: on any tier), with ember_micro as ``.mpy`` files (``mpy=False``: from
-        ``.py`` sources, which the board compiles first)."""
-        return (int(HEAP_FACTOR * self.ram_for(tier)) + HEAP_BASE
+        ``tier`` (None: on any tier), with ember_micro as ``.mpy`` files loaded into the heap
+        (``mpy=False``: from ``.py`` sources, which the board compiles first). ``romfs``: on a
+        32-bit board that runs the ``.mpy`` files in place from a ROMFS image (less heap: see
+        :data:`ROMFS_SAVING`); without it, the 64-bit unix port's figure, above every minimum
+        measured on the emulated boards.
+
+        >>> from ember import nn
+        >>> from ember.export import estimate_memory, lower
+        >>> est = estimate_memory(lower(nn.Sequential(nn.Flatten(), nn.Linear(784, 64)),
+        ...                             (1, 28, 28)))
+        >>> est.heap_for("native", romfs=True) < est.heap_for("native")
+        True
+        """
+        if romfs and not mpy:
+            raise ValueError("heap_for: romfs=True runs ember_micro's .mpy files from ROMFS; "
+                             "mpy=False (sources compiled on the board) contradicts it")
+        return (int(HEAP_FACTOR * self.ram_for(tier, romfs=romfs)) + HEAP_BASE
                 + (0 if mpy else SOURCE_BYTES))
 
     @property
