@@ -27,7 +27,7 @@ def ints(op: str, name: str, value, n: int, minimum: int | None = None) -> tuple
         if len(out) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in out):
             raise ShapeError(f"{op}: {name} must be an int or a tuple of {n} ints, got {value!r}")
     if minimum is not None and any(v < minimum for v in out):
-        raise ValueError(f"{op}: {name} must be >= {minimum}, got {value!r}")
+        raise ShapeError(f"{op}: {name} must be >= {minimum}, got {value!r}")
     return out
 
 

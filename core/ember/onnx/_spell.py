@@ -101,10 +101,14 @@ def spell(node: Node, ins: list[ast.expr], consts: dict, opset: int,
         return template("P_x.permute(P_p)", x=x, p=lit(_ints(a, "perm", [])))
     if op == "Reshape" and len(ins) == 2 and node.inputs[1] in consts and not a.get("allowzero"):
         shape = [int(v) for v in consts[node.inputs[1]].reshape(-1).tolist()]
-        # 0 copies the input's dim: x.shape[k]
-        dims = [template("P_x.shape[P_k]", x=x, k=lit(k)) if d == 0 else lit(d)
-                for k, d in enumerate(shape)]
-        return template("P_x.reshape(P_s)", x=x, s=ast.Tuple(dims, ast.Load()))
+        rank = len((info or {}).get(node.inputs[0], (None, ()))[1] or ())
+        copied = [k for k, d in enumerate(shape) if d == 0]
+        # 0 copies the input's dim: x.shape[k], where the input's rank is known to have it
+        # (else call('Reshape') checks it when it runs: a typed error, not an IndexError)
+        if not copied or copied[-1] < rank:
+            dims = [template("P_x.shape[P_k]", x=x, k=lit(k)) if d == 0 else lit(d)
+                    for k, d in enumerate(shape)]
+            return template("P_x.reshape(P_s)", x=x, s=ast.Tuple(dims, ast.Load()))
     if op == "Concat":
         parts = ast.List([i for i in ins if i is not None], ast.Load())
         return template("ember.cat(P_xs, dim=P_d)", xs=parts, d=lit(_int(a, "axis", 0)))
