@@ -32,6 +32,11 @@ def test_export_report_states_the_heap_per_tier(tmp_path):
     assert est.heap_bytes == max(est.heap_for(t) for t in ("native", "ulab", "pure"))
     with pytest.raises(ValueError, match="unknown kernel tier 'gpu'"):
         est.ram_for("gpu")
+    # a ROMFS board: any tier's figure, and the hungriest tier's
+    assert est.heap_for(None, romfs=True) == max(est.heap_for(t, romfs=True)
+                                                 for t in ("native", "ulab", "pure"))
+    with pytest.raises(ValueError, match="romfs=True runs ember_micro's .mpy files"):
+        est.heap_for("native", mpy=False, romfs=True)
 
 
 @pytest.mark.parametrize("int8", [False, True], ids=["f32", "int8"])
