@@ -201,7 +201,7 @@ def _export(args: argparse.Namespace) -> int:
     report = export(model, args.out, args.input_shape or shape, int8=args.int8,
                     calibration=calibration() if args.int8 else None, input_transform=transform,
                     budget_bytes=args.ram_kb * 1024 if args.ram_kb else None,
-                    tier=args.tier)
+                    tier=args.tier, romfs=args.romfs)
     print(report)
     return 0
 
@@ -218,6 +218,8 @@ def _add_export(sub) -> None:
                    help="refuse the export if the board's heap (KB) is too small")
     p.add_argument("--tier", choices=["native", "ulab", "pure"], default=None,
                    help="the kernel tier the board runs, for --ram-kb (default: any)")
+    p.add_argument("--romfs", action="store_true",
+                   help="the board runs ember_micro's .mpy from ROMFS, for --ram-kb (less heap)")
     add_export_options(p)
     p.set_defaults(run=_export)
 

@@ -162,6 +162,22 @@ def test_a_small_cnn_is_accepted(tmp_path):
         export(model, tmp_path / "cnn2.emb", (1, 28, 28), budget_bytes=64 * KB)
 
 
+def test_a_romfs_board_is_budgeted_with_its_own_heap_figure(tmp_path):
+    """A budget between the ROMFS boards' figure and the unix port's: accepted for a board
+    running ember_micro from ROMFS (``--romfs``), refused otherwise."""
+    from ember.demos.mnist_model import mnist_cnn
+
+    model = seeded(mnist_cnn(), seed=4)
+    est = export(model, tmp_path / "cnn.emb", (1, 28, 28)).memory
+    board, unix = est.heap_for("native", romfs=True), est.heap_for("native")
+    assert board < unix
+    budget = (board + unix) // 2
+    export(model, tmp_path / "b.emb", (1, 28, 28), budget_bytes=budget, tier="native",
+           romfs=True)
+    with pytest.raises(BudgetError, match="RAM budget"):
+        export(model, tmp_path / "u.emb", (1, 28, 28), budget_bytes=budget, tier="native")
+
+
 @pytest.mark.parametrize("int8", [False, True])
 def test_flash_estimate_is_the_file_size(tmp_path, int8):
     for model, shape in (zoo(), same_pad_net()):

@@ -110,7 +110,8 @@ def _unquantized(program: Program) -> Program:
 def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
            calibration=None, evaluate=None, input_transform=None,
            percentile: float = 100.0, budget_bytes: int | None = None,
-           flash_budget_bytes: int | None = None, tier: str | None = None) -> ExportReport:
+           flash_budget_bytes: int | None = None, tier: str | None = None,
+           romfs: bool = False) -> ExportReport:
     """Write ``model`` as a micro model file for ``embedded/ember_micro``.
 
     ``input_shape`` excludes the batch dim: ``(1, 28, 28)`` or ``(784,)``. ``int8=True``
@@ -128,8 +129,9 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
     ``budget_bytes`` (RAM) and ``flash_budget_bytes`` (the model file) state the board's
     memory: a model over either raises :class:`~ember.export.budget.BudgetError` naming what
     exceeds it, before anything is written. ``tier`` names the kernel tier the board will run
-    (``"native"``, ``"ulab"``, ``"pure"``); by default the budget holds for any of them. The
-    report's ``memory`` has the estimate either way, with the heap each tier needs.
+    (``"native"``, ``"ulab"``, ``"pure"``); by default the budget holds for any of them.
+    ``romfs=True``: the board runs ember_micro's ``.mpy`` in place from ROMFS (the 32-bit
+    boards' smaller heap figure, :meth:`MemoryEstimate.heap_for`). The report's ``memory`` has the estimate either way, with the heap each tier needs.
 
     >>> import os, tempfile
     >>> from ember import nn
@@ -149,7 +151,7 @@ def export(model, path: str | os.PathLike, input_shape, *, int8: bool = False,
                          "ember.quantize(model, calibration, 'int8')")
     int8 = int8 or program.quantized
     memory = estimate_memory(program, int8=int8)
-    check_budget(memory, budget_bytes, flash_budget_bytes, tier)
+    check_budget(memory, budget_bytes, flash_budget_bytes, tier, romfs)
     if input_transform is not None:
         program.in_mul, program.in_add = float(input_transform[0]), float(input_transform[1])
     float_bytes = len(binary.encode(_unquantized(program) if already else program))

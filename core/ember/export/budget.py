@@ -310,11 +310,13 @@ def _ulab_bytes(program: Program) -> int:
 
 
 def check_budget(est: MemoryEstimate, ram_bytes: int | None = None,
-                 flash_bytes: int | None = None, tier: str | None = None) -> None:
+                 flash_bytes: int | None = None, tier: str | None = None,
+                 romfs: bool = False) -> None:
     """Raise :class:`BudgetError` naming what exceeds the budget (every part that does).
     ``ram_bytes`` is the board's MicroPython heap: the model must fit with the room a heap
     needs beyond its live data (:meth:`MemoryEstimate.heap_for`). ``tier``: the kernel tier
-    the board will use (None: whichever it picks).
+    the board will use (None: whichever it picks); ``romfs``: the board runs ember_micro from
+    ROMFS (``heap_for(romfs=True)``).
 
     >>> est = MemoryEstimate(1000, 2 * 4_816_896, 4_816_896, 0, 0, 0, 4000, 0,
     ...                      (96, 112, 112), "blocks.1.expand_conv", 1)
@@ -326,7 +328,7 @@ def check_budget(est: MemoryEstimate, ram_bytes: int | None = None,
     RAM budget (×2 ping-pong buffers + 1 residual skip buffer = 13.8 MB). Smaller inputs ...
     """
     problems = []
-    need = est.heap_for(tier)
+    need = est.heap_for(tier, romfs=romfs)
     if ram_bytes is not None and need > ram_bytes:
         budget = f"the {human(ram_bytes)} RAM budget"
         act_one = est.activation_bytes // 2
