@@ -48,6 +48,8 @@ from ._types import BFLOAT16, constant_to_tensor, numpy_to_tensor
 from .ops import NOT_FOLDABLE, REGISTRY, invoke
 
 _DOMAINS = ("", "ai.onnx")
+# the graph attributes each control-flow op runs
+_BODIES = {"If": ("then_branch", "else_branch"), "Loop": ("body",), "Scan": ("body",)}
 
 
 class Ctx:
@@ -156,6 +158,11 @@ class OnnxModule(Module):
     def _check_supported(self, model: Model) -> None:
         missing: dict[str, int] = {}
         for n in model.graph.walk():
+            for name in _BODIES.get(n.op_type, ()) if n.domain in _DOMAINS else ():
+                if not isinstance(n.attrs.get(name), Graph):
+                    raise OnnxLoadError(f"onnx.load: node '{n.name}' ({n.op_type}) needs a graph "
+                                        f"as its '{name}' attribute; the file holds "
+                                        f"{type(n.attrs.get(name)).__name__}")
             if self._resolve(n) is None:
                 key = n.op_type if n.domain in _DOMAINS else f"{n.domain}.{n.op_type}"
                 missing[key] = missing.get(key, 0) + 1
