@@ -341,7 +341,10 @@ class OnnxModule(Module):
             object.__setattr__(self, "_seen", seen)
             try:
                 outs = self._run(self.graph, inputs, None)
-                self._fast[key] = compile_graph(self, self.graph, seen)
+                try:
+                    self._fast[key] = compile_graph(self, self.graph, seen)
+                except Exception:  # noqa: BLE001 - a node the plan can't build from (a
+                    self._fast[key] = None  # malformed one): the generic path runs, typed
             finally:
                 if self._seen is seen:
                     object.__setattr__(self, "_seen", None)
