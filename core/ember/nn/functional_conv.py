@@ -27,7 +27,7 @@ def _check_bias(op: str, bias: Tensor | None, channels: int) -> None:
 
 def _groups(op: str, groups) -> int:
     if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+        raise ShapeError(f"{op}: groups must be a positive int, got {groups!r}")
     return groups
 
 
@@ -55,7 +55,7 @@ def _conv(op: str, nd: int, input, weight, bias, stride, padding, dilation, grou
             pairs = ((0, 0),) * nd
         elif padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError(f"{op}: padding='same' needs stride 1, got stride={stride}")
+                raise ShapeError(f"{op}: padding='same' needs stride 1, got stride={stride}")
             # PyTorch puts the odd extra element after (right/bottom)
             totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
             pairs = tuple((t // 2, t - t // 2) for t in totals)
@@ -124,7 +124,7 @@ def _conv_transpose(
         )
     for op_, s, d in zip(output_padding, stride, dilation):
         if op_ >= s and op_ >= d:
-            raise ValueError(
+            raise ShapeError(
                 f"{op}: output_padding {output_padding} must be smaller than either stride "
                 f"{stride} or dilation {dilation}"
             )

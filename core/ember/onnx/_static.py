@@ -9,6 +9,8 @@ then turns the rest of the chain into constants too, so the generated code reads
 
 from __future__ import annotations
 
+import os
+
 from ._graph import Node
 
 
@@ -31,6 +33,42 @@ def static_dims(info: dict, name: str) -> tuple[int, ...] | None:
     return None if dims is None or None in dims else dims
 
 
+def _infer(blob: bytes) -> bytes:
+    import onnx
+
+    model = onnx.ModelProto()
+    model.ParseFromString(blob)
+    return onnx.shape_inference.infer_shapes(model, data_prop=True).SerializeToString()
+
+
+def _infer_isolated(blob: bytes) -> bytes | None:
+    """onnx's C++ shape inference of a serialized model, in a forked child where the platform
+    forks: a malformed model can trip an assertion there (``std::clamp``'s, an abort), which
+    must not take this interpreter down. None when inference fails or the child dies."""
+    if not hasattr(os, "fork"):  # Windows, the browser: in this process
+        try:
+            return _infer(blob)
+        except Exception:  # noqa: BLE001 - inference refused the model
+            return None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: infer, write, leave without running the parent's cleanup
+        status = 1
+        try:
+            os.close(read)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)  # an assertion's text: not the user's
+            with os.fdopen(write, "wb") as out:
+                out.write(_infer(blob))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as result:
+        blob = result.read()
+    _, status = os.waitpid(pid, 0)
+    return blob if os.waitstatus_to_exitcode(status) == 0 else None
+
+
 def inferred_info(source, shapes: dict) -> dict[str, tuple]:
     """ONNX name -> (element type or None, dims or None; see :func:`_static_info`) for every
     value of the main graph that inference describes (after fixing the input dims in ``shapes``); empty when
@@ -48,10 +86,11 @@ def inferred_info(source, shapes: dict) -> dict[str, tuple]:
             del dims[:]
             for d in shapes[vi.name]:
                 dims.add().dim_value = int(d)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(copy, data_prop=True)
-    except Exception:  # noqa: BLE001 - no inference, no folding: the code stays correct
+    blob = _infer_isolated(copy.SerializeToString())
+    if blob is None:  # no inference, no folding: the code stays correct
         return {}
+    inferred = onnx.ModelProto()
+    inferred.ParseFromString(blob)
     g = inferred.graph
     return {vi.name: _static_info(vi) for vi in [*g.input, *g.value_info, *g.output]}
 
