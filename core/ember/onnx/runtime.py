@@ -384,7 +384,20 @@ class OnnxModule(Module):
 
     def jit_stats(self) -> dict | None:
         """:meth:`ember.jit`'s stats of the compiled graph (traces, replays, steps per
-        signature); None where the graph runs eagerly (see ``jit_fallback``)."""
+        signature); None where the graph runs eagerly (see ``jit_fallback``), or on a backend
+        without a tape compiler.
+
+        >>> import ember.onnx, onnx
+        >>> from onnx import helper, TensorProto
+        >>> graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+        ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        >>> m = ember.onnx.load(helper.make_model(graph).SerializeToString(), backend="wasm")
+        >>> [m(ember.tensor([-1.0, 2.0], backend="wasm")).tolist() for _ in range(3)][-1]
+        [0.0, 2.0]
+        >>> m.jit_stats()["traces"], m.jit_stats()["replays"], m.jit_fallback
+        (1, 2, None)
+        """
         return self._compiled[1].stats() if self._compiled else None
 
     def _run_main(self, *inputs: Tensor) -> list:
