@@ -52,8 +52,10 @@ HEAP_BASE = 4 * 1024
 # objects are half the size of the 64-bit unix port's, so each tier needs this much less than
 # ram_for(tier) counts (heap_for(tier, romfs=True)); fitted to the smallest heaps the MNIST MLP
 # (f32, int8, int4) ran in on the an385 and an386 boards (native, pure) and the an386u (ulab):
-# tests/embedded/test_board_heap.py bisects them
-ROMFS_SAVING = {"native": 24 * 1024 + 512, "ulab": 33 * 1024 + 768, "pure": 33 * 1024}
+# tests/embedded/test_board_heap.py bisects them. The pure tier's minima moved by ~5 KB
+# between two firmware builds of the same sources (MLP f32 on an386: 33 KB, 38 KB): its
+# saving is fitted to the hungrier build
+ROMFS_SAVING = {"native": 24 * 1024 + 512, "ulab": 33 * 1024 + 768, "pure": 30 * 1024}
 # ... all of it with ember_micro precompiled (.mpy); imported from .py sources, the board compiles
 # every module first: 45-56 KB more heap for the MNIST models on the unix port
 SOURCE_BYTES = 56 * 1024
