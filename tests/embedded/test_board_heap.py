@@ -19,12 +19,13 @@ from _models import seeded
 from test_board import boards  # noqa: F401 - the emulated boards' fixture
 
 KB = 1024
-CASES = {  # (board, tier): the models it bisects
-    ("an386", "native"): ("mlp_f32", "mlp_int8", "mlp_int4"),
-    ("an386", "pure"): ("mlp_f32", "mlp_int8", "mlp_int4"),
+CASES = {  # (board, tier): the models it bisects (one kind each here, to keep `make test`
+    # short; every kind on every board: benchmarks/RESULTS.md, 2026-12-07)
+    ("an386", "native"): ("mlp_int4",),
+    ("an386", "pure"): ("mlp_int8",),
     ("an385", "native"): ("mlp_int8",),
     ("an385", "pure"): ("mlp_f32",),
-    ("an386u", "ulab"): ("mlp_f32", "mlp_int8", "mlp_int4"),
+    ("an386u", "ulab"): ("mlp_f32",),
 }
 
 
