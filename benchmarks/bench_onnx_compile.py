@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from _common import row, write_record  # noqa: E402
 from bench_onnx import _cases, _feeds, _reference, _tune_malloc  # noqa: E402
 from ember.contract.program import compile_generic  # noqa: E402
 
@@ -123,6 +124,7 @@ def main() -> int:
     print("| model | (a) fast plan ms | (b) jit ms | (c) onnxruntime ms | (d) generic ms | b/a "
           "| b/c | b/d | rel. err a | rel. err b |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
     for label, path, shape in _cases([1]):
         if args.only and not any(k == label or k in label.split() for k in args.only):
             continue
@@ -139,6 +141,11 @@ def main() -> int:
               f"{b / a:.2f} ({cb / ca:.2f}) | {b / c:.2f} ({cb / cc:.2f}) | {b / d:.2f} "
               f"({cb / cd:.2f}) | {err['fast plan']:.1e} | {err['jit + compile_tape']:.1e} |",
               flush=True)
+        rows.append(row("onnx", f"{label}, numpy jit + compile_tape", b * 1e3, c * 1e3, "ms",
+                        "onnxruntime CPU", note=f"today's fast plan {a * 1e3:.2f} ms "
+                        f"(b/a {b / a:.2f}, CPU time {cb / ca:.2f})"))
+    if rows and not args.only:
+        write_record(rows)
     return 0
 
 
