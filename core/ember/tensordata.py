@@ -63,10 +63,13 @@ class TensorData:
         return cls._from_flat(values, shape, dtype, plain=False)
 
     @classmethod
-    def _from_flat(cls, values: Sequence, shape, dtype: dt.DType, plain: bool) -> TensorData:
+    def _from_flat(cls, values: Sequence, shape, dtype: dt.DType, plain: bool,
+                   users: bool = False) -> TensorData:
         fast = _pack_plain(values, dtype, plain)
         if fast is not None:
             return cls(fast, shape, dtype)
+        if users and dtype.is_int:  # the user's values: wrapping one would be a wrong number
+            _check_int_range(values, dtype)
         flat = [convert_scalar(v, dtype) for v in values]
         return cls(pack(flat, dtype), shape, dtype)
 
@@ -76,14 +79,8 @@ class TensorData:
         shape, flat = _flatten(nested)
         if dtype is None:
             dtype = _infer_dtype(flat)
-        dtype = dt.as_dtype(dtype)
         # _flatten hands a flat list of plain numbers back as is, already checked
-        fast = _pack_plain(flat, dtype, plain=flat is nested)
-        if fast is not None:
-            return cls(fast, shape, dtype)
-        if dtype.is_int:  # the values are the user's: wrapping one would be a wrong number
-            _check_int_range(flat, dtype)
-        return cls(pack([convert_scalar(v, dtype) for v in flat], dtype), shape, dtype)
+        return cls._from_flat(flat, shape, dt.as_dtype(dtype), plain=flat is nested, users=True)
 
     @classmethod
     def from_numpy(cls, arr: object) -> TensorData:
