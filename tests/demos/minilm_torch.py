@@ -23,13 +23,13 @@ def read_safetensors(path) -> dict:
             for k, v in header.items() if k != "__metadata__"}
 
 
-def torch_minilm(path, dtype):
+def torch_minilm(path, dtype, device="cpu"):
     """``embed(ids, mask)`` -> (N, 384) unit-length sentence embeddings (torch tensors in,
-    torch tensor out): BERT, mean pooling over real tokens, L2 normalisation."""
+    torch tensor out, on ``device``): BERT, mean pooling over real tokens, L2 normalisation."""
     import torch
 
     F = torch.nn.functional
-    w = {k: torch.from_numpy(v.copy()).to(dtype) for k, v in read_safetensors(path).items()
+    w = {k: torch.from_numpy(v.copy()).to(device, dtype) for k, v in read_safetensors(path).items()
          if v.dtype == np.float32}
 
     def ln(x, p):

@@ -342,7 +342,7 @@ def test_reading_a_value_inside_the_trace_names_the_op_and_leaves_the_backend_cl
         g(x)
 
 
-@pytest.mark.parametrize("name", ["numpy", "python", "wgpu"])
+@pytest.mark.parametrize("name", ["numpy", "python", "wgpu", "fusion-numpy", "fusion-wgpu"])
 def test_values_every_replay_computes_alike_may_be_read(name):
     """Literals made in the trace and pure ops on them alone (shape arithmetic), and tensors
     given to ember.jit.freeze, are read; values that depend on an input or on a constant

@@ -89,6 +89,19 @@ def test_safetensors_with_remap(st_file):
     _assert_state(model, _renamed(arrays))
 
 
+def test_safetensors_whose_header_length_starts_with_a_pickle_byte(tmp_path):
+    """A header of 0x80 + 256 k bytes begins with 0x80, a pickle's protocol byte: still
+    safetensors (a 6-layer transformer's checkpoint was read as a corrupt PyTorch pickle)."""
+    for name_len in range(1, 300):  # find a tensor name giving a header length of 0x..80
+        path = tmp_path / "w.safetensors"
+        save_file({"w" * name_len: ember.zeros(1)}, path)
+        if path.read_bytes()[0] == 0x80:
+            break
+    else:
+        pytest.fail("no header length ending in 0x80 found")
+    assert detect_format(path) == "safetensors"
+
+
 def test_pytorch_zip_and_legacy_with_remap(pt_files):
     paths, arrays = pt_files
     for path in paths:

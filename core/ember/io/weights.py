@@ -54,10 +54,12 @@ def detect_format(path: str | os.PathLike) -> str:
             head = f.read(9)
     except OSError as e:
         raise RecordError(f"load_weights: can't open {path}: {e.strerror}") from e
-    if head.startswith(b"PK") or head[:1] == b"\x80":
-        return "pytorch"
+    # safetensors first: its 8-byte header length may well start with 0x80, a pickle's first
+    # byte (a legacy checkpoint's byte 8 is part of its magic number, never "{")
     if len(head) == 9 and head[8:9] == b"{":
         return "safetensors"
+    if head.startswith(b"PK") or head[:1] == b"\x80":
+        return "pytorch"
     raise RecordError(
         f"load_weights: {path} is neither a safetensors file nor a PyTorch checkpoint "
         f"(starts with {head!r})"

@@ -48,13 +48,17 @@ def freeze(t: Tensor) -> Tensor:
     [(2, 3), (2, 3), (2, 3)]
     """
     _FROZEN[id(t._prim)] = t
+    inner = lower(t.backend, t._prim)  # what a decorator (Fusion) hands its inner backend
+    if inner is not t._prim:
+        _FROZEN[id(inner)] = t
     return t
 
 
 def frozen(prim) -> bool:
-    """Whether ``prim`` is the storage of a tensor given to :func:`freeze`."""
+    """Whether ``prim`` is the storage of a tensor given to :func:`freeze`, or that storage
+    on the innermost backend (a read through ``Fusion`` reaches the tracer there)."""
     t = _FROZEN.get(id(prim))
-    return t is not None and t._prim is prim
+    return t is not None and (t._prim is prim or lower(t.backend, t._prim) is prim)
 
 
 def generation() -> int:

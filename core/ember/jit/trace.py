@@ -161,11 +161,14 @@ class Tracer(StateRecorder):
             finally:
                 self.depth -= 1
             leaves = [Slot(self.slot(p)) for p in program.leaves]
+            static = all(leaf.id in self.static for leaf in leaves)  # shape arithmetic
             # one result, or several (a program that also keeps values computed in passing)
             several = isinstance(out, (list, tuple))
             slots = tuple(self._new(o) for o in out) if several else self._new(out)
             for s in slots if several else (slots,):
                 self.producer[s] = f"a fused program of {len(program.nodes)} ops"
+                if static:
+                    self.static.add(s)
             self.steps.append(Step(name, (_with_leaves(program, ()), leaves), {}, slots))
             return out
 
