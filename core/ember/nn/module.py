@@ -339,11 +339,16 @@ class Module:
                     value = _detached(value).astype(dtype)
                 p._set(value, p.backend if backend is None else resolve(backend, p.backend))
             for name, b in list(mod._own_buffers()):
-                value = b if backend is None else _onto(b, resolve(backend, b.backend))
+                value = b if backend is None else mod._buffer_onto(b, resolve(backend, b.backend))
                 if dtype is not None and b.dtype.is_float:
                     value = value.astype(dtype)
                 object.__setattr__(mod, name, value)
         return self
+
+    def _buffer_onto(self, value: Tensor, backend) -> Tensor:
+        """One of this module's buffers on ``backend``, for :meth:`to`; a module whose
+        buffers follow their own placement rules overrides this."""
+        return _onto(value, backend)
 
     def double(self) -> Module:
         """Convert every float parameter and buffer to float64, in place; returns the module."""

@@ -80,3 +80,16 @@ def constant_to_tensor(array, backend, op: str = "onnx"):
         if np.asarray(array).dtype.kind not in "iu":
             raise
         return numpy_to_tensor(array, "numpy", op)
+
+
+def constant_onto(value, backend):
+    """A graph constant (a Tensor) moved to ``backend`` by :func:`constant_to_tensor`'s rule:
+    integers the backend can't store stay where they are (on the host)."""
+    from ..nn.parameter import _onto
+
+    try:
+        return _onto(value, backend)
+    except DTypeError:
+        if not value.dtype.is_int:
+            raise
+        return value

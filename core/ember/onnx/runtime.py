@@ -44,7 +44,7 @@ from ._graph import (
     walk,
 )
 from ._proto import Reader, read_model
-from ._types import BFLOAT16, constant_to_tensor, numpy_to_tensor
+from ._types import BFLOAT16, constant_onto, constant_to_tensor, numpy_to_tensor
 from .ops import NOT_FOLDABLE, REGISTRY, invoke
 
 _DOMAINS = ("", "ai.onnx")
@@ -262,6 +262,11 @@ class OnnxModule(Module):
         if isinstance(backend, Backend) or (isinstance(backend, str) and backend in available()):
             object.__setattr__(self, "backend", get_backend(backend))
         return self
+
+    def _buffer_onto(self, value: Tensor, backend) -> Tensor:
+        # a constant moves as load() placed it: frozen (a trace reads shapes and axes from
+        # it), and an integer the backend can't store stays on the host
+        return freeze(constant_onto(value, backend))
 
     def load_state_dict(self, state, strict: bool = True):
         """:meth:`ember.nn.Module.load_state_dict` (the constants), dropping cached plans."""
