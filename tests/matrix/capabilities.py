@@ -1,0 +1,43 @@
+"""The matrix cells that are not numbers, each with its reason.
+
+``NOT_RUN``: cells the matrix does not run, for a reason about the model's size or inputs that
+holds on any machine. ``REFUSALS``: cells where Ember refuses with a typed error; the cell must
+raise exactly that (type name, a piece of the message), and an entry whose cell starts running
+fails the matrix so the list stays true.
+"""
+
+from __future__ import annotations
+
+BIG = ("efficientnet_lite0", "efficientnet_lite0.onnx", "minilm", "minilm.onnx", "ppocr_cls.onnx")
+
+_PYTHON = ("the pure-Python backend (Pyodide's fallback without numpy or wasm) runs small models "
+           "only: a model of millions of weights takes minutes there")
+_TOKENS = ("the micro model format takes one float image/vector input; a text encoder takes "
+           "token ids and a mask")
+
+NOT_RUN: dict[tuple[str, str], str] = {
+    **{(name, "python"): _PYTHON for name in BIG},
+    ("minilm", "mcu → ember_micro"): _TOKENS,
+    ("minilm.onnx", "mcu → ember_micro"): _TOKENS,
+}
+
+#: (row, column) -> (ember error type name, a piece of its message, the reason printed)
+REFUSALS: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("mnist_cnn.int8-qdq.onnx", "mcu → ember_micro"): (
+        "UnsupportedOpError", "runs float_round",
+        "the micro format's int8 layers come from ember.export(int8=True) or ember.quantize; "
+        "an ONNX QDQ graph's QuantizeLinear (round and clip in float) has no micro layer"),
+    ("efficientnet_lite0.onnx", "mcu → ember_micro"): (
+        "UnsupportedOpError", "runs slice_assign",
+        "the torch export pads before each stride-2 depthwise conv with a Pad node (built "
+        "from ConstantOfShape/Slice/Concat), traced as slice_assign, which the micro lowering "
+        "has no layer for; ember's own EfficientNet-Lite0 (SamePad2d) exports"),
+    ("lstm_gru.onnx", "mcu → ember_micro"): (
+        "ShapeError", "must be (features,) or (C, H, W)",
+        "the micro format has no recurrent layers; its input is (features,) or (C, H, W), not "
+        "a sequence"),
+    ("ppocr_cls.onnx", "mcu → ember_micro"): (
+        "UnsupportedOpError", "runs float_maximum",
+        "PaddleOCR's HardSigmoid and Clip (its squeeze-excitation and hard-swish blocks) "
+        "trace to max/min ops, which the micro lowering has no layer for"),
+}
