@@ -126,7 +126,7 @@ def variants(case: tuple, torch, device, wgpu, fused) -> list:
     output, upload and readback included; the first is ember.nn's, the last torch's."""
     inputs, forward, ref, path = case
     nn_jit = ember.jit(forward)
-    loaded = [(f"ember.onnx.load on {b!r}", b, ember.onnx.load(path, backend=b))
+    loaded = [(f"ember.onnx.load on {b.name}", b, ember.onnx.load(path, backend=b))
               for b in (wgpu, fused)]
 
     def ember_run(fn, b):

@@ -1,0 +1,28 @@
+#!/bin/bash
+# Stage what the GPU machine (no registry access; Python 3.12, torch CUDA, numpy, onnxruntime)
+# needs to run Ember's wgpu benchmarks, into .gpu-stage/ (git-ignored; carry it to the device):
+# the wgpu-py and onnx wheels, the Vulkan loader debs, the EfficientNet-Lite0 checkpoint and its
+# reference PyTorch source. On the device: `source benchmarks/gpu_env.sh`, then run a benchmark.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+STAGE=.gpu-stage
+mkdir -p $STAGE/wheels $STAGE/debs $STAGE/src
+[ -n "$(ls $STAGE/wheels)" ] || $PY -m pip download -q --only-binary=:all: --python-version 3.12 \
+	--platform manylinux_2_28_x86_64 --no-deps -d $STAGE/wheels \
+	wgpu==0.32.0 cffi pycparser rendercanvas sniffio onnx protobuf ml_dtypes
+[ -n "$(ls $STAGE/debs)" ] || (cd $STAGE/debs && apt-get download libvulkan1 libglvnd0 libegl1 \
+	libgles2 libglx0 libgl1 libopengl0 libx11-6 libx11-data libxcb1 libxau6 libxdmcp6 libbsd0 \
+	libmd0 libxext6 libwayland-client0 libwayland-server0 libgbm1 libdrm2 libffi8)
+$PY - "$STAGE" <<'PYEOF'
+import os, shutil, sys
+import efficientnet_lite_pytorch
+from ember.demos import efficientnet
+stage = sys.argv[1]
+shutil.copy(efficientnet.weights_path(), os.path.join(stage, "lite0.pth"))
+src = os.path.join(stage, "src", "efficientnet_lite_pytorch")
+shutil.rmtree(src, ignore_errors=True)
+shutil.copytree(os.path.dirname(efficientnet_lite_pytorch.__file__), src,
+                ignore=shutil.ignore_patterns("__pycache__"))
+PYEOF
+du -sh $STAGE
