@@ -39,6 +39,7 @@ from ..errors import EmberError
 from . import protocol
 from .errors import ProtocolError
 from .limits import TOKEN_ENV, ServerLimits
+from .opworker import OpWorker
 from .scheduler import Scheduler
 from .session import Session
 
@@ -87,6 +88,8 @@ class Server:
         self._closing: set[asyncio.Future] = set()
         self._welcome = protocol.encode_welcome(self._info())
         self._worker = Scheduler(threadsafe=self.backend.caps.threadsafe)
+        self._op_process = (OpWorker(self.backend.name, self.limits)
+                            if _isolates_large_ops(self.backend) else None)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Future | None = None
         self._thread: threading.Thread | None = None
@@ -163,7 +166,7 @@ class Server:
         # attribute for each frame it parses)
         ws.protocol.max_message_size = self.limits.max_frame_bytes
         loop = asyncio.get_running_loop()
-        session = Session(self.backend, self.limits)
+        session = Session(self.backend, self.limits, self._op_process)
         self.sessions.add(session)
         try:
             await ws.send(self._welcome)
@@ -213,7 +216,8 @@ class Server:
         # two frames queued per connection at most, and a handshake within auth_timeout
         async with serve(self._connection, self.host, self.port, ssl=self.ssl,
                          max_size=self.limits.max_hello_bytes, max_queue=2,
-                         open_timeout=self.limits.auth_timeout, compression=None) as server:
+                         open_timeout=self.limits.auth_timeout, compression=None,
+                         create_connection=_dropping_failed_peers()) as server:
             self.port = server.sockets[0].getsockname()[1]
             log.info("ember remote: serving %s on %s", self.backend.name, self.url)
             if ready is not None:
@@ -270,6 +274,45 @@ class Server:
         if self._thread is not None:
             self._thread.join(30)
         self._worker.stop()
+        if self._op_process is not None:
+            self._op_process.stop()
+
+    @property
+    def op_process(self) -> int | None:
+        """The process id of the worker running large ops, while one runs (see
+        :mod:`~ember.remote.opworker`); None for a backend that runs them in the server."""
+        return None if self._op_process is None else self._op_process.pid
+
+
+#: seconds a peer that broke the protocol has to read the close frame before it is dropped
+DROP_AFTER = 1.0
+
+
+def _dropping_failed_peers() -> type:
+    """websockets' server connection, except that once a peer breaks the protocol (a frame
+    past the size bound, a malformed one: websockets has queued the close frame) the server
+    reads nothing more from it and drops it :data:`DROP_AFTER` seconds later, instead of
+    reading and discarding whatever it still sends (a 16 MB hello would cost the event loop
+    its whole length)."""
+    from websockets.asyncio.server import ServerConnection
+
+    class Connection(ServerConnection):
+        dropping = False
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.protocol.parser_exc is not None and not self.dropping:
+                self.dropping = True
+                self.transport.pause_reading()
+                self.loop.call_later(DROP_AFTER, self.transport.abort)
+
+    return Connection
+
+
+def _isolates_large_ops(backend) -> bool:
+    """Whether large ops run in a worker process: a thread-safe CPU backend of its own (no
+    decorator's state), which the worker builds again by its name."""
+    return backend.caps.threadsafe and backend.inner is None and backend.device == "cpu"
 
 
 def _settle(future: asyncio.Future) -> None:

@@ -36,6 +36,8 @@ from . import protocol
 from .cost import op_cost
 from .errors import LimitError, ProtocolError
 from .limits import ServerLimits
+from .opworker import OpWorker
+from .scheduler import LIGHT_WORK
 
 _MAX_ID = 1 << 53
 _DTYPES = {d.name: d for d in dt.ALL}
@@ -58,9 +60,12 @@ class Session:
     (0, 0)
     """
 
-    def __init__(self, backend, limits: ServerLimits | None = None):
+    def __init__(self, backend, limits: ServerLimits | None = None,
+                 offload: OpWorker | None = None):
         self.backend = backend
         self.limits = limits or ServerLimits()
+        #: where ops of more than LIGHT_WORK run (:mod:`~ember.remote.opworker`); None: here
+        self.offload = offload
         self.tensors: dict[int, tuple] = {}  # id → (primitive, Spec, nbytes)
         self.failed: dict[int, tuple[str, str]] = {}  # id → (error type name, message)
         self.bytes = 0  # live tensor bytes
@@ -239,10 +244,13 @@ class Session:
         try:
             args, specs = self._args(op, raw)
             _operands_fit(op, specs)
-            out_specs, sizes, _ = self._plan(op, specs)
+            out_specs, sizes, work, scratch = self._plan(op, specs)
             self._reserve(sum(sizes), name)
-            result = getattr(self.backend, name)(*args)
-            results = [result] if op.outputs == 1 else list(result)
+            if self.offload is not None and work > LIGHT_WORK:
+                results = self._offloaded(op, rec, sum(sizes), scratch)
+            else:
+                result = getattr(self.backend, name)(*args)
+                results = [result] if op.outputs == 1 else list(result)
             for prim, spec in zip(results, out_specs):
                 if tuple(self.backend.shape(prim)) != spec.shape:
                     raise LimitError(f"{name}: a result of shape {self.backend.shape(prim)} "
@@ -264,10 +272,35 @@ class Session:
             self.bytes += n
         self.ops += 1
 
-    def _plan(self, op: registry.Op, specs: list) -> tuple[list, list, int]:
-        """The op's result Specs (from its shape rule), byte sizes and work, checked against
-        the limits with its work and intermediates (:func:`~ember.remote.cost.op_cost`); cached
-        per (op, input specs, parameters): a model's ops repeat."""
+    def _offloaded(self, op: registry.Op, rec: list, result_bytes: int, scratch: int) -> list:
+        """Run op record ``rec`` in the worker process: its operands go there as puts, its
+        results come back as reads. The worker may grow by three times its operands' and
+        ``result_bytes`` (received, held as arrays, encoded) plus the op's ``scratch``; an
+        error there fails the op's results here."""
+        ids = dict.fromkeys(i for k in op.tensor_positions if rec[3][k] is not None
+                            for i in map(_ref, _listed(rec[3][k])))
+        records, blobs, offset = [], [], 0
+        for i in ids:
+            prim, spec, _ = self.tensors[i]
+            blobs.append(self.backend.to_data(prim).buffer)
+            records.append(["put", i, spec.dtype.name, list(spec.shape), offset, len(blobs[-1])])
+            offset += len(blobs[-1])
+        records += [rec, *(["read", k, i] for k, i in enumerate(rec[2]))]
+        budget = 3 * (offset + result_bytes) + scratch
+        results = []
+        for reply in self.offload.run(protocol.encode_batch(records, blobs), budget, op.name):
+            _, header, payload = protocol.decode_reply(reply)
+            if "error" in header:
+                raise _Failed(tuple(header["error"]))
+            data = TensorData(bytes(payload), tuple(header["shape"]), _DTYPES[header["dtype"]])
+            results.append(self.backend.from_data(data))
+        return results
+
+    def _plan(self, op: registry.Op, specs: list) -> tuple[list, list, int, int]:
+        """The op's result Specs (from its shape rule), byte sizes, work and scratch bytes,
+        checked against the limits with its work and intermediates
+        (:func:`~ember.remote.cost.op_cost`); cached per (op, input specs, parameters): a
+        model's ops repeat."""
         try:
             key = (op.name, *specs)
             hit = self._plans.get(key)
@@ -288,7 +321,7 @@ class Session:
         if work > lim.max_op_work:
             raise LimitError(f"{op.name}: about {work} multiply-adds; the server's max_op_work "
                              f"is {lim.max_op_work} (split the op into smaller ones)")
-        hit = out_specs, sizes, work
+        hit = out_specs, sizes, work, scratch
         if key is not None:
             if len(self._plans) >= 4096:
                 self._plans.clear()
@@ -384,6 +417,11 @@ class _Failed(Exception):
 
     def __init__(self, error: tuple[str, str]):
         self.error = error
+
+
+def _listed(a) -> list:
+    """A tensor argument as a list of tensor arguments (``cat`` takes a list)."""
+    return a if isinstance(a, list) else [a]
 
 
 def _ref(a) -> int:
