@@ -13,7 +13,7 @@ import importlib.util
 import os
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -37,7 +37,8 @@ class Row:
     rtol: float
     small: bool  # the pure-Python backend and the browser run small models only
     onnx_path: str | None = None
-    notes: list[str] = field(default_factory=list)
+    #: (module, function) that builds the architecture inside a browser page (no numpy there)
+    page_builder: tuple[str, str] | None = None
 
 
 def _torch():
@@ -109,7 +110,7 @@ def _mnist_rows(folder):
         return m.eval()
 
     rows = [Row("mnist_cnn", "ember.demos mnist_cnn (seeded weights) vs torch float64", make,
-                (x,), ref, 1e-4, True)]
+                (x,), ref, 1e-4, True, page_builder=("ember.demos.mnist_model", "mnist_cnn"))]
     path = os.path.join(folder, "mnist_cnn.torch.onnx")
     _export(torch, twin.float(), (torch.from_numpy(x),), path, ["x"])
     rows.append(_onnx_row("mnist_cnn.onnx", "torch.onnx.export of the same CNN, vs onnxruntime",

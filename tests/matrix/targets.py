@@ -6,7 +6,8 @@ float64 numpy array (batch 1), or raises what the target raised.
   call traces, the second replays the tape: the replay is what is checked);
 - ``onnx export``: ``ember.onnx.export`` of the module, run by onnxruntime;
 - ``mcu``: ``ember.export`` to a micro model file, run by ``ember_micro`` on the unix
-  MicroPython that embedded/build_micropython.sh builds (its native kernels when they load).
+  MicroPython that embedded/build_micropython.sh builds (its native kernels when they load);
+- ``browser``: ember in Pyodide in headless Chromium, on wasm or WebGPU (browser.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 import ember
 import ember.jit
+from browser import browser_column
 
 MCU_HEAP = "8M"  # the unix port: the matrix checks numbers, tests/embedded checks board heaps
 
@@ -86,4 +88,6 @@ COLUMNS = {
     "fusion+jit wasm": fusion_jit("wasm"),
     "onnx export → ort": onnx_export,
     "mcu → ember_micro": mcu,
+    "browser wasm": browser_column("wasm"),
+    "browser webgpu": browser_column("wgpu"),
 }

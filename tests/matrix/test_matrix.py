@@ -26,6 +26,7 @@ if importlib.util.find_spec("rapidocr_onnxruntime") is None:  # its models, not 
 sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # wgpu-py's Vulkan loader wants one
 
+import browser  # noqa: E402
 import rows as matrix_rows  # noqa: E402
 import runner  # noqa: E402
 from capabilities import NOT_RUN, REFUSALS  # noqa: E402
@@ -42,7 +43,14 @@ def test_every_capability_entry_names_a_real_cell():
         assert row in names and column in COLUMNS, (row, column)
 
 
-def test_every_model_on_every_target(tmp_path_factory, micropython):
+@pytest.fixture
+def page():
+    """Closes the browser columns' Chromium after the matrix."""
+    yield
+    browser.close()
+
+
+def test_every_model_on_every_target(tmp_path_factory, micropython, page):
     rows = matrix_rows.build(str(tmp_path_factory.mktemp("matrix")))
     cells = runner.run(rows)
     stamp = (f"Generated {date.today().isoformat()} on {platform.machine()} "
