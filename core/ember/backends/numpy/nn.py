@@ -309,9 +309,20 @@ class NumpyNNOps:
     def layer_norm(self, x, normalized_ndim, weight, bias, eps):
         axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
         with quiet():
-            centred = x - x.mean(axis=axes, keepdims=True)
-            var = np.mean(centred * centred, axis=axes, keepdims=True)
-            y = centred * (1 / np.sqrt(var + x.dtype.type(eps)))
+            y = x - x.mean(axis=axes, keepdims=True)
+            size = math.prod(x.shape[x.ndim - normalized_ndim:])
+            if x.dtype in (np.float32, np.float64) and size and y.size:
+                # the variance as one dot per row (no squared temporary), y scaled in place
+                rows = y.reshape(-1, size)
+                kept = y.shape[:y.ndim - normalized_ndim] + (1,) * normalized_ndim
+                var = np.einsum("ij,ij->i", rows, rows).reshape(kept)
+                var /= x.dtype.type(size)
+                var += x.dtype.type(eps)
+                np.sqrt(var, out=var)
+                y /= var
+            else:
+                var = np.mean(y * y, axis=axes, keepdims=True)
+                y = y * (1 / np.sqrt(var + x.dtype.type(eps)))
             if weight is not None:
                 y *= weight
             if bias is not None:
@@ -349,7 +360,8 @@ class NumpyNNOps:
 
     def softmax(self, x, dim):
         with quiet():
-            e = np.exp(x - x.max(axis=dim, keepdims=True))
+            e = np.subtract(x, x.max(axis=dim, keepdims=True))
+            np.exp(e, out=e)
             e /= e.sum(axis=dim, keepdims=True)
         return e
 
