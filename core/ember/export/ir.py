@@ -227,7 +227,8 @@ class _Lowering:
         self.unsupported.append(f"{pad_name} (zero padding followed by {what}: only a Conv2d "
                                 "can take it)")
 
-    def _zero_pad(self, name, shape, top, bottom, left, right):
+    def zero_pad(self, name, shape, top, bottom, left, right):
+        """A zero padding, held for the Conv2d that must come next; returns the padded shape."""
         if self.pad is not None:
             self.unpadded(name)
         c, h, w = shape
@@ -236,12 +237,12 @@ class _Lowering:
 
     def do_SamePad2d(self, m, name, shape):
         # pads() is SamePad2d's own rule (ember.demos.efficientnet): ceil(size / stride) outputs
-        return self._zero_pad(name, shape, *m.pads(shape[1]), *m.pads(shape[2]))
+        return self.zero_pad(name, shape, *m.pads(shape[1]), *m.pads(shape[2]))
 
     def do_ZeroPad2d(self, m, name, shape):
         p = m.padding
         left, right, top, bottom = (p,) * 4 if isinstance(p, int) else tuple(p)
-        return self._zero_pad(name, shape, top, bottom, left, right)
+        return self.zero_pad(name, shape, top, bottom, left, right)
 
     def do_Sequential(self, m, name, shape):
         for child_name, child in m.named_children():

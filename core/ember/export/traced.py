@@ -40,6 +40,7 @@ from .geometry import Geometry
 _ACTS = {"relu": fmt.RELU, "relu6": fmt.RELU6, "float_sigmoid": fmt.SIGMOID,
          "float_tanh": fmt.TANH, "hard_swish": fmt.HARDSWISH}
 _AFFINE = ("float_add", "float_sub", "float_mul", "float_div")
+_CONVS = ("conv", "qconv", "qconv_u8")  # what takes a zero padding before
 #: layers whose trace computes float weights from codes (the file must keep the codes)
 _CODES_BY_MODULE = ("WeightOnlyLinear", "WeightOnlyConv2d")
 
@@ -83,7 +84,10 @@ class _Traced:
                 self._fail(step, f"is a {step.kind} step (state the forward changes)")
             if step.inputs() and all(self._const_slot(s) for s in step.inputs()):
                 self._evaluate(step)
-            elif step.name in _ACTS:
+                continue
+            if self.lw.pad is not None and step.name not in _CONVS:
+                self.lw.unpadded(f"{step.name} {self._label(step)}")
+            if step.name in _ACTS:
                 shape = self._take(step, step.args[0])
                 self.lw.activation(_ACTS[step.name], self._label(step), _micro(shape))
                 self._set(step, shape)
@@ -192,6 +196,52 @@ class _Traced:
         self.lw.restore_add(self.saved.pop(saved.id), _micro(shape), self._label(step))
         self._set(step, shape)
 
+    def _scalar_operand(self, step, value: float):
+        """The activation of a binary ``step`` whose other operand is the constant ``value``."""
+        a, b = step.args
+        x, c = (b, a) if self._is_const(a) else (a, b)
+        c = self._const(c) if self._is_const(c) else None
+        if c is None or not self.np.all(c == value):
+            self._fail(step, f"bounds the activation by something other than {value:g}")
+        return x
+
+    def do_float_maximum(self, step) -> None:
+        """max(x, 0) is a ReLU (ONNX Clip's lower bound 0)."""
+        x = self._scalar_operand(step, 0.0)
+        shape = self._take(step, x)
+        self.lw.activation(fmt.RELU, self._label(step), _micro(shape))
+        self._set(step, shape)
+
+    def do_float_minimum(self, step) -> None:
+        """min(relu(x), 6), ONNX Clip(0, 6), widens the ReLU just emitted to a ReLU6."""
+        x = self._scalar_operand(step, 6.0)
+        last = self.lw.layers[-1] if self.lw.layers else None
+        if (not isinstance(x, Slot) or x.id != self.current or self.uses[x.id] != 1
+                or last is None or last.act != fmt.RELU):
+            self._fail(step, "clips at 6 a value that is not a ReLU's output read once "
+                       "(only Clip(0, 6), a ReLU6, runs)")
+        shape = self._take(step, x)
+        last.act = fmt.RELU6
+        last.name += f"+{self._label(step)}"
+        self._set(step, shape)
+
+    def do_slice_assign(self, step) -> None:
+        """The activation written into a zero tensor (ONNX Pad, F.pad) is a zero padding of
+        height and width, folded into the Conv2d that must follow, as the walk folds
+        SamePad2d."""
+        base, ranges, x = step.args
+        if not self._is_const(base) or self.np.any(self._const(base)):
+            self._fail(step, "writes the activation into a tensor that is not a constant zero")
+        full = self._const(base).shape
+        shape = self._take(step, x)
+        if (len(full) != 4 or any(r[2] != 1 for r in ranges)
+                or any((r[0], r[1]) != (0, n) for r, n in zip(ranges[:2], full[:2]))):
+            self._fail(step, "writes other than a zero padding of an image's height and width")
+        top, bottom = ranges[2][0], full[2] - ranges[2][1]
+        left, right = ranges[3][0], full[3] - ranges[3][1]
+        self.lw.zero_pad(self._label(step), _micro(shape), top, bottom, left, right)
+        self._set(step, full)
+
     # ------------------------------------------------------------------ layers
     def do_conv(self, step) -> None:
         x, w, b, stride, padding, dilation, groups = step.args
@@ -263,6 +313,17 @@ class _Traced:
         shape = self._take(step, x)
         if len(shape) != 4 or tuple(size) != (1, 1):
             self._fail(step, f"pools to {tuple(size)} (only to 1x1, the global average)")
+        self.lw.global_average(self._label(step), _micro(shape))
+        self._set(step, (1, shape[1], 1, 1))
+
+    def do_float_mean(self, step) -> None:
+        """The mean over height and width (ONNX GlobalAveragePool; the dims stay, size 1) is
+        the global average."""
+        x, dims = step.args
+        shape = self._take(step, x)
+        if len(shape) != 4 or sorted(d % 4 for d in dims) != [2, 3]:
+            self._fail(step, f"averages {shape} over dims {tuple(dims)} (only over height and "
+                       "width, the global average)")
         self.lw.global_average(self._label(step), _micro(shape))
         self._set(step, (1, shape[1], 1, 1))
 
