@@ -51,9 +51,9 @@ def test_large_ops_run_in_a_worker_process_at_the_lowest_priority(server):
     r.close()
 
 
-def outer_product_frame(n: int) -> bytes:
+def outer_product_batch(n: int) -> list:
     """An op whose result (n*n float32) is far larger than its operands."""
-    return protocol.encode_batch(
+    return protocol.batch_parts(
         [["put", 1, "float32", [n, 1], 0, 4 * n], ["put", 2, "float32", [1, n], 4 * n, 4 * n],
          ["op", "float_matmul", [3], [{"t": 1}, {"t": 2}]], ["read", 0, 3]],
         [np.arange(n, dtype="<f4").tobytes(), np.ones(n, dtype="<f4").tobytes()])
@@ -61,17 +61,17 @@ def outer_product_frame(n: int) -> bytes:
 
 def test_a_worker_past_its_ops_memory_budget_is_killed_and_the_op_fails():
     worker = OpWorker("numpy", ServerLimits())
-    frame = outer_product_frame(4096)  # a 64 MB result, held three times on the way
+    batch = outer_product_batch(4096)  # a 64 MB result, held three times on the way
     try:
-        _, header, payload = protocol.decode_reply(worker.run(frame, 256 << 20, "matmul")[0])
+        _, header, payload = protocol.decode_reply(worker.run(batch, 256 << 20, "matmul")[0])
         assert header == {"shape": [4096, 4096], "dtype": "float32"}
         assert np.frombuffer(payload, "<f4")[4097 * 7] == 7.0
         first = worker.pid
         with pytest.raises(LimitError, match="memory budget"):
-            worker.run(frame, 0, "matmul")
+            worker.run(batch, 0, "matmul")
         assert worker.pid is None, "the worker went past its budget and still runs"
         assert not os.path.exists(f"/proc/{first}") or _zombie_or_gone(first)
-        replies = worker.run(outer_product_frame(8), 1 << 20, "matmul")  # a fresh worker
+        replies = worker.run(outer_product_batch(8), 1 << 20, "matmul")  # a fresh worker
         assert protocol.decode_reply(replies[0])[1]["shape"] == [8, 8]
         assert worker.pid not in (None, first)
     finally:

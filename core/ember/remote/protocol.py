@@ -100,8 +100,13 @@ def decode_welcome(frame) -> dict:
 
 def encode_batch(records: list, blobs: list) -> bytes:
     """A batch of records (Python lists, handles and dtypes encoded by :func:`dumps`)."""
+    return b"".join(batch_parts(records, blobs))
+
+
+def batch_parts(records: list, blobs: list) -> list:
+    """:func:`encode_batch`'s message in parts (its head, then the blobs, not copied)."""
     body = dumps(records)
-    return b"".join([bytes([BATCH]), _U32.pack(len(body)), body, *blobs])
+    return [bytes([BATCH]) + _U32.pack(len(body)) + body, *blobs]
 
 
 def join_batch(encoded: list[bytes], blobs: list) -> bytes:

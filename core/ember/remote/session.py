@@ -288,11 +288,11 @@ class Session:
         records += [rec, *(["read", k, i] for k, i in enumerate(rec[2]))]
         budget = 3 * (offset + result_bytes) + scratch
         results = []
-        for reply in self.offload.run(protocol.encode_batch(records, blobs), budget, op.name):
+        for reply in self.offload.run(protocol.batch_parts(records, blobs), budget, op.name):
             _, header, payload = protocol.decode_reply(reply)
             if "error" in header:
                 raise _Failed(tuple(header["error"]))
-            data = TensorData(bytes(payload), tuple(header["shape"]), _DTYPES[header["dtype"]])
+            data = TensorData(payload, tuple(header["shape"]), _DTYPES[header["dtype"]])
             results.append(self.backend.from_data(data))
         return results
 
