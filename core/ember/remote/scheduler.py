@@ -16,7 +16,8 @@ light ones when no heavy step waits, at a lower OS priority (nice +10, where the
 thread a priority of its own: Linux) so that the light thread and the event loop get the CPU
 first. A small read then never waits for another client's large matmul, only for other light
 steps; working memory is at most one heavy op's plus one light op's, each bounded by
-``max_op_bytes``.
+``max_op_bytes``. (On a CPU backend the heavy step itself runs in the server's worker process,
+:mod:`~ember.remote.opworker`: the thread only carries its operands and results.)
 
 >>> import asyncio
 >>> def job(n, work):
