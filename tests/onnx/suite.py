@@ -88,7 +88,7 @@ def _compare(name, got, want, rtol, atol):
 def run_case(case, backend: str = "numpy") -> None:
     """Load the case's model with ember.onnx and check every data set; raises on mismatch."""
     import ember.onnx
-    from ember.jit import benefits
+    from ember.jit import compiles
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -100,9 +100,9 @@ def run_case(case, backend: str = "numpy") -> None:
                      if n in m.input_names}
             for n in m.input_names:
                 feeds.setdefault(n, None)
-            # a backend that compiles (wgpu, wasm) traces on the first call and replays the
+            # a backend that compiles (numpy, wasm, wgpu) traces on the first call and replays the
             # program on the second: both are checked
-            for _ in range(2 if benefits(m.backend) else 1):
+            for _ in range(2 if compiles(m.backend) else 1):
                 got = m.run(feeds)
                 for n, want in zip(out_names, outputs):
                     _compare(n, got[n], want, case.rtol, case.atol)

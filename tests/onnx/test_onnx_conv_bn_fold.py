@@ -1,8 +1,7 @@
 """The ONNX loader folds an inference BatchNormalization into the Conv before it (through
 ``ember.contract.batchnorm_fold``): the node is gone and the outputs are onnxruntime's on the
-original file, on the numpy backend (fast plan and generic path) and on the python backend.
-A BatchNormalization with no Conv before it stays a node; the fast plan runs it as the same
-per-channel affine."""
+original file, on the numpy backend (compiled path and generic path) and on the python
+backend. A BatchNormalization with no Conv before it stays a node."""
 
 from __future__ import annotations
 
@@ -59,7 +58,7 @@ def test_conv_batchnorm_folds_and_matches_onnxruntime(tmp_path, with_bias, backe
     m.fast = fast
     assert [n.op_type for n in m.graph.nodes] == ["Conv"]
     xt = ember.tensor(x, backend=backend)
-    for _ in range(2):  # the fast plan runs from the second call
+    for _ in range(2):  # the compiled path traces, then replays
         got = m(xt).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 

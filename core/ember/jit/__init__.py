@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import types
 
-from .chain import benefits
+from .chain import benefits, compiles
 from .errors import JitError
 from .function import Jitted, jit
 from ..contract.program import Slot, Step, Tape, compile_generic, replay
@@ -35,7 +35,7 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
-    "JitError", "Jitted", "benefits", "Slot", "Step", "Tape", "assign", "compile_generic", "feed",
-    "freeze", "jit",
+    "JitError", "Jitted", "benefits", "compiles", "Slot", "Step", "Tape", "assign",
+    "compile_generic", "feed", "freeze", "jit",
     "on_replay", "replay", "state_replaced", "tracing",
 ]

@@ -19,6 +19,17 @@ def innermost(backend):
     return backend
 
 
+def compiles(backend) -> bool:
+    """Whether ``backend``'s innermost backend compiles a traced tape (``compile_tape``:
+    numpy, wasm, wgpu), so that a replay runs the compiled program.
+
+    >>> import ember
+    >>> compiles(ember.get_backend("numpy")), compiles(ember.get_backend("python"))
+    (True, False)
+    """
+    return hasattr(innermost(backend), "compile_tape")
+
+
 def benefits(backend) -> bool:
     """Whether jit pays off by default on ``backend``: its innermost backend compiles a tape
     into one captured program (wgpu, natively and in the browser; wasm: recorded kernel
@@ -31,8 +42,7 @@ def benefits(backend) -> bool:
     >>> benefits(ember.get_backend("numpy"))
     False
     """
-    inner = innermost(backend)
-    return hasattr(inner, "compile_tape") and not inner.caps.replays_per_op
+    return compiles(backend) and not innermost(backend).caps.replays_per_op
 
 
 def lower(backend, prim):

@@ -7,14 +7,13 @@ folded once at load time, which also resolves most shape arithmetic (Shape -> Ga
 -> Reshape chains) before the first call; a node whose outputs could pass
 ``ember.limits.current().max_folded_elements`` is left to run at call time (see ``_fold``).
 
-On the numpy backend, calls after the first with the same input dtypes run a fast plan
-(``_fastnp``): each node resolved once to a closure over raw numpy arrays, with in-place
-reuse of fresh single-use values and Conv fusions (``_fastfuse``). On backends that compile a
-traced program (``ember.jit.benefits``: wgpu, wasm) the graph runs under :func:`ember.jit`:
-traced per input signature (the constants and the shape arithmetic read as static values) and
-replayed as one captured program; a graph that can't be traced (a shape read from data) runs
-eagerly, saying why in ``module.jit_fallback``. The path above stays the reference
-(``module.fast = False`` runs it); the tests hold them to the same outputs.
+On a backend that compiles a traced program (``ember.jit.compiles``: numpy, wasm, wgpu) the
+graph runs through :func:`ember.jit` (``_segments``): traced per input signature (the
+constants and the shape arithmetic read as static values) and replayed by the backend's
+``compile_tape``. A node whose trace would need a value read from data (NonZero, a shape
+computed from values) runs eagerly between compiled segments, saying why in
+``module.jit_fallback``. The path above stays the reference (``module.fast = False`` runs it,
+and so does a backend that records gradients); the tests hold them to the same outputs.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from typing import Any
 
 from .. import limits
 from ..errors import BackendMismatchError, DTypeError, UnsupportedOpError, malformed_file
-from ..jit import JitError, benefits, freeze, jit, tracing
+from ..jit import compiles, freeze, tracing
 from ..nn.module import Module
 from ..tensor import Tensor
 from ._checks import check_wiring
@@ -44,6 +43,7 @@ from ._graph import (
     walk,
 )
 from ._proto import Reader, read_model
+from ._segments import GraphSegments, SegmentCache
 from ._types import BFLOAT16, constant_onto, constant_to_tensor, numpy_to_tensor
 from .ops import NOT_FOLDABLE, REGISTRY, invoke
 
@@ -96,17 +96,12 @@ class OnnxModule(Module):
         object.__setattr__(self, "_functions", {})
         object.__setattr__(self, "_plans", {})  # id(graph) -> _Plan, built on first run
         object.__setattr__(self, "_bodies", {})  # id(node) -> its function body, resolved
-        # numpy backend: input dtypes -> the graph's fast plan (None: run generically), and
-        # the dtypes a generic run records for building one (see _fastnp)
-        object.__setattr__(self, "_fast", {})
-        object.__setattr__(self, "_seen", None)
-        # backends that compile a traced program (ember.jit.benefits: wgpu, wasm): (id(self),
-        # the graph under ember.jit), built on first run; False once a trace failed
-        object.__setattr__(self, "_compiled", None)
-        #: why the graph runs eagerly on a compiling backend (its trace failed), else None
-        self.jit_fallback = None
-        #: run through the numpy fast plan or the backend's compiler (False: always the
-        #: generic path, the reference they are tested against)
+        # backends that compile a traced program: each graph's segments, built on first run
+        # (a copy of the module, whose segments would read the original's constants, builds
+        # its own)
+        object.__setattr__(self, "_segments", SegmentCache())
+        #: run through the backend's tape compiler where it has one (False: always the
+        #: generic path, the reference it is tested against)
         self.fast = True
         g = model.graph
         check_wiring([*g.inputs, *g.initializers], g.nodes, g.outputs, f"graph '{g.name}'")
@@ -248,7 +243,7 @@ class OnnxModule(Module):
             kept.append(node)
         graph.nodes = kept
         self._plans.clear()
-        self._fast.clear()
+        self._drop_plans()
         for node in kept:
             for sub in node.subgraphs():
                 self._fold(sub, env)
@@ -274,10 +269,8 @@ class OnnxModule(Module):
         return super().load_state_dict(state, strict)
 
     def _drop_plans(self) -> None:
-        """Forget the fast plans and the compiled graph (they hold the constants)."""
-        self._fast.clear()
-        object.__setattr__(self, "_compiled", None)
-        self.jit_fallback = None
+        """Forget the compiled segments (they hold the constants)."""
+        object.__setattr__(self, "_segments", SegmentCache())
 
     # ----------------------------------------------------------------- running
     def _as_tensor(self, x, name: str):
@@ -310,105 +303,71 @@ class OnnxModule(Module):
         if missing:
             raise TypeError(f"OnnxModule: missing inputs {missing}")
         inputs = [self._as_tensor(feeds[n], n) for n in self.graph.inputs]
-        # the fast plan is an eager executor: a trace (ember.jit, the exporters) records the
-        # registry ops of the generic path instead
-        fast = self.fast and not self._narrow and not tracing()
-        outs = self._run_fast(inputs) if fast else None
-        if outs is None and fast:
-            outs = self._run_compiled(inputs)
-        if outs is None:
-            outs = self._run(self.graph, inputs, None)
+        outs = self._run(self.graph, inputs, None)
         # a bfloat16 output runs widened to float32: its values are put back on bfloat16's grid
         info = self.graph.output_info
         outs = [round_to(v, BFLOAT16) if isinstance(v, Tensor) and info.get(n, (None,))[0]
                 == BFLOAT16 else v for n, v in zip(self.graph.outputs, outs)]
         return dict(zip(self.graph.outputs, outs))
 
-    def _run_fast(self, inputs: list) -> list | None:
-        """The graph through its numpy fast plan; None when it has none. The first call with
-        new input dtypes runs generically, recording every value's dtype, then builds it."""
-        import numpy as np
-
-        from ..backends.numpy.backend import NumpyBackend
-        from ._fastbase import wrap
-        from ._fastnp import compile_graph
-
-        if not isinstance(self.backend, NumpyBackend) or not all(
-                t is None or isinstance(t, Tensor) for t in inputs):
-            return None  # sequences run generically
-        # id(self): a copy of the module (whose plans would read the original's constants)
-        # builds its own
-        key = (id(self), *(t if t is None else (t._prim.dtype, t._prim.ndim) for t in inputs))
-        if key not in self._fast:
-            # a concurrent first call may swap the recorder: a value it misses only makes
-            # its node a generic step
-            seen: dict = {}
-            object.__setattr__(self, "_seen", seen)
-            try:
-                outs = self._run(self.graph, inputs, None)
-                try:
-                    self._fast[key] = compile_graph(self, self.graph, seen)
-                except Exception:  # noqa: BLE001 - a node the plan can't build from (a
-                    self._fast[key] = None  # malformed one): the generic path runs, typed
-            finally:
-                if self._seen is seen:
-                    object.__setattr__(self, "_seen", None)
-            return outs
-        plan = self._fast[key]
-        if plan is None:
-            return None
-        try:
-            with np.errstate(all="ignore"):
-                outs = plan.run([t if t is None else t._prim for t in inputs])
-        except Exception:  # noqa: BLE001 - the generic path runs again and reports it
-            return None  # in its own words (the plan never writes inputs or constants)
-        return [wrap(o, self.backend) for o in outs]
-
-    def _run_compiled(self, inputs: list) -> list | None:
-        """The graph traced per input signature and replayed by the backend's compiler
-        (:func:`ember.jit`), where the backend has one; None where it has none, for
-        sequence inputs, or once a trace failed (the reason in ``jit_fallback``): the graph
-        then runs eagerly node by node."""
-        if not benefits(self.backend) or not all(isinstance(t, Tensor) for t in inputs):
-            return None
-        compiled = self._compiled
-        if compiled is False:
-            return None
-        if compiled is None or compiled[0] != id(self):  # a copy compiles its own
-            compiled = (id(self), jit(self._run_main, warmup=0))  # no state to settle
-            object.__setattr__(self, "_compiled", compiled)
-        try:
-            return list(compiled[1](*inputs))
-        # no static trace (a shape read from data, NonZero), or a range the capture can't
-        # bound for every replay (wgpu's float -> int64 casts): the eager run is the reference
-        # and raises what is really wrong
-        except (JitError, DTypeError) as e:
-            object.__setattr__(self, "_compiled", False)
-            self.jit_fallback = "; ".join([str(e), *getattr(e, "__notes__", ())])  # the node
-            return None
-
     def jit_stats(self) -> dict | None:
-        """:meth:`ember.jit`'s stats of the compiled graph (traces, replays, steps per
-        signature); None where the graph runs eagerly (see ``jit_fallback``), or on a backend
-        without a tape compiler.
+        """:meth:`ember.jit`'s stats summed over the compiled segments of the graph and its
+        bodies (traces, replays, steps per traced signature), with the number of segments
+        and of host nodes (see ``jit_fallback``); None before the first call, or where the
+        graph runs eagerly (no tape compiler, ``fast = False``).
 
         >>> import ember.onnx, onnx
         >>> from onnx import helper, TensorProto
         >>> graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
         ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
         ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-        >>> m = ember.onnx.load(helper.make_model(graph).SerializeToString(), backend="wasm")
-        >>> [m(ember.tensor([-1.0, 2.0], backend="wasm")).tolist() for _ in range(3)][-1]
+        >>> m = ember.onnx.load(helper.make_model(graph).SerializeToString(), backend="numpy")
+        >>> [m(ember.tensor([-1.0, 2.0])).tolist() for _ in range(3)][-1]
         [0.0, 2.0]
-        >>> m.jit_stats()["traces"], m.jit_stats()["replays"], m.jit_fallback
-        (1, 2, None)
+        >>> s = m.jit_stats()
+        >>> s["traces"], s["replays"], s["segments"], s["host_nodes"], m.jit_fallback
+        (1, 2, 1, 0, None)
         """
-        return self._compiled[1].stats() if self._compiled else None
+        drivers = self._segments.values() if self._segments.owner == id(self) else ()
+        if not drivers:
+            return None
+        segments = [seg for d in drivers for seg in d.segments() if seg.fn.entries]
+        stats = [seg.fn.stats() for seg in segments]
+        return {"traces": sum(s["traces"] for s in stats),
+                "replays": sum(s["replays"] for s in stats),
+                "steps": [step for s in stats for step in s["steps"]],
+                "segments": len(segments),
+                "host_nodes": sum(len(d.host_reasons) for d in drivers)}
 
-    def _run_main(self, *inputs: Tensor) -> list:
-        return self._run(self.graph, list(inputs), None)
+    @property
+    def jit_fallback(self) -> str | None:
+        """Why nodes run eagerly between the compiled segments (each ``node 'name' (Op):
+        reason``, joined by newlines), else None.
+
+        >>> import ember.onnx, onnx
+        >>> from onnx import helper, TensorProto
+        >>> graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["i"], name="nz"),
+        ...     helper.make_node("Neg", ["i"], ["y"])], "g",
+        ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        ...     [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+        >>> m = ember.onnx.load(helper.make_model(graph).SerializeToString(), backend="numpy")
+        >>> m(ember.tensor([0.0, 2.0, 3.0])).tolist()
+        [[-1, -2]]
+        >>> m.jit_fallback.split(":")[0], m.jit_stats()["host_nodes"]
+        ("node 'nz' (NonZero)", 1)
+        """
+        drivers = self._segments.values() if self._segments.owner == id(self) else ()
+        reasons = [r for d in drivers for r in d.host_reasons]
+        return "\n".join(reasons) if reasons else None
+
+    def _context(self) -> Ctx:
+        """A :class:`Ctx` for running this module's nodes."""
+        return Ctx(self, self._model.opset)
 
     def _run(self, graph: Graph, inputs: list, outer) -> list:
+        if self.fast and not tracing() and compiles(self.backend) and not _records_gradients(
+                self.backend):
+            return self._segmented(graph).run(inputs, outer)
         plan = self._plans.get(id(graph)) or self._plan(graph)
         env = {k: getattr(self, v) for k, v in plan.consts}
         if outer is not None:  # only the outer values the graph reads: a plain dict
@@ -416,31 +375,50 @@ class OnnxModule(Module):
                 if name in outer:
                     env[name] = outer[name]
         env.update(zip(graph.inputs, inputs))
-        ctx = Ctx(self, self._model.opset)
+        ctx = self._context()
         ctx.env = env
         for node, fn, opset in plan.steps:
-            try:
-                args = [env[i] if i else None for i in node.inputs]
-            except KeyError as e:
-                raise UnsupportedOpError(
-                    f"onnx node '{node.name}' ({node.op_type}): input {e} is not produced by "
-                    "any earlier node") from None
-            if isinstance(fn, Function):
-                outs = self._run_function(fn, node, args, env)
-            else:
-                ctx.opset, ctx.n_outputs, ctx.op_type = opset, len(node.outputs), node.op_type
-                outs = self._invoke(ctx, fn, node, args)
-            if id(node) in self._narrow:
-                outs = wrap_outputs(self._narrow[id(node)], outs)
-            for name, value in zip(node.outputs, outs):
-                if name:
-                    env[name] = value
-        seen = self._seen
-        if seen is not None:  # a recording run for the numpy fast plan
-            seen.setdefault(id(graph), {}).update(
-                (k, v._prim.dtype) for k, v in env.items()
-                if isinstance(v, Tensor) and hasattr(v._prim, "dtype"))
+            self._step(ctx, node, fn, opset, env)
         return [env[n] if n else None for n in graph.outputs]
+
+    def _step(self, ctx: Ctx, node: Node, fn, opset: int, env: dict) -> None:
+        """Run one node of a plan: its inputs from ``env``, its outputs into it."""
+        try:
+            args = [env[i] if i else None for i in node.inputs]
+        except KeyError as e:
+            raise UnsupportedOpError(
+                f"onnx node '{node.name}' ({node.op_type}): input {e} is not produced by "
+                "any earlier node") from None
+        if isinstance(fn, Function):
+            outs = self._run_function(fn, node, args, env)
+        else:
+            ctx.opset, ctx.n_outputs, ctx.op_type = opset, len(node.outputs), node.op_type
+            outs = self._invoke(ctx, fn, node, args)
+        if id(node) in self._narrow:
+            outs = wrap_outputs(self._narrow[id(node)], outs)
+        for name, value in zip(node.outputs, outs):
+            if name:
+                env[name] = value
+
+    def _segmented(self, graph: Graph) -> GraphSegments:
+        """``graph`` as compiled segments and host nodes, built on first use."""
+        drivers = self._segments
+        if drivers.owner != id(self):
+            drivers = SegmentCache(id(self))
+            object.__setattr__(self, "_segments", drivers)
+        driver = drivers.get(id(graph))
+        if driver is None:
+            for g, consts in _visible_consts(self, self.graph, {}):
+                if id(g) not in drivers:
+                    plan = self._plans.get(id(g)) or self._plan(g)
+                    drivers[id(g)] = GraphSegments(self, g, plan.steps, consts)
+            driver = drivers.get(id(graph))
+        if driver is None:  # a body inside a function: it sees the function's values only
+            plan = self._plans.get(id(graph)) or self._plan(graph)
+            driver = GraphSegments(self, graph, plan.steps,
+                                   dict(self._consts.get(id(graph), {})))
+            drivers[id(graph)] = driver
+        return driver
 
     def _plan(self, graph: Graph) -> _Plan:
         """Each node's resolved function and opset, the graph's constants and the outer
@@ -531,6 +509,28 @@ def _free_names(graph: Graph) -> list[str]:
         defined.update(n.outputs)
     free += [o for o in graph.outputs if o and o not in defined and o not in free]
     return free
+
+
+def _records_gradients(backend) -> bool:
+    """Whether a backend of the chain records gradients (a replay would record none)."""
+    while backend is not None:
+        if backend.caps.gradients:
+            return True
+        backend = backend.inner
+    return False
+
+
+def _visible_consts(module: OnnxModule, graph: Graph, inherited: dict):
+    """``(graph, {onnx name: module attribute})`` for ``graph`` and every body inside it:
+    the constants each may read, its own and those of the graphs enclosing it that its own
+    names do not shadow."""
+    consts = {**inherited, **module._consts.get(id(graph), {})}
+    yield graph, consts
+    for node in graph.nodes:
+        for sub in node.subgraphs():
+            shadowed = set(sub.inputs)
+            yield from _visible_consts(module, sub, {k: v for k, v in consts.items()
+                                                     if k not in shadowed})
 
 
 def _subgraphs(graph: Graph) -> list[Graph]:

@@ -1,11 +1,11 @@
-"""The numpy fast plan (``ember.onnx._fastnp``) against the generic path it must reproduce.
+"""A loaded module's compiled path on numpy (``ember.onnx._segments``: segments traced by
+``ember.jit`` and replayed by ``NumpyBackend.compile_tape``, host nodes between them) against
+the generic path it must reproduce.
 
-On the numpy backend a module's first call with new input dtypes runs the generic path and
-records every value's dtype; later calls run the fast plan. Each case here runs the generic
-path (``fast = False``, the reference), then the fast plan, on every official node case that
-passes on numpy and on the real models, and compares: integers and booleans exactly, floats
-to a few float32 ulps (in-place passes may reorder nothing, but the generic path's Conv with
-asymmetric pads pads first, which changes no value; the tolerance only absorbs BLAS).
+Each case runs the generic path (``fast = False``, the reference), then the compiled path
+twice (trace, replay), on every official node case that passes on numpy and on the real
+models, and compares: integers and booleans exactly, floats to a few float32 ulps (in-place
+reuse reorders nothing; the tolerance only absorbs BLAS).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from real_models import SHAPES, inputs_for, light_models, rapidocr_models
 
 import ember
 import ember.onnx
-from ember.onnx import _fastbase
+from ember.onnx import _segments
 
 PASSING = sorted(n for n in suite.cases() if n not in KNOWN_FAILURES["numpy"])
 
@@ -50,23 +50,22 @@ def _same(got, want, where: str, rtol: float = 2e-6) -> None:
         np.testing.assert_array_equal(g, w, err_msg=where)
 
 
-def _generic_then_fast(m, feeds: dict, rtol: float = 2e-6) -> bool:
-    """Outputs of the generic path and of the fast plan for ``feeds`` must agree; returns
-    whether a fast plan ran (a graph with Scan, say, has none and runs generically). Real
-    models compare with ``rtol`` of the output's magnitude: the conv fusions fold constants
-    into weights, which rounds differently."""
+def _generic_then_compiled(m, feeds: dict, rtol: float = 2e-6) -> dict:
+    """Outputs of the generic path and of the compiled path (traced, then replayed) for
+    ``feeds`` must agree; returns ``m.jit_stats()``. Real models compare with ``rtol`` of the
+    output's magnitude: the conv fold puts constants into weights, which rounds differently."""
     m.fast = False
     want = m.run(feeds)
     m.fast = True
-    m.run(feeds)  # records dtypes, builds the plan
-    got = m.run(feeds)
-    for name in want:
-        _same(got[name], want[name], f"output {name}", rtol)
-    return any(p is not None for p in m._fast.values())
+    for _ in range(2):
+        got = m.run(feeds)
+        for name in want:
+            _same(got[name], want[name], f"output {name}", rtol)
+    return m.jit_stats()
 
 
 @pytest.mark.parametrize("name", PASSING)
-def test_node_fast_plan_matches_generic(name):
+def test_node_compiled_path_matches_generic(name):
     case = suite.cases()[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -77,13 +76,15 @@ def test_node_fast_plan_matches_generic(name):
                      if n in m.input_names}
             for n in m.input_names:
                 feeds.setdefault(n, None)
-            _generic_then_fast(m, feeds)
+            _generic_then_compiled(m, feeds)
 
 
-def test_most_node_cases_get_a_fast_plan():
-    """Guards against the fast plan silently refusing everything (then the test above
-    compares the generic path with itself)."""
-    planned = 0
+def test_most_node_cases_replay_compiled_segments():
+    """Guards against the compiled path silently refusing everything (then the test above
+    compares the generic path with itself). About a quarter of the cases are one node that
+    reads an input's values (a Reshape's shape, Clip's bounds, ReduceSum's axes fed as graph
+    inputs): that node runs on the host, and nothing is left to compile."""
+    compiled = 0
     for name in PASSING[::10]:
         case = suite.cases()[name]
         with warnings.catch_warnings():
@@ -95,24 +96,19 @@ def test_most_node_cases_get_a_fast_plan():
             for n in m.input_names:
                 feeds.setdefault(n, None)
             m.run(feeds)
-            planned += any(p is not None for p in m._fast.values())
-    assert planned > len(PASSING[::10]) * 0.8
+            m.run(feeds)
+            stats = m.jit_stats()
+            compiled += stats is not None and stats["replays"] > 0
+    assert compiled > len(PASSING[::10]) * 0.7
 
 
-def _plan(m):
-    return next(p for p in m._fast.values() if p is not None)
-
-
-def _fast_steps(m) -> int:
-    """How many of the main graph's steps run a numpy closure (not the generic wrapper)."""
-    return sum(getattr(fn, "__name__", "") != "step" for fn, *_ in _plan(m).steps)
-
-
-def _real(path: str, shape=None) -> None:
+def _real(path: str, shape=None) -> dict:
+    """The model compiles whole: one segment, no host node."""
     feeds = inputs_for(path, shape)
     m = ember.onnx.load(path, backend="numpy")
-    assert _generic_then_fast(m, feeds, rtol=1e-5)
-    assert _fast_steps(m) > 0.9 * len(_plan(m).steps)
+    stats = _generic_then_compiled(m, feeds, rtol=1e-5)
+    assert (stats["segments"], stats["host_nodes"], stats["replays"]) == (1, 0, 1), stats
+    return stats
 
 
 RAPID = rapidocr_models()
@@ -121,13 +117,13 @@ LIGHT = light_models()
 
 @pytest.mark.skipif(not RAPID, reason="pip install --no-deps rapidocr-onnxruntime==1.4.4")
 @pytest.mark.parametrize("name", sorted(SHAPES))
-def test_rapidocr_fast_plan_matches_generic(name):
+def test_rapidocr_compiled_path_matches_generic(name):
     pytest.importorskip("onnxruntime")
     _real(RAPID[name], SHAPES[name])
 
 
 @pytest.mark.parametrize("name", ["light_resnet50", "light_inception_v1", "light_squeezenet"])
-def test_light_cnn_fast_plan_matches_generic(name):
+def test_light_cnn_compiled_path_matches_generic(name):
     pytest.importorskip("onnxruntime")
     if name not in LIGHT:
         pytest.skip("no light models in this onnx wheel")
@@ -144,32 +140,43 @@ def built():
 
 @pytest.mark.parametrize("name", ["loop_rnn", "same_pool_cnn", "encoder",
                                   "efficientnet_lite0"])
-def test_built_models_fast_plan_matches_generic(name, built):
-    """A Loop whose body holds an If (both compiled), SiLU + SAME pooling, a transformer,
-    and EfficientNet-Lite0 as ember exports it (Pad -> Conv and the arithmetic batch norm
-    after each Conv fused)."""
+def test_built_models_compiled_path_matches_generic(name, built):
+    """A Loop whose body holds an If (unrolled into the trace), SiLU + SAME pooling, a
+    transformer, and EfficientNet-Lite0 as ember exports it (the arithmetic batch norm after
+    each Conv folded into it by compile_tape)."""
     pytest.importorskip("onnxruntime")
     if name == "encoder":
         pytest.importorskip("torch")
     if name not in built:
         pytest.skip(f"{name}: pretrained weights not installed")
     path = built[name]
-    if name == "efficientnet_lite0":
-        _real(path)
-        m = ember.onnx.load(path, backend="numpy")
-        m.run(inputs_for(path))
-        kinds = [n.op_type for n in _plan(m).nodes]
-        assert "Pad" not in kinds and "Sub" not in kinds  # all fused into the convs
-        return
     if name == "encoder":
         feeds = {"input_ids": np.random.default_rng(0).integers(0, 1000, (1, 128))}
         m = ember.onnx.load(path, backend="numpy")
-        assert _generic_then_fast(m, feeds)
-    else:
-        _real(path)
+        stats = _generic_then_compiled(m, feeds)
+        assert (stats["segments"], stats["host_nodes"]) == (1, 0)
+        return
+    _real(path)
+    if name == "efficientnet_lite0":
+        m = ember.onnx.load(path, backend="numpy")
+        for _ in range(2):
+            m.run(inputs_for(path))
+        (run,) = [e.run for seg in _segments_of(m) for e in seg.fn.entries.values()]
+        names = [step.name for step in _tape(m).steps]
+        # the exported batch norm's sub/mul/add after each conv, folded when compiled
+        assert names.count("float_sub") >= 10 and run.steps < len(names) - 30
 
 
-def test_fast_plan_reuses_only_fresh_single_use_values():
+def _segments_of(m):
+    return [seg for d in m._segments.values() for seg in d.segments() if seg.fn.entries]
+
+
+def _tape(m):
+    (tape,) = [t for seg in _segments_of(m) for t in seg.fn.tapes()]
+    return tape
+
+
+def test_in_place_reuse_spares_values_read_again():
     """An input read by two nodes, and a graph output read again, are never overwritten."""
     from onnx import TensorProto, helper
 
@@ -191,10 +198,11 @@ def test_fast_plan_reuses_only_fresh_single_use_values():
         want = x * (1 / (1 + np.exp(-np.maximum(x, 0))))
         np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
         np.testing.assert_allclose(w.numpy(), np.maximum(want, 0).reshape(6), rtol=1e-6)
-    assert _fast_steps(m) == len(nodes)
+    stats = m.jit_stats()
+    assert (stats["segments"], stats["host_nodes"], stats["replays"]) == (1, 0, 2)
 
 
-def test_new_input_dtypes_get_their_own_plan():
+def test_new_input_dtypes_trace_again():
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
@@ -207,14 +215,7 @@ def test_new_input_dtypes_get_their_own_plan():
         m(a, b)
         c = m(a, b).numpy()
         assert c.dtype == dt and c.tolist() == [1, 2, 3]
-    assert len(m._fast) == 2
-
-
-def test_wrap_keeps_sequences_and_absent_values():
-    backend = ember.get_backend("numpy")
-    seq = _fastbase.wrap([np.ones(2), None], backend)
-    assert isinstance(seq, list) and seq[1] is None and seq[0].shape == (2,)
-    assert _fastbase.unwrap(seq)[0].tolist() == [1.0, 1.0]
+    assert m.jit_stats()["traces"] == 2
 
 
 @pytest.mark.parametrize("n,c,h,w,kh,kw,stride,pads,dil", [
@@ -227,7 +228,7 @@ def test_wrap_keeps_sequences_and_absent_values():
     (2, 4, 7, 6, 5, 5, (2, 1), ((2, 2), (2, 2)), (1, 1)),
     (1, 8, 5, 5, 1, 1, (2, 2), ((0, 0), (0, 0)), (1, 1)),  # strided 1x1: one GEMM
 ])
-def test_numpy_conv_fast_paths_match_torch(n, c, h, w, kh, kw, stride, pads, dil):
+def test_numpy_conv_paths_match_torch(n, c, h, w, kh, kw, stride, pads, dil):
     """The numpy conv paths the ONNX models lean on (depthwise stride 1 on a flat padded
     image, 1x1 as one GEMM) against PyTorch."""
     torch = pytest.importorskip("torch")
@@ -244,7 +245,7 @@ def test_numpy_conv_fast_paths_match_torch(n, c, h, w, kh, kw, stride, pads, dil
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_errors_inside_the_fast_plan_are_reported_by_the_generic_path():
+def test_errors_on_the_compiled_path_are_the_generic_paths():
     """Same dtypes, a shape the graph cannot take: the error is the generic path's."""
     from onnx import TensorProto, helper
 
@@ -256,7 +257,7 @@ def test_errors_inside_the_fast_plan_are_reported_by_the_generic_path():
     m = ember.onnx.load(helper.make_model(graph), backend="numpy")
     ok = np.arange(6, dtype=np.float32)
     m(ok)
-    assert m(ok).shape == (2, 3)  # through the fast plan
+    assert m(ok).shape == (2, 3)  # replayed
     m.fast = False
     with pytest.raises(Exception) as generic:
         m(np.arange(5, dtype=np.float32))
@@ -268,9 +269,10 @@ def test_errors_inside_the_fast_plan_are_reported_by_the_generic_path():
 
 
 def test_conv_affine_fusion_and_its_full_size_guard():
-    """Conv -> Mul by a per-channel constant stored at full 4x4 size -> Add per-channel:
-    folded into the conv; an input whose conv output is not 4x4 cannot broadcast with it,
-    and the fused step must not hide that (the generic path's error, not a result)."""
+    """Pad -> Conv -> Mul by a per-channel constant stored at full 4x4 size -> Add
+    per-channel: folded into the conv; an input whose conv output is not 4x4 cannot
+    broadcast with it, and the fold must not hide that (the generic path's error, not a
+    result)."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
@@ -294,7 +296,8 @@ def test_conv_affine_fusion_and_its_full_size_guard():
     m.fast = True
     m(x)
     np.testing.assert_allclose(m(x).numpy(), want, rtol=1e-5, atol=1e-5)
-    assert [n.op_type for n in _plan(m).nodes] == ["Conv"]  # Pad, Mul and Add folded in
+    (run,) = [e.run for seg in _segments_of(m) for e in seg.fn.entries.values()]
+    assert run.steps == 2  # the pad and the conv: Mul and Add folded in
     small = rng.standard_normal((1, 2, 2, 2)).astype(np.float32)  # conv output 2x2
     m.fast = False
     with pytest.raises(Exception) as generic:
@@ -318,3 +321,99 @@ def test_numpy_dense_conv_in_row_tiles_matches_torch(c, co, h, k, s, p):
     want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), stride=s,
                                       padding=p).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def _model(nodes, inputs, outputs, inits=()):
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_node_reading_data_runs_on_the_host_between_compiled_segments():
+    """NonZero's output shape is its input's data: it runs eagerly; the nodes before and
+    after it replay compiled (the one after per distinct count), each input checked against
+    numpy."""
+    from onnx import TensorProto, helper
+
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["i"]),
+             helper.make_node("Transpose", ["i"], ["t"]),
+             helper.make_node("Cast", ["t"], ["tf"], to=f),
+             helper.make_node("ReduceSum", ["tf"], ["y"], keepdims=0)]
+    m = ember.onnx.load(_model(nodes, [helper.make_tensor_value_info("x", f, [6])],
+                               [helper.make_tensor_value_info("y", f, None)]), backend="numpy")
+    rng = np.random.default_rng(0)
+    for k in range(12):
+        x = rng.standard_normal(6).astype(np.float32) * (k % 3)
+        want = np.nonzero(np.maximum(x, 0))[0].sum(dtype=np.float64)
+        assert m(x).numpy() == pytest.approx(want)
+    stats = m.jit_stats()
+    assert (stats["segments"], stats["host_nodes"]) == (2, 1)
+    assert stats["replays"] > stats["traces"]
+    assert "(NonZero)" in m.jit_fallback and m.jit_fallback.count("\n") == 0
+
+
+def test_a_loop_with_a_data_trip_count_compiles_its_body():
+    """A Loop whose trip count is an input value can't be unrolled into one trace: it runs
+    on the host, and its body replays as a compiled segment at every iteration."""
+    from onnx import TensorProto, helper
+
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["h_in", "w"], ["m"]), helper.make_node("Tanh", ["m"], ["h"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"])], "body",
+        [helper.make_tensor_value_info("i", i64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_in", f, [3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h", f, [3])])
+    w = np.array([0.5, -1.5, 2.0], np.float32)
+    m = ember.onnx.load(_model(
+        [helper.make_node("Loop", ["n", "", "h0"], ["y"], body=body)],
+        [helper.make_tensor_value_info("n", i64, []), helper.make_tensor_value_info("h0", f, [3])],
+        [helper.make_tensor_value_info("y", f, [3])],
+        [helper.make_tensor("w", f, [3], w)]), backend="numpy")
+    h0 = np.array([0.1, 0.2, -0.3], np.float32)
+    for n in (3, 5, 2):
+        want = h0.astype(np.float64)
+        for _ in range(n):
+            want = np.tanh(want * w)
+        np.testing.assert_allclose(m(np.array(n), h0).numpy(), want, rtol=1e-6)
+    stats = m.jit_stats()
+    assert stats["host_nodes"] == 1 and "(Loop)" in m.jit_fallback
+    assert stats["traces"] == 1 and stats["replays"] == 3 + 5 + 2 - 1
+
+
+def test_shapes_from_data_past_the_signature_cap_run_eagerly():
+    """A segment fed more distinct shapes than MAX_SIGNATURES runs further new ones eagerly
+    (the values stay right; no tape per shape piles up)."""
+    from onnx import TensorProto, helper
+
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("NonZero", ["x"], ["i"]), helper.make_node("Neg", ["i"], ["y"])]
+    m = ember.onnx.load(_model(nodes, [helper.make_tensor_value_info("x", f, [40])],
+                               [helper.make_tensor_value_info("y", TensorProto.INT64, None)]),
+                        backend="numpy")
+    for k in range(_segments.MAX_SIGNATURES + 4):
+        x = (np.arange(40) < k).astype(np.float32)
+        np.testing.assert_array_equal(m(x).numpy(), -np.nonzero(x)[0][None])
+    assert m.jit_stats()["traces"] == _segments.MAX_SIGNATURES
+
+
+def test_a_backend_recording_gradients_runs_the_generic_path():
+    """A replay records no gradients: under Autodiff the module runs node by node, and the
+    gradient reaches the input."""
+    from onnx import TensorProto, helper
+
+    f = TensorProto.FLOAT
+    m = ember.onnx.load(_model([helper.make_node("Mul", ["x", "x"], ["y"])],
+                               [helper.make_tensor_value_info("x", f, [3])],
+                               [helper.make_tensor_value_info("y", f, None)]),
+                        backend="autodiff-numpy")
+    for _ in range(3):
+        x = ember.tensor([1.0, 2.0, 3.0], backend="autodiff-numpy").require_grad()
+        m(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 4.0, 6.0]
+    assert m.jit_stats() is None
+
