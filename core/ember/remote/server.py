@@ -281,7 +281,13 @@ class Server:
     @property
     def op_process(self) -> int | None:
         """The process id of the worker running large ops, while one runs (see
-        :mod:`~ember.remote.opworker`); None for a backend that runs them in the server."""
+        :mod:`~ember.remote.opworker`); None for a backend that runs them in the server.
+
+        >>> server = Server("numpy", port=0, token="example-token").start()
+        >>> server.op_process is None  # the first large op starts it
+        True
+        >>> server.stop()
+        """
         return None if self._op_process is None else self._op_process.pid
 
 
