@@ -167,7 +167,8 @@ class Server:
         # attribute for each frame it parses)
         ws.protocol.max_message_size = self.limits.max_frame_bytes
         loop = asyncio.get_running_loop()
-        session = Session(self.backend, self.limits, self._op_process)
+        session = Session(self.backend, self.limits,
+                          self._op_process.run if self._op_process is not None else None)
         self.sessions.add(session)
         try:
             await ws.send(self._welcome)

@@ -25,7 +25,7 @@ and a read of one answers the error, which the client raises as its original typ
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 from .. import dtype as dt
 from ..contract import registry
@@ -36,7 +36,6 @@ from . import protocol
 from .cost import op_cost
 from .errors import LimitError, ProtocolError
 from .limits import ServerLimits
-from .opworker import OpWorker
 from .scheduler import LIGHT_WORK
 
 _MAX_ID = 1 << 53
@@ -61,10 +60,11 @@ class Session:
     """
 
     def __init__(self, backend, limits: ServerLimits | None = None,
-                 offload: OpWorker | None = None):
+                 offload: Callable[[list, int, str], list] | None = None):
         self.backend = backend
         self.limits = limits or ServerLimits()
-        #: where ops of more than LIGHT_WORK run (:mod:`~ember.remote.opworker`); None: here
+        #: runs the batch of an op of more than LIGHT_WORK elsewhere and returns its replies
+        #: (:meth:`~ember.remote.opworker.OpWorker.run`); None: such ops run here
         self.offload = offload
         self.tensors: dict[int, tuple] = {}  # id → (primitive, Spec, nbytes)
         self.failed: dict[int, tuple[str, str]] = {}  # id → (error type name, message)
@@ -288,7 +288,7 @@ class Session:
         records += [rec, *(["read", k, i] for k, i in enumerate(rec[2]))]
         budget = 3 * (offset + result_bytes) + scratch
         results = []
-        for reply in self.offload.run(protocol.batch_parts(records, blobs), budget, op.name):
+        for reply in self.offload(protocol.batch_parts(records, blobs), budget, op.name):
             _, header, payload = protocol.decode_reply(reply)
             if "error" in header:
                 raise _Failed(tuple(header["error"]))
