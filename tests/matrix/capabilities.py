@@ -12,6 +12,9 @@ BIG = ("efficientnet_lite0", "efficientnet_lite0.onnx", "minilm", "minilm.onnx",
 
 _PYTHON = ("the pure-Python backend (Pyodide's fallback without numpy or wasm) runs small models "
            "only: a model of millions of weights takes minutes there")
+_MICRO_PURE = ("the pure-MicroPython tier (no ulab, no native kernels) runs small models only: "
+               "EfficientNet-Lite0 takes 30-40 s per 64x64 image on the unix port, minutes on "
+               "a board")
 _TOKENS = ("the micro model format takes one float image/vector input; a text encoder takes "
            "token ids and a mask")
 
@@ -24,33 +27,33 @@ _GENERATED = ("a generated module (a file per run) is not shipped to the page; i
 ONNX_ROWS = ("mnist_cnn.onnx", "mnist_cnn.int8-qdq.onnx", "efficientnet_lite0.onnx",
              "minilm.onnx", "lstm_gru.onnx", "ppocr_cls.onnx")
 BROWSER = ("browser wasm", "browser webgpu")
+MCU = ("mcu native", "mcu pure", "mcu ulab")  # a refusal at export time holds for every tier
+
 
 NOT_RUN: dict[tuple[str, str], str] = {
     **{(name, col): _ONNX_IN_PAGE for name in ONNX_ROWS for col in BROWSER},
     **{(name, col): _PAGE_SIZE for name in ("efficientnet_lite0", "minilm") for col in BROWSER},
     **{("mnist_cnn.converted", col): _GENERATED for col in BROWSER},
     **{(name, "python"): _PYTHON for name in BIG},
-    ("minilm", "mcu → ember_micro"): _TOKENS,
-    ("minilm.onnx", "mcu → ember_micro"): _TOKENS,
+    **{(name, col): _TOKENS for name in ("minilm", "minilm.onnx") for col in MCU},
+    **{(name, "mcu pure"): _MICRO_PURE for name in ("efficientnet_lite0",
+                                                   "efficientnet_lite0.onnx")},
 }
 
-#: (row, column) -> (ember error type name, a piece of its message, the reason printed)
-REFUSALS: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("mnist_cnn.int8-qdq.onnx", "mcu → ember_micro"): (
+#: row -> (ember error type name, a piece of its message, the reason printed) on every MCU tier
+_MCU_REFUSALS = {
+    "mnist_cnn.int8-qdq.onnx": (
         "UnsupportedOpError", "runs float_round",
         "the micro format's int8 layers come from ember.export(int8=True) or ember.quantize; "
         "an ONNX QDQ graph's QuantizeLinear (round and clip in float) has no micro layer"),
-    ("efficientnet_lite0.onnx", "mcu → ember_micro"): (
-        "UnsupportedOpError", "runs slice_assign",
-        "the torch export pads before each stride-2 depthwise conv with a Pad node (built "
-        "from ConstantOfShape/Slice/Concat), traced as slice_assign, which the micro lowering "
-        "has no layer for; ember's own EfficientNet-Lite0 (SamePad2d) exports"),
-    ("lstm_gru.onnx", "mcu → ember_micro"): (
+    "lstm_gru.onnx": (
         "ShapeError", "must be (features,) or (C, H, W)",
         "the micro format has no recurrent layers; its input is (features,) or (C, H, W), not "
         "a sequence"),
-    ("ppocr_cls.onnx", "mcu → ember_micro"): (
-        "UnsupportedOpError", "runs float_maximum",
-        "PaddleOCR's HardSigmoid and Clip (its squeeze-excitation and hard-swish blocks) "
-        "trace to max/min ops, which the micro lowering has no layer for"),
+    "ppocr_cls.onnx": (
+        "UnsupportedOpError", "runs float_mul, which combines two activations",
+        "PaddleOCR's squeeze-excitation blocks multiply the activation by a gate computed "
+        "from it (a branch): the micro runtime runs one chain with x + f(x) shortcuts only"),
 }
+REFUSALS: dict[tuple[str, str], tuple[str, str, str]] = {
+    (name, col): refusal for name, refusal in _MCU_REFUSALS.items() for col in MCU}

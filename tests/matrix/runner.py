@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from capabilities import NOT_RUN, REFUSALS
-from targets import COLUMNS
+from targets import COLUMNS, Unavailable
 
 
 @dataclass
@@ -53,6 +53,8 @@ def run_cell(row, column: str) -> Cell:
     start = time.perf_counter()
     try:
         out = COLUMNS[column](row)
+    except Unavailable as e:  # this machine lacks the target (the reason says what)
+        return Cell("n/a", str(e))
     except Exception as e:  # noqa: BLE001 - every outcome becomes a cell
         took = time.perf_counter() - start
         if refusal and type(e).__name__ == refusal[0] and refusal[1] in str(e):

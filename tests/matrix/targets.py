@@ -5,8 +5,9 @@ float64 numpy array (batch 1), or raises what the target raised.
 - ``fusion+jit``: the module on ``ember.Fusion(backend)`` through ``ember.jit`` (the first
   call traces, the second replays the tape: the replay is what is checked);
 - ``onnx export``: ``ember.onnx.export`` of the module, run by onnxruntime;
-- ``mcu``: ``ember.export`` to a micro model file, run by ``ember_micro`` on the unix
-  MicroPython that embedded/build_micropython.sh builds (its native kernels when they load);
+- ``mcu``: ``ember.export`` to a micro model file, run by ``ember_micro`` with one kernel tier:
+  native (.mpy C kernels) and pure on the unix MicroPython that embedded/build_micropython.sh
+  builds, ulab on the real ulab firmware in ``shared/ulab`` beside the checkout;
 - ``browser``: ember in Pyodide in headless Chromium, on wasm or WebGPU (browser.py).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import numpy as np
 
@@ -22,6 +24,7 @@ import ember.jit
 from browser import browser_column
 
 MCU_HEAP = "8M"  # the unix port: the matrix checks numbers, tests/embedded checks board heaps
+ULAB_DIR = Path(__file__).resolve().parents[3] / "shared" / "ulab"  # beside the checkout
 
 
 def _tensors(row, backend):
@@ -67,15 +70,37 @@ def onnx_export(row):
         return np.asarray(sess.run(None, feeds)[0], np.float64)
 
 
-def mcu(row):
-    from ember.export import export, run_on_micropython
+class Unavailable(Exception):
+    """The target's firmware is not on this machine (the cell says so instead of a number)."""
 
-    with tempfile.TemporaryDirectory(prefix="ember-matrix-") as tmp:
-        path = os.path.join(tmp, "model.emb")
-        (x,) = row.inputs
-        export(row.make(), path, x.shape[1:])
-        run = run_on_micropython(path, x, logits=True, heapsize=MCU_HEAP, timeout=120)
-        return np.asarray(run.logits, np.float64)
+
+def _ulab_firmware() -> str:
+    """The real ulab firmware's common board build (2-D, float32) beside the checkout."""
+    path = ULAB_DIR / "micropython-ulab-2d-f32"
+    if not os.access(path, os.X_OK):
+        raise Unavailable(f"real ulab firmware not found at {path} (ulab is in no package "
+                          "registry; a checkout needs shared/ulab beside it)")
+    return str(path)
+
+
+def mcu(tier: str):
+    """``ember.export`` to a micro model file, run by ember_micro's ``tier`` kernels."""
+
+    def run(row):
+        from ember.export import export, run_on_micropython
+
+        firmware = _ulab_firmware() if tier == "ulab" else None
+        with tempfile.TemporaryDirectory(prefix="ember-matrix-") as tmp:
+            path = os.path.join(tmp, "model.emb")
+            (x,) = row.inputs
+            export(row.make(), path, x.shape[1:])
+            out = run_on_micropython(path, x, tier=tier, logits=True, heapsize=MCU_HEAP,
+                                     timeout=300, micropython=firmware)
+        if out.tier != tier:
+            raise RuntimeError(f"ember_micro ran the {out.tier} tier, not {tier}: {out.why}")
+        return np.asarray(out.logits, np.float64)
+
+    return run
 
 
 #: column name -> how it runs a row
@@ -87,7 +112,9 @@ COLUMNS = {
     "fusion+jit wgpu": fusion_jit("wgpu"),
     "fusion+jit wasm": fusion_jit("wasm"),
     "onnx export → ort": onnx_export,
-    "mcu → ember_micro": mcu,
+    "mcu native": mcu("native"),
+    "mcu pure": mcu("pure"),
+    "mcu ulab": mcu("ulab"),
     "browser wasm": browser_column("wasm"),
     "browser webgpu": browser_column("wgpu"),
 }
