@@ -64,7 +64,8 @@ def compile_tape(backend, tape: Tape):
         layout = first if folded is tape else _Layout(folded)
         reuse = _reuse_plan(backend, folded, facts)
         state["program"] = [(_bind(folded, step, layout.index, backend, reuse.get(k),
-                                   _unbroadcast(folded, step, facts)), d)
+                                   _unbroadcast(folded, step, facts),
+                                   facts.get(step.out, (None, None))[1]), d)
                             for k, (step, d) in enumerate(zip(folded.steps, layout.dead))]
         state["layout"] = layout
         run.reused, run.steps = len(reuse), len(folded.steps)
@@ -153,16 +154,16 @@ def _getter(place, value):
 
 
 def _bind(tape: Tape, step, index: dict[int, int], backend, target: int | None = None,
-          bound: dict | None = None):
+          bound: dict | None = None, dtype=None):
     """The step as ``step(env)`` writing its results into ``env``; ``target``: the operand
-    (argument position) an :data:`INPLACE` step writes into; ``bound``: constants bound in
-    another form (slot -> value)."""
+    (argument position) an :data:`INPLACE` step writes into, ``dtype`` its result's;
+    ``bound``: constants bound in another form (slot -> value)."""
     out = step.out
     if step.fn is not None:  # feed, random: this call's arguments
         method, fn = tape.method(step.name), step.fn
         return _store(lambda env: method(*fn()), out, index)
     if target is not None:
-        return _inplace(tape, step, index, target)
+        return _inplace(tape, step, index, target, dtype)
     method = tape.method(step.name)
     parts = [_value(a, tape, index, bound) for a in step.args]
     kw = {k: _value(v, tape, index, bound) for k, v in step.kwargs.items()}
@@ -199,10 +200,11 @@ def _store(call, out, index: dict[int, int]):
     return step
 
 
-def _inplace(tape: Tape, step, index: dict[int, int], target: int):
-    """An :data:`INPLACE` step writing into its operand at position ``target``."""
+def _inplace(tape: Tape, step, index: dict[int, int], target: int, dtype):
+    """An :data:`INPLACE` step writing into its operand at position ``target``; its literal
+    operands as scalars of the result's ``dtype`` (a Python int costs a conversion a call)."""
     ufunc, extra = INPLACE[step.name]
-    parts = [_value(a, tape, index) for a in step.args] + [(None, e) for e in extra]
+    parts = [_value(a, tape, index) for a in step.args] + [(None, dtype.type(e)) for e in extra]
     t, o = parts[target][0], index[step.out]
     if len(parts) == 1:
         def unary(env):
