@@ -32,7 +32,8 @@ demo: $(STAMP)-demo $(STAMP)-npm $(STAMP)-webdist
 # on Mesa lavapipe; checked-numpy also checks every op's declared shape/dtype rule), the
 # browser suite (Chromium + SwiftShader), embedded (real MicroPython), the model matrix
 # (tests/matrix: every real model on every target; it rewrites docs/what_runs_where.md), a
-# short seeded fuzz, and tests/install: the built wheel in a fresh venv (needs what $(STAMP)-web and -embedded set up).
+# short seeded fuzz, and tests/install: the built wheel in a fresh venv (needs what
+# $(STAMP)-web and -embedded set up).
 # router-X-Y is Router(X, Y); remote-X a Remote client of a server on 127.0.0.1 serving X.
 BACKENDS := numpy,python,wasm,autodiff-wasm,autodiff-numpy,autodiff-python,wgpu,autodiff-wgpu,checked-numpy,fusion-numpy,fusion-wgpu,autodiff-fusion-wgpu,router-wgpu-numpy,autodiff-router-wgpu-numpy,remote-numpy,autodiff-remote-numpy,remote-wgpu
 
