@@ -9,17 +9,24 @@
 // Launched from core/ember/backends/wgpu/quant.py.
 
 //! code
-// the int8 code of x at scale s: rounded half away from zero, clamped to ±127
-fn code(x: f32, s: f32) -> i32 {
-    let v = x / s;
-    let q = i32(min(floor(abs(v) + 0.5), 127.0));
-    return select(q, -q, v < 0.0);
+// The one rounding of every quantized kernel (ember/contract/rounding.py's round_code): v
+// rounded half away from zero, clamped to [lo, hi] (integer-valued bounds), NaN to 0 (tested
+// on the bits: drivers may fold v != v away). trunc(v) moves one away from zero where
+// |v - trunc(v)| >= 0.5: the difference is exact, so no rounding mode changes a code
+// (floor(|v| + 0.5) would take 0.49999997 to 1). Every kernel with "requant" has this section.
+fn round_code(v: f32, lo: f32, hi: f32) -> i32 {
+    if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) { return 0; }
+    let c = clamp(v, lo, hi);
+    let t = trunc(c);
+    let f = c - t;
+    return i32(t) + select(0, 1, f >= 0.5) - select(0, 1, f <= -0.5);
 }
 
-// the unsigned code (qlinear_u8 / qconv_u8): rounded half up, clamped to 0..255
-fn code_u8(x: f32, s: f32) -> i32 {
-    return i32(clamp(floor(x / s + 0.5), 0.0, 255.0));
-}
+// the int8 code of x at scale s: -127..127
+fn code(x: f32, s: f32) -> i32 { return round_code(x / s, -127.0, 127.0); }
+
+// the unsigned code (qlinear_u8 / qconv_u8): 0..255
+fn code_u8(x: f32, s: f32) -> i32 { return round_code(x / s, 0.0, 255.0); }
 
 // byte j (sign-extended) of a packed word
 fn byte_of(word: u32, j: u32) -> i32 {
@@ -74,8 +81,7 @@ fn requant_at(acc: f32, m: f32, c: f32) -> u32 {
     let v = fma(acc, m, c);
     let lo = f32(bitcast<i32>(prm[{{LO_AT}}u]));
     let hi = f32(bitcast<i32>(prm[{{LO_AT}}u + 1u]));
-    let q = clamp(sign(v) * floor(abs(v) + 0.5), lo, hi);
-    return bitcast<u32>(i32(q)) & 0xffu;
+    return bitcast<u32>(round_code(v, lo, hi)) & 0xffu;
 }
 
 // four sums of one channel, packed

@@ -74,18 +74,14 @@ static int qt_output(qt_out *o, const float *w_scale, const float *bias, float s
     return 0;
 }
 
-/* one output, dst[i]: the code qt_emit8 gives (the same float sum |v| + 0.5; the clamp
- * before or after the rounding gives the same integer; NaN gives hi in both) */
+/* one output, dst[i]: the float or code qt_emit8 gives (the same v and qt_round4) */
 static inline void qt_emit1(qt_out o, int32_t sum, float s, float f, void *dst, size_t i) {
     const float v = (float)sum * s + f;
     if (!o.codes) {
         ((float *)dst)[i] = v;
         return;
     }
-    const float a = __builtin_floorf(__builtin_fabsf(v) + 0.5f);
-    int32_t q = a < 255.0f ? (int32_t)a : 255;
-    q = v < 0 ? -q : q;
-    q = q < o.lo ? o.lo : q > o.hi ? o.hi : q;
+    const int32_t q = qt_round1(v, o.lo, o.hi);
     if (o.u8)
         ((uint8_t *)dst)[i] = (uint8_t)q;
     else

@@ -23,28 +23,38 @@ typedef struct {
 extern qt_buf qt_codes, qt_plane, qt_offs, qt_row; /* shared by em_qconv and depthwise */
 void *qt_grow(qt_buf *b, size_t bytes);
 
-/* ================================================================ quantization */
-static inline int32_t qt_code(float x, float s, int u) {
-    float v = x / s, a = __builtin_floorf(__builtin_fabsf(v) + 0.5f);
-    const int32_t top = u ? 255 : 127;
-    int32_t q = a < (float)top ? (int32_t)a : top; /* NaN gives the top, as in SIMD */
-    return v < 0 ? (u ? 0 : -q) : q;
+/* ================================================================ rounding */
+/* The one rounding of every quantized kernel (ember/contract/rounding.py's round_code): the
+ * codes of four floats v, rounded half away from zero, clamped to [lo, hi] (integer-valued
+ * bounds), NaN to 0, as i32 lanes. trunc(v) moves one away from zero where |v - trunc(v)| >=
+ * 0.5 (the difference is exact, so no rounding mode changes a code; floor(|v| + 0.5) would
+ * take 0.49999997 to 1); clamped first, the same codes (rounding is monotone). Scalar
+ * callers take lane 0 (qt_round1): this is the only definition. */
+static inline __attribute__((always_inline)) v128_t qt_round4(v128_t v, v128_t lo, v128_t hi) {
+    v = wasm_v128_and(v, wasm_f32x4_eq(v, v)); /* NaN -> 0 */
+    v = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(hi, v));
+    const v128_t t = wasm_f32x4_trunc(v), f = wasm_f32x4_sub(v, t);
+    const v128_t up = wasm_f32x4_ge(f, wasm_f32x4_splat(0.5f)); /* all ones: -1 */
+    const v128_t down = wasm_f32x4_le(f, wasm_f32x4_splat(-0.5f));
+    return wasm_i32x4_add(wasm_i32x4_sub(wasm_i32x4_trunc_sat_f32x4(t), up), down);
 }
 
-/* codes of four floats, as i32 lanes (u: unsigned, 0..255; NaN gives the top code, as
- * qt_code does) */
+static inline int32_t qt_round1(float v, int32_t lo, int32_t hi) {
+    return wasm_i32x4_extract_lane(qt_round4(wasm_f32x4_splat(v), wasm_f32x4_splat((float)lo),
+                                             wasm_f32x4_splat((float)hi)),
+                                   0);
+}
+
+/* ================================================================ quantization */
+/* the input code of x at scale s (u: unsigned, 0..255, else -127..127) */
+static inline int32_t qt_code(float x, float s, int u) {
+    return qt_round1(x / s, u ? 0 : -127, u ? 255 : 127);
+}
+
+/* codes of four floats, as i32 lanes (as qt_code) */
 static inline __attribute__((always_inline)) v128_t qt_q4(v128_t x, v128_t vs, int u) {
-    v128_t v = wasm_f32x4_div(x, vs);
-    /* truncating |v| + 0.5 (never negative) is its floor */
-    if (u) {
-        v128_t a = wasm_f32x4_add(v, wasm_f32x4_splat(0.5f));
-        a = wasm_f32x4_pmax(wasm_f32x4_splat(0.0f), wasm_f32x4_pmin(wasm_f32x4_splat(255.0f), a));
-        return wasm_i32x4_trunc_sat_f32x4(a);
-    }
-    v128_t a = wasm_f32x4_add(wasm_f32x4_abs(v), wasm_f32x4_splat(0.5f));
-    v128_t r = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_pmin(wasm_f32x4_splat(127.0f), a));
-    v128_t neg = wasm_f32x4_lt(v, wasm_f32x4_splat(0.0f));
-    return wasm_i32x4_sub(wasm_v128_xor(r, neg), neg);
+    return qt_round4(wasm_f32x4_div(x, vs), wasm_f32x4_splat(u ? 0.0f : -127.0f),
+                     wasm_f32x4_splat(u ? 255.0f : 127.0f));
 }
 
 /* codes of eight floats, as i16 lanes */
@@ -88,23 +98,6 @@ typedef struct {
 
 static inline size_t qt_esize(qt_out o) { return o.codes ? 1 : sizeof(float); }
 
-/* four codes of v: sign(v) * floor(|v| + 0.5) clamped to [lo, hi] (float bounds), as i32
- * lanes. Clamped first (the same codes: the bounds are integers and rounding is monotonic),
- * rounded as trunc(c + copysign(0.5, c)) (the float sum |c| + 0.5, signed), then made an
- * integer by adding 1.5 * 2^23 (exact for these small integers, whose value then sits in the
- * low mantissa bits) and subtracting its bit pattern: fewer instructions than
- * i32x4.trunc_sat's range checks. NaN gives hi */
-static inline __attribute__((always_inline)) v128_t qt_round4(v128_t v, v128_t lo, v128_t hi,
-                                                              int u8) {
-    const v128_t magic = wasm_f32x4_splat(12582912.0f);
-    const v128_t c = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(hi, v));
-    const v128_t half = u8 ? wasm_f32x4_splat(0.5f) /* lo >= 0: c is never negative */
-                           : wasm_v128_or(wasm_v128_and(c, wasm_i32x4_splat(INT32_MIN)),
-                                          wasm_f32x4_splat(0.5f));
-    return wasm_i32x4_sub(wasm_f32x4_add(wasm_f32x4_trunc(wasm_f32x4_add(c, half)), magic),
-                          magic);
-}
-
 /* eight outputs from their sums (a0: the first four) and factors (s0, f0: the first four's):
  * w of them stored at dst as float32 or codes */
 static inline __attribute__((always_inline)) void qt_emit8(qt_out o, v128_t a0, v128_t a1,
@@ -117,12 +110,12 @@ static inline __attribute__((always_inline)) void qt_emit8(qt_out o, v128_t a0, 
     if (o.codes) {
         const v128_t lo = wasm_f32x4_splat((float)o.lo), hi = wasm_f32x4_splat((float)o.hi);
         if (o.u8) {
-            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi, 1),
-                                                     qt_round4(v1, lo, hi, 1));
+            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi),
+                                                     qt_round4(v1, lo, hi));
             wasm_v128_store64_lane(to, wasm_u8x16_narrow_i16x8(h, h), 0);
         } else {
-            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi, 0),
-                                                     qt_round4(v1, lo, hi, 0));
+            const v128_t h = wasm_i16x8_narrow_i32x4(qt_round4(v0, lo, hi),
+                                                     qt_round4(v1, lo, hi));
             wasm_v128_store64_lane(to, wasm_i8x16_narrow_i16x8(h, h), 0);
         }
     } else {

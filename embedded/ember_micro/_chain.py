@@ -37,8 +37,20 @@ def _clamp(v, a):
     return -a if v < -a else (a if v > a else v)
 
 
-def _round(v):  # half away from zero, as on every tier
-    return int(v + 0.5) if v >= 0.0 else int(v - 0.5)
+def round_code(v, lo, hi):
+    # ember.contract.rounding.round_code, the one rounding of every tier: MicroPython can't
+    # import ember, so this copy is held to it bit for bit by tests/unit/test_rounding.py.
+    # Half away from zero, clamped to the ints [lo, hi], NaN -> 0; v - int(v) is exact, so
+    # single-precision firmware rounds as double does (int(v + 0.5) takes 0.49999997 to 1)
+    if v != v:
+        return 0
+    if v <= lo:
+        return lo
+    if v >= hi:
+        return hi
+    t = int(v)
+    f = v - t
+    return t + 1 if f >= 0.5 else (t - 1 if f <= -0.5 else t)
 
 
 def _row(r, bq, acc_max):
@@ -48,7 +60,7 @@ def _row(r, bq, acc_max):
     # accumulators only reach +-acc_max: the bounds are clamped there (as floats, before int)
     lo = _floor(_clamp((-127.5 - bq) / r - 1.0, acc_max))
     hi = _floor(_clamp((127.5 - bq) / r + 1.0, acc_max)) + 1
-    c0 = _round(_clamp(-bq / r, acc_max))
+    c0 = round_code(-bq / r, -acc_max, acc_max)
     c0 = lo if c0 < lo else (hi if c0 > hi else c0)
     d = hi - c0 if hi - c0 > c0 - lo else c0 - lo
     # r * 2^S = MH + ML / 2^K, and d * ML is taken in two halves (d = dh * 2^SPLIT + dl,
@@ -67,10 +79,10 @@ def _row(r, bq, acc_max):
         # a long int (or raise OverflowError on firmware without them)
         if r * big * (d + 1) < SMALL and -SMALL < e * big < SMALL:
             mh = _floor(r * big)
-            ml = _round((r * big - mh) * (1 << k))
+            ml = round_code((r * big - mh) * (1 << k), 0, 1 << k)
             if ml >= 1 << k:
                 mh, ml = mh + 1, ml - (1 << k)
-            o = _round(e * big)
+            o = round_code(e * big, -SMALL, SMALL)
             if d * mh + d + 2 + (o if o >= 0 else -o) < SMALL:
                 return lo, hi, c0, mh, ml, k, o, s
         s -= 1
@@ -101,7 +113,7 @@ def _clamp_for(code, inv, qmin, qmax):
         qmin = 0
     if code == 2:
         q6 = 6.0 * inv
-        q6 = _round(q6 if q6 < 127.0 else 127.0)
+        q6 = round_code(q6, 0, 127)
         qmax = q6 if q6 < qmax else qmax
     return qmin, qmax
 

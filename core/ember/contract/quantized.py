@@ -4,15 +4,16 @@ rescaled to float in the same op (``ember.quantize``'s layers call them).
 Both ops take a float input ``x`` and quantize it on the way in, with one scale for the
 whole tensor (symmetric, zero point 0, like the microcontroller runtime)::
 
-    q[i]   = clamp(sign(v) * floor(|v| + 0.5), -127, 127),   v = x[i] / in_scale
+    q[i]   = round_code(v, -127, 127),                      v = x[i] / in_scale
     acc[o] = sum_k q[k] * weight[o, k]                         (exact int32)
     y[o]   = float(acc[o]) * (in_scale * w_scale[o]) + bias[o]
 
 ``weight`` is int8, ``w_scale`` (C_out,) and ``in_scale`` (1,) are float tensors of ``x``'s
 dtype, ``bias`` is (C_out,) (``qconv``: or None; ``qlinear`` takes only tensors, the fast
 path of decorators like Router); the products and sums run in ``x``'s dtype in the order
-written. Rounding is half away from zero on every target (C has no cheap banker's rounding);
-a NaN input gives an unspecified code. Backends override the defaults with integer kernels.
+written. ``round_code`` (:mod:`ember.contract.rounding`, the one rounding of every target):
+half away from zero, clamped, NaN to code 0. Backends override the defaults with integer
+kernels.
 
 The default bodies use primitives only: ``qlinear`` an int32 matmul (exact),
 ``qconv`` the float ``conv`` on the integer values (exact while
@@ -21,7 +22,7 @@ The default bodies use primitives only: ``qlinear`` an int32 matmul (exact),
 ``qlinear_u8`` and ``qconv_u8`` are the same ops with *unsigned* input codes, for inputs that
 are never negative (after ReLU/ReLU6; ``ember.quantize`` picks them from the calibration)::
 
-    q[i] = clamp(sign(v) * floor(|v| + 0.5), 0, 255)
+    q[i] = round_code(v, 0, 255)
 
 twice the resolution of ±127 over the same range (negative inputs give code 0; zero, the
 convolutions' padding, is still code 0, so no zero point is needed). Products are
@@ -36,7 +37,7 @@ into that clamp)::
 
     m[o]   = (in_scale * w_scale[o]) / out_scale,   c[o] = bias[o] / out_scale
     v[o]   = float(acc[o]) * m[o] + c[o]              (a fused multiply-add is allowed)
-    out[o] = clamp(sign(v) * floor(|v| + 0.5), out_lo, out_hi)
+    out[o] = round_code(v[o], out_lo, out_hi)
 
 as uint8 when ``out_lo >= 0``, else int8 (``-127 <= out_lo <= out_hi``, ``out_hi <= 255``, and
 ``<= 127`` for int8). ``bias`` is a tensor (zeros for a layer without one). The float
@@ -49,6 +50,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from .convolution import _conv_shape
 from .registry import Kind, Spec, declare
+from .rounding import round_codes
 from .windows import along, trailing
 
 LEVELS = 127  # codes are -127..127: the range is symmetric, so -x quantizes to -q
@@ -132,16 +134,11 @@ def input_codes(b, x, in_scale, unsigned: bool, like):
 
 
 def quantize_codes(b, x, in_scale, unsigned: bool = False):
-    """``x / in_scale`` rounded half away from zero and clamped to ±127 (``unsigned``:
+    """The codes of ``x / in_scale`` (``round_code``, clamped to ±127; ``unsigned``:
     0..255), as integer-valued floats of ``x``'s dtype (primitives only)."""
     shape = tuple(b.shape(x))
     v = b.float_div(x, b.expand(b.reshape(in_scale, (1,) * len(shape)), shape))
-    half = b.full(shape, 0.5, b.dtype(x))
-    mag = b.float_floor(b.float_add(b.float_abs(v), half))
-    q = b.float_mul(b.float_sign(v), mag)
-    lo, hi = code_range(unsigned)
-    top = b.full(shape, float(hi), b.dtype(x))
-    return b.float_maximum(b.float_minimum(q, top), b.full(shape, float(lo), b.dtype(x)))
+    return round_codes(b, v, *code_range(unsigned))
 
 
 def _out_scale(b, w_scale, in_scale):
@@ -204,10 +201,7 @@ def _requantize(b, acc, w_scale, bias, in_scale, out_scale, out_lo, out_hi, axis
     m, c = requant_factors(b, w_scale, bias, in_scale, out_scale)
     v = b.float_add(b.float_mul(acc, along(b, m, shape, axis, b.dtype(acc))),
                     along(b, c, shape, axis, b.dtype(acc)))
-    half = b.full(shape, 0.5, b.dtype(acc))
-    q = b.float_mul(b.float_sign(v), b.float_floor(b.float_add(b.float_abs(v), half)))
-    q = b.float_maximum(b.float_minimum(q, b.full(shape, float(out_hi), b.dtype(acc))),
-                        b.full(shape, float(out_lo), b.dtype(acc)))
+    q = round_codes(b, v, out_lo, out_hi)
     return b.cast(q, codes_dtype(out_lo, out_hi))
 
 

@@ -42,10 +42,10 @@ Window geometry: ``out = (in + before + after - k) // stride + 1`` with ``before
 ``after = ph + (lflags bit 1)`` (likewise for the width); reads outside the input are zeros.
 
 Weights are row-major: Linear (out, in), Conv2d (out, in/groups, kh, kw); int8 weights w_q
-mean ``w_q * scale[out]``; an int8 layer quantises its input as
-``clamp(round_half_away(x / in_scale), -127, 127)`` and accumulates in int32. The blocks
-follow the layer table in layer order (weights, bias, scales), each at the next 4-byte
-boundary, and the file ends with the last block.
+mean ``w_q * scale[out]``; an int8 layer quantises its input as ``round_code(x / in_scale,
+-127, 127)`` (:mod:`ember.contract.rounding`) and accumulates in int32. The blocks follow the
+layer table in layer order (weights, bias, scales), each at the next 4-byte boundary, and the
+file ends with the last block.
 
 Weight-only layers (``ember.quantize`` schemes ``"int4"``, ``"int8-weights"``) keep float
 activations: each weight row (``row_len`` weights) is cut into ``nb = ceil(row_len / block)``

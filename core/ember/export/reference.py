@@ -10,14 +10,9 @@ from __future__ import annotations
 
 import copy
 
+from ..contract.rounding import round_codes_np
 from . import format as fmt
 from .ir import Layer, Program, _np
-
-
-def round_half_away(v):
-    """Rounding used on every tier (C has no cheap banker's rounding)."""
-    np = _np()
-    return np.sign(v) * np.floor(np.abs(v) + 0.5)
 
 
 def _act(code: int, y):
@@ -56,10 +51,8 @@ def _conv(x, w, layer: Layer):
 
 def _quantize_input(x, scale: float):
     np = _np()
-    # saturating like the board's kernels: inf clamps, NaN becomes 0
-    v = np.nan_to_num(np.asarray(x / scale, dtype=np.float64), nan=0.0, posinf=127.0,
-                      neginf=-127.0)
-    return np.clip(round_half_away(v), -127, 127)
+    # saturating like the board's kernels: inf clamps, NaN becomes 0 (round_code's rule)
+    return round_codes_np(np.array(x / scale, dtype=np.float64), -127, 127)
 
 
 def _weighted(x, layer: Layer, int8: bool):
@@ -171,8 +164,8 @@ def quantize(program: Program, calibration, *, percentile: float = 100.0) -> Pro
         flat = np.abs(w.reshape(len(w), -1)).max(axis=1)
         scale = np.where(flat > 0, flat / 127.0, 1.0)
         layer.w_scale = scale
-        layer.w_q = np.clip(round_half_away(w / scale.reshape((-1,) + (1,) * (w.ndim - 1))),
-                            -127, 127).astype(np.int8)
+        layer.w_q = round_codes_np(w / scale.reshape((-1,) + (1,) * (w.ndim - 1)),
+                                   -127, 127).astype(np.int8)
         a = amax.get(id(layer), 0.0)
         layer.in_scale = a / 127.0 if a > 0 else 1.0
     return q

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from ..autodiff import no_grad
+from ..contract.rounding import round_code
 from ..nn.batchnorm_fold import fold_batchnorms
 from ..nn.layers.activation import ReLU, ReLU6
 from ..nn.layers.container import Sequential
@@ -300,7 +301,7 @@ def _fold_range(act, consumer) -> tuple[int, int]:
     if isinstance(act, ReLU6):
         scale = float(consumer.input_scale.tolist()[0])
         top = struct.unpack("<f", struct.pack("<f", 6.0 / scale))[0] if scale > 0 else hi
-        hi = min(hi, int(top + 0.5))
+        hi = round_code(top, 0, hi)
     return (0, hi)
 
 

@@ -3,7 +3,8 @@ straight-through gradients, for quantization-aware training (:mod:`ember.quantiz
 
 Built from ordinary tensor ops (no kernel of its own), so it trains on every backend through
 ``Autodiff``. The codes follow :mod:`ember.contract.quantized` exactly: ``x / scale``
-rounded half away from zero, clamped to ±127, times ``scale`` again. The backward pass is the
+rounded by the contract's ``round_code`` (half away from zero, clamped to ±127), times
+``scale`` again. The backward pass is the
 straight-through estimator: the gradient passes unchanged where ``x / scale`` lies inside
 the clamp range ``[-127, 127]`` (ends included) and is zero outside; scales get no gradient
 (they come from observers, not from training).
@@ -21,20 +22,23 @@ from __future__ import annotations
 
 from ..autodiff import no_grad
 from ..contract.quantized import LEVELS
+from ..contract.rounding import round_codes
 from ..ops.where import where
 from ..tensor import Tensor
 
 
 def codes(x: Tensor, scale: Tensor, lo: int = -LEVELS, hi: int = LEVELS) -> Tensor:
     """The integer codes of ``x`` at ``scale`` (broadcast), as floats of ``x``'s dtype: the
-    contract's rule (``ember.contract.quantized.quantize_codes``) written with tensor ops.
+    contract's ``round_codes`` on ``x / scale`` (untracked: callers take the gradient
+    straight through).
 
     >>> import ember
     >>> codes(ember.tensor([1.25, -1.25, 400.0]), ember.tensor([0.5])).tolist()
     [3.0, -3.0, 127.0]
     """
-    v = x / scale
-    return (v.sign() * (v.abs() + 0.5).floor()).clamp(lo, hi)
+    with no_grad():
+        v = (x / scale).detach()
+        return Tensor(round_codes(v.backend, v._prim, lo, hi), v.backend)
 
 
 def fake_quantize(x: Tensor, scale: Tensor, lo: int = -LEVELS, hi: int = LEVELS) -> Tensor:

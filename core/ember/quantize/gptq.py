@@ -25,6 +25,8 @@ True
 
 from __future__ import annotations
 
+from ..contract.rounding import round_codes_np
+
 #: positions (rows of patches) sampled per calibration batch and group: enough for ``H``
 MAX_POSITIONS = 8192
 #: columns rounded between two updates of the rest (the "lazy batch" of GPTQ)
@@ -82,12 +84,6 @@ class Hessian:
         return self.h / max(self.count, 1)
 
 
-def _round(v):
-    import numpy as np
-
-    return np.sign(v) * np.floor(np.abs(v) + 0.5)  # half away from zero, as weights.py
-
-
 def gptq_codes(w, h, scale, top: int, block: int | None = None, damp: float = 0.01,
                search: bool = False):
     """``(codes, scale)``: GPTQ's codes for the weights ``w`` (G·R, K) — ``R`` rows per group
@@ -125,7 +121,7 @@ def gptq_codes(w, h, scale, top: int, block: int | None = None, damp: float = 0.
         errs = np.empty_like(part)
         for j in range(e - b):
             col = part[:, :, j:j + 1]
-            code = np.clip(_round(col / s), low_code(top), top)
+            code = round_codes_np(col / s, low_code(top), top)
             q[:, :, b + j] = code[:, :, 0]
             err = (col - code * s) / u[:, b + j, b + j].reshape(g, 1, 1)
             part[:, :, j:] -= err * u[:, None, b + j, b + j:e]

@@ -14,6 +14,8 @@ largest magnitude to represent (the int8 scale is that / 127).
 
 from __future__ import annotations
 
+from ..contract.rounding import round_codes_np
+
 SAMPLES = 1 << 16  # |x| values kept per batch for percentile and mse
 
 
@@ -111,7 +113,7 @@ def _mse_amax(a, peak: float, levels: int) -> float:
     best, best_err = peak, np.inf
     for c in np.linspace(peak / 100, peak, 100):
         s = c / levels
-        err = float(np.mean((np.clip(np.floor(a / s + 0.5), 0, levels) * s - a) ** 2))
+        err = float(np.mean((round_codes_np(a / s, 0, levels) * s - a) ** 2))
         if err < best_err:
             best, best_err = float(c), err
     return best

@@ -1,7 +1,7 @@
 """Weight codes from float weights (numpy, at quantization time): int8 per output channel,
 int8/int4 per block, and the int4 nibble packing.
 
-Codes are symmetric (zero point 0), rounded half away from zero: int8 in -127..127, int4 in
+Codes are symmetric (zero point 0), rounded by the contract's ``round_code``: int8 in -127..127, int4 in
 -8..7 (stored as ``code + 8`` in a nibble, low nibble first). A block's scale is its
 max |w| / top code (int4: codes -7..7), or with ``search`` the candidate that leaves the least
 squared rounding error in the block: :data:`SEARCH`'s fractions of max |w| / top (clipping
@@ -20,11 +20,7 @@ the symmetric codes used (as llama.cpp's Q4_0 does).
 
 from __future__ import annotations
 
-
-def _round(v):
-    import numpy as np
-
-    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+from ..contract.rounding import round_codes_np
 
 
 def per_channel(w):
@@ -36,7 +32,7 @@ def per_channel(w):
     amax = np.abs(w.reshape(len(w), -1)).max(axis=1)
     scale = np.where(amax > 0, amax / 127, 1.0).astype(np.float32)
     view = scale.astype(np.float64).reshape((-1,) + (1,) * (w.ndim - 1))
-    codes = np.clip(_round(w / view), -127, 127).astype(np.int8)
+    codes = round_codes_np(w / view, -127, 127).astype(np.int8)
     return codes, scale
 
 
@@ -56,7 +52,7 @@ def _error(blocks, scale, top: int):
     import numpy as np
 
     s = scale.astype(np.float64)[..., None]
-    codes = np.clip(_round(blocks / s), low_code(top), top)
+    codes = round_codes_np(blocks / s, low_code(top), top)
     return ((codes * s - blocks) ** 2).sum(axis=-1)
 
 
@@ -117,7 +113,7 @@ def per_block(w, bits: int, block: int, search: bool = False):
     padded[:, :k] = w
     scale = block_scales(padded.reshape(n, nb, block), top, search)
     full = np.repeat(scale.astype(np.float64), block, axis=1)[:, :k]
-    codes = np.clip(_round(w / full), low_code(top), top).astype(np.int8)
+    codes = round_codes_np(w / full, low_code(top), top).astype(np.int8)
     return codes, scale
 
 

@@ -27,6 +27,7 @@ import weakref
 import numpy as np
 
 from ...contract.quantized import code_range
+from ...contract.rounding import round_codes_np
 from .nn import _TILED, _pad
 
 #: elements quantized per step: the passes over a chunk stay in the L2 cache
@@ -85,19 +86,16 @@ class _Layer:
         self._shaped: dict[tuple, tuple] = {}
         self.convs: dict[tuple, tuple] = {}  # a conv's plan per input shape and geometry
 
-    def shaped(self, layout: tuple, codes: bool, unsigned: bool = False) -> tuple:
-        """``(m, c)`` (``codes``; unsigned: ``c + 0.5``, the rounding's half folded in) or
-        ``(scale, bias)`` in ``layout``: ``(shape, full)``, reshaped to ``shape`` (-1 at the
-        channels' dim), then, unless ``full`` is None, spread over that whole shape (numpy
-        multiplies a small array by one of its own shape 1.4x faster than by channels
-        broadcast along rows: 2.9 against 4.0 us on 16 x 840)."""
-        key = (layout, codes, unsigned)
+    def shaped(self, layout: tuple, codes: bool) -> tuple:
+        """``(m, c)`` (``codes``) or ``(scale, bias)`` in ``layout``: ``(shape, full)``,
+        reshaped to ``shape`` (-1 at the channels' dim), then, unless ``full`` is None,
+        spread over that whole shape (numpy multiplies a small array by one of its own shape
+        1.4x faster than by channels broadcast along rows: 2.9 against 4.0 us on 16 x 840)."""
+        key = (layout, codes)
         hit = self._shaped.get(key)
         if hit is None:
             shape, full = layout
             a, b = (self.m, self.c) if codes else (self.scale, self.bias)
-            if unsigned:
-                b = b + b.dtype.type(0.5)
             hit = tuple(None if v is None else v.reshape(shape) if full is None
                         else np.broadcast_to(v.reshape(shape), full).copy() for v in (a, b))
             self._shaped[key] = hit
@@ -145,36 +143,21 @@ def _chunk(k: int, limit: int) -> int:
 
 
 def _codes(x: np.ndarray, in_scale: np.ndarray, unsigned: bool = False) -> np.ndarray:
-    """The input codes as integer-valued floats of ``x``'s dtype (the contract: half away
-    from zero, clamped to the range)."""
+    """The input codes as integer-valued floats of ``x``'s dtype (the contract's
+    ``round_code``)."""
     if _is_codes(x):
         return x.astype(in_scale.dtype)
     s = in_scale.reshape(())
     lo, hi = code_range(unsigned)
     if x.size <= CHUNK:  # one step: no chunk bookkeeping (a small layer's calls add up)
-        return _rounded(np.divide(x, s, out=np.empty_like(x)), lo, hi, unsigned)
+        return round_codes_np(np.divide(x, s, out=np.empty_like(x)), lo, hi)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    work = None if unsigned else np.empty(CHUNK, dtype=flat.dtype)
+    work = np.empty(CHUNK, dtype=flat.dtype)
     for start in range(0, flat.size, CHUNK):
         v = np.divide(flat[start:start + CHUNK], s, out=out[start:start + CHUNK])
-        _rounded(v, lo, hi, unsigned, None if unsigned else work[:v.size])
+        round_codes_np(v, lo, hi, work[:v.size])
     return out.reshape(x.shape)
-
-
-def _rounded(v: np.ndarray, lo: int, hi: int, unsigned: bool, work=None) -> np.ndarray:
-    """``v`` rounded half away from zero and clamped to ``[lo, hi]``, in place (``work``:
-    room for the signs' halves, else made): ``trunc(v + copysign(0.5, v))`` is
-    ``sign(v) * floor(|v| + 0.5)`` (IEEE rounding is symmetric), one pass less; unsigned
-    codes clamp at 0, so ``floor(v + 0.5)`` suffices."""
-    half = v.dtype.type(0.5)
-    if unsigned:
-        v += half
-        np.floor(v, out=v)
-    else:
-        v += np.copysign(half, v, out=work)
-        np.trunc(v, out=v)
-    return v.clip(lo, hi, out=v)  # the method: np.clip's dispatch costs ~1 µs a call
 
 
 def _same(v: np.ndarray) -> np.ndarray:
@@ -185,17 +168,14 @@ def _same(v: np.ndarray) -> np.ndarray:
 def _requantize(acc: np.ndarray, factors: tuple, out_lo: int, out_hi: int,
                 view=_same) -> np.ndarray:
     """The sums ``acc`` (a new array: written in place) as codes (the contract's ``v = acc *
-    m + c``, rounded half away from zero, clamped), as ``view`` shows them (a view of the
-    codes: they go on to the next layer, which reads them wherever they lie; cropping them
-    would be one more pass): unsigned, three passes (the clamp writes the uint8 codes,
-    truncating; ``c`` holds the + 0.5)."""
+    m + c`` as ``round_code`` gives it), as ``view`` shows them (a view of the codes: they go
+    on to the next layer, which reads them wherever they lie; cropping them would be one more
+    pass)."""
     m, c = factors
     v = acc.astype(m.dtype, copy=False)  # float64 sums: float(acc) in the scales' dtype
     v *= m
     v += c
-    if out_lo >= 0:  # v >= 0 after the clamp, and the uint8 cast truncates
-        return view(v.clip(out_lo, out_hi, out=np.empty(v.shape, np.uint8), casting="unsafe"))
-    return view(_rounded(v, out_lo, out_hi, False).astype(np.int8))
+    return view(round_codes_np(v, out_lo, out_hi).astype(np.uint8 if out_lo >= 0 else np.int8))
 
 
 def _rescale(acc: np.ndarray, factors: tuple, dtype, view=_same) -> np.ndarray:
@@ -240,7 +220,7 @@ class NumpyQuantOps:
                   out_hi):
         layer = _layer(weight, w_scale, bias, in_scale, out_scale)
         acc = _linear_acc(x, layer, in_scale, unsigned, w_scale.dtype)
-        q = _requantize(acc, layer.shaped(((1, -1), None), True, out_lo >= 0), out_lo, out_hi)
+        q = _requantize(acc, layer.shaped(((1, -1), None), True), out_lo, out_hi)
         return q.reshape(x.shape[:-1] + (weight.shape[0],))
 
     def qconv_q(self, x, weight, w_scale, bias, in_scale, out_scale, stride, padding,
@@ -248,7 +228,7 @@ class NumpyQuantOps:
         layer = _layer(weight, w_scale, bias, in_scale, out_scale)
         acc, layout, view = self._conv_acc(x, layer, in_scale, stride, padding, dilation,
                                           groups, unsigned, w_scale.dtype)
-        return _requantize(acc, layer.shaped(layout, True, out_lo >= 0), out_lo, out_hi,
+        return _requantize(acc, layer.shaped(layout, True), out_lo, out_hi,
                            view)
 
     def _qlinear(self, x, weight, w_scale, bias, in_scale, unsigned):
@@ -377,7 +357,7 @@ class _Widened:
             inner[...] = _codes(x, in_scale, unsigned)
         else:  # quantized in place: the zero padding rounds to code 0
             np.divide(x, in_scale.reshape(()), out=inner)
-            _rounded(flat, *code_range(unsigned), unsigned)
+            round_codes_np(flat, *code_range(unsigned))
         if centred:
             flat -= CENTRED  # the padding too: it is code 0
         cols = np.ndarray(*self.cols[:1], np.float32, flat, 0, self.cols[1])

@@ -87,9 +87,10 @@ class Runtime:
 # -------------------------------------------------------------------- map kernels
 def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str = "",
            body: str = "elementwise", shape=None, params: list[int] = (),
-           accumulate: str = "") -> WgpuTensor:
+           accumulate: str = "", libs: str = "") -> WgpuTensor:
     """One output element per lane: ``expr`` over ``x0, x1, ...`` (elementwise), or another
-    body (gather, scatter). Inputs have the output's shape unless the body says otherwise."""
+    body (gather, scatter); ``libs``: WGSL functions ``expr`` calls. Inputs have the output's
+    shape unless the body says otherwise."""
     shape = tuple(inputs[0].shape if shape is None else shape)
     out = rt.empty(shape, out_dtype, body)
     n = numel(shape)
@@ -101,7 +102,7 @@ def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str
             cshape, cstrides = (n,), [(1,)] * len(inputs)
         else:
             cshape, cstrides = collapse(shape, *(x.strides for x in inputs))
-        if len(cshape) <= 1 and _map_flat(rt, inputs, cstrides, out, n, expr):
+        if len(cshape) <= 1 and _map_flat(rt, inputs, cstrides, out, n, expr, libs):
             return out
     else:
         cshape, cstrides = shape, [x.strides for x in inputs]
@@ -112,7 +113,7 @@ def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str
         meta += [x.offset, flag, *st]
     meta += list(params)
     dtypes = tuple(x.dtype for x in inputs)
-    key = ("map", body, expr, accumulate, dtypes, out_dtype)
+    key = ("map", body, expr, accumulate, dtypes, out_dtype, libs)
 
     def build():
         lines, loaders = [], []
@@ -131,7 +132,8 @@ def map_op(rt: Runtime, inputs: list[WgpuTensor], out_dtype: dt.DType, expr: str
         code = render(text, **keys)
         full = render(rt.lib.source("map"), BINDINGS="\n".join(lines), WG=WG,
                       PACK=PACK[out_dtype], NIN=len(dtypes),
-                      LIBS=rt.libs(rt.lib.snippet("lib_index", "strided_inputs"), *loaders),
+                      LIBS=rt.libs(rt.lib.snippet("lib_index", "strided_inputs"), *loaders,
+                                   libs),
                       BODY=code, OUT_CT=COMPUTE[out_dtype])
         return full, ("read",) * (len(dtypes) + 1) + ("read_write",)
 
@@ -146,7 +148,7 @@ _VEC_NAMES = {d.name for d, store in STORE.items() if store in _VEC}
 
 
 def _map_flat(rt: Runtime, inputs: list[WgpuTensor], cstrides, out: WgpuTensor, n: int,
-              expr: str) -> bool:
+              expr: str, libs: str = "") -> bool:
     """The dense fast path (``map_flat.wgsl``) when every input is dense or one broadcast
     value; False (nothing dispatched) when some input needs the strided kernel."""
     padded = -(-n // 4) * 4
@@ -168,7 +170,7 @@ def _map_flat(rt: Runtime, inputs: list[WgpuTensor], cstrides, out: WgpuTensor, 
             meta.append(x.offset)
     dtypes, out_dtype = tuple(x.dtype for x in inputs), out.dtype
     # dtype names, not DTypes, in the key: a frozen dataclass hashes in Python (per dispatch)
-    key = ("map_flat", expr, *[d.name for d in dtypes], *modes, out_dtype.name)
+    key = ("map_flat", expr, libs, *[d.name for d in dtypes], *modes, out_dtype.name)
 
     def build():
         lines, loaders, args, loads = [], [], [], []
@@ -204,7 +206,7 @@ def _map_flat(rt: Runtime, inputs: list[WgpuTensor], cstrides, out: WgpuTensor, 
             store = "\n".join(f"    out[w * {len(words)}u + {j}u] = {word};"
                               for j, word in enumerate(words))
         code = render(rt.lib.source("map_flat"), BINDINGS="\n".join(lines), WG=WG,
-                      LIBS=rt.libs(*loaders), ARGS=", ".join(args), OUT_CT=ct, EXPR=expr,
+                      LIBS=rt.libs(*loaders, libs), ARGS=", ".join(args), OUT_CT=ct, EXPR=expr,
                       LOADS="\n".join(loads), STORE=store)
         return code, ("read",) * (len(dtypes) + 1) + ("read_write",)
 

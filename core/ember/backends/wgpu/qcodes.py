@@ -74,6 +74,5 @@ def requant_map(rt: Runtime, y: WgpuTensor, codes: Codes) -> WgpuTensor:
     (``v = y / out_scale``, within an ulp or so of the contract's ``v``)."""
     full = tuple(y.shape)
     out = codes.scale.view(full, (0,) * len(full))
-    v = "(x0 / x1)"
-    q = f"i32(clamp(sign({v}) * floor(abs({v}) + 0.5), {codes.lo:.1f}, {codes.hi:.1f}))"
-    return map_op(rt, [y, out], codes.dtype, q)
+    q = f"round_code(x0 / x1, {codes.lo:.1f}, {codes.hi:.1f})"
+    return map_op(rt, [y, out], codes.dtype, q, libs=rt.lib.snippet("lib_quant", "code"))
