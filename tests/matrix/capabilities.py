@@ -56,4 +56,9 @@ _MCU_REFUSALS = {
         "from it (a branch): the micro runtime runs one chain with x + f(x) shortcuts only"),
 }
 REFUSALS: dict[tuple[str, str], tuple[str, str, str]] = {
-    (name, col): refusal for name, refusal in _MCU_REFUSALS.items() for col in MCU}
+    **{(name, col): refusal for name, refusal in _MCU_REFUSALS.items() for col in MCU},
+    ("mnist_cnn.int8", "onnx export → ort"): (
+        "OnnxExportUnsupportedError", "no ONNX mapping for the backend op 'qconv_q'",
+        "ONNX export maps float ops: ember's int8 kernels (qconv_q, ...) have no ONNX "
+        "mapping (they would be QLinearConv or QDQ nodes); the float model exports"),
+}

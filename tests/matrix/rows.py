@@ -37,8 +37,10 @@ class Row:
     rtol: float
     small: bool  # the pure-Python backend and the browser run small models only
     onnx_path: str | None = None
-    #: (module, function) that builds the architecture inside a browser page (no numpy there)
-    page_builder: tuple[str, str] | None = None
+    #: a Python expression (``ember`` and ``importlib`` in scope) that builds the float
+    #: architecture inside a browser page, where there is no numpy (browser.py loads the
+    #: row's record into it)
+    page_builder: str | None = None
 
 
 def _torch():
@@ -75,6 +77,9 @@ def _onnx_row(name, source, path, inputs, small, rtol=1e-4, reference=None):
 
 # --- the MNIST CNN: ember's demo model, its PyTorch twin, their ONNX and int8 QDQ exports ---
 
+_MNIST_IN_PAGE = "importlib.import_module('ember.demos.mnist_model').mnist_cnn()"
+
+
 def _mnist_pair():
     """(ember mnist_cnn with seeded weights, the same network in PyTorch float64)."""
     import ember
@@ -110,7 +115,8 @@ def _mnist_rows(folder):
         return m.eval()
 
     rows = [Row("mnist_cnn", "ember.demos mnist_cnn (seeded weights) vs torch float64", make,
-                (x,), ref, 1e-4, True, page_builder=("ember.demos.mnist_model", "mnist_cnn"))]
+                (x,), ref, 1e-4, True, page_builder=_MNIST_IN_PAGE)]
+    rows.append(_int8_row(model, x, ref))
     path = os.path.join(folder, "mnist_cnn.torch.onnx")
     _export(torch, twin.float(), (torch.from_numpy(x),), path, ["x"])
     rows.append(_onnx_row("mnist_cnn.onnx", "torch.onnx.export of the same CNN, vs onnxruntime",
@@ -118,6 +124,21 @@ def _mnist_rows(folder):
     rows.append(_qdq_row(folder, path, x))
     rows.append(_converted_row(folder, path, x))
     return rows
+
+
+def _int8_row(model, x, ref):
+    """``ember.quantize(model, calibration, "int8")``: int8 codes and integer kernels, checked
+    against the float model's float64 output (the error is the quantization's)."""
+    import ember
+
+    calibration = np.random.default_rng(1).standard_normal((64, 1, 28, 28)).astype(np.float32)
+
+    def make():
+        return ember.quantize(model, calibration, "int8").eval()
+
+    return Row("mnist_cnn.int8", "ember.quantize(mnist_cnn, 64 random inputs, 'int8') vs the "
+               "float model in torch float64", make, (x,), ref, 0.1, True,
+               page_builder=_MNIST_IN_PAGE)
 
 
 def _qdq_row(folder, float_path, x):

@@ -45,6 +45,11 @@ def compare(out: np.ndarray, ref: np.ndarray, rtol: float) -> str | None:
     return None
 
 
+def _shortened(message: str) -> str:
+    """Its start and its end (a traceback from the page ends with the error)."""
+    return message if len(message) <= 600 else f"{message[:200]} ... {message[-400:]}"
+
+
 def run_cell(row, column: str) -> Cell:
     key = (row.name, column)
     if key in NOT_RUN:
@@ -59,7 +64,7 @@ def run_cell(row, column: str) -> Cell:
         took = time.perf_counter() - start
         if refusal and type(e).__name__ == refusal[0] and refusal[1] in str(e):
             return Cell("n/a", refusal[2], took)
-        return Cell("FAIL", f"{type(e).__name__}: {str(e)[:300]}", took)
+        return Cell("FAIL", f"{type(e).__name__}: {_shortened(str(e))}", took)
     took = time.perf_counter() - start
     if refusal:
         return Cell("FAIL", f"listed as refused ({refusal[0]}) but ran: remove the entry", took)

@@ -36,7 +36,7 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "what_runs_where.md"
 
 
 def test_every_capability_entry_names_a_real_cell():
-    names = {"mnist_cnn", "mnist_cnn.onnx", "mnist_cnn.int8-qdq.onnx", "mnist_cnn.converted",
+    names = {"mnist_cnn", "mnist_cnn.int8", "mnist_cnn.onnx", "mnist_cnn.int8-qdq.onnx", "mnist_cnn.converted",
              "efficientnet_lite0", "efficientnet_lite0.onnx", "minilm", "minilm.onnx",
              "lstm_gru.onnx", "ppocr_cls.onnx"}
     for row, column in [*NOT_RUN, *REFUSALS]:
@@ -57,6 +57,9 @@ def test_every_model_on_every_target(tmp_path_factory, micropython, page):
              f"({os.cpu_count()} cores) by `pytest tests/matrix`.")
     page = runner.render(rows, cells, stamp=stamp)
     print(page)
+    slowest = sorted(cells.items(), key=lambda kv: -kv[1].seconds)[:8]
+    print("slowest cells:", ", ".join(f"{r}/{c} {cell.seconds:.1f} s"
+                                      for (r, c), cell in slowest))
     runner.write_atomically(str(PAGE), page)
     failed = {k: c.text for k, c in cells.items() if c.status == "FAIL"}
     assert not failed, "\n".join(f"{r} on {c}: {t}" for (r, c), t in failed.items())
