@@ -106,6 +106,18 @@ class RecordError(EmberError, ValueError):
     """
 
 
+class SchemeError(EmberError, ValueError):
+    """A quantization scheme with a field out of range or fields that don't go together;
+    the message names the field and what would be valid.
+
+    >>> from ember.quantize import Representation
+    >>> Representation(weights="int2")
+    Traceback (most recent call last):
+    ...
+    ember.errors.SchemeError: Representation: weights must be one of 'int8', 'int4', got 'int2'
+    """
+
+
 class DatasetError(EmberError, ValueError):
     """A dataset that is missing (the message says where Ember looked and how to get it) or
     whose files are malformed.

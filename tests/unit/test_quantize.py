@@ -175,7 +175,7 @@ def test_save_and_load_keep_codes_scales_and_zero_points(tmp_path):
     path = tmp_path / "q8"
     ember.quantize.save(q, path)
     meta = ember.io.read_metadata(path)
-    assert meta["user"][ember.quantize.META_KEY]["weights"] == "int8"
+    assert meta["user"][ember.quantize.META_KEY]["representation"]["weights"] == "int8"
     for key in ("0.weight", "0.weight_scale", "0.weight_zero_point", "0.input_scale",
                 "0.input_zero_point", "10.weight"):
         assert key in meta["keys"]

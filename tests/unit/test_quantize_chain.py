@@ -133,9 +133,12 @@ def test_chained_records_load_and_older_records_load_unchained(tmp_path):
     twin = ember.quantize.load(_blocks(), tmp_path / "c")
     assert _chained(twin) == _chained(chained)
     assert twin(x).tolist() == chained(x).tolist()
-    # a record written before chains existed: its scheme has no "chain" field
-    fields = plain.scheme.to_dict()
-    del fields["chain"]
+    # a record written before chains existed: the flat fields of the Scheme of then (read
+    # through its deprecated flat names), without "chain"
+    fields = {name: getattr(plain.scheme, name) for name in (
+        "weights", "activations", "block", "unsigned", "observer", "percentile", "min_params",
+        "bias_correction", "keep_float", "range_search", "rounding", "scale_search",
+        "int8_short_rows", "int8_share")}
     ember.save(plain, tmp_path / "old", metadata={ember.quantize.META_KEY: fields})
     old = ember.quantize.load(_blocks(), tmp_path / "old")
     assert _chained(old) == [] and old.scheme.chain is False

@@ -150,8 +150,11 @@ def test_a_record_of_the_old_int4_scheme_loads_as_it_was_written(tmp_path):
     model = _model()
     old = Scheme(weights="int4", activations=False, block=64)
     q = ember.quantize(model, None, old)
-    fields = {k: v for k, v in old.to_dict().items()
-              if k not in ("scale_search", "int8_short_rows", "int8_share")}
+    # the flat fields records held then (before the Representation/Calibration split too)
+    fields = {"weights": "int4", "activations": False, "block": 64, "observer": "minmax",
+              "percentile": 99.99, "min_params": 1024, "unsigned": False,
+              "bias_correction": False, "keep_float": [], "range_search": False,
+              "rounding": "nearest", "chain": True}
     save(q, tmp_path / "old", metadata={ember.quantize.META_KEY: fields})
     assert "int8_share" not in read_metadata(tmp_path / "old")["user"][
         ember.quantize.META_KEY]

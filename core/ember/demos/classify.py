@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from functools import lru_cache
 
 from .arguments import add_jit_flag, backend_name, int_between
@@ -99,8 +100,9 @@ def quantize_int8(model, n: int = 16):
     # "int8-u8" (unsigned codes after ReLU6, MSE ranges, bias correction, GPTQ rounding);
     # the depthwise convs stay float32: the most int8-sensitive layers, and int8 is no
     # faster there on the CPU backends (benchmarks/RESULTS.md, issue 17)
-    preset = ember.quantize.Scheme.named("int8-u8").to_dict()
-    scheme = ember.quantize.Scheme(**{**preset, "keep_float": ("depthwise_conv",)})
+    preset = ember.quantize.PRESETS["int8-u8"]
+    scheme = ember.quantize.Scheme(
+        preset.representation, replace(preset.calibration, keep_float=("depthwise_conv",)))
     calibration = ember.tensor(calibration_images(n), backend=model.classifier.weight.backend)
     return ember.quantize(model, calibration, scheme)
 

@@ -24,7 +24,7 @@ from .distill import distill
 from .layers import FoldedActivation, QuantConv2d, QuantLinear, WeightOnlyConv2d, WeightOnlyLinear
 from .observers import Observer
 from .qat import QATConv2d, QATLinear, convert_qat, prepare_qat
-from .scheme import PRESETS, Scheme
+from .scheme import PRESETS, Calibration, Representation, Scheme
 from .ranking import sensitivity
 
 
@@ -38,8 +38,8 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = [
-    "META_KEY", "PRESETS", "FoldedActivation", "Observer", "QATConv2d", "QATLinear", "QuantConv2d", "QuantLinear",
-    "Scheme", "chain", "convert_qat", "distill", "prepare_qat",
+    "META_KEY", "PRESETS", "Calibration", "FoldedActivation", "Observer", "QATConv2d",
+    "QATLinear", "QuantConv2d", "QuantLinear", "Representation", "Scheme", "chain", "convert_qat", "distill", "prepare_qat",
     "WeightOnlyConv2d", "WeightOnlyLinear", "load", "quantize", "save", "sensitivity",
     "size_bytes",
 ]

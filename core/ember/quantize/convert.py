@@ -9,6 +9,7 @@ are replaced by the scheme's quantized layers (:mod:`ember.quantize.layers`).
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from ..autodiff import no_grad
 from ..contract.rounding import round_code
@@ -36,15 +37,15 @@ META_KEY = "ember.quantize"
 
 def _targets(model: Module, scheme: Scheme) -> list[tuple[Module, str, Module]]:
     """``(parent, attribute, layer)`` for each Linear/Conv2d the scheme quantizes."""
-    out = []
+    out, cal = [], scheme.calibration
     for path, parent in model.named_modules():
         for name, child in list(parent._own_modules()):
             full = f"{path}.{name}" if path else name
             if not isinstance(child, (Linear, Conv2d)) or any(
                     full == k or full.startswith(k + ".") or full.endswith("." + k)
-                    for k in scheme.keep_float):
+                    for k in cal.keep_float):
                 continue
-            if not scheme.activations and child.weight.numel() < scheme.min_params:
+            if not scheme.representation.activations and child.weight.numel() < cal.min_params:
                 continue
             out.append((parent, name, child))
     return out
@@ -77,7 +78,7 @@ def _calibrate(model: Module, targets, calibration, scheme: Scheme):
     """``(inputs, outputs, hessians)``: an Observer of each target layer's input and (for
     bias correction) of its output, and (for GPTQ) the Hessian of its input, by
     ``id(layer)``."""
-    inputs = {id(layer): Observer(scheme.observer, scheme.percentile)
+    inputs = {id(layer): Observer(scheme.calibration.observer, scheme.calibration.percentile)
               for _, _, layer in targets}
     outputs = {id(layer): Observer() for _, _, layer in targets}
     hessians = {id(layer): Hessian() for _, _, layer in targets} if _gptq(scheme) else {}
@@ -91,9 +92,9 @@ def _calibrate(model: Module, targets, calibration, scheme: Scheme):
 
     def observe(m, args, out):
         x = args[0].numpy()
-        if scheme.activations:
+        if scheme.representation.activations:
             inputs[id(m)].observe(x)
-        if scheme.bias_correction and first[0]:
+        if scheme.calibration.bias_correction and first[0]:
             outputs[id(m)].observe(out.numpy())
         if hessians and isinstance(m, Conv2d):
             hessians[id(m)].add_conv(x, m.kernel_size, m.stride, _pairs(m), m.dilation,
@@ -115,7 +116,7 @@ def _calibrate(model: Module, targets, calibration, scheme: Scheme):
 
 
 def _gptq(scheme: Scheme) -> bool:
-    return scheme.rounding == "gptq"
+    return scheme.calibration.rounding == "gptq"
 
 
 def _int8_layers(targets, scheme: Scheme) -> set[int]:
@@ -128,11 +129,11 @@ def _int8_layers(targets, scheme: Scheme) -> set[int]:
     out, rest = set(), []
     for _, _, layer in targets:
         k = layer.weight.numel() // layer.weight.shape[0]
-        if scheme.int8_short_rows and k < (scheme.block or k):
+        if scheme.calibration.int8_short_rows and k < (scheme.representation.block or k):
             out.add(id(layer))
         else:
             rest.append(layer)
-    budget = scheme.int8_share * sum(layer.weight.numel() for layer in rest)
+    budget = scheme.calibration.int8_share * sum(layer.weight.numel() for layer in rest)
     for layer in sorted(rest, key=lambda m: m.weight.numel()):  # stable: model order on ties
         budget -= layer.weight.numel()
         if budget < 0:
@@ -144,7 +145,7 @@ def _int8_layers(targets, scheme: Scheme) -> set[int]:
 def _searched(layer, bits: int, block: int, scheme: Scheme):
     """Nearest rounding's ``(codes, scales)`` with searched scales, or None: the layer's own
     max-abs rounding (``from_float``)."""
-    if not scheme.scale_search:
+    if not scheme.calibration.scale_search:
         return None
     return per_block(layer.weight.numpy(), bits, block, search=True)
 
@@ -180,7 +181,7 @@ def _refine(model: Module, refs: dict, calibration, scheme: Scheme) -> None:
 
     def refine(m, args, out):
         layer, obs, mean = refs[id(m)]
-        if scheme.range_search:
+        if scheme.calibration.range_search:
             levels = 255 if m.unsigned else 127
             want = layer(args[0]).numpy()
             best = None
@@ -192,7 +193,7 @@ def _refine(model: Module, refs: dict, calibration, scheme: Scheme) -> None:
                 if best is None or err < best[0]:
                     best = (err, m.input_scale, y)
             m.input_scale, out = best[1], best[2]
-        if not scheme.bias_correction:
+        if not scheme.calibration.bias_correction:
             return out
         y = out.numpy()
         axis = Observer.channel_axis(y)
@@ -242,24 +243,25 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
     if _gptq(scheme) and values and calibration is None:
         raise ValueError("quantize: rounding='gptq' needs calibration data (the layers' "
                          "inputs on a few hundred representative samples)")
+    rep, cal = scheme.representation, scheme.calibration
     seen, outs, hessians = (_calibrate(q, targets, calibration, scheme)
-                            if scheme.activations or _gptq(scheme) else ({}, {}, {}))
+                            if rep.activations or _gptq(scheme) else ({}, {}, {}))
     refs = {}  # id(quantized layer) -> (float layer, input observer, float mean output)
     eight = _int8_layers(targets, scheme)
     for parent, name, layer in targets:
         conv = isinstance(layer, Conv2d)
         k = layer.weight.numel() // layer.weight.shape[0]
-        bits, block = ((8, None) if scheme.activations else (8, k) if id(layer) in eight
-                       else (scheme.bits, scheme.block or k))
+        bits, block = ((8, None) if rep.activations else (8, k) if id(layer) in eight
+                       else (rep.bits, rep.block or k))
         codes = (_rounded(layer, hessians[id(layer)], 127 if bits == 8 else 7, block,
-                          scheme.scale_search) if hessians and values else None)
-        if scheme.activations:
+                          cal.scale_search) if hessians and values else None)
+        if rep.activations:
             obs = seen[id(layer)]
-            unsigned = scheme.unsigned and obs.low >= 0 and calibration is not None
+            unsigned = rep.activations == "uint8" and obs.low >= 0 and calibration is not None
             amax = obs.amax(255 if unsigned else 127) if values else None
             new = (QuantConv2d if conv else QuantLinear).from_float(layer, amax, unsigned,
                                                                     codes)
-            if calibration is not None and (scheme.bias_correction or scheme.range_search):
+            if calibration is not None and (cal.bias_correction or cal.range_search):
                 refs[id(new)] = (layer, obs, outs[id(layer)].means())
         else:
             new = (WeightOnlyConv2d if conv else WeightOnlyLinear).from_float(
@@ -267,7 +269,7 @@ def _build(model: Module, calibration, scheme: Scheme, values: bool) -> Module:
         setattr(parent, name, new)
     if refs:
         _refine(q, refs, calibration, scheme)
-    if scheme.activations and scheme.chain:
+    if rep.activations and rep.chain:
         chain(q, values and calibration is not None)
     q.scheme = scheme
     return q
@@ -311,14 +313,14 @@ def chain(model: Module, values: bool = True) -> None:
     then by another one, ends in codes at that one's input scale; the activation becomes a
     :class:`FoldedActivation` (its clamp is in the producer). ``values=False``: the
     structure only (placeholder buffers a record is loaded into). ``quantize`` calls it
-    (``Scheme(chain=True)``, the default); call it on a model quantized with
+    (``Representation(chain=True)``, the default); call it on a model quantized with
     ``chain=False``, or on your own assembly of quantized layers.
 
     >>> import ember
     >>> from ember import nn
-    >>> from ember.quantize import Scheme
+    >>> from ember.quantize import Representation, Scheme
     >>> model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
-    >>> q = ember.quantize(model, ember.randn(32, 8), Scheme(chain=False))
+    >>> q = ember.quantize(model, ember.randn(32, 8), Scheme(Representation(chain=False)))
     >>> chain(q)
     >>> q[0](ember.randn(1, 8)).dtype.name, type(q[1]).__name__
     ('uint8', 'FoldedActivation')
@@ -375,7 +377,7 @@ def save(model: Module, path: str | os.PathLike) -> None:
     >>> q = quantize(nn.Sequential(nn.Linear(4, 2)), ember.randn(8, 4))
     >>> path = os.path.join(tempfile.mkdtemp(), "q8")
     >>> quantize.save(q, path)
-    >>> read_metadata(path)["user"][quantize.META_KEY]["weights"]
+    >>> read_metadata(path)["user"][quantize.META_KEY]["representation"]["weights"]
     'int8'
     """
     from ..io import save as save_record
@@ -409,12 +411,12 @@ def load(model: Module, path: str | os.PathLike) -> Module:
     if not isinstance(fields, dict):
         raise RecordError(f"quantize.load: {os.fspath(path)} has no quantization scheme in "
                           "its metadata (write it with ember.quantize.save)")
-    # a record written before chains existed has no "chain" field: it was not chained
-    scheme = Scheme.named({"chain": False, **fields})
+    scheme = Scheme.from_record(fields)
     # the codes and scales come from the record: the structure is built by plain nearest
     # rounding (GPTQ would want calibration; the scale search would be time lost)
-    nearest = Scheme(**{**scheme.to_dict(), "rounding": "nearest", "scale_search": False})
-    skeleton = _build(model, None, nearest, values=not scheme.activations)
+    nearest = Scheme(scheme.representation,
+                     replace(scheme.calibration, rounding="nearest", scale_search=False))
+    skeleton = _build(model, None, nearest, values=not scheme.representation.activations)
     skeleton.scheme = scheme
     load_record(skeleton, path)
     for m in skeleton.modules():

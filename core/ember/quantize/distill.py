@@ -72,8 +72,8 @@ def distill(model: Module, images, scheme: str | dict | Scheme = "int8-u8", *,
     >>> model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(72, 4))
     >>> photos = [ember.randn(3, 9, 12).numpy(), ember.randn(3, 10, 8).numpy()]
     >>> q = distill(model, photos, size=5, steps=3, batch=4, progress=False)
-    >>> q(ember.randn(2, 3, 5, 5)).shape, q.scheme.unsigned
-    ((2, 4), True)
+    >>> q(ember.randn(2, 3, 5, 5)).shape, q.scheme.representation.activations
+    ((2, 4), 'uint8')
     """
     import numpy as np
 
@@ -159,9 +159,10 @@ def _groups(student: Module, lr: float, range_lr: float, in_codes: bool) -> list
 
 
 def _check(scheme, steps, batch, rates, loss, crop_scale, mixup) -> None:
-    if not scheme.activations:
+    if not scheme.representation.activations:
         raise ValueError(f"distill: scheme {scheme} is weight-only; distillation fine-tunes "
-                         "int8 activations (a scheme with activations=True, e.g. 'int8-u8')")
+                         "int8 activations (a scheme with int8/uint8 activations, e.g. "
+                         "'int8-u8')")
     for name, value in (("steps", steps), ("batch", batch)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"distill: {name} must be a positive int, got {value!r}")

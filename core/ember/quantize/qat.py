@@ -190,10 +190,10 @@ def prepare_qat(model: Module, calibration=None, scheme: str | dict | Scheme = "
     ['QATConv2d', 'Identity', 'ReLU']
     """
     scheme = Scheme.named(scheme)
-    if not scheme.activations:
+    if not scheme.representation.activations:
         raise ValueError(f"prepare_qat: scheme {scheme} is weight-only; quantization-aware "
-                         "training fakes the int8 layers of schemes with activations=True "
-                         "(e.g. 'int8')")
+                         "training fakes the int8 layers of schemes with int8/uint8 "
+                         "activations (e.g. 'int8')")
     if not 0 <= momentum <= 1:
         raise ValueError(f"prepare_qat: momentum must be in [0, 1], got {momentum}")
     qat = clone_module(model)
@@ -203,7 +203,8 @@ def prepare_qat(model: Module, calibration=None, scheme: str | dict | Scheme = "
     for parent, name, layer in targets:
         obs = seen[id(layer)]
         # PTQ's rule (ember.quantize.convert.quantize): unsigned codes need the calibration
-        unsigned = scheme.unsigned and obs.low >= 0 and calibration is not None
+        unsigned = (scheme.representation.activations == "uint8" and obs.low >= 0
+                    and calibration is not None)
         kind = QATConv2d if isinstance(layer, Conv2d) else QATLinear
         setattr(parent, name, kind.from_float(layer, obs.amax(code_range(unsigned)[1]),
                                               unsigned, momentum))
@@ -232,7 +233,7 @@ def convert_qat(model: Module) -> Module:
     >>> from ember import nn
     >>> qat = prepare_qat(nn.Sequential(nn.Linear(4, 2)), ember.randn(8, 4))
     >>> q = convert_qat(qat)
-    >>> type(q[0]).__name__, q.scheme.weights
+    >>> type(q[0]).__name__, q.scheme.representation.weights
     ('QuantLinear', 'int8')
     """
     scheme = getattr(model, "scheme", None)
@@ -245,7 +246,7 @@ def convert_qat(model: Module) -> Module:
                 kind = QuantConv2d if isinstance(child, Conv2d) else QuantLinear
                 setattr(parent, name, kind.from_float(child, child.input_amax.item(),
                                                       child.unsigned, _fixed_codes(child)))
-    if scheme.chain:
+    if scheme.representation.chain:
         chain(q)
     q.scheme = scheme
     return q

@@ -1,5 +1,5 @@
 """Which layers int8 hurts most: each quantized layer put alone into the float model, the
-output's change on the calibration data — the ranking mixed precision (``Scheme.keep_float``)
+output's change on the calibration data — the ranking mixed precision (``Calibration.keep_float``)
 picks its float layers from.
 
 >>> import ember
@@ -11,6 +11,8 @@ picks its float layers from.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ..autodiff import no_grad
 from ..nn.batchnorm_fold import fold_batchnorms
@@ -35,25 +37,26 @@ def sensitivity(model: Module, calibration, scheme: str | dict | Scheme = "int8-
     the mean squared change of ``model``'s output on ``calibration`` when that layer alone is
     quantized (as the whole quantized model has it: ranges, GPTQ rounding, corrected bias).
 
-    Keep the first few float with ``Scheme(keep_float=...)`` when the all-int8 model drifts
+    Keep the first few float with ``Calibration(keep_float=...)`` when the all-int8 model drifts
     too far from the float one; the ranking is measured on the calibration data only, so
     choosing from it does not peek at a test set.
 
     >>> import ember
     >>> from ember import nn
-    >>> from ember.quantize import Scheme, sensitivity
+    >>> from ember.quantize import Calibration, Scheme, sensitivity
     >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     >>> x = ember.randn(32, 4, generator=ember.Generator(1))
     >>> worst, error = sensitivity(model, x, "int8")[0]
-    >>> q = ember.quantize(model, x, Scheme(keep_float=(worst,)))
+    >>> q = ember.quantize(model, x, Scheme(calibration=Calibration(keep_float=(worst,))))
     >>> type(q[int(worst)]).__name__, error >= 0
     ('Linear', True)
     """
     import numpy as np
 
     # unchained: each layer goes back into the float model alone, with float neighbours
-    q = quantize(model, calibration, Scheme(**{**Scheme.named(scheme).to_dict(),
-                                               "chain": False}))
+    scheme = Scheme.named(scheme)
+    q = quantize(model, calibration, Scheme(replace(scheme.representation, chain=False),
+                                            scheme.calibration))
     floats = dict(model.named_modules())
     batches = list(_batches(calibration))
     backend = next(iter(model.state_dict().values())).backend
