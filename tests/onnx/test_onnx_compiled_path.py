@@ -331,9 +331,9 @@ def _model(nodes, inputs, outputs, inits=()):
 
 
 def test_a_node_reading_data_runs_on_the_host_between_compiled_segments():
-    """NonZero's output shape is its input's data: it runs eagerly; the nodes before and
-    after it replay compiled (the one after per distinct count), each input checked against
-    numpy."""
+    """NonZero's output shape is its input's data (more elements than a guard holds): it
+    runs eagerly; the nodes before and after it replay compiled (the ones after per distinct
+    count), each input checked against numpy."""
     from onnx import TensorProto, helper
 
     f = TensorProto.FLOAT
@@ -341,11 +341,11 @@ def test_a_node_reading_data_runs_on_the_host_between_compiled_segments():
              helper.make_node("Transpose", ["i"], ["t"]),
              helper.make_node("Cast", ["t"], ["tf"], to=f),
              helper.make_node("ReduceSum", ["tf"], ["y"], keepdims=0)]
-    m = ember.onnx.load(_model(nodes, [helper.make_tensor_value_info("x", f, [6])],
+    m = ember.onnx.load(_model(nodes, [helper.make_tensor_value_info("x", f, [40])],
                                [helper.make_tensor_value_info("y", f, None)]), backend="numpy")
     rng = np.random.default_rng(0)
     for k in range(12):
-        x = rng.standard_normal(6).astype(np.float32) * (k % 3)
+        x = rng.standard_normal(40).astype(np.float32) * (k % 3)
         want = np.nonzero(np.maximum(x, 0))[0].sum(dtype=np.float64)
         assert m(x).numpy() == pytest.approx(want)
     stats = m.jit_stats()
@@ -354,9 +354,9 @@ def test_a_node_reading_data_runs_on_the_host_between_compiled_segments():
     assert "(NonZero)" in m.jit_fallback and m.jit_fallback.count("\n") == 0
 
 
-def test_a_loop_with_a_data_trip_count_compiles_its_body():
-    """A Loop whose trip count is an input value can't be unrolled into one trace: it runs
-    on the host, and its body replays as a compiled segment at every iteration."""
+def _loop_model(trip_count_from_data: bool):
+    """``h = tanh(h * w)`` repeated ``n`` times: ``n`` an int64 input, or the sum of a float
+    input (more elements than a guard holds) cast to int64."""
     from onnx import TensorProto, helper
 
     f, i64 = TensorProto.FLOAT, TensorProto.INT64
@@ -368,21 +368,52 @@ def test_a_loop_with_a_data_trip_count_compiles_its_body():
          helper.make_tensor_value_info("h_in", f, [3])],
         [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
          helper.make_tensor_value_info("h", f, [3])])
+    nodes = [helper.make_node("Loop", ["n", "", "h0"], ["y"], body=body)]
+    n = helper.make_tensor_value_info("n", i64, [])
+    if trip_count_from_data:
+        nodes[:0] = [helper.make_node("ReduceSum", ["counts"], ["total"], keepdims=0),
+                     helper.make_node("Cast", ["total"], ["n"], to=i64)]
+        n = helper.make_tensor_value_info("counts", f, [_segments.GUARD_ELEMENTS + 4])
     w = np.array([0.5, -1.5, 2.0], np.float32)
-    m = ember.onnx.load(_model(
-        [helper.make_node("Loop", ["n", "", "h0"], ["y"], body=body)],
-        [helper.make_tensor_value_info("n", i64, []), helper.make_tensor_value_info("h0", f, [3])],
-        [helper.make_tensor_value_info("y", f, [3])],
-        [helper.make_tensor("w", f, [3], w)]), backend="numpy")
+    return _model(nodes, [n, helper.make_tensor_value_info("h0", f, [3])],
+                  [helper.make_tensor_value_info("y", f, [3])],
+                  [helper.make_tensor("w", f, [3], w)]), w
+
+
+def _loop_reference(n: int, h0, w):
+    want = h0.astype(np.float64)
+    for _ in range(n):
+        want = np.tanh(want * w)
+    return want
+
+
+def test_a_trip_count_fed_as_an_input_is_a_guard():
+    """A Loop whose trip count is an int64 input unrolls into the trace with that count's
+    value as part of the signature: each count traces once, then replays."""
+    model, w = _loop_model(trip_count_from_data=False)
+    m = ember.onnx.load(model, backend="numpy")
+    h0 = np.array([0.1, 0.2, -0.3], np.float32)
+    for n in (3, 5, 3, 2, 5):
+        np.testing.assert_allclose(m(np.array(n), h0).numpy(), _loop_reference(n, h0, w),
+                                   rtol=1e-6)
+    stats = m.jit_stats()
+    assert (stats["traces"], stats["replays"], stats["host_nodes"]) == (3, 2, 0)
+    assert m.jit_fallback is None
+
+
+def test_a_loop_with_a_data_trip_count_compiles_its_body():
+    """A trip count computed from data too large to be a guard: the Loop runs on the host,
+    and its body replays as a compiled segment at every iteration."""
+    model, w = _loop_model(trip_count_from_data=True)
+    m = ember.onnx.load(model, backend="numpy")
     h0 = np.array([0.1, 0.2, -0.3], np.float32)
     for n in (3, 5, 2):
-        want = h0.astype(np.float64)
-        for _ in range(n):
-            want = np.tanh(want * w)
-        np.testing.assert_allclose(m(np.array(n), h0).numpy(), want, rtol=1e-6)
+        counts = (np.arange(_segments.GUARD_ELEMENTS + 4) < n).astype(np.float32)
+        np.testing.assert_allclose(m(counts, h0).numpy(), _loop_reference(n, h0, w), rtol=1e-6)
     stats = m.jit_stats()
     assert stats["host_nodes"] == 1 and "(Loop)" in m.jit_fallback
-    assert stats["traces"] == 1 and stats["replays"] == 3 + 5 + 2 - 1
+    # the nodes before the Loop (traced once, replayed twice) and the body (10 iterations)
+    assert stats["traces"] == 2 and stats["replays"] == 2 + 3 + 5 + 2 - 1
 
 
 def test_shapes_from_data_past_the_signature_cap_run_eagerly():

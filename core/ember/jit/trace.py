@@ -198,13 +198,16 @@ class Tracer(StateRecorder):
                 # an op reading its own operands (part of that op's step), or a value every
                 # replay of this signature computes alike
                 return method(x, *args, **kwargs)
-            raise JitError(
+            error = JitError(
                 f"jit: {op.name} of {self.describe(x)} inside a traced function: its value "
                 "can't be captured (a replay runs no Python, so control flow that depends on "
                 "tensor values would stay frozen at the traced values). Return the tensor "
                 "and read it outside the jitted function, or keep the choice in tensor ops "
                 "(ember.where(cond, a, b) instead of `if`)"
             )
+            #: the traced function's input tensors (positions) the value was computed from
+            error.sources = self.sources(x)
+            raise error
 
         return read
 
@@ -231,6 +234,21 @@ class Tracer(StateRecorder):
             return "a view of " + self.describe(self.keep[slot])
         through = f", through {', '.join(views)}" if views else ""
         return f"the result of {self.producer[slot]}{through} (step {index} of the trace)"
+
+    def sources(self, prim) -> list[int]:
+        """The positions of the traced function's input tensors that ``prim`` was computed
+        from (through the recorded steps)."""
+        todo, seen, found = [self.slots.get(id(prim))], set(), set()
+        while todo:
+            slot = todo.pop()
+            if slot is None or slot in seen:
+                continue
+            seen.add(slot)
+            if slot in self.inputs:
+                found.add(self.inputs.index(slot))
+            elif slot in self.producer:
+                todo += self.steps[self._step_of(slot)].inputs()
+        return sorted(found)
 
     def _step_of(self, slot: int) -> int:
         return next(i for i, s in enumerate(self.steps) if slot in s.outputs())

@@ -12,19 +12,57 @@ If/Loop/Scan host node runs its bodies the same way (each body graph has its seg
 
 A segment reads the graph's constants (and an enclosing graph's, in a body) inside its
 trace, so shape arithmetic on them stays static; everything else it reads is an argument.
-A segment fed a new shape signature traces again; past :data:`MAX_SIGNATURES` (shapes that
-change with the data, after a NonZero) it runs further new signatures eagerly.
+Before a node goes to the host, the small arguments its read depends on (at most
+:data:`GUARD_ELEMENTS` elements: a Loop's trip count, TopK's k, a Reshape's shape, Clip's
+bounds fed as graph inputs) become *guards*: their values join the segment's signature and
+its trace reads them as constants, so the node compiles, and other values trace again. A segment fed a new
+signature traces again; past :data:`MAX_SIGNATURES` (shapes that change with the data, after
+a NonZero) it runs further new signatures eagerly.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import DTypeError
 from ..jit import JitError, jit, tracing
 from ..jit.tree import flatten
+from ..tensor import Tensor
 from ._graph import Graph
 
 #: traced signatures per segment; a new one past this runs eagerly (shapes from data)
 MAX_SIGNATURES = 8
+#: the most elements of an argument whose value may become part of a signature
+GUARD_ELEMENTS = 16
+
+
+@dataclass(frozen=True)
+class _Guard:
+    """A guarded argument's value, compared by value in the signature: floats by their bits
+    (``float.hex``: NaN equals NaN, -0.0 differs from 0.0)."""
+
+    shape: tuple
+    dtype: object
+    values: tuple
+
+    @staticmethod
+    def of(t: Tensor) -> _Guard:
+        flat = t.reshape(-1).tolist() if t.shape else [t.item()]
+        if t.dtype.is_float:
+            flat = [float.hex(v) for v in flat]
+        return _Guard(tuple(t.shape), t.dtype, tuple(flat))
+
+    def tensor(self, backend) -> Tensor:
+        """The value as a tensor made inside the trace: a literal, static to it."""
+        from ..ops.conversion import tensor
+
+        flat = [float.fromhex(v) for v in self.values] if self.dtype.is_float else self.values
+        return tensor(list(flat), dtype=self.dtype, backend=backend).reshape(self.shape)
+
+
+def _guardable(value, backend) -> bool:
+    return (isinstance(value, Tensor) and value.backend is backend
+            and value.numel() <= GUARD_ELEMENTS)
 
 
 class _NodeFailed(Exception):
@@ -38,7 +76,8 @@ class _NodeFailed(Exception):
 class _Segment:
     """Steps ``[start, stop)`` of a graph's plan, traced together."""
 
-    def __init__(self, driver: GraphSegments, start: int, stop: int):
+    def __init__(self, driver: GraphSegments, start: int, stop: int,
+                 guarded: frozenset = frozenset()):
         self.driver, self.start, self.stop = driver, start, stop
         steps = driver.steps[start:stop]
         defined: set[str] = set()
@@ -49,6 +88,7 @@ class _Segment:
         consts = driver.consts
         self.consts = [(n, consts[n]) for n in reads if n in consts]
         self.args = [n for n in reads if n not in consts]
+        self.guarded = guarded & set(self.args)
         later = set(driver.graph.outputs)
         for node, _, _ in driver.steps[stop:]:
             later.update(driver.reads[id(node)])
@@ -60,6 +100,8 @@ class _Segment:
         module = self.driver.module
         env = {n: getattr(module, a) for n, a in self.consts}
         env.update(zip(self.args, values))
+        for n in self.guarded:
+            env[n] = env[n].tensor(module.backend)
         ctx = module._context()
         ctx.env = env
         for k, (node, fn, opset) in enumerate(self.driver.steps[self.start:self.stop]):
@@ -73,8 +115,16 @@ class _Segment:
                 raise
         return tuple(env.get(n) for n in self.writes)
 
+    def read_by(self, error: Exception, env: dict) -> set[str]:
+        """The arguments (not guarded) that the value whose read failed the trace with
+        ``error`` was computed from (``error.sources``: positions of the traced function's
+        input tensors)."""
+        names = [n for n in self.args if n not in self.guarded
+                 for _ in flatten(env[n])[0]]
+        return {names[i] for i in getattr(error, "sources", ()) if i < len(names)}
+
     def run(self, env: dict) -> None:
-        values = [env[n] for n in self.args]
+        values = [_Guard.of(env[n]) if n in self.guarded else env[n] for n in self.args]
         fn = self.fn
         if len(fn.entries) >= MAX_SIGNATURES and flatten((tuple(values), {}))[1] not in (
                 fn.entries):
@@ -138,7 +188,7 @@ class GraphSegments:
                 item.run(env)
             except _NodeFailed as e:
                 if self.items[k] is item:  # another thread may have cut it already
-                    self.items[k:k + 1] = self._cut(item, e)
+                    self.items[k:k + 1] = self._cut(item, e, env)
                 continue  # the replacements run from the first (the nodes before the cut)
             k += 1
         module = self.module
@@ -146,9 +196,15 @@ class GraphSegments:
             env[n] = getattr(module, a)
         return [env[n] if n else None for n in self.graph.outputs]
 
-    def _cut(self, segment: _Segment, failed: _NodeFailed) -> list:
-        """``segment`` without the node its trace failed in (that node on the host; every
-        node of it when the failure was not in a node)."""
+    def _cut(self, segment: _Segment, failed: _NodeFailed, env: dict) -> list:
+        """``segment`` with more guards, where the node its trace failed in depends on small
+        arguments not yet guarded; else without that node (on the host; every node
+        of it when the failure was not in a node)."""
+        if failed.index is not None:
+            more = {n for n in segment.read_by(failed.error, env)
+                    if _guardable(env[n], self.module.backend)}
+            if more:
+                return [_Segment(self, segment.start, segment.stop, segment.guarded | more)]
         if failed.index is None:
             hosts = range(segment.start, segment.stop)
             self.host_reasons += [f"{_name(self.steps[i][0])}: {failed}" for i in hosts]
@@ -156,7 +212,7 @@ class GraphSegments:
         k = segment.start + failed.index
         reason = "; ".join([str(failed.error), *getattr(failed.error, "__notes__", ())])
         self.host_reasons.append(f"{_name(self.steps[k][0])}: {reason}")
-        cut = [_Segment(self, segment.start, k)] if k > segment.start else []
+        cut = [_Segment(self, segment.start, k, segment.guarded)] if k > segment.start else []
         cut.append(_Host(self, k))
         if k + 1 < segment.stop:
             cut.append(_Segment(self, k + 1, segment.stop))

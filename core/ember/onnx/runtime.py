@@ -342,17 +342,18 @@ class OnnxModule(Module):
     @property
     def jit_fallback(self) -> str | None:
         """Why nodes run eagerly between the compiled segments (each ``node 'name' (Op):
-        reason``, joined by newlines), else None.
+        reason``, joined by newlines), else None. Here NonZero reads its 20 inputs' values,
+        too many to be a guard (``ember.onnx._segments``).
 
         >>> import ember.onnx, onnx
         >>> from onnx import helper, TensorProto
         >>> graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["i"], name="nz"),
         ...     helper.make_node("Neg", ["i"], ["y"])], "g",
-        ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [20])],
         ...     [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
         >>> m = ember.onnx.load(helper.make_model(graph).SerializeToString(), backend="numpy")
-        >>> m(ember.tensor([0.0, 2.0, 3.0])).tolist()
-        [[-1, -2]]
+        >>> m(ember.tensor([0.0] * 18 + [2.0, 3.0])).tolist()
+        [[-18, -19]]
         >>> m.jit_fallback.split(":")[0], m.jit_stats()["host_nodes"]
         ("node 'nz' (NonZero)", 1)
         """
