@@ -82,13 +82,23 @@ import ember
 SECTIONS = ("size", "mnist", "effnet-accuracy", "speed")
 CALIBRATION = 64  # crops for the larger calibration rows
 GPTQ = {"rounding": "gptq"}
+
+
+def _with(scheme, **calibration):
+    """``scheme`` with these Calibration fields changed."""
+    from dataclasses import replace
+
+    return ember.quantize.Scheme(scheme.representation,
+                                 replace(scheme.calibration, **calibration))
 SENSITIVE = (1, 2, 3)  # layers kept float in the mixed-precision rows
 _RANKING: dict = {}  # the sensitivity ranking, computed once per run
 # int8-u8 (nearest rounding: the speed is the same) with the depthwise convolutions in
 # float32: more accurate, and faster on the CPU backends, where int8 depthwise loses to
 # float32 (quantizing the input costs more than the nine multiply-adds it saves)
-DW_FLOAT = ember.quantize.Scheme(observer="mse", unsigned=True, bias_correction=True,
-                                 keep_float=("depthwise_conv",))
+DW_FLOAT = ember.quantize.Scheme(
+    ember.quantize.Representation(activations="uint8"),
+    ember.quantize.Calibration(observer="mse", bias_correction=True,
+                               keep_float=("depthwise_conv",)))
 
 
 def _effnet(backend: str = "numpy", fold: bool = True):
@@ -270,37 +280,38 @@ def bench_effnet_accuracy(rows: set[int] | None = None, distill: dict | None = N
              "agreement | skimage: agreement | skimage: on the confident inputs | max abs "
              "probability diff |", "|---|---:|---:|---:|---:|---:|---:|"]
     # the "int8-u8" preset as it was before GPTQ joined it: nearest rounding
-    fine = Scheme(observer="mse", unsigned=True, bias_correction=True)
+    fine = _with(DW_FLOAT, keep_float=())
     variants = (
         ("weight-only int8 (float activations)", lambda: ember.quantize(model, None,
                                                                          "int8-weights")),
         ("int8, min-max observer", lambda: ember.quantize(model, calib)),
-        ("int8, MSE observer", lambda: ember.quantize(model, calib, Scheme(observer="mse"))),
+        ("int8, MSE observer", lambda: ember.quantize(model, calib,
+                                                       _with(Scheme(), observer="mse"))),
         ("int8 u8 (unsigned codes, MSE, bias correction, nearest rounding), 16 crops",
          lambda: ember.quantize(model, calib, fine)),
         (f"int8 u8, {CALIBRATION} crops", lambda: ember.quantize(
             model, _calibration("numpy", CALIBRATION), fine)),
         (f"int8 u8, {CALIBRATION} crops, stem conv float", lambda: ember.quantize(
             model, _calibration("numpy", CALIBRATION),
-            Scheme(**{**fine.to_dict(), "keep_float": ("stem",)}))),
+            _with(fine, keep_float=("stem",)))),
         ("int8 u8, depthwise convs float",
          lambda: ember.quantize(model, calib, DW_FLOAT)),
         ("int8 u8, depthwise convs, stem, head and classifier float", lambda: ember.quantize(
-            model, calib, Scheme(**{**fine.to_dict(), "keep_float": (
-                "depthwise_conv", "stem", "head", "classifier")}))),
+            model, calib, _with(fine, keep_float=(
+                "depthwise_conv", "stem", "head", "classifier")))),
         ("weight-only int8, GPTQ rounding (16 crops)", lambda: ember.quantize(
-            model, calib, Scheme(**{**Scheme.named("int8-weights").to_dict(), **GPTQ}))),
+            model, calib, _with(Scheme.named("int8-weights"), **GPTQ))),
         ('weight-only `"int4"` (blocks of 64, searched scales; depthwise and small layers '
          "int8 per channel)", lambda: ember.quantize(model, None, "int4")),
         ('weight-only `"int4-gptq"` (the same, GPTQ rounding), 16 crops',
          lambda: ember.quantize(model, calib, "int4-gptq")),
         ("int8 u8 + GPTQ rounding, 16 crops", lambda: ember.quantize(
-            model, calib, Scheme(**{**fine.to_dict(), **GPTQ}))),
+            model, calib, _with(fine, **GPTQ))),
         (f"int8 u8 + GPTQ, {CALIBRATION} crops", lambda: ember.quantize(
-            model, _calibration("numpy", CALIBRATION), Scheme(**{**fine.to_dict(), **GPTQ}))),
+            model, _calibration("numpy", CALIBRATION), _with(fine, **GPTQ))),
         (f"int8 u8 + GPTQ, {CALIBRATION} crops, depthwise convs float", lambda: ember.quantize(
             model, _calibration("numpy", CALIBRATION),
-            Scheme(**{**fine.to_dict(), **GPTQ, "keep_float": ("depthwise_conv",)}))),
+            _with(fine, **GPTQ, keep_float=("depthwise_conv",)))),
         *[(f"int8 u8 + GPTQ, {CALIBRATION} crops, the {k} layers `sensitivity` ranks first "
            "float", lambda k=k: _sensitive_float(model, k)) for k in SENSITIVE],
         (_distill_label(distill or {}), lambda: _distilled(model, distill or {})),
@@ -389,12 +400,12 @@ def _sensitive_float(model, k: int):
     from ember.quantize import Scheme, sensitivity
 
     calib = _calibration("numpy", CALIBRATION)
-    scheme = Scheme(**{**Scheme.named("int8-u8").to_dict(), **GPTQ})
+    scheme = _with(Scheme.named("int8-u8"), **GPTQ)
     if _RANKING.get("scheme") != scheme:
         _RANKING.update(scheme=scheme, ranking=sensitivity(model, calib, scheme))
         print("sensitivity ranking (first 8):", _RANKING["ranking"][:8], flush=True)
     keep = tuple(path for path, _ in _RANKING["ranking"][:k])
-    return ember.quantize(model, calib, Scheme(**{**scheme.to_dict(), "keep_float": keep}))
+    return ember.quantize(model, calib, _with(scheme, keep_float=keep))
 
 
 def _distill_label(kw: dict) -> str:
