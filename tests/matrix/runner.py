@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from capabilities import NOT_RUN, REFUSALS
-from targets import COLUMNS, Unavailable
+from .capabilities import NOT_RUN, REFUSALS
+from .targets import COLUMNS, Unavailable
 
 
 @dataclass

@@ -21,7 +21,7 @@ import numpy as np
 
 import ember
 import ember.jit
-from browser import browser_column
+from .browser import browser_column
 
 MCU_HEAP = "8M"  # the unix port: the matrix checks numbers, tests/embedded checks board heaps
 ULAB_DIR = Path(__file__).resolve().parents[3] / "shared" / "ulab"  # beside the checkout

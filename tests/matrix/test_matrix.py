@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -23,14 +22,12 @@ pytest.importorskip("efficientnet_lite_pytorch")
 if importlib.util.find_spec("rapidocr_onnxruntime") is None:  # its models, not its code (cv2)
     pytest.skip("PyPI rapidocr-onnxruntime (installed --no-deps) is missing", allow_module_level=True)
 
-sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # wgpu-py's Vulkan loader wants one
 
-import browser  # noqa: E402
-import rows as matrix_rows  # noqa: E402
-import runner  # noqa: E402
-from capabilities import NOT_RUN, REFUSALS  # noqa: E402
-from targets import COLUMNS  # noqa: E402
+from . import browser, runner  # noqa: E402
+from . import rows as matrix_rows  # noqa: E402
+from .capabilities import NOT_RUN, REFUSALS  # noqa: E402
+from .targets import COLUMNS  # noqa: E402
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "what_runs_where.md"
 
