@@ -70,10 +70,12 @@ def round_codes_np(v, lo: int, hi: int, work=None):
     """The codes of the numpy float array ``v``, written into ``v`` (returned) as
     integer-valued floats; ``work``: scratch of ``v``'s shape and dtype, else made.
 
-    numpy's float arithmetic rounds to nearest even, under which ``trunc(v + copysign(h,
-    v))``, ``h`` the float below 0.5, is the rule (a tie reaches the next integer: ``n +
-    0.5 + h`` rounds up to ``n + 1``; anything below a tie stays under it): one pass fewer
-    than ``trunc`` and two compares.
+    numpy's float arithmetic rounds to nearest even, under which ``trunc(v + ±h)``, ``h`` the
+    float below 0.5 with ``v``'s sign, is the rule (a tie reaches the next integer: ``n + 0.5
+    + h`` rounds up to ``n + 1``; anything below a tie stays under it): fewer passes than
+    ``trunc`` and two compares. ``±h`` is ``v``'s sign bit or'ed into ``h``'s bits (numpy's
+    ``copysign`` is a slow loop). Clamped, the values have a finite maximum unless one is
+    NaN, so a read finds NaNs before a pass writes them.
 
     >>> import numpy as np
     >>> round_codes_np(np.array([0.5, -0.5, 0.49999997, np.nan], np.float32), 0, 255).tolist()
@@ -81,9 +83,32 @@ def round_codes_np(v, lo: int, hi: int, work=None):
     """
     import numpy as np
 
+    bits, sign, h, h_bits = _halves(v.dtype)
     v.clip(lo, hi, out=v)  # the method: np.clip adds a layer of dispatch
-    h = np.nextafter(v.dtype.type(0.5), v.dtype.type(0))
-    v += np.copysign(h, v, out=work)
+    if lo >= 0:  # v is never negative
+        v += h
+    else:
+        work = np.empty_like(v) if work is None else work
+        signed = np.bitwise_and(v.view(bits), sign, out=work.view(bits))
+        signed |= h_bits
+        v += work
     np.trunc(v, out=v)
-    np.copyto(v, 0, where=np.isnan(v))
+    if np.isnan(v.max(initial=lo)):
+        np.copyto(v, 0, where=np.isnan(v))
     return v
+
+
+_HALVES: dict = {}
+
+
+def _halves(dtype) -> tuple:
+    """``(the same-size int dtype, its sign bit, h, h's bits)`` for a numpy float dtype."""
+    found = _HALVES.get(dtype)
+    if found is None:
+        import numpy as np
+
+        bits = np.dtype(f"i{dtype.itemsize}")
+        h = np.nextafter(dtype.type(0.5), dtype.type(0))
+        found = _HALVES[dtype] = (bits, bits.type(np.iinfo(bits).min), h,
+                                  np.array(h).view(bits)[()])
+    return found
