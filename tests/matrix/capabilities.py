@@ -11,7 +11,7 @@ from __future__ import annotations
 BIG = ("efficientnet_lite0", "efficientnet_lite0.onnx", "minilm", "minilm.onnx", "ppocr_cls.onnx")
 
 _PYTHON = ("the pure-Python backend (Pyodide's fallback without numpy or wasm) runs small models "
-           "only: a model of millions of weights takes minutes there")
+           "only: millions of weights or of multiply-adds per call take minutes there")
 _MICRO_PURE = ("the pure-MicroPython tier (no ulab, no native kernels) runs small models only: "
                "EfficientNet-Lite0 takes 30-40 s per 64x64 image on the unix port, minutes on "
                "a board")

@@ -35,8 +35,6 @@ class Row:
     inputs: tuple
     reference: np.ndarray
     rtol: float
-    small: bool  # the pure-Python backend and the browser run small models only
-    onnx_path: str | None = None
     #: a Python expression (``ember`` and ``importlib`` in scope) that builds the float
     #: architecture inside a browser page, where there is no numpy (browser.py loads the
     #: row's record into it)
@@ -50,11 +48,11 @@ def _torch():
     return torch
 
 
-def _export(torch, model, args, path, names, opset=17, dynamic=None):
+def _export(torch, model, args, path, names, opset=17):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, args, path, input_names=names, output_names=["out"],
-                          opset_version=opset, dynamo=False, dynamic_axes=dynamic)
+                          opset_version=opset, dynamo=False)
 
 
 def _ort(path, feeds, optimize=True):
@@ -68,11 +66,11 @@ def _ort(path, feeds, optimize=True):
                       np.float64)
 
 
-def _onnx_row(name, source, path, inputs, small, rtol=1e-4, reference=None):
+def _onnx_row(name, source, path, inputs, rtol=1e-4, reference=None):
     import ember.onnx
 
     ref = _ort(path, inputs) if reference is None else reference
-    return Row(name, source, lambda: ember.onnx.load(path), inputs, ref, rtol, small, path)
+    return Row(name, source, lambda: ember.onnx.load(path), inputs, ref, rtol)
 
 
 # --- the MNIST CNN: ember's demo model, its PyTorch twin, their ONNX and int8 QDQ exports ---
@@ -115,12 +113,12 @@ def _mnist_rows(folder):
         return m.eval()
 
     rows = [Row("mnist_cnn", "ember.demos mnist_cnn (seeded weights) vs torch float64", make,
-                (x,), ref, 1e-4, True, page_builder=_MNIST_IN_PAGE)]
+                (x,), ref, 1e-4, page_builder=_MNIST_IN_PAGE)]
     rows.append(_int8_row(model, x, ref))
     path = os.path.join(folder, "mnist_cnn.torch.onnx")
     _export(torch, twin.float(), (torch.from_numpy(x),), path, ["x"])
     rows.append(_onnx_row("mnist_cnn.onnx", "torch.onnx.export of the same CNN, vs onnxruntime",
-                          path, (x,), True))
+                          path, (x,)))
     rows.append(_qdq_row(folder, path, x))
     rows.append(_converted_row(folder, path, x))
     return rows
@@ -137,7 +135,7 @@ def _int8_row(model, x, ref):
         return ember.quantize(model, calibration, "int8").eval()
 
     return Row("mnist_cnn.int8", "ember.quantize(mnist_cnn, 64 random inputs, 'int8') vs the "
-               "float model in torch float64", make, (x,), ref, 0.1, True,
+               "float model in torch float64", make, (x,), ref, 0.1,
                page_builder=_MNIST_IN_PAGE)
 
 
@@ -164,7 +162,7 @@ def _qdq_row(folder, float_path, x):
     ref = _ort(path, (x,), optimize=False)
     # one output quantum either way per rounding tie along the chain: a few percent of the range
     return _onnx_row("mnist_cnn.int8-qdq.onnx", "onnxruntime quantize_static (QDQ) of the torch "
-                     "export, vs onnxruntime unfused", path, (x,), True, rtol=0.05, reference=ref)
+                     "export, vs onnxruntime unfused", path, (x,), rtol=0.05, reference=ref)
 
 
 def _converted_row(folder, onnx_path, x):
@@ -181,7 +179,7 @@ def _converted_row(folder, onnx_path, x):
         return module.MnistNet(weights).eval()
 
     return Row("mnist_cnn.converted", "ember onnx convert of the torch export (generated "
-               "module), vs onnxruntime", make, (x,), _ort(onnx_path, (x,)), 1e-4, True)
+               "module), vs onnxruntime", make, (x,), _ort(onnx_path, (x,)), 1e-4)
 
 
 # --- EfficientNet-Lite0: the classify demo's model with its ImageNet weights ---
@@ -202,11 +200,11 @@ def _effnet_rows(folder):
         ref = ref_model.double()(torch.from_numpy(x.astype(np.float64))).numpy()
     rows = [Row("efficientnet_lite0", f"ember.demos efficientnet (ImageNet weights), "
                 f"{EFFNET_SIZE}x{EFFNET_SIZE}, vs the reference PyTorch code in float64",
-                lambda: efficientnet.pretrained(weights), (x,), ref, 1e-3, False)]
+                lambda: efficientnet.pretrained(weights), (x,), ref, 1e-3)]
     path = os.path.join(folder, "efficientnet_lite0.torch.onnx")
     _export(torch, ref_model.float(), (torch.from_numpy(x),), path, ["x"], opset=13)
     rows.append(_onnx_row("efficientnet_lite0.onnx", "torch.onnx.export of the reference "
-                          "PyTorch model, vs onnxruntime", path, (x,), False, rtol=1e-3))
+                          "PyTorch model, vs onnxruntime", path, (x,), rtol=1e-3))
     return rows
 
 
@@ -238,8 +236,7 @@ def _minilm_rows(folder):
 
     rows = [Row("minilm", f"ember.demos minilm (all-MiniLM-L6-v2), {MINILM_TOKENS} tokens, "
                 "vs tests/demos/minilm_torch.py in float64",
-                lambda: Embed(minilm.load_minilm(weights)).eval(), (ids, mask), ref, 1e-4,
-                False)]
+                lambda: Embed(minilm.load_minilm(weights)).eval(), (ids, mask), ref, 1e-4)]
 
     class TorchEmbed(torch.nn.Module):
         def __init__(self):
@@ -253,7 +250,7 @@ def _minilm_rows(folder):
     _export(torch, TorchEmbed(), (torch.from_numpy(ids), torch.from_numpy(mask)), path,
             ["ids", "mask"])
     rows.append(_onnx_row("minilm.onnx", "torch.onnx.export of minilm_torch.py, vs onnxruntime",
-                          path, (ids, mask), False))
+                          path, (ids, mask)))
     return rows
 
 
@@ -276,7 +273,7 @@ def _rnn_row(folder):
     path = os.path.join(folder, "lstm_gru.torch.onnx")
     _export(torch, Recurrent().eval(), (torch.from_numpy(x),), path, ["x"])
     return _onnx_row("lstm_gru.onnx", "torch LSTM(8->16) + GRU(16->12) + Linear, 6 steps, "
-                     "torch.onnx.export, vs onnxruntime", path, (x,), True)
+                     "torch.onnx.export, vs onnxruntime", path, (x,))
 
 
 def _ocr_row():
@@ -285,7 +282,7 @@ def _ocr_row():
     path = str(folder / "ch_ppocr_mobile_v2.0_cls_infer.onnx")
     x = np.random.default_rng(0).random((1, 3, 48, 192), dtype=np.float32)
     return _onnx_row("ppocr_cls.onnx", "rapidocr-onnxruntime's text-direction classifier "
-                     "(PaddleOCR), vs onnxruntime", path, (x,), False)
+                     "(PaddleOCR), vs onnxruntime", path, (x,))
 
 
 def build(folder: str) -> list[Row]:
