@@ -165,3 +165,39 @@ def test_a_constant_that_varies_over_space_is_not_folded():
     np.testing.assert_allclose(got, np.maximum((_conv2d_float64(x, w, 1) - sub) * 2, 0),
                                rtol=1e-5, atol=1e-5)
     assert run.steps == 4
+
+
+def _affine_chain_tape(b, constants, branch: bool):
+    """x -> relu -> (- c0) * c1 * c2 + c3, the constants per channel; ``branch``: the
+    second result is also an output (so the run stops there)."""
+    steps = [Step("relu", (Slot(0),), {}, 10, "op"),
+             Step("float_sub", (Slot(10), Slot(1)), {}, 11, "op"),
+             Step("float_mul", (Slot(11), Slot(2)), {}, 12, "op"),
+             Step("float_mul", (Slot(3), Slot(12)), {}, 13, "op"),
+             Step("float_add", (Slot(13), Slot(4)), {}, 14, "op")]
+    outputs = [14, 12] if branch else [14]
+    return Tape(b, [0], dict(zip((1, 2, 3, 4), constants)), steps, outputs, None)
+
+
+@pytest.mark.parametrize("branch", [False, True])
+def test_a_run_of_per_channel_arithmetic_becomes_one_multiply_and_one_add(branch):
+    """A BatchNormalization after a Concat (nothing to fold into), written out as
+    arithmetic by per-channel constants stored at full size: x * s + t in two in-place
+    passes; a value the run computes that is read elsewhere (an output) ends the run."""
+    b = ember.get_backend("numpy")
+    rng = np.random.default_rng(4)
+    full = (1, 3, 4, 5)
+    per = [rng.uniform(0.5, 2, (1, 3, 1, 1)).astype(np.float32) for _ in range(4)]
+    stored = [np.broadcast_to(c, full) for c in per]  # stride 0, as a folded expand
+    run = b.compile_tape(_affine_chain_tape(b, stored, branch))
+    for _ in range(3):
+        x = rng.standard_normal(full).astype(np.float32)
+        got = run([x])
+        x64, (c0, c1, c2, c3) = x.astype(np.float64), (c.astype(np.float64) for c in per)
+        mid = (np.maximum(x64, 0) - c0) * c1
+        np.testing.assert_allclose(got[0], c2 * mid + c3, rtol=1e-5, atol=1e-6)
+        if branch:
+            np.testing.assert_allclose(got[1], mid, rtol=1e-5, atol=1e-6)
+    # relu, then the folded multiply and add (both in place); with a branch nothing folds,
+    # and the step after the output writes a new array
+    assert (run.steps, run.reused) == ((5, 3) if branch else (3, 2))

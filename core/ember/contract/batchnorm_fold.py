@@ -109,6 +109,21 @@ def fold_chain_into(weight, bias, chain):
     >>> w.ravel().tolist(), b.tolist(), w.dtype.name
     ([3.0, 3.0], [-3.0, -6.0], 'float32')
     """
+    w2, b2 = fold_affine_into(weight, bias, *chain_affine(weight, chain))
+    return w2.astype(weight.dtype), b2.astype(weight.dtype)
+
+
+def chain_affine(weight, chain):
+    """``(s, t)``, float64 per-channel vectors: ``chain`` (``(op, constant)`` pairs as for
+    :func:`fold_chain_into`, each constant :func:`per_channel` for ``weight``) applied to
+    ``y`` is ``y * s + t`` (channel by channel).
+
+    >>> import numpy as np
+    >>> s, t = chain_affine(np.ones((2, 1, 1, 1)), [("add", np.full((1, 2, 1, 1), 1.0)),
+    ...                                             ("div", np.full((1, 2, 1, 1), 4.0))])
+    >>> s.tolist(), t.tolist()
+    ([0.25, 0.25], [0.25, 0.25])
+    """
     import numpy as np
 
     s, t = np.ones(weight.shape[0]), np.zeros(weight.shape[0])
@@ -122,5 +137,4 @@ def fold_chain_into(weight, bias, chain):
             s, t = s * k, t * k
         else:
             s, t = s / k, t / k
-    w2, b2 = fold_affine_into(weight, bias, s, t)
-    return w2.astype(weight.dtype), b2.astype(weight.dtype)
+    return s, t

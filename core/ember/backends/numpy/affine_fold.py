@@ -1,4 +1,5 @@
-"""A conv followed by per-channel constant arithmetic, folded into the conv (numpy tapes).
+"""Per-channel constant arithmetic folded: into the conv before it, or into one multiply and
+one add (numpy tapes).
 
 Exporters write an inference BatchNormalization as ``(y - mean) * inv * scale + bias`` (ember's
 own ONNX export, TF-style models), and a traced trace folds each constant into an array of
@@ -7,6 +8,9 @@ a constant as large. When a conv's weight and bias are constants and its result 
 by an add/sub/mul/div with a constant that is one value per output channel (checked against
 the shapes the first call recorded), that chain folds into the conv's weight and bias
 (:func:`ember.contract.batchnorm_fold.fold_chain_into`, float64): one step instead of five.
+A run of three or more such steps after anything else (a BatchNormalization after a Concat,
+then a Caffe-style Scale's Mul and Add: DenseNet) becomes ``x * s + t`` with ``s`` and ``t``
+one value per channel (:func:`fold_affine_chains`): two passes instead of four.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from ...contract.batchnorm_fold import per_channel, fold_chain_into
+from ...contract.batchnorm_fold import chain_affine, fold_chain_into, per_channel
 from ...contract.program import Slot, Step, Tape
 
 _ARITH = {"float_add": "add", "float_sub": "sub", "float_mul": "mul", "float_div": "div"}
@@ -59,6 +63,74 @@ def fold_conv_affine(tape: Tape, shapes: dict[int, tuple]) -> Tape:
     used = {s for st in kept for s in st.inputs()} | set(tape.outputs)
     constants = {s: v for s, v in constants.items() if s in used}
     return dataclasses.replace(tape, constants=constants, steps=kept)
+
+
+def fold_affine_chains(tape: Tape, shapes: dict[int, tuple]) -> Tape:
+    """``tape`` with each run of three or more per-channel constant add/sub/mul/div steps
+    (each result read once, by the next) replaced by a multiply and an add by per-channel
+    vectors (the same tape when there is none); ``shapes`` as for :func:`fold_conv_affine`.
+    The multiply writes the run's first result slot and the add its last, so the facts the
+    first call recorded for them hold."""
+    reads: dict[int, list[int]] = {}
+    for k, step in enumerate(tape.steps):
+        for s in step.inputs():
+            reads.setdefault(s, []).append(k)
+    pinned = set(tape.outputs) | set(tape.inputs) | set(tape.constants)
+    steps, constants = list(tape.steps), dict(tape.constants)
+    fresh_slot = max([*constants, *(s for st in steps for s in (*st.inputs(), *st.outputs())),
+                      *tape.inputs], default=-1) + 1
+    consumed: set[int] = set()
+    dropped: set[int] = set()
+    for k, step in enumerate(tape.steps):
+        start = None if k in consumed else _chain_start(tape, step, shapes)
+        if start is None:
+            continue
+        value, ref = start
+        run, chain, cur, r = [], [], value, k
+        while True:
+            c = _per_channel_operand(tape, tape.steps[r], cur, ref, shapes)
+            if c is None:
+                break
+            chain.append((_ARITH[tape.steps[r].name], c))
+            run.append(r)
+            cur = tape.steps[r].out
+            if cur in pinned or len(reads.get(cur, ())) != 1:
+                break
+            r = reads[cur][0]
+        if len(run) < 3:
+            continue
+        scale, shift = chain_affine(ref, chain)
+        per = (1, ref.shape[0]) + (1,) * (ref.ndim - 2)
+        constants[fresh_slot] = scale.astype(ref.dtype).reshape(per)
+        constants[fresh_slot + 1] = shift.astype(ref.dtype).reshape(per)
+        first, last = tape.steps[run[0]].out, tape.steps[run[-1]].out
+        steps[run[0]] = Step("float_mul", (Slot(value), Slot(fresh_slot)), {}, first, "op")
+        steps[run[-1]] = Step("float_add", (Slot(first), Slot(fresh_slot + 1)), {}, last, "op")
+        consumed.update(run)
+        dropped.update(run[1:-1])
+        fresh_slot += 2
+    if not consumed:
+        return tape
+    kept = [s for k, s in enumerate(steps) if k not in dropped]
+    used = {s for st in kept for s in st.inputs()} | set(tape.outputs)
+    constants = {s: v for s, v in constants.items() if s in used}
+    return dataclasses.replace(tape, constants=constants, steps=kept)
+
+
+def _chain_start(tape: Tape, step: Step, shapes: dict):
+    """``(value, reference)`` when ``step`` is a float add/sub/mul/div of a computed value
+    (N, C, ...) by a constant: ``reference`` is a weight-shaped stand-in, ``(C, 1, ...)`` of
+    the value's dtype, that :func:`per_channel` reads the channel count and rank from."""
+    if (step.kind != "op" or step.name not in _ARITH or step.name in tape.extras or step.kwargs
+            or len(step.args) != 2 or not all(isinstance(a, Slot) for a in step.args)):
+        return None
+    values = [a.id for a in step.args if a.id not in tape.constants]
+    if len(values) != 1 or values[0] not in shapes:
+        return None
+    shape, dtype = shapes[values[0]]
+    if len(shape) < 2 or dtype.kind != "f":
+        return None
+    return values[0], np.broadcast_to(np.zeros((), dtype), (shape[1],) + (1,) * (len(shape) - 1))
 
 
 def _conv_constants(tape: Tape, step: Step):

@@ -13,8 +13,9 @@ reads, and that has the result's shape and dtype: conv -> add bias -> relu write
 buffer. A tape is traced per shape signature, so the first call's shapes hold for the later
 ones; were one to differ, numpy refuses the ``out=`` (an error, never a wrong value). Inputs
 and constants are never written; outputs are this call's own arrays, as with
-:func:`~ember.contract.program.compile_generic`. With the recorded shapes, two rewrites of
-the bound program: a conv followed by per-channel constant arithmetic becomes one conv
+:func:`~ember.contract.program.compile_generic`. With the recorded shapes, three rewrites of
+the bound program: a conv followed by per-channel constant arithmetic becomes one conv, and
+a longer run of such arithmetic after anything else one multiply and one add
 (:mod:`.affine_fold`), and a matmul by a constant broadcast over its batch dims (a folded
 ``expand``) multiplies by the one matrix (one GEMM, not one per batch).
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...contract.program import Slot, Tape
-from .affine_fold import fold_conv_affine
+from .affine_fold import fold_affine_chains, fold_conv_affine
 from .ops import UFUNCS
 from .quiet import quiet
 
@@ -60,7 +61,8 @@ def compile_tape(backend, tape: Tape):
         plain = [(_recording(_bind(tape, step, first.index, backend), step, first.index, facts),
                   d) for step, d in zip(tape.steps, first.dead)]
         outs = first.execute(plain, prims)
-        folded = fold_conv_affine(tape, {s: f[:2] for s, f in facts.items()})
+        shapes = {s: f[:2] for s, f in facts.items()}
+        folded = fold_affine_chains(fold_conv_affine(tape, shapes), shapes)
         layout = first if folded is tape else _Layout(folded)
         reuse = _reuse_plan(backend, folded, facts)
         state["program"] = [(_bind(folded, step, layout.index, backend, reuse.get(k),
