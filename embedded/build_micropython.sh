@@ -137,8 +137,9 @@ build_qemu() {  # $1 = an385 (stock MPS2_AN385 board, Cortex-M3) | an386 (embedd
     # | an386c (the same M4F with MICROPY_OBJ_REPR_C: floats packed into the object word, so
     # float arithmetic allocates nothing; 30-bit floats, 2 mantissa bits fewer)
     # | an386u (the M4F with ulab built in: 2-D, float32; only where ../shared/ulab is present)
-    local b="$1" out="$BUILD/qemu/$1" port="$SRC/ports/qemu" args=()
-    [ -f "$out/firmware.elf" ] && [ "$out/firmware.elf" -nt "$HERE/build_micropython.sh" ] && return 0
+    local b="$1" out="$BUILD/qemu/$1" port="$SRC/ports/qemu" args=() ld="$HERE/qemu/mps2_sram.ld"
+    [ -f "$out/firmware.elf" ] && [ "$out/firmware.elf" -nt "$HERE/build_micropython.sh" ] \
+        && [ "$out/firmware.elf" -nt "$ld" ] && return 0
     [ -f "$port/Makefile" ] || { log "no MicroPython source tree: skipping the $b board"; return 1; }
     # hard-float boards must enable the FPU (CPACR) before any FP instruction; the port's
     # Reset_Handler doesn't, as its only boards are soft-float. No-op for soft-float builds.
@@ -155,9 +156,11 @@ build_qemu() {  # $1 = an385 (stock MPS2_AN385 board, Cortex-M3) | an386 (embedd
         *) args=(BOARD=MPS2_AN385) ;;
     esac
     log "building the QEMU firmware for $b (256 KB heap)"
-    # FROZEN_MANIFEST= : the +ds source has no micropython-lib (unittest) to freeze
+    # FROZEN_MANIFEST= : the +ds source has no micropython-lib (unittest) to freeze.
+    # LDSCRIPT: RAM (and the heap) at 0x20000000 as on a real Cortex-M, not next to the code
+    # at 0x0, where byte counts in the heap's range pinned blocks (see the script's comment)
     make -s -C "$port" -j"$JOBS" "${args[@]}" BUILD="$out" MICROPY_HEAP_SIZE=262144 \
-        FROZEN_MANIFEST= >/dev/null
+        LDSCRIPT="$ld" FROZEN_MANIFEST= >/dev/null
 }
 
 build_mpy() {  # precompile ember_micro: importing .mpy costs the board no compiler heap

@@ -3,12 +3,13 @@ emulated Cortex-M boards (``_heap.min_heap`` with ``board=``: ``run_on_qemu``'s 
 caps the firmware's 256 KB heap, see ember.export.qemu): the MNIST MLP in float32, int8 and
 int4 weight-only, uint8 digits in, ember_micro's .mpy files in the board's ROMFS. Boards: the
 an385 (Cortex-M3, soft float) and an386 (Cortex-M4F) on the native and pure tiers, the an386u
-(Cortex-M4F with ulab) on the ulab tier. The estimate must never be below the measured minimum;
-the ratio is printed, not asserted: the boards' minima move between firmware builds of the same
-sources (the pure-tier MLP ran in 33 KB on one checkout's build and needed 38 KB on another's),
-so a 15 % upper bound holds for one build, not for every one. QEMU is slow: the bisection runs
-between heap_for / 2 (must fail) and heap_for (must run) in 2 KB steps; the CNN's board figures
-are in benchmarks/RESULTS.md.
+(Cortex-M4F with ulab) on the ulab tier. The estimate must lie between the measured minimum and
+15 % above it: the bisection runs between heap_for / 1.15 (must fail: else heap_for is more than
+15 % above the minimum) and heap_for (must run: else it is below), in 2 KB steps. The minima
+don't depend on the checkout's path since the firmwares keep their heap at 0x20000000
+(embedded/qemu/mps2_sram.ld; before, the pure-tier MLP's moved by 4 KB between checkouts).
+QEMU is slow: one model per board and tier here; every kind, and the CNN's board figures, in
+benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -54,9 +55,10 @@ def test_heap_for_on_the_board_is_within_15_percent_above_the_measured_minimum(
     for name in CASES[board, tier]:
         path, report = models[name]
         want = report.memory.heap_for(tier, romfs=True)
-        # min_heap raises, naming the bound, when heap_for / 2 runs or heap_for doesn't
-        got = min_heap(path, vx[:1], tier=tier, board=board, lo=want // 2, hi=want,
+        # min_heap raises, naming the bound, when heap_for / 1.15 runs (heap_for is more than
+        # 15 % above the minimum) or heap_for doesn't (below it)
+        got = min_heap(path, vx[:1], tier=tier, board=board, lo=int(want / 1.15), hi=want,
                        step=2 * KB)
         print(f"\n{board} {tier} {name}: smallest heap {got / KB:.1f} KB, heap_for "
               f"{want / KB:.1f} KB ({want / got:.2f}x)")
-        assert got <= want, (name, got, want)
+        assert want / 1.15 < got <= want, (name, got, want)

@@ -51,11 +51,11 @@ HEAP_BASE = 4 * 1024
 # Cortex-M boards, ember.export.qemu) keeps the runtime's bytecode out of the heap and its
 # objects are half the size of the 64-bit unix port's, so each tier needs this much less than
 # ram_for(tier) counts (heap_for(tier, romfs=True)); fitted to the smallest heaps the MNIST MLP
-# (f32, int8, int4) ran in on the an385 and an386 boards (native, pure) and the an386u (ulab):
-# tests/embedded/test_board_heap.py bisects them. The pure tier's minima moved by ~5 KB
-# between two firmware builds of the same sources (MLP f32 on an386: 33 KB, 38 KB): its
-# saving is fitted to the hungrier build
-ROMFS_SAVING = {"native": 24 * 1024 + 512, "ulab": 33 * 1024 + 768, "pure": 30 * 1024}
+# (f32, int8, int4) ran in on the an385 and an386 boards (native, pure) and the an386u (ulab),
+# with the boards' RAM at 0x20000000 (embedded/qemu/mps2_sram.ld: with the heap at 0x2E300,
+# byte counts such as the ROMFS image's size pinned heap blocks, and the pure-tier minima moved
+# with the checkout's path): tests/embedded/test_board_heap.py bisects them
+ROMFS_SAVING = {"native": 24 * 1024 + 512, "ulab": 33 * 1024 + 768, "pure": 33 * 1024}
 # ... all of it with ember_micro precompiled (.mpy); imported from .py sources, the board compiles
 # every module first: 45-56 KB more heap for the MNIST models on the unix port
 SOURCE_BYTES = 56 * 1024

@@ -25,7 +25,12 @@ runner allocates and holds one ballast block that leaves the collector the pool 
 heap has (``N`` × the firmware's pool / 256 KB, both read with ``gc.mem_alloc() + gc.mem_free()``:
 the allocation table's share of a heap is the same at every size). The ballast sits above the
 runner's own objects, so the model loads into the rest of the heap as it would on the smaller
-board; MemoryError then means the model doesn't fit ``N`` bytes.
+board; MemoryError then means the model doesn't fit ``N`` bytes. The firmwares keep their RAM
+(data, the heap, the stack) at 0x20000000 as real Cortex-M boards do
+(``embedded/qemu/mps2_sram.ld``): MicroPython's collector treats any aligned word equal to a
+heap block's address as a pointer, and with the port's stock layout (heap at 0x2E300) byte
+counts of 189-451 KB (the ROMFS image's size in the mounted ``bytearray_at``, a ROM file's size
+and offset) pinned blocks, so a smallest heap moved with the image's size by up to 4 KB.
 
 Speed: QEMU runs with ``-icount shift=0`` (one instruction = 1 ns of virtual time) and the
 runner reads the board's CMSDK timer through ``embedded/qemu/time.py`` (``time.ticks_cpu``,
@@ -57,7 +62,7 @@ BOARDS = {
     # the an386 firmware with ulab built in (2-D, float32), from ../shared/ulab's source
     "an386u": ("mps2-an386", "armv7emsp", "an386u"),
 }
-ROMFS_ADDR = 0x200000  # above the firmware and its heap, below the stack at the top of 4 MB
+ROMFS_ADDR = 0x200000  # in the 4 MB at 0x0, above the firmware's code (RAM is at 0x20000000)
 ROMFS_MAX = 0x180000
 INSN_PER_TICK = 40  # 1 ns per instruction (-icount shift=0) at the timer's 25 MHz
 FIRMWARE_HEAP = 262144  # MICROPY_HEAP_SIZE of every firmware (embedded/build_micropython.sh)
