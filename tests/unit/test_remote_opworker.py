@@ -95,3 +95,10 @@ def test_a_peer_sending_an_oversized_frame_is_dropped_unread(server):
     r = Remote(server.url, token=TOKEN)  # the server still serves
     assert ember.tensor([1.0, 2.0], backend=r).sum().item() == 3.0
     r.close()
+
+
+def test_a_worker_that_dies_fails_the_op_with_a_limit_error():
+    worker = OpWorker("no-such-backend", ServerLimits())  # the worker exits as it starts
+    with pytest.raises(LimitError, match=r"died \(exit status 1\)"):
+        worker.run(outer_product_batch(8), 1 << 20, "matmul")
+    assert worker.pid is None

@@ -64,20 +64,18 @@ class OpWorker:
 
     def run(self, batch: list, budget: int, what: str) -> list[bytearray]:
         """The replies of ``batch`` (a message in parts: :func:`~.protocol.batch_parts`) run
-        in the worker; LimitError when the worker's
-        resident memory grows by more than ``budget`` bytes while it runs (the worker is then
-        killed) or the worker dies."""
+        in the worker; LimitError when the worker's resident memory grows by more than
+        ``budget`` bytes while it runs (the worker is then killed) or the worker dies."""
         with self._lock:
-            proc = self._started()
-            _reset_peak(proc.pid)
-            start = _rss(proc.pid)
             try:
+                proc = self._started()
+                _reset_peak(proc.pid)
+                start = _rss(proc.pid)
                 _write(proc.stdin, [batch])
                 replies = self._replies(proc, start, budget)
             except (BrokenPipeError, EOFError):
-                self._kill()
                 raise LimitError(f"{what}: the server's worker process for large ops died "
-                                 f"(exit status {proc.returncode}); the op failed") from None
+                                 f"(exit status {self._kill(grace=1.0)}); the op failed") from None
             if replies is None:
                 self._kill()
                 raise LimitError(f"{what}: the server's worker process for large ops grew by "
@@ -125,13 +123,19 @@ class OpWorker:
         replies = _read(proc.stdout)
         return None if (_peak(proc.pid) or 0) - start > budget + MARGIN_BYTES else replies
 
-    def _kill(self) -> None:
+    def _kill(self, grace: float = 0.0) -> int | None:
+        """Kill the worker (after ``grace`` seconds to exit by itself); its exit status."""
         proc, self._proc = self._proc, None
-        if proc is not None:
+        if proc is None:
+            return None
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            proc.stdin.close()
-            proc.stdout.close()
+        proc.stdin.close()
+        proc.stdout.close()
+        return proc.returncode
 
 
 def _rss(pid: int) -> int | None:
