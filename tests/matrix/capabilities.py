@@ -20,8 +20,6 @@ _TOKENS = ("the micro model format takes one float image/vector input; a text en
 
 _ONNX_IN_PAGE = ("ember.onnx reads files with the onnx package (protobuf) and runs graphs over "
                  "numpy; the offline Pyodide has neither")
-_PAGE_SIZE = ("the matrix's browser cells run the MNIST CNN only (Pyodide on SwiftShader is slow "
-              "on the CPU test machine); tests/web's classify and embed pages run these demos")
 _GENERATED = ("a generated module (a file per run) is not shipped to the page; its layers are "
               "mnist_cnn's, which the browser cells run")
 ONNX_ROWS = ("mnist_cnn.onnx", "mnist_cnn.int8-qdq.onnx", "efficientnet_lite0.onnx",
@@ -32,7 +30,6 @@ MCU = ("mcu native", "mcu pure", "mcu ulab")  # a refusal at export time holds f
 
 NOT_RUN: dict[tuple[str, str], str] = {
     **{(name, col): _ONNX_IN_PAGE for name in ONNX_ROWS for col in BROWSER},
-    **{(name, col): _PAGE_SIZE for name in ("efficientnet_lite0", "minilm") for col in BROWSER},
     **{("mnist_cnn.converted", col): _GENERATED for col in BROWSER},
     **{(name, "python"): _PYTHON for name in BIG},
     **{(name, col): _TOKENS for name in ("minilm", "minilm.onnx") for col in MCU},

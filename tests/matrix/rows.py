@@ -200,7 +200,9 @@ def _effnet_rows(folder):
         ref = ref_model.double()(torch.from_numpy(x.astype(np.float64))).numpy()
     rows = [Row("efficientnet_lite0", f"ember.demos efficientnet (ImageNet weights), "
                 f"{EFFNET_SIZE}x{EFFNET_SIZE}, vs the reference PyTorch code in float64",
-                lambda: efficientnet.pretrained(weights), (x,), ref, 1e-3)]
+                lambda: efficientnet.pretrained(weights), (x,), ref, 1e-3,
+                page_builder="importlib.import_module('ember.demos.efficientnet')"
+                             ".efficientnet_lite0()")]
     path = os.path.join(folder, "efficientnet_lite0.torch.onnx")
     _export(torch, ref_model.float(), (torch.from_numpy(x),), path, ["x"], opset=13)
     rows.append(_onnx_row("efficientnet_lite0.onnx", "torch.onnx.export of the reference "
@@ -213,7 +215,6 @@ def _effnet_rows(folder):
 def _minilm_rows(folder):
     import torch
 
-    from ember import nn
     from ember.demos import minilm
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "demos"))
@@ -226,17 +227,11 @@ def _minilm_rows(folder):
     with torch.no_grad():
         ref = ref64(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
 
-    class Embed(nn.Module):  # forward(ids, mask) is the sentence embedding
-        def __init__(self, encoder):
-            super().__init__()
-            self.encoder = encoder
-
-        def forward(self, ids, mask):
-            return self.encoder.embed(ids, mask)
-
     rows = [Row("minilm", f"ember.demos minilm (all-MiniLM-L6-v2), {MINILM_TOKENS} tokens, "
                 "vs tests/demos/minilm_torch.py in float64",
-                lambda: Embed(minilm.load_minilm(weights)).eval(), (ids, mask), ref, 1e-4)]
+                lambda: minilm.SentenceEncoder(minilm.load_minilm(weights)).eval(), (ids, mask),
+                ref, 1e-4,
+                page_builder="importlib.import_module('ember.demos.minilm').SentenceEncoder()")]
 
     class TorchEmbed(torch.nn.Module):
         def __init__(self):

