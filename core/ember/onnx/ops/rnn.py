@@ -37,6 +37,9 @@ def _acts(names, alphas, betas, n_per_dir, defaults, ndir):
 
 
 def _run(cell, x, w, r, b, h0, c0, p, direction, hidden, layout, gates, acts, clip, seq_lens):
+    """The recurrence, one direction at a time. The input projection of every step (and the
+    biases that add to it) is one matmul over the whole sequence; each step then runs only
+    what depends on the previous state."""
     if layout:
         x = x.permute(1, 0, 2)
         h0 = h0.permute(1, 0, 2) if h0 is not None else None
@@ -46,9 +49,11 @@ def _run(cell, x, w, r, b, h0, c0, p, direction, hidden, layout, gates, acts, cl
     ys, hs, cs = [], [], []
     for d in range(ndir):
         reverse = direction == "reverse" or d == 1
-        wd, rd = w[d].permute(1, 0), r[d].permute(1, 0)
-        bd = (b[d][:gates * hidden] + b[d][gates * hidden:]) if b is not None else None
-        rb = b[d][gates * hidden:] if b is not None else None
+        rd = r[d].permute(1, 0)
+        wb, rb = (b[d][:gates * hidden], b[d][gates * hidden:]) if b is not None else (None, None)
+        xw = ember.matmul(x, w[d].permute(1, 0))  # (steps, batch, gates * hidden)
+        if wb is not None:  # GRU keeps the recurrent bias apart (it is inside the reset gate)
+            xw = xw + (wb if gates == 3 else wb + rb)
         h = h0[d] if h0 is not None else ember.zeros(batch, hidden, dtype=x.dtype,
                                                      backend=x.backend)
         c = c0[d] if c0 is not None else ember.zeros_like(h)
@@ -56,8 +61,7 @@ def _run(cell, x, w, r, b, h0, c0, p, direction, hidden, layout, gates, acts, cl
         out = [None] * steps
         order = range(steps - 1, -1, -1) if reverse else range(steps)
         for t in order:
-            xw = ember.matmul(x[t], wd)
-            h, c = cell(xw, h, c, rd, bd, rb, pd, b, d, acts[d], clip, hidden)
+            h, c = cell(xw[t], h, c, rd, rb, pd, acts[d], clip, hidden)
             out[t] = h
         ys.append(ember.stack(out, dim=0))
         hs.append(h)
@@ -73,55 +77,52 @@ def _clip(v, clip):
     return ember.clamp(v, -clip, clip) if clip is not None else v
 
 
-def _rnn_cell(xw, h, c, r, bsum, rb, p, b, d, acts, clip, hidden):
-    g = xw + ember.matmul(h, r)
-    if bsum is not None:
-        g = g + bsum
-    return acts[0](_clip(g, clip)), c
+def _rnn_cell(xw, h, c, r, rb, p, acts, clip, hidden):
+    return acts[0](_clip(xw + ember.matmul(h, r), clip)), c
 
 
-def _gru_cell_factory(linear_before_reset):
-    def cell(xw, h, c, r, bsum, rb, p, b, d, acts, clip, hidden):
-        f, g = acts
-        wb = b[d][:3 * hidden] if b is not None else None
-        xg = xw + wb if wb is not None else xw
+def _gru_cell(xw, h, c, r, rb, p, acts, clip, hidden, linear_before_reset=False):
+    """``xw``: the step's input projection with its bias; ``rb``: the recurrent bias."""
+    f, g = acts
+    if linear_before_reset:  # one matmul for the three gates
+        hr = ember.matmul(h, r)
+        if rb is not None:
+            hr = hr + rb
+        rz, hh = hr[:, :2 * hidden], hr[:, 2 * hidden:]
+    else:
         rz = ember.matmul(h, r[:, :2 * hidden])
         if rb is not None:
             rz = rz + rb[:2 * hidden]
-        z = f(_clip(xg[:, :hidden] + rz[:, :hidden], clip))
-        rr = f(_clip(xg[:, hidden:2 * hidden] + rz[:, hidden:], clip))
-        rh = r[:, 2 * hidden:]
-        bh = rb[2 * hidden:] if rb is not None else None
-        if linear_before_reset:
-            hh = ember.matmul(h, rh)
-            if bh is not None:
-                hh = hh + bh
-            n = g(_clip(xg[:, 2 * hidden:] + rr * hh, clip))
-        else:
-            hh = ember.matmul(rr * h, rh)
-            if bh is not None:
-                hh = hh + bh
-            n = g(_clip(xg[:, 2 * hidden:] + hh, clip))
-        return (1 - z) * n + z * h, c
-
-    return cell
+    zr = f(_clip(xw[:, :2 * hidden] + rz, clip))  # the update and reset gates at once
+    z, rr = zr[:, :hidden], zr[:, hidden:]
+    if not linear_before_reset:
+        hh = ember.matmul(rr * h, r[:, 2 * hidden:])
+        if rb is not None:
+            hh = hh + rb[2 * hidden:]
+        n = g(_clip(xw[:, 2 * hidden:] + hh, clip))
+    else:
+        n = g(_clip(xw[:, 2 * hidden:] + rr * hh, clip))
+    return n + z * (h - n), c  # (1 - z) * n + z * h
 
 
-def _lstm_cell(xw, h, c, r, bsum, rb, p, b, d, acts, clip, hidden):
+def _gru_cell_lbr(*args):
+    return _gru_cell(*args, linear_before_reset=True)
+
+
+def _lstm_cell(xw, h, c, r, rb, p, acts, clip, hidden):
     f, g, hact = acts
     gates = xw + ember.matmul(h, r)
-    if bsum is not None:
-        gates = gates + bsum
-    gi, go, gf, gc = (gates[:, k * hidden:(k + 1) * hidden] for k in range(4))
-    if p is not None:
-        gi = gi + p[:hidden] * c
-        gf = gf + p[2 * hidden:] * c
-    i = f(_clip(gi, clip))
-    fg = f(_clip(gf, clip))
+    gc = gates[:, 3 * hidden:]
+    if p is None:  # input, output and forget gates through one call of f
+        iof = f(_clip(gates[:, :3 * hidden], clip))
+        i, o, fg = iof[:, :hidden], iof[:, hidden:2 * hidden], iof[:, 2 * hidden:]
+        cn = fg * c + i * g(_clip(gc, clip))
+        return o * hact(cn), cn
+    gi, go, gf = (gates[:, k * hidden:(k + 1) * hidden] for k in range(3))
+    i = f(_clip(gi + p[:hidden] * c, clip))
+    fg = f(_clip(gf + p[2 * hidden:] * c, clip))
     cn = fg * c + i * g(_clip(gc, clip))
-    if p is not None:
-        go = go + p[hidden:2 * hidden] * cn
-    o = f(_clip(go, clip))
+    o = f(_clip(go + p[hidden:2 * hidden] * cn, clip))
     return o * hact(cn), cn
 
 
@@ -149,8 +150,9 @@ def gru(ctx, x, w, r, b=None, seq_lens=None, h0=None, activation_alpha=None,
     ndir = 2 if direction == "bidirectional" else 1
     hidden = hidden_size or r.shape[-1]
     acts = _acts(activations, activation_alpha, activation_beta, 2, ["Sigmoid", "Tanh"], ndir)
-    y, yh, _ = _run(_gru_cell_factory(linear_before_reset), x, w, r, b, h0, None, None,
-                    direction, hidden, layout, 3, acts, clip, seq_lens)
+    cell = _gru_cell_lbr if linear_before_reset else _gru_cell
+    y, yh, _ = _run(cell, x, w, r, b, h0, None, None, direction, hidden, layout, 3, acts, clip,
+                    seq_lens)
     return y, yh
 
 
