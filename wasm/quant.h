@@ -26,17 +26,17 @@ void *qt_grow(qt_buf *b, size_t bytes);
 /* ================================================================ rounding */
 /* The one rounding of every quantized kernel (ember/contract/rounding.py's round_code): the
  * codes of four floats v, rounded half away from zero, clamped to [lo, hi] (integer-valued
- * bounds), NaN to 0, as i32 lanes. trunc(v) moves one away from zero where |v - trunc(v)| >=
- * 0.5 (the difference is exact, so no rounding mode changes a code; floor(|v| + 0.5) would
- * take 0.49999997 to 1); clamped first, the same codes (rounding is monotone). Scalar
- * callers take lane 0 (qt_round1): this is the only definition. */
+ * bounds), NaN to 0, as i32 lanes. WebAssembly's float arithmetic rounds to nearest even,
+ * under which trunc(v + h), h the float below 0.5 with v's sign, is the rule (a tie reaches
+ * the next integer: n + 0.5 + h rounds up to n + 1; anything below a tie stays under it;
+ * floor(|v| + 0.5) would take 0.49999997 to 1); i32x4.trunc_sat truncates, and takes NaN to
+ * 0. Clamped first, the same codes (rounding is monotone). Scalar callers take lane 0
+ * (qt_round1): this is the only definition. */
 static inline __attribute__((always_inline)) v128_t qt_round4(v128_t v, v128_t lo, v128_t hi) {
-    v = wasm_v128_and(v, wasm_f32x4_eq(v, v)); /* NaN -> 0 */
-    v = wasm_f32x4_pmax(lo, wasm_f32x4_pmin(hi, v));
-    const v128_t t = wasm_f32x4_trunc(v), f = wasm_f32x4_sub(v, t);
-    const v128_t up = wasm_f32x4_ge(f, wasm_f32x4_splat(0.5f)); /* all ones: -1 */
-    const v128_t down = wasm_f32x4_le(f, wasm_f32x4_splat(-0.5f));
-    return wasm_i32x4_add(wasm_i32x4_sub(wasm_i32x4_trunc_sat_f32x4(t), up), down);
+    v = wasm_f32x4_pmax(wasm_f32x4_pmin(v, hi), lo); /* this order keeps NaN: trunc_sat's 0 */
+    const v128_t h = wasm_v128_or(wasm_v128_and(v, wasm_i32x4_splat(INT32_MIN)),
+                                  wasm_f32x4_splat(0x1.fffffep-2f)); /* +-(0.5 - 2^-25) */
+    return wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_add(v, h));
 }
 
 static inline int32_t qt_round1(float v, int32_t lo, int32_t hi) {
