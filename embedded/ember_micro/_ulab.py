@@ -33,6 +33,15 @@ QSTEP = 4 * STEP  # quantize's step: its temporaries are byte masks and int8 (1 
 # garbage per chunk, so this tier streams in chunks twice the other tiers' size
 CHUNK = 16384
 PATCH_BYTES = 8192  # a conv row's gathered input patch, when groups == 1 (else per tap)
+# the loader allocates the patch once with its other large buffers (SCRATCH, reserve): made at
+# each conv call, 8 KB could find no contiguous room in a heap fragmented by the call's
+# temporaries, at heap sizes where the model otherwise runs
+SCRATCH = PATCH_BYTES
+_patch = [None]
+
+
+def reserve(buf):
+    _patch[0] = buf
 
 if np.zeros(1, dtype=np.float).itemsize != 4:
     raise ImportError("ulab tier needs single-precision float firmware (this ulab's float "
@@ -288,7 +297,11 @@ def _conv_patch(out2, x2, w2, m, b, g, oc0, noc, act_code, q):
     # single dot with the (noc, ksz) weights; the dot's result is the row's only new array
     cin, _, _, _, oh, ow, kh, kw, _, sw, _, _, _ = g
     kk = kh * kw
-    patch = np.zeros((cin * kk, ow), dtype=np.int8 if q else np.float)
+    buf = _patch[0]
+    if buf is None:  # no loader reserved it (the kernels called on their own)
+        patch = np.zeros((cin * kk, ow), dtype=np.int8 if q else np.float)
+    else:  # every entry is written for each row below: no need to clear it
+        patch = (_b(buf, cin * kk * ow) if q else _f(buf, cin * kk * ow)).reshape((cin * kk, ow))
     for oy in range(oh):
         for ky, kx, lo, hi, start, stop in _taps(g, oy, True):
             t = ky * kw + kx

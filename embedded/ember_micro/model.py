@@ -192,7 +192,9 @@ class Model:
         # every large buffer now, into a collected heap, before the weights' many small
         # arrays: allocated later, a large block can find no contiguous room in a heap
         # fragmented by them, even where the total free would do
-        ram = 4 * (max_act * (2 + n_slots) + n_out + cf) + max_qin + cb + q2
+        # a tier's scratch for convolutions (ulab's patch), allocated here once, not per call
+        scratch = getattr(self.k, "SCRATCH", 0) if any(L.op == CONV2D for L in layers) else 0
+        ram = 4 * (max_act * (2 + n_slots) + n_out + cf) + max_qin + cb + q2 + scratch
         free = _heap_free()
         if free is not None and ram > free:
             raise self._err("the activation and weight chunk buffers need %d bytes (max_act %d "
@@ -210,6 +212,8 @@ class Model:
         self._cb = _zeros_b(cb) if cb else None
         self.out = _zeros_f(n_out)
         self._q2 = _zeros_b(q2) if q2 else None
+        if scratch:
+            self.k.reserve(bytearray(scratch))
         self.n_out = n_out
         self._dequant = None
         for L in layers:

@@ -71,7 +71,7 @@ ULAB_STEP = 256
 ULAB_STEP_TEMPS = 8
 ULAB_ROW_TEMPS = 4
 ULAB_HEADERS = 4 * 1024
-ULAB_PATCH = 8192  # a conv row's gathered input patch (groups == 1), at most PATCH_BYTES
+ULAB_PATCH = 8192  # _ulab.SCRATCH: a conv row's input patch, reserved once by the loader
 # the pure tier's boxed floats and loop objects between collections, and its larger module
 PURE_BYTES = 12 * 1024 + 512
 # int8 models on the pure tier (embedded/ember_micro/_chain.py) also keep a second int8 buffer
@@ -305,9 +305,8 @@ def _ulab_bytes(program: Program) -> int:
             rows = max(rows, 4 * c * w)  # one output row of every channel
         elif layer.op == fmt.LINEAR:
             rows = max(rows, 4 * c)
-        if layer.op == fmt.CONV2D and layer.groups == 1:
-            size = 4 * layer.in_shape[0] * layer.kh * layer.kw * w
-            patch = max(patch, size if size <= ULAB_PATCH else 0)
+        if layer.op == fmt.CONV2D:  # the loader reserves the whole patch for any conv
+            patch = ULAB_PATCH
     return ULAB_ROW_TEMPS * rows + patch + ULAB_STEP_TEMPS * 4 * ULAB_STEP + ULAB_HEADERS
 
 
