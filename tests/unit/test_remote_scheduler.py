@@ -71,6 +71,36 @@ def test_one_thread_for_a_backend_that_is_not_thread_safe():
     assert results == ["done", "done"]
 
 
+async def small_steps_beside_a_large_op(**kwargs) -> bool:
+    """Owner "a" runs a large op and "b" a small step, both held in progress: whether a small
+    step of "c" still runs."""
+    scheduler = Scheduler(**kwargs)
+    loop = asyncio.get_running_loop()
+    events = [(threading.Event(), threading.Event()) for _ in range(3)]
+    try:
+        jobs = [scheduler.submit(o, blocking_job(*e, w), loop)
+                for o, e, w in zip("ab", events, (HEAVY, 10))]
+        for started, _ in events[:2]:
+            assert await loop.run_in_executor(None, started.wait, 30)
+        c = scheduler.submit("c", blocking_job(*events[2], 10), loop)
+        ran = await loop.run_in_executor(None, events[2][0].wait, 1.0)
+        for _, release in events:
+            release.set()
+        assert await asyncio.gather(*jobs, c) == ["done"] * 3
+        return ran
+    finally:
+        for _, release in events:
+            release.set()
+        scheduler.stop()
+
+
+def test_with_large_ops_apart_two_threads_serve_small_steps_while_one_runs():
+    """The server's worker process runs the large ops (heavy_apart): as many threads serve
+    small steps during a large op as when none runs."""
+    assert asyncio.run(small_steps_beside_a_large_op(threadsafe=True, heavy_apart=True))
+    assert not asyncio.run(small_steps_beside_a_large_op(threadsafe=True))
+
+
 def test_only_backends_that_allow_it_run_ops_on_two_threads():
     numpy = get_backend("numpy")
     assert numpy.caps.threadsafe

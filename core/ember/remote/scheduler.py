@@ -16,8 +16,10 @@ light ones when no heavy step waits, at a lower OS priority (nice +10, where the
 thread a priority of its own: Linux) so that the light thread and the event loop get the CPU
 first. A small read then never waits for another client's large matmul, only for other light
 steps; working memory is at most one heavy op's plus one light op's, each bounded by
-``max_op_bytes``. (On a CPU backend the heavy step itself runs in the server's worker process,
-:mod:`~ember.remote.opworker`: the thread only carries its operands and results.)
+``max_op_bytes``. On a CPU backend the heavy step itself runs in the server's worker process
+(:mod:`~ember.remote.opworker`: the thread only carries its operands and results), and the
+server asks for ``heavy_apart``: one thread takes only the heavy steps and two take the light
+ones, so as many threads serve small steps while a large op runs as when none does.
 
 >>> import asyncio
 >>> def job(n, work):
@@ -55,7 +57,7 @@ class Scheduler:
     doc."""
 
     def __init__(self, *, threadsafe: bool = False, light_work: int = LIGHT_WORK,
-                 name: str = "ember-remote-ops"):
+                 name: str = "ember-remote-ops", heavy_apart: bool = False):
         self._cond = threading.Condition()
         self._queues: dict[Hashable, collections.deque] = {}  # busy owner -> its jobs
         self._next: dict[Hashable, int] = {}  # busy owner -> the work of its next step
@@ -64,10 +66,11 @@ class Scheduler:
         self._light_work = light_work
         self._split = threadsafe  # a light thread beside the one that runs everything
         self._stopped = False
-        limits = (None, light_work) if threadsafe else (None,)
-        self._threads = [threading.Thread(target=self._loop, args=(limit,),
-                                          name=f"{name}-{'light' if limit else 'any'}",
-                                          daemon=True) for limit in limits]
+        kinds = (("heavy", "light", "light") if heavy_apart and threadsafe else
+                 ("any", "light") if threadsafe else ("any",))
+        self._threads = [threading.Thread(target=self._loop, args=(kind,),
+                                          name=f"{name}-{kind}", daemon=True)
+                         for kind in kinds]
         for t in self._threads:
             t.start()
 
@@ -112,21 +115,25 @@ class Scheduler:
         for _, future, loop, _ in pending:
             _settle(loop, future, None, asyncio.CancelledError())
 
-    def _pick(self, limit: int | None) -> Hashable | None:
-        """The least-served owner with a step this thread may run (``limit``: the most work
-        it takes; None: any, heavy steps first when a light thread takes the others)."""
-        ready = [o for o in self._queues if o not in self._running
-                 and (limit is None or self._next[o] <= limit)]
-        if limit is None and self._split:
-            ready = [o for o in ready if self._next[o] > self._light_work] or ready
+    def _pick(self, kind: str) -> Hashable | None:
+        """The least-served owner with a step a thread of ``kind`` runs: "light" steps,
+        "heavy" ones, or "any" (heavy ones first when light threads take the others)."""
+        ready = [o for o in self._queues if o not in self._running]
+        heavy = [o for o in ready if self._next[o] > self._light_work]
+        if kind == "light":
+            ready = [o for o in ready if self._next[o] <= self._light_work]
+        elif kind == "heavy":
+            ready = heavy
+        elif self._split:
+            ready = heavy or ready
         return min(ready, key=self._used.__getitem__, default=None)
 
-    def _loop(self, limit: int | None) -> None:
-        if limit is None and self._split:
+    def _loop(self, kind: str) -> None:
+        if kind != "light" and self._split:
             _lower_priority()
         while True:
             with self._cond:
-                while not self._stopped and (owner := self._pick(limit)) is None:
+                while not self._stopped and (owner := self._pick(kind)) is None:
                     self._cond.wait()
                 if self._stopped:
                     return

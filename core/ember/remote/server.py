@@ -88,9 +88,10 @@ class Server:
         self._pending: dict = {}  # connections waiting to authenticate, oldest first
         self._closing: set[asyncio.Future] = set()
         self._welcome = protocol.encode_welcome(self._info())
-        self._worker = Scheduler(threadsafe=self.backend.caps.threadsafe)
         self._op_process = (OpWorker(self.backend.name, self.limits)
                             if _isolates_large_ops(self.backend) else None)
+        self._worker = Scheduler(threadsafe=self.backend.caps.threadsafe,
+                                 heavy_apart=self._op_process is not None)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Future | None = None
         self._thread: threading.Thread | None = None
