@@ -13,8 +13,10 @@ connection only (1008); when a connection ends, its tensors are freed. Ops run o
 threads (:class:`~ember.remote.scheduler.Scheduler`), one record at a time per connection,
 the connection that has used the least time first: one thread for a backend that isn't
 thread-safe (wgpu), so it serves every connection; a thread-safe one (numpy) gets a second
-thread for small ops, so a small read never waits for another client's large matmul, and runs
-the large ones in a worker process at a low priority (:mod:`~ember.remote.opworker`). One
+thread for small ops, so a small read never waits for another client's large matmul; on a CPU
+backend the large ones run in a worker process at a low priority
+(:mod:`~ember.remote.opworker`), handed there by a thread of their own, and two threads run
+the small ones. One
 client's heavy batch doesn't starve the others, and the event loop keeps answering
 handshakes and pings while an op runs. TLS: pass an :class:`ssl.SSLContext`.
 
