@@ -6,6 +6,8 @@
 # act codes: 0 none, 1 relu, 2 relu6, 3 sigmoid, 4 tanh, 5 hardswish.
 import math
 
+from ._chain import round_code
+
 name = "pure"
 INT_CHAINS = True  # Model runs int8 chains in integers on this tier (see _chain.py)
 
@@ -66,15 +68,7 @@ def add(x, y, n):
 def quantize(xq, x, n, inv_scale):
     # saturating: beyond +-127 (inf included) clamps, NaN becomes 0 (as the other tiers do)
     for i in range(n):
-        v = x[i] * inv_scale
-        if v >= 127.0:
-            xq[i] = 127
-        elif v <= -127.0:
-            xq[i] = -127
-        elif v == v:
-            xq[i] = int(v + 0.5) if v >= 0.0 else int(v - 0.5)
-        else:
-            xq[i] = 0
+        xq[i] = round_code(x[i] * inv_scale, -127, 127)
 
 
 def dense(out, o0, x, w, nrows, nin, bias, act_code):

@@ -145,7 +145,11 @@ static mp_obj_t k_quantize(size_t n_args, const mp_obj_t *args) {
         } else if (v <= -127.0f) {
             q[i] = -127;
         } else if (v == v) {
-            q[i] = (int8_t)(int)(v + (v >= 0.0f ? 0.5f : -0.5f));
+            // half away from zero, as ember.contract.rounding.round_code (held to it by
+            // tests/unit/test_rounding.py): v - t is exact, where v + 0.5f took 0.49999997 to 1
+            int t = (int)v;
+            float f = v - (float)t;
+            q[i] = (int8_t)(t + (f >= 0.5f) - (f <= -0.5f));
         } else {
             q[i] = 0;
         }

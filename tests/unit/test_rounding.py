@@ -134,6 +134,25 @@ for lo, hi in {ranges!r}:
 print(' '.join(str(q) for q in out))
 """
 
+# each kernel tier's quantize (int8 codes of x * inv_scale, clamped to +-127) on the same values
+KERNELS = """
+import struct, sys
+sys.path.insert(0, {path!r})
+sys.path.insert(0, {native!r})
+from array import array
+from ember_micro import kernels
+data = {data!r}
+x = array('f', [struct.unpack('<f', data[i:i + 4])[0] for i in range(0, len(data), 4)])
+for tier in ('pure', 'native'):
+    try:
+        k = kernels.get(tier)
+    except ImportError:
+        continue
+    q = array('b', bytes(len(x)))
+    k.quantize(q, x, len(x), 1.0)
+    print(tier, ' '.join(str(v) for v in q))
+"""
+
 
 def _micropythons() -> list[Path]:
     """The project's build (embedded/build_micropython.sh) and the shared ulab builds with
@@ -159,3 +178,26 @@ def test_micropython_copy(exe, tmp_path):
     n = VALUES.size
     for k, (lo, hi) in enumerate(RANGES):
         _check(codes[k * n:(k + 1) * n], lo, hi, f"MicroPython {exe.name}")
+
+
+def test_micropython_kernel_tiers():
+    """ember_micro's quantize on the pure tier (Python, through the copy above) and the native
+    tier (C, embedded/native/ember_kernels.c) of the project's MicroPython build."""
+    exe = embedded_dir() / "build" / "micropython"
+    if not exe.is_file():
+        pytest.skip("no MicroPython binary: run embedded/build_micropython.sh")
+    import tempfile
+
+    data = b"".join(struct.pack("<f", v) for v in VALUES.tolist())
+    native = embedded_dir() / "build" / "native" / "x64"
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "kernels.py"
+        script.write_text(KERNELS.format(path=str(embedded_dir()), native=str(native),
+                                         data=data))
+        proc = subprocess.run([str(exe), str(script)], capture_output=True, text=True,
+                              timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    tiers = dict(line.split(" ", 1) for line in proc.stdout.strip().splitlines())
+    assert set(tiers) == {"pure", "native"}, proc.stdout[:200]  # both tiers ran
+    for tier, codes in tiers.items():
+        _check([int(q) for q in codes.split()], -127, 127, f"ember_micro {tier} quantize")
