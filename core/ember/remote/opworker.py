@@ -95,6 +95,7 @@ class OpWorker:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            proc.stdout.close()
 
     def _started(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
