@@ -384,12 +384,7 @@ class OnnxModule(Module):
 
     def _step(self, ctx: Ctx, node: Node, fn, opset: int, env: dict) -> None:
         """Run one node of a plan: its inputs from ``env``, its outputs into it."""
-        try:
-            args = [env[i] if i else None for i in node.inputs]
-        except KeyError as e:
-            raise UnsupportedOpError(
-                f"onnx node '{node.name}' ({node.op_type}): input {e} is not produced by "
-                "any earlier node") from None
+        args = _node_args(node, env)
         if isinstance(fn, Function):
             outs = self._run_function(fn, node, args, env)
         else:
@@ -451,12 +446,7 @@ class OnnxModule(Module):
         return list(out) if isinstance(out, tuple) else [out]
 
     def _exec(self, ctx: Ctx, node: Node, env) -> None:
-        try:
-            args = [env[i] if i else None for i in node.inputs]
-        except KeyError as e:
-            raise UnsupportedOpError(
-                f"onnx node '{node.name}' ({node.op_type}): input {e} is not produced by any "
-                "earlier node") from None
+        args = _node_args(node, env)
         ctx.env = env
         outs = self._call(ctx, node, args, env)
         for name, value in zip(node.outputs, outs):
@@ -600,3 +590,13 @@ def load(source, backend=None, fold: bool = True) -> OnnxModule:
             raise
         except UnsupportedOpError as e:
             raise OnnxUnsupportedError(f"onnx.load: {e}") from e
+
+
+def _node_args(node: Node, env: dict) -> list:
+    """``node``'s inputs from ``env`` (None for an omitted optional one)."""
+    try:
+        return [env[i] if i else None for i in node.inputs]
+    except KeyError as e:
+        raise UnsupportedOpError(
+            f"onnx node '{node.name}' ({node.op_type}): input {e} is not produced by any "
+            "earlier node") from None

@@ -25,9 +25,9 @@ from ...contract.program import Slot, Step, Tape
 _ARITH = {"float_add": "add", "float_sub": "sub", "float_mul": "mul", "float_div": "div"}
 
 
-def fold_conv_affine(tape: Tape, shapes: dict[int, tuple]) -> Tape:
-    """``tape`` with each foldable chain folded (the same tape when none is); ``shapes``:
-    slot -> ``(shape, dtype)`` it had on a run."""
+def _index(tape: Tape) -> tuple:
+    """What both folds start from: slot -> the steps reading it, the slots no fold may drop
+    (inputs, outputs, constants), copies of the steps and constants, the first unused slot."""
     reads: dict[int, list[int]] = {}
     for k, step in enumerate(tape.steps):
         for s in step.inputs():
@@ -36,6 +36,13 @@ def fold_conv_affine(tape: Tape, shapes: dict[int, tuple]) -> Tape:
     steps, constants = list(tape.steps), dict(tape.constants)
     fresh_slot = max([*constants, *(s for st in steps for s in (*st.inputs(), *st.outputs())),
                       *tape.inputs], default=-1) + 1
+    return reads, pinned, steps, constants, fresh_slot
+
+
+def fold_conv_affine(tape: Tape, shapes: dict[int, tuple]) -> Tape:
+    """``tape`` with each foldable chain folded (the same tape when none is); ``shapes``:
+    slot -> ``(shape, dtype)`` it had on a run."""
+    reads, pinned, steps, constants, fresh_slot = _index(tape)
     dropped: set[int] = set()
     for k, step in enumerate(tape.steps):
         w, b = _conv_constants(tape, step)
@@ -71,14 +78,7 @@ def fold_affine_chains(tape: Tape, shapes: dict[int, tuple]) -> Tape:
     vectors (the same tape when there is none); ``shapes`` as for :func:`fold_conv_affine`.
     The multiply writes the run's first result slot and the add its last, so the facts the
     first call recorded for them hold."""
-    reads: dict[int, list[int]] = {}
-    for k, step in enumerate(tape.steps):
-        for s in step.inputs():
-            reads.setdefault(s, []).append(k)
-    pinned = set(tape.outputs) | set(tape.inputs) | set(tape.constants)
-    steps, constants = list(tape.steps), dict(tape.constants)
-    fresh_slot = max([*constants, *(s for st in steps for s in (*st.inputs(), *st.outputs())),
-                      *tape.inputs], default=-1) + 1
+    reads, pinned, steps, constants, fresh_slot = _index(tape)
     consumed: set[int] = set()
     dropped: set[int] = set()
     for k, step in enumerate(tape.steps):
