@@ -7,7 +7,7 @@ cell took (first call included: model load, shader compilation, the trace).
 
 Rows whose weights are not on this machine (the GPU machine carries no 90 MB MiniLM
 checkpoint) are listed with the package that is missing. Prints a markdown table; exits 1 when
-a cell fails.
+a cell fails; the pass count goes to the scoreboard's record.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # wgpu-py's Vulkan loader wants one
 
+from _common import row, write_record  # noqa: E402
 from tests.matrix import rows as matrix_rows  # noqa: E402
 from tests.matrix import runner  # noqa: E402
 
@@ -46,15 +48,21 @@ def main() -> int:
         cells = runner.run(rows, COLUMNS)
     print("| model | " + " | ".join(COLUMNS) + " |")
     print("|---|" + "---|" * len(COLUMNS))
-    for row in rows:
+    for matrix_row in rows:
         texts = []
         for column in COLUMNS:
-            cell = cells[(row.name, column)]
+            cell = cells[(matrix_row.name, column)]
             mark = {"pass": "✓", "n/a": "—"}.get(cell.status, "✗")
             texts.append(f"{mark} {cell.text[:120]} ({cell.seconds:.1f} s)")
-        print(f"| {row.name} | " + " | ".join(texts) + " |")
+        print(f"| {matrix_row.name} | " + " | ".join(texts) + " |")
     for line in missing:
         print(f"\nnot built: {line}")
+    passed = sum(c.status == "pass" for c in cells.values())
+    not_built = ", ".join(line.split(":")[0] for line in missing) or "none"
+    write_record([row("gpu", f"model matrix, {' and '.join(COLUMNS)}: cells that pass", passed,
+                      None, "cells", "cells run",
+                      note=f"{passed} of {len(cells)} pass; rows not built: {not_built}")],
+                 device=ember.get_backend("wgpu").device)
     return 1 if any(c.status == "FAIL" for c in cells.values()) else 0
 
 

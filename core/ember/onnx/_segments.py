@@ -132,7 +132,9 @@ class _Segment:
         else:
             try:
                 outs = fn(*values)
-            except JitError as e:  # not in a node (the segment as a whole): on the host
+            # not in a node (the segment as a whole), or (wgpu) the capture can't bound an
+            # int64 range for every replay: the segment's nodes run on the host
+            except (JitError, DTypeError) as e:
                 raise _NodeFailed(None, e) from e
         env.update(zip(self.writes, outs))
 
